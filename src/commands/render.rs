@@ -1,0 +1,44 @@
+//! `tend render`: print the desired objects, fully offline.
+
+use crate::cli::{GlobalArgs, OutputFormat};
+use crate::ops::load;
+use crate::render::RenderOptions;
+use crate::report::objects::{format_objects, StreamFormat};
+use crate::Error;
+use clap::Args;
+use std::process::ExitCode;
+
+#[derive(Debug, Clone, Args)]
+pub struct RenderArgs {
+    /// Print Secret values instead of masking them (e.g. to pipe into kubectl).
+    #[arg(long, env = "TEND_REVEAL_SECRETS")]
+    pub reveal_secrets: bool,
+}
+
+pub fn run(global: &GlobalArgs, args: &RenderArgs) -> Result<ExitCode, Error> {
+    let format = match global.output {
+        None | Some(OutputFormat::Yaml) | Some(OutputFormat::Text) => StreamFormat::Yaml,
+        Some(OutputFormat::Json) => StreamFormat::Json,
+        Some(OutputFormat::Markdown) => {
+            return Err(Error::Usage(
+                "tend render prints yaml or json; use -o yaml or -o json".into(),
+            ))
+        }
+    };
+    let render_opts = RenderOptions {
+        cluster: global.cluster.clone(),
+        default_namespace: global.namespace.clone(),
+        ..RenderOptions::default()
+    };
+    let desired = load::desired_state(&global.source_options(), &render_opts)?;
+    for note in &desired.rendered.notes {
+        tracing::warn!("{note}");
+    }
+    super::print(&format_objects(
+        &desired.rendered.objects,
+        format,
+        args.reveal_secrets,
+    ))?;
+    tracing::info!("{}", desired.summary(global.cluster.as_deref()));
+    Ok(ExitCode::SUCCESS)
+}

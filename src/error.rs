@@ -1,0 +1,22 @@
+//! The top-level error: one variant per layer, each keeping its cause as `#[source]`.
+
+use crate::render::RenderError;
+use crate::source::SourceError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot read the desired state: {0}")]
+    Source(#[from] SourceError),
+    #[error("cannot read {path}")]
+    Walk {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Render(#[from] RenderError),
+    #[error("{0}")]
+    Usage(String),
+    #[error("cannot write output")]
+    Output(#[source] std::io::Error),
+}

@@ -1,0 +1,80 @@
+//! Load the desired state: resolve the source, walk it, render it.
+
+use crate::render::{self, RenderOptions, Rendered};
+use crate::source::{self, walk, Checkout, SourceOptions};
+use crate::Error;
+
+/// The desired state of a run and where it came from.
+#[derive(Debug)]
+pub struct Desired {
+    pub checkout: Checkout,
+    pub rendered: Rendered,
+}
+
+impl Desired {
+    /// One-line summary: objects, files, commit, targeting.
+    pub fn summary(&self, cluster: Option<&str>) -> String {
+        let r = &self.rendered;
+        let mut line = format!(
+            "rendered {} object{} from {} file{} ({} document{}) of {}",
+            r.objects.len(),
+            plural(r.objects.len()),
+            r.files,
+            plural(r.files),
+            r.documents,
+            plural(r.documents),
+            self.checkout.description,
+        );
+        match &self.checkout.commit {
+            Some(commit) => line.push_str(&format!(" at commit {commit}")),
+            None => line.push_str(" (not a git commit)"),
+        }
+        if let Some(cluster) = cluster {
+            line.push_str(&format!(", cluster {cluster}"));
+        }
+        if r.skipped_by_targeting > 0 {
+            line.push_str(&format!(
+                ", {} document{} targeted at other clusters skipped",
+                r.skipped_by_targeting,
+                plural(r.skipped_by_targeting)
+            ));
+        }
+        line
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// Resolve, walk and render. Walk problems (unreadable files, symlink escapes) and render
+/// problems are reported together.
+pub fn desired_state(
+    source_opts: &SourceOptions,
+    render_opts: &RenderOptions,
+) -> Result<Desired, Error> {
+    let checkout = source::resolve(source_opts)?;
+    tracing::debug!("reading desired state from {}", checkout.dir.display());
+    let walked = walk::walk(&checkout.dir).map_err(|source| Error::Walk {
+        path: checkout.dir.clone(),
+        source,
+    })?;
+    let rendered = match render::render(&walked.files, render_opts) {
+        Ok(rendered) if walked.problems.is_empty() => rendered,
+        Ok(_) => {
+            return Err(
+                render::RenderError::Invalid(crate::problem::Problems(walked.problems)).into(),
+            )
+        }
+        Err(render::RenderError::Invalid(mut problems)) => {
+            problems.0.extend(walked.problems);
+            problems.0.sort();
+            return Err(render::RenderError::Invalid(problems).into());
+        }
+    };
+    Ok(Desired { checkout, rendered })
+}

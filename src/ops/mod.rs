@@ -1,0 +1,3 @@
+//! Operations: what each command does, independent of argument parsing.
+
+pub mod load;

@@ -1,0 +1,44 @@
+//! A problem with the input, reported as `path:line: message`. Shared by every stage that
+//! reads user input, so all of them report in the same shape.
+
+use std::fmt;
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Problem {
+    pub file: PathBuf,
+    pub line: usize,
+    pub message: String,
+}
+
+impl Problem {
+    pub fn new(file: impl Into<PathBuf>, line: usize, message: impl Into<String>) -> Self {
+        Problem {
+            file: file.into(),
+            line,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: {}", self.file.display(), self.line, self.message)
+    }
+}
+
+/// Several problems, printed one per line; the error type of a rejected input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problems(pub Vec<Problem>);
+
+impl fmt::Display for Problems {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, p) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{p}")?;
+        }
+        Ok(())
+    }
+}

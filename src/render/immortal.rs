@@ -1,0 +1,483 @@
+//! The pod of an `ImmortalContainer` (SPEC 3.4, seed 003), and the checks the apply engine
+//! uses to decide whether to (delete and) recreate it.
+
+use crate::kinds::{parse_quantity, ImmortalContainer, GENERATED_BY_ANNOTATION};
+use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Label on the pod naming its ImmortalContainer.
+pub const IMMORTAL_LABEL: &str = "tend.dev/immortal";
+/// Name of the one container in the pod.
+pub const CONTAINER_NAME: &str = "immortal";
+
+/// `<name>-immortalpod`.
+pub fn pod_name(ic: &ImmortalContainer) -> String {
+    format!(
+        "{}{}",
+        ic.metadata.name.as_deref().unwrap_or_default(),
+        crate::kinds::immortal_container::POD_SUFFIX
+    )
+}
+
+/// The pod tend creates for `ic`, in the CR's namespace (the loader has defaulted it).
+pub fn pod(ic: &ImmortalContainer) -> Pod {
+    let name = ic.metadata.name.clone().unwrap_or_default();
+    let namespace = ic
+        .metadata
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".into());
+    let spec = &ic.spec;
+    Pod {
+        metadata: ObjectMeta {
+            name: Some(pod_name(ic)),
+            namespace: Some(namespace.clone()),
+            labels: Some(BTreeMap::from([
+                (IMMORTAL_LABEL.to_string(), name.clone()),
+                (
+                    "app.kubernetes.io/managed-by".to_string(),
+                    "tend".to_string(),
+                ),
+            ])),
+            annotations: Some(BTreeMap::from([(
+                GENERATED_BY_ANNOTATION.to_string(),
+                format!("ImmortalContainer {namespace}/{name}"),
+            )])),
+            owner_references: owner_reference(ic).map(|r| vec![r]),
+            ..Default::default()
+        },
+        spec: Some(PodSpec {
+            containers: vec![Container {
+                name: CONTAINER_NAME.into(),
+                image: Some(spec.image.clone()),
+                command: spec.command.clone(),
+                args: spec.args.clone(),
+                env: spec.env.clone(),
+                resources: spec.resources.clone(),
+                ..Default::default()
+            }],
+            // Never: when the container exits, the pod stays Succeeded/Failed and the next
+            // tend run recreates it and counts the start in status.startTimes (seed 003's
+            // semantics: one pod per start). With Always, the kubelet would restart it in
+            // place, invisibly to tend and to startTimes. Recreation also covers what no
+            // restartPolicy can: a deleted or evicted pod, or a lost node.
+            restart_policy: Some("Never".into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// [`pod`] as JSON with `apiVersion: v1` and `kind: Pod`.
+pub fn pod_value(ic: &ImmortalContainer) -> Value {
+    // A k8s-openapi Pod always serializes (string keys, infallible impls).
+    serde_json::to_value(pod(ic)).expect("k8s-openapi objects serialize to JSON")
+}
+
+fn owner_reference(ic: &ImmortalContainer) -> Option<OwnerReference> {
+    let uid = ic.metadata.uid.clone()?;
+    Some(OwnerReference {
+        api_version: crate::API_VERSION.into(),
+        kind: "ImmortalContainer".into(),
+        name: ic.metadata.name.clone().unwrap_or_default(),
+        uid,
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    })
+}
+
+/// Why the engine must (delete and) create the pod, or `None` when the live pod is fine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Recreate {
+    /// No pod of that name: create it.
+    Missing,
+    /// A pod of that name exists but tend did not create it for this ImmortalContainer (its
+    /// `tend.dev/immortal` label is not the CR's name): report a conflict, never delete it.
+    Foreign,
+    /// The pod is already being deleted: wait until it is gone, then create.
+    Terminating,
+    /// The container has exited (phase `Succeeded` or `Failed`): delete and create.
+    Terminated { phase: String },
+    /// The pod no longer matches the spec (see [`spec_matches`]): delete and create.
+    SpecChanged,
+}
+
+/// What to do about `live` (the pod `<name>-immortalpod` as read from the cluster, or
+/// `None` if it does not exist) given the `desired` pod from [`pod`].
+pub fn recreate(desired: &Pod, live: Option<&Value>) -> Option<Recreate> {
+    let Some(live) = live else {
+        return Some(Recreate::Missing);
+    };
+    let owner = desired
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(IMMORTAL_LABEL));
+    let live_owner = live
+        .pointer("/metadata/labels")
+        .and_then(|l| l.get(IMMORTAL_LABEL))
+        .and_then(Value::as_str);
+    if owner.map(String::as_str) != live_owner {
+        return Some(Recreate::Foreign);
+    }
+    if live
+        .pointer("/metadata/deletionTimestamp")
+        .is_some_and(|t| !t.is_null())
+    {
+        return Some(Recreate::Terminating);
+    }
+    match live.pointer("/status/phase").and_then(Value::as_str) {
+        Some(phase @ ("Succeeded" | "Failed")) => {
+            return Some(Recreate::Terminated {
+                phase: phase.to_string(),
+            })
+        }
+        _ => {}
+    }
+    if !spec_matches(desired, live) {
+        return Some(Recreate::SpecChanged);
+    }
+    None
+}
+
+/// Whether the live pod still runs what `desired` asks for, comparing only what tend sets
+/// on the `immortal` container: image, command, args, env and resources.
+///
+/// Live pods carry server-side defaults and admission changes, so the comparison is:
+/// - image, command, args, env: equal, where an absent list equals an empty one, and within
+///   env items only the fields tend set are compared (the apiserver adds e.g.
+///   `fieldRef.apiVersion: v1`); an empty string/list/map/false/0 equals an absent field,
+///   as Go's `omitempty` drops them;
+/// - resources: every request/limit tend sets must be present with an equal quantity
+///   (`1024Mi` equals `1Gi`, as the apiserver canonicalizes). Extra live entries are
+///   ignored, because a LimitRange may add them; so is a removed `resources` block, which
+///   can't be told apart from LimitRange defaults.
+///
+/// Other containers (e.g. injected sidecars) are ignored.
+pub fn spec_matches(desired: &Pod, live: &Value) -> bool {
+    let Some(want) = desired
+        .spec
+        .as_ref()
+        .and_then(|s| s.containers.iter().find(|c| c.name == CONTAINER_NAME))
+    else {
+        return false;
+    };
+    let Some(have) = live
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .and_then(|cs| cs.iter().find(|c| c["name"] == CONTAINER_NAME))
+    else {
+        return false;
+    };
+    have.get("image").and_then(Value::as_str) == want.image.as_deref()
+        && list_matches(json(&want.command), have.get("command"))
+        && list_matches(json(&want.args), have.get("args"))
+        && list_matches(json(&want.env), have.get("env"))
+        && resources_match(json(&want.resources), have.get("resources"))
+}
+
+fn json<T: serde::Serialize>(value: &T) -> Value {
+    // Lists of strings, EnvVars and ResourceRequirements always serialize; Null = absent.
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+/// Go's `omitempty` drops these, so they equal an absent field.
+fn is_empty(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+    }
+}
+
+/// Lists must have the same length, each live item containing the desired one.
+fn list_matches(want: Value, have: Option<&Value>) -> bool {
+    let empty = Vec::new();
+    let want = want.as_array().unwrap_or(&empty);
+    let have = have.and_then(Value::as_array).unwrap_or(&empty);
+    want.len() == have.len() && want.iter().zip(have).all(|(w, h)| contains(w, Some(h)))
+}
+
+/// Whether `have` has every non-empty field of `want` with an equal value.
+fn contains(want: &Value, have: Option<&Value>) -> bool {
+    if is_empty(want) {
+        return have.is_none_or(|h| is_empty(h) || h == want);
+    }
+    let Some(have) = have else {
+        return false;
+    };
+    match (want, have) {
+        (Value::Object(w), Value::Object(h)) => w.iter().all(|(k, wv)| {
+            // resourceFieldRef.divisor is a quantity the apiserver canonicalizes.
+            if k == "divisor" {
+                quantity_eq(wv, h.get(k))
+            } else {
+                contains(wv, h.get(k))
+            }
+        }),
+        (Value::Array(w), Value::Array(h)) => {
+            w.len() == h.len() && w.iter().zip(h).all(|(wi, hi)| contains(wi, Some(hi)))
+        }
+        _ => want == have,
+    }
+}
+
+fn quantity_eq(want: &Value, have: Option<&Value>) -> bool {
+    let parse = |v: &Value| match v {
+        Value::String(s) => parse_quantity(s),
+        Value::Number(n) => n.as_i64().and_then(|i| parse_quantity(&i.to_string())),
+        _ => None,
+    };
+    match (parse(want), have.and_then(parse)) {
+        (Some(w), Some(h)) => w == h,
+        _ => Some(want) == have,
+    }
+}
+
+fn resources_match(want: Value, have: Option<&Value>) -> bool {
+    let Some(want) = want.as_object() else {
+        return true; // tend sets no resources: whatever the cluster added is fine
+    };
+    want.iter()
+        .all(|(section, wv)| match (section.as_str(), wv) {
+            ("limits" | "requests", Value::Object(quantities)) => {
+                quantities.iter().all(|(res, q)| {
+                    quantity_eq(
+                        q,
+                        have.and_then(|h| h.get(section)).and_then(|s| s.get(res)),
+                    )
+                })
+            }
+            _ => contains(wv, have.and_then(|h| h.get(section))),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kinds::ImmortalContainerSpec;
+    use k8s_openapi::api::core::v1::{
+        EnvVar, EnvVarSource, ObjectFieldSelector, ResourceRequirements,
+    };
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    use serde_json::json;
+
+    fn ic(uid: Option<&str>) -> ImmortalContainer {
+        let mut ic = ImmortalContainer::new(
+            "example",
+            ImmortalContainerSpec {
+                image: "nginx:1.27".into(),
+                command: None,
+                args: Some(vec!["-g".into(), "daemon off;".into()]),
+                env: Some(vec![
+                    EnvVar {
+                        name: "MODE".into(),
+                        value: Some("prod".into()),
+                        ..Default::default()
+                    },
+                    EnvVar {
+                        name: "NODE".into(),
+                        value_from: Some(EnvVarSource {
+                            field_ref: Some(ObjectFieldSelector {
+                                field_path: "spec.nodeName".into(),
+                                ..Default::default()
+                            }),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    },
+                ]),
+                resources: Some(ResourceRequirements {
+                    limits: Some(BTreeMap::from([(
+                        "memory".to_string(),
+                        Quantity("1024Mi".into()),
+                    )])),
+                    requests: Some(BTreeMap::from([(
+                        "cpu".to_string(),
+                        Quantity("0.5".into()),
+                    )])),
+                    ..Default::default()
+                }),
+            },
+        );
+        ic.metadata.namespace = Some("web".into());
+        ic.metadata.uid = uid.map(str::to_string);
+        ic
+    }
+
+    /// The pod as the apiserver returns it: defaults filled in, quantities canonicalized,
+    /// a sidecar injected, status set.
+    fn live(ic: &ImmortalContainer) -> Value {
+        let mut v = pod_value(ic);
+        v["metadata"]["uid"] = json!("pod-uid");
+        v["metadata"]["creationTimestamp"] = json!("2024-01-01T00:00:00Z");
+        let c = &mut v["spec"]["containers"][0];
+        c["imagePullPolicy"] = json!("IfNotPresent");
+        c["terminationMessagePath"] = json!("/dev/termination-log");
+        if let Some(field_ref) = c.pointer_mut("/env/1/valueFrom/fieldRef") {
+            field_ref["apiVersion"] = json!("v1");
+        }
+        if c.get("resources").is_some() {
+            c["resources"]["limits"]["memory"] = json!("1Gi");
+            c["resources"]["requests"]["cpu"] = json!("500m");
+            c["resources"]["requests"]["memory"] = json!("64Mi"); // from a LimitRange
+        }
+        v["spec"]["containers"]
+            .as_array_mut()
+            .map(|cs| cs.push(json!({"name": "istio-proxy", "image": "istio/proxyv2"})));
+        v["spec"]["dnsPolicy"] = json!("ClusterFirst");
+        v["spec"]["nodeName"] = json!("node-1");
+        v["status"] = json!({"phase": "Running"});
+        v
+    }
+
+    #[test]
+    fn pod_shape() {
+        let v = pod_value(&ic(None));
+        assert_eq!(v["apiVersion"], "v1");
+        assert_eq!(v["kind"], "Pod");
+        assert_eq!(v["metadata"]["name"], "example-immortalpod");
+        assert_eq!(v["metadata"]["namespace"], "web");
+        assert_eq!(v["metadata"]["labels"]["tend.dev/immortal"], "example");
+        assert_eq!(
+            v["metadata"]["annotations"]["tend.dev/generated-by"],
+            "ImmortalContainer web/example"
+        );
+        assert!(v["metadata"].get("ownerReferences").is_none());
+        assert_eq!(v["spec"]["restartPolicy"], "Never");
+        let containers = v["spec"]["containers"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(containers.len(), 1);
+        let c = &containers[0];
+        assert_eq!(c["name"], "immortal");
+        assert_eq!(c["image"], "nginx:1.27");
+        assert!(c.get("command").is_none());
+        assert_eq!(c["args"], json!(["-g", "daemon off;"]));
+        assert_eq!(c["env"][0], json!({"name": "MODE", "value": "prod"}));
+        assert_eq!(c["resources"]["limits"]["memory"], "1024Mi");
+        assert_eq!(pod_name(&ic(None)), "example-immortalpod");
+    }
+
+    #[test]
+    fn owner_reference_only_with_uid() {
+        let v = pod_value(&ic(Some("u-1")));
+        assert_eq!(
+            v["metadata"]["ownerReferences"],
+            json!([{"apiVersion": "tend.dev/v1alpha1", "kind": "ImmortalContainer",
+                    "name": "example", "uid": "u-1", "controller": true, "blockOwnerDeletion": true}])
+        );
+    }
+
+    #[test]
+    fn live_pod_with_server_defaults_matches() {
+        let ic = ic(None);
+        let desired = pod(&ic);
+        assert!(spec_matches(&desired, &live(&ic)));
+        assert_eq!(recreate(&desired, Some(&live(&ic))), None);
+    }
+
+    #[test]
+    fn changes_are_detected() {
+        let ic = ic(None);
+        let desired = pod(&ic);
+        let cases: Vec<(&str, Box<dyn Fn(&mut Value)>)> = vec![
+            (
+                "image",
+                Box::new(|v| v["spec"]["containers"][0]["image"] = json!("nginx:1.26")),
+            ),
+            (
+                "args",
+                Box::new(|v| v["spec"]["containers"][0]["args"] = json!(["-g"])),
+            ),
+            (
+                "command",
+                Box::new(|v| v["spec"]["containers"][0]["command"] = json!(["sh"])),
+            ),
+            (
+                "env value",
+                Box::new(|v| v["spec"]["containers"][0]["env"][0]["value"] = json!("dev")),
+            ),
+            (
+                "env extra",
+                Box::new(|v| {
+                    v["spec"]["containers"][0]["env"]
+                        .as_array_mut()
+                        .map(|e| e.push(json!({"name": "X", "value": "1"})));
+                }),
+            ),
+            (
+                "limit",
+                Box::new(|v| {
+                    v["spec"]["containers"][0]["resources"]["limits"]["memory"] = json!("2Gi")
+                }),
+            ),
+            (
+                "no container",
+                Box::new(|v| v["spec"]["containers"][0]["name"] = json!("other")),
+            ),
+        ];
+        for (what, change) in cases {
+            let mut v = live(&ic);
+            change(&mut v);
+            assert!(!spec_matches(&desired, &v), "{what} change not detected");
+            assert_eq!(
+                recreate(&desired, Some(&v)),
+                Some(Recreate::SpecChanged),
+                "{what}"
+            );
+        }
+    }
+
+    #[test]
+    fn empty_values_equal_absent_ones() {
+        let mut ic = ic(None);
+        ic.spec.command = Some(vec![]);
+        ic.spec.env = Some(vec![EnvVar {
+            name: "EMPTY".into(),
+            value: Some(String::new()),
+            ..Default::default()
+        }]);
+        ic.spec.resources = None;
+        let desired = pod(&ic);
+        let mut v = live(&ic);
+        // The apiserver omits empty strings and lists.
+        v["spec"]["containers"][0]
+            .as_object_mut()
+            .map(|c| c.remove("command"));
+        v["spec"]["containers"][0]["env"] = json!([{"name": "EMPTY"}]);
+        v["spec"]["containers"][0]["resources"] = json!({"requests": {"cpu": "100m"}});
+        assert!(spec_matches(&desired, &v));
+    }
+
+    #[test]
+    fn recreate_reasons() {
+        let ic = ic(None);
+        let desired = pod(&ic);
+        assert_eq!(recreate(&desired, None), Some(Recreate::Missing));
+        for phase in ["Succeeded", "Failed"] {
+            let mut v = live(&ic);
+            v["status"]["phase"] = json!(phase);
+            assert_eq!(
+                recreate(&desired, Some(&v)),
+                Some(Recreate::Terminated {
+                    phase: phase.into()
+                })
+            );
+        }
+        let mut v = live(&ic);
+        v["status"]["phase"] = json!("Pending");
+        assert_eq!(recreate(&desired, Some(&v)), None);
+        v["metadata"]["deletionTimestamp"] = json!("2024-01-01T00:00:00Z");
+        assert_eq!(recreate(&desired, Some(&v)), Some(Recreate::Terminating));
+        let mut v = live(&ic);
+        v["metadata"]["labels"] = json!({"app": "someone-else"});
+        assert_eq!(recreate(&desired, Some(&v)), Some(Recreate::Foreign));
+    }
+}

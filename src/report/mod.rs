@@ -1,0 +1,4 @@
+//! Printing results for people and machines. Secret values are masked here, once, for every
+//! format: nothing that prints an object bypasses [`mask_secret`].
+
+pub mod objects;

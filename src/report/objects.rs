@@ -1,0 +1,100 @@
+//! Object streams: `tend render` output as YAML documents or a JSON `List`.
+
+use crate::render::object::Object;
+use crate::render::yaml;
+use serde_json::{json, Value};
+
+/// Placeholder printed instead of a Secret value.
+pub const MASK: &str = "***";
+
+/// Whether an object is a Secret, whose values must never be printed.
+pub fn is_secret(value: &Value) -> bool {
+    value.get("kind").and_then(Value::as_str) == Some("Secret")
+        && value
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .is_some_and(|v| v == "v1")
+}
+
+/// A copy of `value` with every Secret value replaced by [`MASK`]: `data`, `stringData`, and
+/// the `last-applied-configuration` annotation kubectl leaves behind (it embeds the data).
+pub fn mask_secret(value: &Value) -> Value {
+    let mut out = value.clone();
+    if !is_secret(value) {
+        return out;
+    }
+    for field in ["data", "stringData"] {
+        if let Some(map) = out.get_mut(field).and_then(Value::as_object_mut) {
+            for v in map.values_mut() {
+                *v = Value::String(MASK.into());
+            }
+        }
+    }
+    if let Some(annotations) = out
+        .pointer_mut("/metadata/annotations")
+        .and_then(Value::as_object_mut)
+    {
+        if let Some(v) = annotations.get_mut("kubectl.kubernetes.io/last-applied-configuration") {
+            *v = Value::String(MASK.into());
+        }
+    }
+    out
+}
+
+/// Output formats of an object stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamFormat {
+    Yaml,
+    Json,
+}
+
+/// Print objects as a YAML stream (each preceded by a `# Source:` comment naming its origin)
+/// or as a JSON `v1/List`. Secrets are masked unless `reveal_secrets`.
+pub fn format_objects(objects: &[Object], format: StreamFormat, reveal_secrets: bool) -> String {
+    let shown = |o: &Object| {
+        if reveal_secrets {
+            o.value.clone()
+        } else {
+            mask_secret(&o.value)
+        }
+    };
+    match format {
+        StreamFormat::Yaml => {
+            let mut out = String::new();
+            for object in objects {
+                out.push_str("---\n");
+                out.push_str(&format!("# Source: {}\n", object.origin));
+                out.push_str(&yaml::to_yaml(&shown(object)));
+            }
+            out
+        }
+        StreamFormat::Json => {
+            let list = json!({
+                "apiVersion": "v1",
+                "kind": "List",
+                "metadata": {},
+                "items": objects.iter().map(shown).collect::<Vec<_>>(),
+            });
+            let mut text = serde_json::to_string_pretty(&list).unwrap_or_default();
+            text.push('\n');
+            text
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_masked() {
+        let secret = json!({"apiVersion":"v1","kind":"Secret","metadata":{"name":"s",
+            "annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{\"data\":{\"pw\":\"aHVudGVyMg==\"}}"}},
+            "data":{"pw":"aHVudGVyMg=="},"stringData":{"x":"hunter2"}});
+        let text = mask_secret(&secret).to_string();
+        assert!(!text.contains("aHVudGVyMg"));
+        assert!(!text.contains("hunter2"));
+        let cm = json!({"apiVersion":"v1","kind":"ConfigMap","data":{"a":"b"}});
+        assert_eq!(mask_secret(&cm), cm);
+    }
+}

@@ -1,0 +1,114 @@
+//! Where desired state comes from: a local directory, or a commit of a git repository
+//! fetched into a cache; then the walk over its YAML files.
+
+pub mod git;
+pub mod walk;
+
+use git::{GitError, GitSpec};
+use std::path::{Component, Path, PathBuf};
+
+/// Where to read desired state from (SPEC 2), as given on the command line.
+#[derive(Debug, Clone, Default)]
+pub struct SourceOptions {
+    /// A local directory, or a git URL.
+    pub repo: String,
+    /// Branch, tag or commit. Given with a local directory that is a git repository, that
+    /// repository is read at the ref instead of its work tree.
+    pub git_ref: Option<String>,
+    /// Subdirectory of the repository holding the desired state.
+    pub path: Option<PathBuf>,
+    pub cache_dir: Option<PathBuf>,
+    pub ssh_key: Option<PathBuf>,
+    pub known_hosts: Option<PathBuf>,
+    pub token: Option<String>,
+}
+
+/// Desired state on disk, ready to walk.
+#[derive(Debug, Clone)]
+pub struct Checkout {
+    /// The directory to walk (the repository root joined with `--path`).
+    pub dir: PathBuf,
+    /// The commit SHA, when the source is git (or a local git work tree).
+    pub commit: Option<String>,
+    /// Human description for messages: the path, or the redacted URL and ref.
+    pub description: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error(transparent)]
+    Git(#[from] GitError),
+    #[error("repository directory {0} does not exist; pass --repo with a directory or a git URL")]
+    MissingDir(PathBuf),
+    #[error("--path {0} must be a relative path inside the repository, without '..'")]
+    BadPath(PathBuf),
+    #[error("--path {path} does not exist in {repo}")]
+    MissingPath { path: PathBuf, repo: String },
+}
+
+/// Resolve the source: fetch git if needed, and point at the `--path` subdirectory.
+pub fn resolve(opts: &SourceOptions) -> Result<Checkout, SourceError> {
+    let local = Path::new(&opts.repo);
+    let is_git = git::looks_like_git_url(&opts.repo) || (opts.git_ref.is_some() && local.is_dir());
+    let (root, commit, description) = if is_git {
+        let spec = GitSpec {
+            url: opts.repo.clone(),
+            git_ref: opts.git_ref.clone(),
+            cache_dir: opts.cache_dir.clone().unwrap_or_else(default_cache_dir),
+            ssh_key: opts.ssh_key.clone(),
+            known_hosts: opts.known_hosts.clone(),
+            token: opts.token.clone(),
+        };
+        let fetched = git::fetch(&spec)?;
+        let description = format!(
+            "{}@{}",
+            git::redact_url(&opts.repo),
+            opts.git_ref.as_deref().unwrap_or("HEAD")
+        );
+        (fetched.dir, Some(fetched.commit), description)
+    } else {
+        if !local.is_dir() {
+            return Err(SourceError::MissingDir(local.to_path_buf()));
+        }
+        (
+            local.to_path_buf(),
+            git::head_commit(local),
+            opts.repo.clone(),
+        )
+    };
+    let dir = match &opts.path {
+        None => root,
+        Some(sub) => {
+            let inside = sub
+                .components()
+                .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+            if !inside {
+                return Err(SourceError::BadPath(sub.clone()));
+            }
+            let dir = root.join(sub);
+            if !dir.is_dir() {
+                return Err(SourceError::MissingPath {
+                    path: sub.clone(),
+                    repo: description,
+                });
+            }
+            dir
+        }
+    };
+    Ok(Checkout {
+        dir,
+        commit,
+        description,
+    })
+}
+
+/// `$XDG_CACHE_HOME/tend`, else `$HOME/.cache/tend`, else a directory under the temp dir.
+pub fn default_cache_dir() -> PathBuf {
+    if let Some(xdg) = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
+        return PathBuf::from(xdg).join("tend");
+    }
+    if let Some(home) = std::env::var_os("HOME").filter(|v| !v.is_empty()) {
+        return PathBuf::from(home).join(".cache").join("tend");
+    }
+    std::env::temp_dir().join("tend-cache")
+}

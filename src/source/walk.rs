@@ -1,0 +1,271 @@
+//! Walk a desired-state directory: every `*.yaml`/`*.yml` file, skipping hidden entries and
+//! `.tendignore` patterns, rejecting symlinks that leave the directory. Reads the files; all
+//! parsing happens later in `render`.
+
+use crate::problem::Problem;
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// Largest YAML file tend reads. Kubernetes objects are limited to about 1.5 MiB by etcd, so
+/// a file much larger than that is a mistake (a build artefact, a dump), not desired state.
+pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// One YAML file of the desired state.
+#[derive(Debug, Clone)]
+pub struct SourceFile {
+    /// Path relative to the walked directory, used in every message.
+    pub path: PathBuf,
+    pub text: String,
+}
+
+/// The result of a walk: readable files, plus problems with the others.
+#[derive(Debug, Default)]
+pub struct Walked {
+    pub files: Vec<SourceFile>,
+    pub problems: Vec<Problem>,
+}
+
+/// Walk `dir`. Fails only when `dir` itself cannot be read; problems with single files are
+/// collected so that all of them are reported at once.
+pub fn walk(dir: &Path) -> std::io::Result<Walked> {
+    let root = dir.canonicalize()?;
+    if !root.is_dir() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::NotADirectory,
+            format!("{} is not a directory", dir.display()),
+        ));
+    }
+    let mut walked = Walked::default();
+    let ignore = load_tendignore(&root, &mut walked.problems);
+    let mut visited = BTreeSet::new();
+    visited.insert(root.clone());
+    visit(
+        &root,
+        &root,
+        Path::new(""),
+        &ignore,
+        &mut visited,
+        &mut walked,
+    );
+    walked.files.sort_by(|a, b| a.path.cmp(&b.path));
+    walked.problems.sort();
+    Ok(walked)
+}
+
+fn load_tendignore(root: &Path, problems: &mut Vec<Problem>) -> Gitignore {
+    let mut builder = GitignoreBuilder::new(root);
+    let file = root.join(".tendignore");
+    if file.is_file() {
+        if let Some(err) = builder.add(&file) {
+            problems.push(Problem::new(
+                ".tendignore",
+                1,
+                format!("invalid pattern: {err}"),
+            ));
+        }
+    }
+    builder.build().unwrap_or_else(|err| {
+        problems.push(Problem::new(
+            ".tendignore",
+            1,
+            format!("invalid pattern: {err}"),
+        ));
+        Gitignore::empty()
+    })
+}
+
+fn visit(
+    root: &Path,
+    dir: &Path,
+    rel: &Path,
+    ignore: &Gitignore,
+    visited: &mut BTreeSet<PathBuf>,
+    out: &mut Walked,
+) {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(err) => {
+            out.problems.push(Problem::new(
+                rel,
+                1,
+                format!("cannot read directory: {err}"),
+            ));
+            return;
+        }
+    };
+    let mut names: Vec<_> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.file_name())
+        .collect();
+    names.sort();
+    for name in names {
+        let name_str = name.to_string_lossy();
+        if name_str.starts_with('.') {
+            continue;
+        }
+        let path = dir.join(&name);
+        let rel_path = rel.join(&name);
+        let Ok(meta) = fs::symlink_metadata(&path) else {
+            continue;
+        };
+        let mut is_dir = meta.is_dir();
+        let mut real = path.clone();
+        if meta.file_type().is_symlink() {
+            match path.canonicalize() {
+                Ok(target) if target.starts_with(root) => {
+                    is_dir = target.is_dir();
+                    real = target;
+                }
+                Ok(target) => {
+                    if is_dir_or_yaml(&target, &name_str) {
+                        out.problems.push(Problem::new(
+                            &rel_path,
+                            1,
+                            format!(
+                                "symlink points outside the repository (to {}); copy the file into the repository instead",
+                                target.display()
+                            ),
+                        ));
+                    }
+                    continue;
+                }
+                Err(_) => {
+                    if is_yaml(&name_str) {
+                        out.problems.push(Problem::new(
+                            &rel_path,
+                            1,
+                            "broken symlink: its target does not exist",
+                        ));
+                    }
+                    continue;
+                }
+            }
+        }
+        if ignore.matched(&rel_path, is_dir).is_ignore() {
+            continue;
+        }
+        if is_dir {
+            // A symlinked directory could loop back; visit each real directory once.
+            if visited.insert(real.clone()) {
+                visit(root, &real, &rel_path, ignore, visited, out);
+            }
+        } else if is_yaml(&name_str) {
+            read_file(&real, rel_path, out);
+        }
+    }
+}
+
+fn is_yaml(name: &str) -> bool {
+    name.ends_with(".yaml") || name.ends_with(".yml")
+}
+
+fn is_dir_or_yaml(target: &Path, name: &str) -> bool {
+    target.is_dir() || is_yaml(name)
+}
+
+fn read_file(path: &Path, rel: PathBuf, out: &mut Walked) {
+    match fs::metadata(path) {
+        Ok(meta) if meta.len() > MAX_FILE_BYTES => {
+            out.problems.push(Problem::new(
+                &rel,
+                1,
+                format!(
+                    "file is {:.1} MiB; tend reads YAML files up to {} MiB (a Kubernetes object is at most about 1.5 MiB); split it or add it to .tendignore",
+                    meta.len() as f64 / (1024.0 * 1024.0),
+                    MAX_FILE_BYTES / (1024 * 1024)
+                ),
+            ));
+            return;
+        }
+        Ok(_) => {}
+        Err(err) => {
+            out.problems
+                .push(Problem::new(&rel, 1, format!("cannot read file: {err}")));
+            return;
+        }
+    }
+    let bytes = match fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(err) => {
+            out.problems
+                .push(Problem::new(&rel, 1, format!("cannot read file: {err}")));
+            return;
+        }
+    };
+    match String::from_utf8(bytes) {
+        Ok(text) => out.files.push(SourceFile { path: rel, text }),
+        Err(err) => {
+            let offset = err.utf8_error().valid_up_to();
+            let line = 1 + err.as_bytes()[..offset]
+                .iter()
+                .filter(|b| **b == b'\n')
+                .count();
+            out.problems.push(Problem::new(
+                &rel,
+                line,
+                "file is not valid UTF-8 (binary or another encoding); save it as UTF-8 or add it to .tendignore",
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skips_hidden_ignored_and_non_yaml() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fs::create_dir_all(root.join("a/.hidden")).unwrap();
+        fs::create_dir_all(root.join("skipme")).unwrap();
+        fs::write(root.join("a/x.yaml"), "a: 1\n").unwrap();
+        fs::write(root.join("a/y.yml"), "a: 1\n").unwrap();
+        fs::write(root.join("a/readme.md"), "# no\n").unwrap();
+        fs::write(root.join("a/.hidden/z.yaml"), "a: 1\n").unwrap();
+        fs::write(root.join(".secret.yaml"), "a: 1\n").unwrap();
+        fs::write(root.join("skipme/w.yaml"), "a: 1\n").unwrap();
+        fs::write(root.join(".tendignore"), "skipme/\n*.tmp.yaml\n").unwrap();
+        fs::write(root.join("b.tmp.yaml"), "a: 1\n").unwrap();
+        let walked = walk(root).unwrap();
+        let paths: Vec<_> = walked.files.iter().map(|f| f.path.clone()).collect();
+        assert_eq!(
+            paths,
+            vec![PathBuf::from("a/x.yaml"), PathBuf::from("a/y.yml")]
+        );
+        assert!(walked.problems.is_empty());
+    }
+
+    #[test]
+    fn non_utf8_reports_line() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("bin.yaml"), b"a: 1\nb: \xff\xfe\n").unwrap();
+        let walked = walk(dir.path()).unwrap();
+        assert_eq!(walked.problems.len(), 1);
+        assert_eq!(walked.problems[0].line, 2);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlink_escape_is_rejected_but_inner_symlink_is_fine() {
+        let outside = tempfile::tempdir().unwrap();
+        fs::write(outside.path().join("evil.yaml"), "a: 1\n").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("real.yaml"), "a: 1\n").unwrap();
+        std::os::unix::fs::symlink(
+            outside.path().join("evil.yaml"),
+            dir.path().join("evil.yaml"),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(dir.path().join("real.yaml"), dir.path().join("alias.yaml"))
+            .unwrap();
+        let walked = walk(dir.path()).unwrap();
+        assert_eq!(walked.problems.len(), 1);
+        assert!(walked.problems[0]
+            .message
+            .contains("outside the repository"));
+        assert_eq!(walked.files.len(), 2);
+    }
+}

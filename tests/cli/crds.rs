@@ -1,0 +1,34 @@
+//! `tend crds`: four CRDs that parse as k8s-openapi types.
+
+use crate::common::*;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+
+#[test]
+fn prints_the_four_crds() {
+    let (code, stdout, stderr) = run(tend().arg("crds"));
+    assert_eq!(code, 0, "{stderr}");
+    let docs = parse_stream(&stdout);
+    let names: Vec<String> = docs
+        .into_iter()
+        .map(|d| {
+            let crd: CustomResourceDefinition = serde_json::from_value(d).unwrap();
+            assert_eq!(crd.spec.group, "tend.dev");
+            crd.metadata.name.unwrap()
+        })
+        .collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(
+        sorted,
+        vec![
+            "chaosagents.tend.dev",
+            "copyrules.tend.dev",
+            "immortalcontainers.tend.dev",
+            "registrymirrors.tend.dev"
+        ]
+    );
+    let (code, json, _) = run(tend().args(["crds", "-o", "json"]));
+    assert_eq!(code, 0);
+    let list: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(list["items"].as_array().unwrap().len(), 4);
+}

@@ -1,0 +1,8 @@
+//! End-to-end tests of the `tend` binary, one module per area.
+
+mod common;
+mod crds;
+mod git;
+mod load_errors;
+mod render;
+mod version;
