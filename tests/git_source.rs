@@ -719,17 +719,24 @@ fn known_hosts_unknown_host() {
 
 #[test]
 fn host_key_errors_say_what_to_do() {
+    let home = std::env::var("HOME").unwrap_or_default();
+    let default_file = Path::new(&home).join(".ssh/known_hosts");
     let unknown = GitError::UnknownHostKey {
         host: "git.example.com".into(),
         port: 22,
-        known_hosts: PathBuf::from("/home/me/.ssh/known_hosts"),
+        known_hosts: default_file.clone(),
         note: String::new(),
     };
-    assert_eq!(
-        unknown.to_string(),
-        "host key for git.example.com is not in /home/me/.ssh/known_hosts; add it with \
-         `ssh-keyscan git.example.com >> ~/.ssh/known_hosts`"
-    );
+    if !home.is_empty() {
+        assert_eq!(
+            unknown.to_string(),
+            format!(
+                "host key for git.example.com is not in {}; add it with \
+                 `ssh-keyscan git.example.com >> ~/.ssh/known_hosts`",
+                default_file.display()
+            )
+        );
+    }
     let changed = GitError::HostKeyChanged {
         host: "git.example.com".into(),
         port: 2222,
@@ -846,4 +853,245 @@ fn network_fetches_are_shallow_and_incremental() {
     assert!(repo.find_commit(h.c1).is_ok());
     assert_eq!(cached_repos(cache.path()), vec![repo_dir]);
     drop(daemon);
+}
+
+// ---- SSH end to end (a private sshd on the loopback; skipped where sshd is not installed) ----
+
+struct Sshd {
+    child: std::process::Child,
+    port: u16,
+    dir: TempDir,
+    user: String,
+}
+
+impl Sshd {
+    fn start() -> Option<Sshd> {
+        let sshd = Path::new("/usr/sbin/sshd");
+        if !sshd.exists() {
+            return None;
+        }
+        let dir = tempfile::tempdir().ok()?;
+        let d = dir.path();
+        for name in ["host", "client", "stranger"] {
+            let ok = std::process::Command::new("ssh-keygen")
+                .args(["-q", "-t", "ed25519", "-N", "", "-C", name, "-f"])
+                .arg(d.join(name))
+                .status()
+                .ok()?
+                .success();
+            if !ok {
+                return None;
+            }
+        }
+        fs::copy(d.join("client.pub"), d.join("authorized_keys")).ok()?;
+        let user = std::env::var("USER")
+            .ok()
+            .filter(|u| !u.is_empty())
+            .or_else(|| {
+                let out = std::process::Command::new("id").arg("-un").output().ok()?;
+                Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
+            })?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .ok()?
+            .port();
+        let config = format!(
+            "Port {port}\nListenAddress 127.0.0.1\nHostKey {host}\nAuthorizedKeysFile {auth}\n\
+             PidFile {pid}\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n\
+             UsePAM no\nStrictModes no\nPermitRootLogin prohibit-password\n",
+            host = d.join("host").display(),
+            auth = d.join("authorized_keys").display(),
+            pid = d.join("sshd.pid").display(),
+        );
+        fs::write(d.join("sshd_config"), config).ok()?;
+        let _ = fs::create_dir_all("/run/sshd");
+        let child = std::process::Command::new(sshd)
+            .arg("-D")
+            .arg("-f")
+            .arg(d.join("sshd_config"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .ok()?;
+        let mut server = Sshd {
+            child,
+            port,
+            dir,
+            user,
+        };
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Some(server);
+            }
+            if let Ok(Some(_)) = server.child.try_wait() {
+                return None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        None
+    }
+
+    fn host_key_b64(&self) -> String {
+        let text = fs::read_to_string(self.dir.path().join("host.pub")).expect("host.pub");
+        text.split_whitespace().nth(1).expect("key").to_string()
+    }
+
+    fn known_hosts(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.dir.path().join(name);
+        fs::write(&path, text).expect("known_hosts");
+        path
+    }
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn ssh_end_to_end_with_known_hosts() {
+    let Some(sshd) = Sshd::start() else {
+        eprintln!("skipped: no usable /usr/sbin/sshd");
+        return;
+    };
+    let origin = Origin::new();
+    let head = origin.commit(&[("a.yaml", "a: 1\n")], &[], "one");
+    let url = format!(
+        "ssh://{}@127.0.0.1:{}{}",
+        sshd.user,
+        sshd.port,
+        origin.dir.path().display()
+    );
+    let cache = tempfile::tempdir().expect("cache");
+    let ssh_spec = |known_hosts: &Path, key: &str| GitSpec {
+        ssh_key: Some(sshd.dir.path().join(key)),
+        known_hosts: Some(known_hosts.to_path_buf()),
+        ..spec(&url, cache.path(), None)
+    };
+    let plain = sshd.known_hosts(
+        "plain",
+        &format!(
+            "[127.0.0.1]:{} ssh-ed25519 {}\n",
+            sshd.port,
+            sshd.host_key_b64()
+        ),
+    );
+
+    // The server must accept the client key at all, or this environment cannot run the test
+    // (e.g. a locked account).
+    let first = fetch(&ssh_spec(&plain, "client"));
+    if let Err(GitError::AuthFailed { .. }) = &first {
+        eprintln!("skipped: sshd does not let {} log in here", sshd.user);
+        return;
+    }
+    let fetched = first.expect("ssh fetch");
+    assert_eq!(fetched.commit, head.to_string());
+    assert_eq!(contents(&fetched.dir), expect(&[("a.yaml", "a: 1\n")]));
+
+    // Hashed entry, as `ssh-keyscan -H` writes it.
+    let salt = [3_u8; 20];
+    let mut mac = hmac::Hmac::<sha1::Sha1>::new_from_slice(&salt).expect("hmac");
+    mac.update(format!("[127.0.0.1]:{}", sshd.port).as_bytes());
+    let hashed = sshd.known_hosts(
+        "hashed",
+        &format!(
+            "|1|{}|{} ssh-ed25519 {}\n",
+            BASE64.encode(salt),
+            BASE64.encode(mac.finalize().into_bytes()),
+            sshd.host_key_b64()
+        ),
+    );
+    origin.commit(&[("a.yaml", "a: 2\n")], &[], "two");
+    assert!(fetch(&ssh_spec(&hashed, "client")).is_ok());
+
+    // Unknown host: nothing in the file for this host.
+    let empty = sshd.known_hosts("empty", "");
+    let err = fetch(&ssh_spec(&empty, "client")).expect_err("unknown host");
+    assert!(matches!(err, GitError::UnknownHostKey { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.contains(&format!("ssh-keyscan -p {} 127.0.0.1", sshd.port)),
+        "{text}"
+    );
+
+    // Changed key: the file has another ed25519 key for the host.
+    let stranger = fs::read_to_string(sshd.dir.path().join("stranger.pub")).expect("pub");
+    let other_key = stranger.split_whitespace().nth(1).expect("key");
+    let changed = sshd.known_hosts(
+        "changed",
+        &format!("[127.0.0.1]:{} ssh-ed25519 {other_key}\n", sshd.port),
+    );
+    let err = fetch(&ssh_spec(&changed, "client")).expect_err("changed key");
+    assert!(matches!(err, GitError::HostKeyChanged { .. }), "{err:?}");
+
+    // A key the server does not accept: one clear error, no retry loop.
+    let err = fetch(&ssh_spec(&plain, "stranger")).expect_err("rejected key");
+    assert!(matches!(err, GitError::AuthFailed { .. }), "{err:?}");
+    assert!(err.to_string().contains("rejected the SSH key"), "{err}");
+}
+
+// ---- HTTPS-style token auth against a server that rejects everything ----
+
+/// A loopback HTTP server answering every request with `401` (Basic auth); returns its port
+/// and the `Authorization` headers it received.
+fn rejecting_http_server() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{BufRead as _, BufReader, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(&stream);
+            let mut auth = String::new();
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(value) = line.strip_prefix("Authorization: ") {
+                    auth = value.trim().to_string();
+                }
+            }
+            record.lock().expect("lock").push(auth);
+            let _ = (&stream).write_all(
+                b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"git\"\r\n\
+                  Content-Length: 0\r\nConnection: close\r\n\r\n",
+            );
+        }
+    });
+    (port, seen)
+}
+
+#[test]
+fn rejected_token_fails_once_with_a_clear_error() {
+    const TOKEN: &str = "tok-Sup3rS3cret";
+    let (port, seen) = rejecting_http_server();
+    let cache = tempfile::tempdir().expect("cache");
+    let url = format!("http://127.0.0.1:{port}/org/repo.git");
+
+    // No token: the remote asks for credentials; say how to give them.
+    let err = fetch(&spec(&url, cache.path(), None)).expect_err("401");
+    assert!(matches!(err, GitError::AuthFailed { .. }), "{err:?}");
+    assert!(err.to_string().contains("TEND_GIT_TOKEN"), "{err}");
+
+    // A token that is rejected: tried once, then a clear error (no endless retries).
+    seen.lock().expect("lock").clear();
+    let mut s = spec(&url, cache.path(), None);
+    s.token = Some(TOKEN.to_string());
+    let err = fetch(&s).expect_err("rejected");
+    assert!(matches!(err, GitError::AuthFailed { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(text.contains("rejected the token"), "{text}");
+    assert!(!text.contains(TOKEN), "{text}");
+    let seen = seen.lock().expect("lock").clone();
+    let basic = format!("Basic {}", BASE64.encode(format!("x-access-token:{TOKEN}")));
+    assert_eq!(
+        seen.iter().filter(|a| **a == basic).count(),
+        1,
+        "token sent once as x-access-token: {seen:?}"
+    );
+    assert!(seen.len() <= 3, "too many requests: {seen:?}");
 }

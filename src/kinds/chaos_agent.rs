@@ -15,6 +15,8 @@ pub const ALWAYS_EXCLUDED: [&str; 3] = ["kube-system", "kube-public", "kube-node
 pub const MAX_CANCER_REPLICAS: i32 = 128;
 
 /// What one pass of `tend chaos --agent <name>` may do. Every mode is off unless enabled.
+// Each printcolumn(...) repeats `type_ = ...`, which clippy mistakes for duplicates.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(
     group = "tend.dev",

@@ -11,6 +11,8 @@ use std::collections::BTreeMap;
 
 /// Copy the ConfigMaps or Secrets of `sourceNamespace` that match `selector` into the
 /// target namespaces. A same-named object that tend did not create is never overwritten.
+// Each printcolumn(...) repeats `type_ = ...`, which clippy mistakes for duplicates.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(
     group = "tend.dev",

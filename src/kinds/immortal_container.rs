@@ -14,6 +14,8 @@ pub const POD_SUFFIX: &str = "-immortalpod";
 
 /// A container that runs forever: tend recreates its pod `<name>-immortalpod` on every run
 /// where it is missing, has terminated, or no longer matches this spec.
+// Each printcolumn(...) repeats `type_ = ...`, which clippy mistakes for duplicates.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(
     group = "tend.dev",

@@ -18,6 +18,8 @@ pub const DEFAULT_PORT: i32 = 5000;
 pub const MAX_NAME_LEN: usize = 52;
 
 /// A pull-through cache of `upstream`, served to every node at `localhost:<hostPort>`.
+// Each printcolumn(...) repeats `type_ = ...`, which clippy mistakes for duplicates.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(
     group = "tend.dev",

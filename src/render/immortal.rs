@@ -128,13 +128,12 @@ pub fn recreate(desired: &Pod, live: Option<&Value>) -> Option<Recreate> {
     {
         return Some(Recreate::Terminating);
     }
-    match live.pointer("/status/phase").and_then(Value::as_str) {
-        Some(phase @ ("Succeeded" | "Failed")) => {
-            return Some(Recreate::Terminated {
-                phase: phase.to_string(),
-            })
-        }
-        _ => {}
+    if let Some(phase @ ("Succeeded" | "Failed")) =
+        live.pointer("/status/phase").and_then(Value::as_str)
+    {
+        return Some(Recreate::Terminated {
+            phase: phase.to_string(),
+        });
     }
     if !spec_matches(desired, live) {
         return Some(Recreate::SpecChanged);
@@ -327,9 +326,9 @@ mod tests {
             c["resources"]["requests"]["cpu"] = json!("500m");
             c["resources"]["requests"]["memory"] = json!("64Mi"); // from a LimitRange
         }
-        v["spec"]["containers"]
-            .as_array_mut()
-            .map(|cs| cs.push(json!({"name": "istio-proxy", "image": "istio/proxyv2"})));
+        if let Some(cs) = v["spec"]["containers"].as_array_mut() {
+            cs.push(json!({"name": "istio-proxy", "image": "istio/proxyv2"}));
+        }
         v["spec"]["dnsPolicy"] = json!("ClusterFirst");
         v["spec"]["nodeName"] = json!("node-1");
         v["status"] = json!({"phase": "Running"});
@@ -387,45 +386,37 @@ mod tests {
     fn changes_are_detected() {
         let ic = ic(None);
         let desired = pod(&ic);
-        let cases: Vec<(&str, Box<dyn Fn(&mut Value)>)> = vec![
-            (
-                "image",
-                Box::new(|v| v["spec"]["containers"][0]["image"] = json!("nginx:1.26")),
-            ),
-            (
-                "args",
-                Box::new(|v| v["spec"]["containers"][0]["args"] = json!(["-g"])),
-            ),
-            (
-                "command",
-                Box::new(|v| v["spec"]["containers"][0]["command"] = json!(["sh"])),
-            ),
-            (
-                "env value",
-                Box::new(|v| v["spec"]["containers"][0]["env"][0]["value"] = json!("dev")),
-            ),
+        let c = "/spec/containers/0";
+        let cases = [
+            ("image", format!("{c}/image"), json!("nginx:1.26")),
+            ("args", format!("{c}/args"), json!(["-g"])),
+            ("command", format!("{c}/command"), json!(["sh"])),
+            ("env value", format!("{c}/env/0/value"), json!("dev")),
             (
                 "env extra",
-                Box::new(|v| {
-                    v["spec"]["containers"][0]["env"]
-                        .as_array_mut()
-                        .map(|e| e.push(json!({"name": "X", "value": "1"})));
-                }),
+                format!("{c}/env"),
+                json!([{"name": "MODE", "value": "prod"},
+                {"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+                {"name": "X", "value": "1"}]),
             ),
             (
                 "limit",
-                Box::new(|v| {
-                    v["spec"]["containers"][0]["resources"]["limits"]["memory"] = json!("2Gi")
-                }),
+                format!("{c}/resources/limits/memory"),
+                json!("2Gi"),
             ),
-            (
-                "no container",
-                Box::new(|v| v["spec"]["containers"][0]["name"] = json!("other")),
-            ),
+            ("no container", format!("{c}/name"), json!("other")),
         ];
-        for (what, change) in cases {
+        for (what, pointer, value) in cases {
             let mut v = live(&ic);
-            change(&mut v);
+            if let Some(Value::Object(parent)) = pointer
+                .rsplit_once('/')
+                .and_then(|(parent, _)| v.pointer_mut(parent))
+            {
+                let key = pointer.rsplit('/').next().unwrap_or_default();
+                parent.insert(key.to_string(), value);
+            } else {
+                panic!("{pointer} not in the live pod");
+            }
             assert!(!spec_matches(&desired, &v), "{what} change not detected");
             assert_eq!(
                 recreate(&desired, Some(&v)),

@@ -157,7 +157,7 @@ pub enum GitError {
         "host key for {} is not in {}{note}; add it with `{}`",
         host_display(host, *port),
         known_hosts.display(),
-        keyscan_hint(host, *port)
+        keyscan_hint(host, *port, known_hosts)
     )]
     UnknownHostKey {
         host: String,
@@ -169,11 +169,12 @@ pub enum GitError {
     #[error(
         "the host key of {} has changed: the server's key does not match {}:{line}. This can \
          be a man-in-the-middle attack; if the change is expected, remove the old entry \
-         (`ssh-keygen -R {}`) and add the new one (`{}`)",
+         (`ssh-keygen -R {} -f {}`) and add the new one (`{}`)",
         host_display(host, *port),
         known_hosts.display(),
         host_display(host, *port),
-        keyscan_hint(host, *port)
+        tilde(known_hosts),
+        keyscan_hint(host, *port, known_hosts)
     )]
     HostKeyChanged {
         host: String,
@@ -239,11 +240,23 @@ fn host_display(host: &str, port: u16) -> String {
     }
 }
 
-fn keyscan_hint(host: &str, port: u16) -> String {
-    if port == 22 {
-        format!("ssh-keyscan {host} >> ~/.ssh/known_hosts")
+/// The command that adds the host's current keys to `file`. (Whoever runs it should compare
+/// the fingerprints with the ones the git host publishes: keyscan trusts the network.)
+fn keyscan_hint(host: &str, port: u16, file: &Path) -> String {
+    let port = if port == 22 {
+        String::new()
     } else {
-        format!("ssh-keyscan -p {port} {host} >> ~/.ssh/known_hosts")
+        format!("-p {port} ")
+    };
+    format!("ssh-keyscan {port}{host} >> {}", tilde(file))
+}
+
+/// `path` with the home directory written as `~`, for commands shown to the user.
+fn tilde(path: &Path) -> String {
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty());
+    match home.and_then(|h| path.strip_prefix(h).ok().map(Path::to_path_buf)) {
+        Some(rest) => format!("~/{}", rest.display()),
+        None => path.display().to_string(),
     }
 }
 
@@ -314,6 +327,8 @@ struct Ctx<'a> {
     ref_display: String,
     /// Local transports (file://, plain paths) cannot do shallow fetches.
     local: bool,
+    /// http(s) remotes: the only ones the token is sent to.
+    http: bool,
     /// Host and port for known_hosts lookups, for SSH URLs.
     ssh_port: u16,
 }
@@ -327,6 +342,7 @@ impl<'a> Ctx<'a> {
             url: redact_url(&spec.url),
             ref_display: spec.git_ref.clone().unwrap_or_else(|| "HEAD".to_string()),
             local,
+            http: lower.starts_with("https://") || lower.starts_with("http://"),
             ssh_port: ssh_port(&spec.url).unwrap_or(22),
         }
     }
@@ -340,10 +356,17 @@ impl<'a> Ctx<'a> {
     }
 
     fn cache_err(&self, dir: &Path, err: &git2::Error) -> Failure {
-        Failure::Cache(GitError::CacheRepo {
+        let error = GitError::CacheRepo {
             dir: dir.to_path_buf(),
             source: self.libgit(err),
-        })
+        };
+        // A lock held by another tend run sharing the cache is not damage: never wipe the
+        // repository from under it.
+        if err.code() == git2::ErrorCode::Locked {
+            Failure::Final(error)
+        } else {
+            Failure::Cache(error)
+        }
     }
 
     fn unknown_ref(&self) -> GitError {
@@ -638,6 +661,10 @@ fn fetch_refspecs(
             | git2::ErrorClass::Ssl
             | git2::ErrorClass::Os
             | git2::ErrorClass::Callback => Failure::Final(auth.network_error(&e)),
+            _ if e.code() == git2::ErrorCode::Locked => Failure::Final(GitError::Fetch {
+                url: ctx.url.clone(),
+                source: ctx.libgit(&e),
+            }),
             // Anything else (odb, refs, indexer, shallow file…) may be the cache's fault.
             _ => Failure::Cache(GitError::Fetch {
                 url: ctx.url.clone(),
@@ -748,6 +775,20 @@ impl<'a> Auth<'a> {
             return failure;
         }
         let source = self.ctx.libgit(err);
+        // libssh2 reports a missing or unusable agent as a plain SSH error.
+        let agent_trouble = !self.ctx.http
+            && self.ctx.spec.ssh_key.is_none()
+            && err.class() == git2::ErrorClass::Ssh
+            && source.message.contains("agent");
+        if agent_trouble {
+            return GitError::AuthFailed {
+                url: self.ctx.url.clone(),
+                reason: format!(
+                    "no --ssh-key given and ssh-agent is not usable: {}",
+                    source.message
+                ),
+            };
+        }
         if err.code() == git2::ErrorCode::Auth {
             return GitError::AuthFailed {
                 url: self.ctx.url.clone(),
@@ -809,6 +850,14 @@ impl<'a> Auth<'a> {
                     ))
                 }),
             };
+        }
+        if allowed.contains(CredentialType::USER_PASS_PLAINTEXT) && !self.ctx.http {
+            // An HTTPS token is never sent as an SSH (or other) password.
+            return Err(self.auth_failed(
+                "the server asks for a password; tend authenticates SSH with keys only \
+                 (--ssh-key or ssh-agent)"
+                    .into(),
+            ));
         }
         if allowed.contains(CredentialType::USER_PASS_PLAINTEXT) {
             let Some(token) = self.ctx.token() else {

@@ -57,9 +57,21 @@ pub fn run(cmd: &mut Command) -> (i32, String, String) {
 
 /// Parse a YAML stream of objects (as `tend render` prints) into JSON values.
 pub fn parse_stream(text: &str) -> Vec<serde_json::Value> {
-    text.split("\n---\n")
-        .flat_map(|chunk| chunk.strip_prefix("---\n").or(Some(chunk)))
-        .filter(|chunk| chunk.lines().any(|l| !l.trim().is_empty() && !l.starts_with('#')))
+    let mut chunks = vec![String::new()];
+    for line in text.split_inclusive('\n') {
+        if line.trim_end() == "---" {
+            chunks.push(String::new());
+        } else if let Some(last) = chunks.last_mut() {
+            last.push_str(line);
+        }
+    }
+    chunks
+        .iter()
+        .filter(|chunk| {
+            chunk
+                .lines()
+                .any(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        })
         .map(|chunk| serde_yaml::from_str::<serde_json::Value>(chunk).expect("valid yaml document"))
         .collect()
 }

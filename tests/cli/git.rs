@@ -40,11 +40,21 @@ fn fixture() -> Fixture {
     let repo = Repository::init(&work).unwrap();
     let v1 = commit_all(&repo, "v1");
     let sig = Signature::now("Test", "test@example.com").unwrap();
-    repo.tag("v1", &repo.find_object(v1, None).unwrap(), &sig, "release v1", false)
-        .unwrap();
+    repo.tag(
+        "v1",
+        &repo.find_object(v1, None).unwrap(),
+        &sig,
+        "release v1",
+        false,
+    )
+    .unwrap();
     let conf = work.join("web/nginx-conf.yaml");
     let text = std::fs::read_to_string(&conf).unwrap();
-    std::fs::write(&conf, text.replace("worker_processes 1;", "worker_processes 4;")).unwrap();
+    std::fs::write(
+        &conf,
+        text.replace("worker_processes 1;", "worker_processes 4;"),
+    )
+    .unwrap();
     let v2 = commit_all(&repo, "v2");
     Fixture {
         url: format!("file://{}", work.display()),
@@ -58,8 +68,15 @@ fn fixture() -> Fixture {
 
 fn render_git(f: &Fixture, git_ref: Option<&str>) -> (i32, String, String) {
     let mut cmd = tend();
-    cmd.args(["render", "--cluster", "dc1", "--repo", &f.url, "--cache-dir"])
-        .arg(f.cache.path());
+    cmd.args([
+        "render",
+        "--cluster",
+        "dc1",
+        "--repo",
+        &f.url,
+        "--cache-dir",
+    ])
+    .arg(f.cache.path());
     if let Some(r) = git_ref {
         cmd.args(["--ref", r]);
     }
@@ -124,7 +141,12 @@ fn unknown_ref_and_unreachable_remote_are_clear_errors() {
     assert!(stderr.contains("no-such-branch"), "{stderr}");
 
     let (code, _, stderr) = run(tend()
-        .args(["render", "--repo", "file:///nonexistent/tend-repo", "--cache-dir"])
+        .args([
+            "render",
+            "--repo",
+            "file:///nonexistent/tend-repo",
+            "--cache-dir",
+        ])
         .arg(f.cache.path()));
     assert_eq!(code, 2);
     assert!(stderr.contains("/nonexistent/tend-repo"), "{stderr}");
@@ -137,7 +159,11 @@ fn later_runs_fetch_new_commits_into_the_cache() {
     assert_eq!(code, 0);
     let conf = f.work.join("web/nginx-conf.yaml");
     let text = std::fs::read_to_string(&conf).unwrap();
-    std::fs::write(&conf, text.replace("worker_processes 4;", "worker_processes 8;")).unwrap();
+    std::fs::write(
+        &conf,
+        text.replace("worker_processes 4;", "worker_processes 8;"),
+    )
+    .unwrap();
     let repo = Repository::open(&f.work).unwrap();
     commit_all(&repo, "v3");
     let (code, second, stderr) = render_git(&f, None);
@@ -152,7 +178,12 @@ fn bad_ssh_key_is_reported_before_connecting() {
     let key = f.cache.path().join("not-a-key");
     std::fs::write(&key, "hello").unwrap();
     let (code, _, stderr) = run(tend()
-        .args(["render", "--repo", "ssh://git@127.0.0.1:1/site.git", "--ssh-key"])
+        .args([
+            "render",
+            "--repo",
+            "ssh://git@127.0.0.1:1/site.git",
+            "--ssh-key",
+        ])
         .arg(&key)
         .arg("--cache-dir")
         .arg(f.cache.path()));
@@ -164,11 +195,19 @@ fn bad_ssh_key_is_reported_before_connecting() {
 fn git_token_never_printed() {
     let f = fixture();
     let (code, stdout, stderr) = run(tend()
-        .args(["render", "--repo", "https://user:s3cr3t-t0ken@127.0.0.1:1/site.git", "--cache-dir"])
+        .args([
+            "render",
+            "--repo",
+            "https://user:s3cr3t-t0ken@127.0.0.1:1/site.git",
+            "--cache-dir",
+        ])
         .arg(f.cache.path())
         .env("TEND_GIT_TOKEN", "an0ther-s3cr3t"));
     assert_eq!(code, 2);
     for secret in ["s3cr3t-t0ken", "an0ther-s3cr3t"] {
-        assert!(!stdout.contains(secret) && !stderr.contains(secret), "{stderr}");
+        assert!(
+            !stdout.contains(secret) && !stderr.contains(secret),
+            "{stderr}"
+        );
     }
 }

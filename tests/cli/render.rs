@@ -38,12 +38,19 @@ fn dc1_gets_its_mirrors_each_fully_expanded() {
         assert_eq!(count(&objects, "Service", mirror), 2, "{mirror}");
         assert_eq!(count(&objects, "StatefulSet", mirror), 1, "{mirror}");
         assert_eq!(count(&objects, "DaemonSet", mirror), 1, "{mirror}");
-        assert_eq!(count(&objects, "PersistentVolumeClaim", mirror), 1, "{mirror}");
+        assert_eq!(
+            count(&objects, "PersistentVolumeClaim", mirror),
+            1,
+            "{mirror}"
+        );
     }
     assert_eq!(count(&objects, "Service", "quay"), 0);
     assert!(stderr.contains("rendered "), "{stderr}");
     assert!(stderr.contains("cluster dc1"), "{stderr}");
-    assert!(stderr.contains("1 document targeted at other clusters skipped"), "{stderr}");
+    assert!(
+        stderr.contains("1 document targeted at other clusters skipped"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -53,7 +60,10 @@ fn dc2_gets_different_mirrors_and_no_cluster_gets_untargeted_only() {
     assert_eq!(count(&dc2, "DaemonSet", "quay"), 1);
     let (none, stderr) = render_site(None);
     assert_eq!(mirrors(&none), vec!["dockerhub"]);
-    assert!(stderr.contains("3 documents targeted at other clusters skipped"), "{stderr}");
+    assert!(
+        stderr.contains("3 documents targeted at other clusters skipped"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -70,7 +80,10 @@ fn nginx_deployment_carries_config_hash_and_everything_is_namespaced() {
     assert!(hash.chars().all(|c| c.is_ascii_hexdigit()));
     // The ImmortalContainer's pod and the copy source got namespaces.
     let ids = ids(&objects);
-    assert!(ids.contains(&"Pod web/nginx-immortalpod".to_string()), "{ids:?}");
+    assert!(
+        ids.contains(&"Pod web/nginx-immortalpod".to_string()),
+        "{ids:?}"
+    );
     assert!(ids.contains(&"ConfigMap default/company-ca-bundle".to_string()));
     // Cluster-scoped kinds have no namespace.
     assert!(ids.contains(&"ChaosAgent /princeedmund".to_string()));
@@ -93,8 +106,11 @@ fn editing_only_nginx_conf_changes_only_the_hash() {
     let before = render();
     let conf = dir.path().join("web/nginx-conf.yaml");
     let text = std::fs::read_to_string(&conf).unwrap();
-    std::fs::write(&conf, text.replace("worker_connections 1024", "worker_connections 2048"))
-        .unwrap();
+    std::fs::write(
+        &conf,
+        text.replace("worker_connections 1024", "worker_connections 2048"),
+    )
+    .unwrap();
     let after = render();
     let changed: Vec<(&str, &str)> = before
         .lines()
@@ -113,7 +129,10 @@ fn editing_only_nginx_conf_changes_only_the_hash() {
     std::fs::write(&svc, text.replace("port: 80\n", "port: 81\n")).unwrap();
     let third = render();
     let hash_lines = |s: &str| -> Vec<String> {
-        s.lines().filter(|l| l.contains("config-hash")).map(str::to_string).collect()
+        s.lines()
+            .filter(|l| l.contains("config-hash"))
+            .map(str::to_string)
+            .collect()
     };
     assert_eq!(hash_lines(&after), hash_lines(&third));
     assert_ne!(after, third);
@@ -134,13 +153,18 @@ fn output_is_stable_and_in_apply_order() {
 
 #[test]
 fn json_output_is_a_list() {
-    let (code, stdout, stderr) =
-        run(tend().args(["render", "-o", "json", "--cluster", "dc2", "--repo"]).arg(example_site()));
+    let (code, stdout, stderr) = run(tend()
+        .args(["render", "-o", "json", "--cluster", "dc2", "--repo"])
+        .arg(example_site()));
     assert_eq!(code, 0, "{stderr}");
     let list: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(list["kind"], "List");
     let (yaml, _) = render_site(Some("dc2"));
-    assert_eq!(list["items"].as_array().unwrap(), &yaml);
+    let items = list["items"].as_array().unwrap();
+    assert_eq!(items.len(), yaml.len());
+    for (i, (a, b)) in items.iter().zip(&yaml).enumerate() {
+        assert!(a == b, "item {i} differs:\n{a}\n{b}");
+    }
 }
 
 #[test]
@@ -149,8 +173,9 @@ fn secrets_are_masked_unless_revealed() {
     assert_eq!(code, 0);
     assert!(!stdout.contains("example-only-change-me"));
     assert!(stdout.contains("BASIC_AUTH_PASSWORD: '***'"), "{stdout}");
-    let (code, stdout, _) =
-        run(tend().args(["render", "--reveal-secrets", "--repo"]).arg(example_site()));
+    let (code, stdout, _) = run(tend()
+        .args(["render", "--reveal-secrets", "--repo"])
+        .arg(example_site()));
     assert_eq!(code, 0);
     assert!(stdout.contains("example-only-change-me"));
 }
@@ -159,7 +184,10 @@ fn secrets_are_masked_unless_revealed() {
 fn copy_rules_are_noted_as_needing_the_cluster() {
     let (_, stderr) = render_site(None);
     assert!(stderr.contains("warning: CopyRule copyrator"), "{stderr}");
-    assert!(stderr.contains("offline only the rule itself is rendered"), "{stderr}");
+    assert!(
+        stderr.contains("offline only the rule itself is rendered"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -169,13 +197,19 @@ fn flags_read_environment_and_flags_win() {
         .env("TEND_REPO", example_site())
         .env("TEND_CLUSTER", "dc2"));
     assert_eq!(code, 0, "{stderr}");
-    assert_eq!(mirrors(&parse_stream(&stdout)), vec!["dockerhub", "internal", "quay"]);
+    assert_eq!(
+        mirrors(&parse_stream(&stdout)),
+        vec!["dockerhub", "internal", "quay"]
+    );
     let (code, stdout, _) = run(tend()
         .args(["render", "--cluster", "dc1"])
         .env("TEND_REPO", example_site())
         .env("TEND_CLUSTER", "dc2"));
     assert_eq!(code, 0);
-    assert_eq!(mirrors(&parse_stream(&stdout)), vec!["dockerhub", "gcr", "internal"]);
+    assert_eq!(
+        mirrors(&parse_stream(&stdout)),
+        vec!["dockerhub", "gcr", "internal"]
+    );
 }
 
 #[test]
@@ -190,7 +224,10 @@ fn namespace_flag_defaults_namespaces() {
         .args(["render", "--namespace", "team-x", "--repo"])
         .arg(dir.path()));
     assert_eq!(code, 0);
-    assert_eq!(ids(&parse_stream(&stdout)), vec!["Namespace /b", "ConfigMap team-x/a"]);
+    assert_eq!(
+        ids(&parse_stream(&stdout)),
+        vec!["Namespace /b", "ConfigMap team-x/a"]
+    );
 }
 
 #[test]
@@ -204,15 +241,23 @@ fn path_selects_a_subdirectory_and_rejects_escapes() {
         .args(["render", "--path", "../..", "--repo"])
         .arg(example_site()));
     assert_eq!(code, 2);
-    assert!(stderr.contains("--path ../.. must be a relative path inside the repository"), "{stderr}");
+    assert!(
+        stderr.contains("--path ../.. must be a relative path inside the repository"),
+        "{stderr}"
+    );
 }
 
 #[test]
 fn markdown_is_not_a_render_format() {
-    let (code, stdout, stderr) = run(tend().args(["render", "-o", "markdown", "--repo"]).arg(example_site()));
+    let (code, stdout, stderr) = run(tend()
+        .args(["render", "-o", "markdown", "--repo"])
+        .arg(example_site()));
     assert_eq!(code, 2);
     assert!(stdout.is_empty());
-    assert!(stderr.contains("tend render prints yaml or json"), "{stderr}");
+    assert!(
+        stderr.contains("tend render prints yaml or json"),
+        "{stderr}"
+    );
 }
 
 #[test]

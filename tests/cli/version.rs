@@ -4,7 +4,10 @@ use crate::common::*;
 fn version_names_version_commit_and_kubernetes() {
     let (code, stdout, _) = run(tend().arg("version"));
     assert_eq!(code, 0);
-    assert!(stdout.starts_with(&format!("tend {}\n", env!("CARGO_PKG_VERSION"))), "{stdout}");
+    assert!(
+        stdout.starts_with(&format!("tend {}\n", env!("CARGO_PKG_VERSION"))),
+        "{stdout}"
+    );
     assert!(stdout.contains("commit: "));
     assert!(stdout.contains("kubernetes: 1.26 to 1.33"));
     let (code, stdout, _) = run(tend().args(["version", "-o", "json"]));

@@ -1,0 +1,425 @@
+//! The HTTP layer: hyper server, routing, fault injection and the request log.
+
+use crate::discovery;
+use crate::errors::ApiError;
+use crate::faults::{Fault, FaultAction, RequestRecord, Verb};
+use crate::store::{Call, Query, State};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use parking_lot::Mutex;
+use serde_json::Value;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::{oneshot, Notify};
+
+pub(crate) struct Shared {
+    pub state: Mutex<State>,
+    pub faults: Mutex<Vec<Fault>>,
+    pub log: Mutex<Vec<RequestRecord>>,
+    pub aggregated_discovery: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Route {
+    Version,
+    Api,
+    CoreV1,
+    Apis,
+    Group(String),
+    GroupVersion(String, String),
+    Resource {
+        group: String,
+        version: String,
+        plural: String,
+        namespace: Option<String>,
+        name: Option<String>,
+        sub: Option<String>,
+    },
+    Unknown,
+}
+
+fn route(path: &str) -> Route {
+    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let (group, version, rest) = match segs.as_slice() {
+        ["version"] => return Route::Version,
+        ["api"] => return Route::Api,
+        ["api", "v1"] => return Route::CoreV1,
+        ["apis"] => return Route::Apis,
+        ["apis", g] => return Route::Group(g.to_string()),
+        ["apis", g, v] => return Route::GroupVersion(g.to_string(), v.to_string()),
+        ["api", "v1", rest @ ..] => ("", "v1", rest),
+        ["apis", g, v, rest @ ..] => (*g, *v, rest),
+        _ => return Route::Unknown,
+    };
+    let s = |x: &&str| Some(x.to_string());
+    let core_ns_sub = group.is_empty() && rest.len() == 3 && matches!(rest[2], "status" | "finalize");
+    let (namespace, tail): (Option<String>, &[&str]) =
+        if rest.len() >= 3 && rest[0] == "namespaces" && !core_ns_sub {
+            (s(&rest[1]), &rest[2..])
+        } else {
+            (None, rest)
+        };
+    if tail.is_empty() || tail.len() > 3 || tail.iter().any(|t| t.is_empty()) {
+        return Route::Unknown;
+    }
+    Route::Resource {
+        group: group.to_string(),
+        version: version.to_string(),
+        plural: tail[0].to_string(),
+        namespace,
+        name: tail.get(1).map(|n| n.to_string()),
+        sub: tail.get(2).map(|n| n.to_string()),
+    }
+}
+
+fn verb_of(method: &str, route: &Route, query: &Query, content_type: &str) -> Verb {
+    match route {
+        Route::Unknown => Verb::Other,
+        Route::Resource { name, .. } => match (method, name.is_some()) {
+            ("GET", true) => Verb::Get,
+            ("GET", false) => {
+                if matches!(query.get("watch"), Some("true" | "1")) {
+                    Verb::Watch
+                } else {
+                    Verb::List
+                }
+            }
+            ("POST", _) => Verb::Create,
+            ("PUT", _) => Verb::Update,
+            ("PATCH", _) if content_type.starts_with("application/apply-patch") => Verb::Apply,
+            ("PATCH", _) => Verb::Patch,
+            ("DELETE", true) => Verb::Delete,
+            ("DELETE", false) => Verb::DeleteCollection,
+            _ => Verb::Other,
+        },
+        _ => Verb::Discovery,
+    }
+}
+
+type Resp = Response<Full<Bytes>>;
+
+fn respond(code: u16, body: &Value, content_type: &str, headers: &[(String, String)]) -> Resp {
+    let mut b = Response::builder()
+        .status(code)
+        .header("content-type", content_type)
+        .header("cache-control", "no-cache, private");
+    for (k, v) in headers {
+        b = b.header(k.as_str(), v.as_str());
+    }
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    b.body(Full::new(Bytes::from(bytes)))
+        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new())))
+}
+
+struct Outcome {
+    code: u16,
+    body: Value,
+    content_type: String,
+    headers: Vec<(String, String)>,
+}
+
+fn json_outcome(r: Result<(u16, Value), ApiError>) -> Outcome {
+    match r {
+        Ok((code, body)) => Outcome {
+            code,
+            body,
+            content_type: "application/json".into(),
+            headers: vec![],
+        },
+        Err(e) => Outcome {
+            code: e.code,
+            body: e.to_json(),
+            content_type: "application/json".into(),
+            headers: e.headers.clone(),
+        },
+    }
+}
+
+struct Incoming2<'a> {
+    method: &'a str,
+    route: &'a Route,
+    verb: Verb,
+    query: &'a Query,
+    body: &'a [u8],
+    content_type: &'a str,
+    accept: &'a str,
+    user_agent: &'a str,
+}
+
+fn discovery_doc(shared: &Shared, core: bool, accept: &str) -> Outcome {
+    let defs = shared.state.lock().defs.clone();
+    if shared.aggregated_discovery {
+        if let Some(v) = discovery::wants_aggregated(accept) {
+            return Outcome {
+                code: 200,
+                body: discovery::aggregated(&defs, core, v),
+                content_type: format!(
+                    "application/json;g=apidiscovery.k8s.io;v={v};as=APIGroupDiscoveryList"
+                ),
+                headers: vec![],
+            };
+        }
+    }
+    if !discovery::accepts_plain_json(accept) {
+        return json_outcome(Err(ApiError::new(
+            406,
+            "NotAcceptable",
+            format!("only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf (requested {accept})"),
+        )));
+    }
+    let body = if core {
+        discovery::api_versions()
+    } else {
+        discovery::api_group_list(&defs)
+    };
+    json_outcome(Ok((200, body)))
+}
+
+fn dispatch(shared: &Shared, r: &Incoming2) -> Outcome {
+    if r.verb == Verb::Discovery && r.method != "GET" {
+        return json_outcome(Err(ApiError::method_not_allowed()));
+    }
+    let defs = || shared.state.lock().defs.clone();
+    let found = |v: Option<Value>| json_outcome(v.map(|v| (200, v)).ok_or_else(ApiError::no_route));
+    match r.route {
+        Route::Version => json_outcome(Ok((200, discovery::version_info()))),
+        Route::Api => discovery_doc(shared, true, r.accept),
+        Route::Apis => discovery_doc(shared, false, r.accept),
+        Route::CoreV1 => found(discovery::resource_list(&defs(), "", "v1")),
+        Route::Group(g) => found(discovery::api_group(&defs(), g)),
+        Route::GroupVersion(g, v) => found(discovery::resource_list(&defs(), g, v)),
+        Route::Unknown => json_outcome(Err(ApiError::no_route())),
+        Route::Resource {
+            group,
+            version,
+            plural,
+            namespace,
+            name,
+            sub,
+        } => {
+            let mut st = shared.state.lock();
+            let Some(def) = st.find_def(group, version, plural) else {
+                return json_outcome(Err(ApiError::no_route()));
+            };
+            // Scope mismatches are unknown paths on a real server.
+            if (!def.namespaced && namespace.is_some())
+                || (def.namespaced && namespace.is_none() && name.is_some())
+                || (def.namespaced && namespace.is_none() && r.verb == Verb::Create)
+            {
+                return json_outcome(Err(ApiError::no_route()));
+            }
+            if r.verb == Verb::Watch {
+                return json_outcome(Err(ApiError::new(
+                    405,
+                    "MethodNotAllowed",
+                    "watch is not supported by tend-testserver",
+                )));
+            }
+            let call = Call {
+                def,
+                namespace: namespace.clone(),
+                name: name.clone(),
+                subresource: sub.clone(),
+                query: r.query,
+                body: r.body,
+                content_type: r.content_type,
+                user_agent: r.user_agent,
+            };
+            json_outcome(st.handle(&call, r.verb).map(|rep| (rep.code, rep.body)))
+        }
+    }
+}
+
+/// Finds the faults for a request: delays add up; the first status/drop fault wins.
+fn take_faults(shared: &Shared, method: &str, verb: Verb, path: &str) -> (Duration, Option<FaultAction>) {
+    let mut faults = shared.faults.lock();
+    let mut delay = Duration::ZERO;
+    let mut action = None;
+    for f in faults.iter_mut() {
+        if !f.matches(method, verb, path) {
+            continue;
+        }
+        match &f.action {
+            FaultAction::Delay(d) => {
+                delay += *d;
+                f.consume();
+            }
+            other if action.is_none() => {
+                action = Some(other.clone());
+                f.consume();
+            }
+            _ => {}
+        }
+    }
+    faults.retain(|f| !f.exhausted());
+    (delay, action)
+}
+
+async fn handle(shared: Arc<Shared>, kill: Arc<Notify>, req: Request<Incoming>) -> Result<Resp, Infallible> {
+    let method = req.method().as_str().to_string();
+    let path = req.uri().path().to_string();
+    let raw_query = req.uri().query().unwrap_or("").to_string();
+    let header = |k: &str| {
+        req.headers()
+            .get(k)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string()
+    };
+    let content_type = header("content-type");
+    let accept = header("accept");
+    let user_agent = header("user-agent");
+    let body = match req.into_body().collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => Bytes::new(),
+    };
+    let query = Query::parse(&raw_query);
+    let route = route(&path);
+    let verb = verb_of(&method, &route, &query, &content_type);
+    let (group, resource, namespace, name, subresource) = match &route {
+        Route::Resource {
+            group,
+            plural,
+            namespace,
+            name,
+            sub,
+            ..
+        } => (group.clone(), plural.clone(), namespace.clone(), name.clone(), sub.clone()),
+        _ => (String::new(), String::new(), None, None, None),
+    };
+    let mut record = RequestRecord {
+        method: method.clone(),
+        verb,
+        path: path.clone(),
+        query: raw_query,
+        group,
+        resource,
+        subresource,
+        namespace,
+        name,
+        dry_run: query.all("dryRun").contains(&"All"),
+        field_manager: query.get("fieldManager").map(str::to_string),
+        content_type: (!content_type.is_empty()).then(|| content_type.clone()),
+        user_agent: (!user_agent.is_empty()).then(|| user_agent.clone()),
+        status: None,
+        faulted: false,
+    };
+
+    let (delay, action) = take_faults(&shared, &method, verb, &path);
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
+    match action {
+        Some(FaultAction::Drop) => {
+            record.faulted = true;
+            shared.log.lock().push(record);
+            // Closing the connection: the connection task drops the socket when notified.
+            kill.notify_one();
+            std::future::pending::<()>().await;
+            unreachable!("pending never completes")
+        }
+        Some(FaultAction::Status {
+            code,
+            retry_after,
+            message,
+        }) => {
+            let mut err = ApiError::from_code(code, message);
+            if let Some(secs) = retry_after {
+                err.headers.push(("retry-after".into(), secs.to_string()));
+                err.details = Some(serde_json::json!({"retryAfterSeconds": secs}));
+            }
+            record.faulted = true;
+            record.status = Some(code);
+            shared.log.lock().push(record);
+            return Ok(respond(code, &err.to_json(), "application/json", &err.headers));
+        }
+        _ => {}
+    }
+
+    let out = dispatch(
+        &shared,
+        &Incoming2 {
+            method: &method,
+            route: &route,
+            verb,
+            query: &query,
+            body: &body,
+            content_type: &content_type,
+            accept: &accept,
+            user_agent: &user_agent,
+        },
+    );
+    record.status = Some(out.code);
+    shared.log.lock().push(record);
+    Ok(respond(out.code, &out.body, &out.content_type, &out.headers))
+}
+
+pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>, mut shutdown: oneshot::Receiver<()>) {
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { continue };
+                let _ = stream.set_nodelay(true);
+                let shared = shared.clone();
+                tokio::spawn(async move {
+                    let kill = Arc::new(Notify::new());
+                    let k2 = kill.clone();
+                    let svc = service_fn(move |req| handle(shared.clone(), k2.clone(), req));
+                    let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), svc);
+                    tokio::select! {
+                        _ = conn => {}
+                        _ = kill.notified() => {}
+                    }
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes() {
+        assert_eq!(
+            route("/api/v1/namespaces/foo/status"),
+            Route::Resource {
+                group: "".into(),
+                version: "v1".into(),
+                plural: "namespaces".into(),
+                namespace: None,
+                name: Some("foo".into()),
+                sub: Some("status".into())
+            }
+        );
+        assert_eq!(
+            route("/apis/apps/v1/namespaces/a/deployments/b/status"),
+            Route::Resource {
+                group: "apps".into(),
+                version: "v1".into(),
+                plural: "deployments".into(),
+                namespace: Some("a".into()),
+                name: Some("b".into()),
+                sub: Some("status".into())
+            }
+        );
+        assert_eq!(route("/api/v1/namespaces"), Route::Resource {
+            group: "".into(),
+            version: "v1".into(),
+            plural: "namespaces".into(),
+            namespace: None,
+            name: None,
+            sub: None
+        });
+        assert_eq!(route("/foo"), Route::Unknown);
+    }
+}
