@@ -1095,3 +1095,20 @@ fn rejected_token_fails_once_with_a_clear_error() {
     );
     assert!(seen.len() <= 3, "too many requests: {seen:?}");
 }
+
+#[test]
+fn plain_local_paths_work_and_are_cached_by_absolute_path() {
+    let origin = Origin::new();
+    let head = origin.commit(&[("a.yaml", "a: 1\n")], &[], "one");
+    let cache = tempfile::tempdir().expect("cache");
+    let path = origin.dir.path().to_string_lossy().into_owned();
+    let fetched = fetch(&spec(&path, cache.path(), Some("trunk"))).expect("fetch by path");
+    assert_eq!(fetched.commit, head.to_string());
+    let repos = cached_repos(cache.path());
+    let name = repos[0]
+        .file_name()
+        .expect("name")
+        .to_string_lossy()
+        .into_owned();
+    assert!(name.ends_with(&sanitized_last_segment(&origin)), "{name}");
+}

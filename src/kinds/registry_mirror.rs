@@ -205,6 +205,31 @@ pub(crate) fn validate_name(meta: &ObjectMeta, out: &mut Vec<FieldProblem>) {
     }
 }
 
+/// Mirrors rendered for the same cluster must use different `hostPort`s: two node-proxy
+/// pods can't bind the same port on a node, so the second DaemonSet would never run. A
+/// check across objects, for the loader to run on the targeted set; one message per clash.
+pub fn host_port_clashes<'a>(mirrors: impl IntoIterator<Item = &'a RegistryMirror>) -> Vec<String> {
+    let mut seen: std::collections::BTreeMap<i32, String> = std::collections::BTreeMap::new();
+    let mut clashes = Vec::new();
+    for m in mirrors {
+        let id = format!(
+            "{}/{}",
+            m.metadata.namespace.as_deref().unwrap_or(""),
+            m.metadata.name.as_deref().unwrap_or("")
+        );
+        match seen.get(&m.spec.host_port) {
+            Some(first) => clashes.push(format!(
+                "RegistryMirrors {first} and {id} both use hostPort {}; give each mirror its own port",
+                m.spec.host_port
+            )),
+            None => {
+                seen.insert(m.spec.host_port, id);
+            }
+        }
+    }
+    clashes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -301,6 +326,22 @@ spec:
         assert_eq!(problems(m.clone()).len(), 1);
         m.metadata.name = Some("m".repeat(52));
         assert!(problems(m).is_empty());
+    }
+
+    #[test]
+    fn host_port_clashes_are_found() {
+        let a = parse(VALID).expect("valid");
+        let mut b = a.clone();
+        b.metadata.name = Some("quay".into());
+        let mut c = a.clone();
+        c.metadata.name = Some("gcr".into());
+        c.spec.host_port = 5002;
+        let clashes = host_port_clashes([&a, &b, &c]);
+        assert_eq!(
+            clashes,
+            ["RegistryMirrors registries/dockerhub and registries/quay both use hostPort 5001; give each mirror its own port"]
+        );
+        assert!(host_port_clashes([&a, &c]).is_empty());
     }
 
     #[test]

@@ -95,6 +95,7 @@ pub fn render(files: &[SourceFile], opts: &RenderOptions) -> Result<Rendered, Re
         }
     }
 
+    let mut host_ports: BTreeMap<i32, (String, Origin)> = BTreeMap::new();
     for (file, doc) in checked {
         let origin = Origin {
             file: file.path.clone(),
@@ -126,6 +127,26 @@ pub fn render(files: &[SourceFile], opts: &RenderOptions) -> Result<Rendered, Re
             }
             if kind.namespaced() {
                 tend_kinds::default_namespace(&mut tend_object, &opts.default_namespace);
+            }
+            if let crate::kinds::TendObject::RegistryMirror(m) = &tend_object {
+                // Two mirrors on one hostPort would leave one node proxy unschedulable.
+                let id = format!(
+                    "{}/{}",
+                    m.metadata.namespace.as_deref().unwrap_or(""),
+                    m.metadata.name.as_deref().unwrap_or("")
+                );
+                if let Some((first_id, first_origin)) = host_ports.get(&m.spec.host_port) {
+                    problems.push(Problem::new(
+                        &file.path,
+                        doc.line_of(&["spec".to_string(), "hostPort".to_string()]),
+                        format!(
+                            "RegistryMirror {id} uses hostPort {} like RegistryMirror {first_id} ({first_origin}); give each mirror targeted at a cluster its own port",
+                            m.spec.host_port
+                        ),
+                    ));
+                } else {
+                    host_ports.insert(m.spec.host_port, (id, origin.clone()));
+                }
             }
             objects.extend(tend_kinds::expand(&tend_object, &origin, &mut notes));
             object.value = tend_kinds::to_value(&tend_object);

@@ -12,7 +12,21 @@ use std::path::Path;
 /// Parse and semantically validate a tend document. The caller has already checked that its
 /// kind is one of tend's.
 pub fn parse(file: &Path, doc: &Document, kind: TendKind) -> Result<TendObject, Vec<Problem>> {
-    let object = match kind {
+    let to_problem = |fp: crate::kinds::FieldProblem| {
+        let dotted = fp.path.join(".");
+        let message = if fp.message.contains(&dotted) || dotted.is_empty() {
+            fp.message
+        } else {
+            format!("{dotted}: {}", fp.message)
+        };
+        Problem::new(file, doc.line_of(&fp.path), message)
+    };
+    // kube-derive's root struct cannot deny unknown fields, so check the top level here.
+    let mut problems: Vec<Problem> = crate::kinds::root_field_problems(&doc.value)
+        .into_iter()
+        .map(to_problem)
+        .collect();
+    let parsed = match kind {
         TendKind::CopyRule => doc.parse_typed::<CopyRule>(file).map(TendObject::CopyRule),
         TendKind::RegistryMirror => doc
             .parse_typed::<RegistryMirror>(file)
@@ -23,25 +37,20 @@ pub fn parse(file: &Path, doc: &Document, kind: TendKind) -> Result<TendObject, 
         TendKind::ChaosAgent => doc
             .parse_typed::<ChaosAgent>(file)
             .map(TendObject::ChaosAgent),
-    }
-    .map_err(|p| vec![p])?;
-    let problems: Vec<Problem> = object
-        .validate()
-        .into_iter()
-        .map(|fp| {
-            let dotted = fp.path.join(".");
-            let message = if fp.message.contains(&dotted) || dotted.is_empty() {
-                fp.message
+    };
+    match parsed {
+        Ok(object) => {
+            problems.extend(object.validate().into_iter().map(to_problem));
+            if problems.is_empty() {
+                Ok(object)
             } else {
-                format!("{dotted}: {}", fp.message)
-            };
-            Problem::new(file, doc.line_of(&fp.path), message)
-        })
-        .collect();
-    if problems.is_empty() {
-        Ok(object)
-    } else {
-        Err(problems)
+                Err(problems)
+            }
+        }
+        Err(p) => {
+            problems.push(p);
+            Err(problems)
+        }
     }
 }
 

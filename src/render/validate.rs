@@ -101,14 +101,11 @@ pub fn check_document(file: &Path, doc: &Document) -> Vec<Problem> {
         }
         match meta.get("namespace") {
             None => {}
-            Some(Value::String(ns)) => {
-                if !is_dns1123_label(ns) {
-                    problem(
-                        &["metadata", "namespace"],
-                        format!("metadata.namespace {ns:?} is not a valid namespace name (lowercase letters, digits and '-', at most 63 characters)"),
-                    );
-                }
-            }
+            Some(Value::String(ns)) if !is_dns1123_label(ns) => problem(
+                &["metadata", "namespace"],
+                format!("metadata.namespace {ns:?} is not a valid namespace name (lowercase letters, digits and '-', at most 63 characters)"),
+            ),
+            Some(Value::String(_)) => {}
             Some(other) => problem(
                 &["metadata", "namespace"],
                 format!(

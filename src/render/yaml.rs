@@ -27,11 +27,28 @@ impl Document {
     }
 
     fn problem_from(&self, file: &Path, err: &serde_yaml::Error) -> Problem {
-        let line = err
+        let message = clean_message(&err.to_string());
+        let mut line = err
             .location()
             .map(|loc| self.start_line + loc.line() - 1)
             .unwrap_or(self.line);
-        Problem::new(file, line, clean_message(&err.to_string()))
+        // serde_yaml points duplicate keys at the start of their mapping; point at the
+        // second occurrence of the key instead, which is the line to fix.
+        if let Some(key) = duplicate_key(&message) {
+            let from = line.saturating_sub(self.start_line);
+            let mut seen = 0;
+            for (i, text) in self.text.lines().enumerate().skip(from) {
+                let t = text.trim_start().trim_start_matches("- ");
+                if t.starts_with(&format!("{key}:")) || t.starts_with(&format!("\"{key}\":")) {
+                    seen += 1;
+                    if seen == 2 {
+                        line = self.start_line + i;
+                        break;
+                    }
+                }
+            }
+        }
+        Problem::new(file, line, message)
     }
 
     /// Best-effort line of a nested mapping key (e.g. `["spec", "eagerness"]`) in this
@@ -69,6 +86,12 @@ impl Document {
         }
         self.line
     }
+}
+
+/// The key named by serde_yaml's "duplicate entry with key \"k\"" message.
+fn duplicate_key(message: &str) -> Option<&str> {
+    let rest = message.split("duplicate entry with key \"").nth(1)?;
+    rest.split('"').next()
 }
 
 /// serde_yaml appends " at line X column Y" to messages; we print our own file:line.

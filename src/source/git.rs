@@ -276,7 +276,12 @@ pub fn fetch(spec: &GitSpec) -> Result<Fetched, GitError> {
             source,
         })?;
     }
-    let key = cache_key(&spec.url);
+    // A plain local path (`.`, `../deploy`) means different repositories from different
+    // working directories: key its cache by the absolute path.
+    let key = match fs::canonicalize(&spec.url) {
+        Ok(abs) if !looks_like_git_url(&spec.url) => cache_key(&abs.to_string_lossy()),
+        _ => cache_key(&spec.url),
+    };
     let repo_dir = repos.join(&key);
     let fetched = match attempt(&ctx, &repo_dir, &trees) {
         Ok(fetched) => fetched,

@@ -8,7 +8,7 @@ const CASES: &[(&str, &[&str])] = &[
     ("annotation-not-string", &["deploy.yaml:6: metadata.annotations.tend.dev/reload must be a string, found a boolean; quote the value (e.g. \"true\")"]),
     ("bad-yaml", &["cm.yaml:7: did not find expected ',' or ']'"]),
     ("duplicate-after-default-namespace", &["both.yaml:6: duplicate object ConfigMap default/app: first defined at both.yaml:1; remove one of them"]),
-    ("duplicate-keys", &["cm.yaml:6: data: duplicate entry with key \"a\""]),
+    ("duplicate-keys", &["cm.yaml:7: data: duplicate entry with key \"a\""]),
     ("duplicate-objects", &["b.yaml:2: duplicate object ConfigMap web/app: first defined at a.yaml:1; remove one of them"]),
     ("generate-name", &["cm.yaml:3: missing metadata.name: generateName is not supported, tend needs a stable name to diff and prune"]),
     ("invalid-name", &["cm.yaml:4: metadata.name \"My_App\" is not a valid name: use lowercase letters, digits, '-' and '.', start and end with a letter or digit, at most 253 characters"]),
@@ -29,6 +29,11 @@ const CASES: &[(&str, &[&str])] = &[
     ("tend-unknown-kind", &["x.yaml:2: unknown kind RegistryMirrors in tend.dev/v1alpha1; tend's kinds are CopyRule, RegistryMirror, ImmortalContainer and ChaosAgent"]),
     ("tend-wrong-version", &["x.yaml:1: unknown apiVersion tend.dev/v1; tend's kinds are served as tend.dev/v1alpha1"]),
     ("unknown-kind", &["deploy.yaml:2: unknown kind Deploymnet in apps/v1; check the spelling of kind (kinds are CamelCase, e.g. Deployment)"]),
+    ("tend-unknown-root-field", &[
+        "mirror.yaml:1: missing field `spec`",
+        "mirror.yaml:5: unknown field `image` at the top level; a tend object has only apiVersion, kind, metadata and spec (did you mean to put it under spec?)",
+    ]),
+    ("mirror-host-port-clash", &["mirrors.yaml:17: RegistryMirror default/quay uses hostPort 5001 like RegistryMirror default/hub (mirrors.yaml:1); give each mirror targeted at a cluster its own port"]),
     ("several-defects", &[
         "a.yaml:7: missing apiVersion (e.g. `apiVersion: v1`)",
         "a.yaml:17: spec.eagerness: must be between 1 and 100, got 0",

@@ -3,6 +3,7 @@
 
 use crate::discovery::ResourceDef;
 use crate::schema;
+use base64::Engine;
 use serde_json::{json, Map, Value};
 
 fn obj(v: &mut Value) -> Option<&mut Map<String, Value>> {
@@ -34,7 +35,22 @@ pub fn apply(def: &ResourceDef, v: &mut Value) {
         .to_string();
     let Some(o) = obj(v) else { return };
     match def.kind.as_str() {
-        "Secret" => set_default(o, "type", json!("Opaque")),
+        "Secret" => {
+            set_default(o, "type", json!("Opaque"));
+            // stringData is write-only: merged into data (base64) and dropped.
+            if let Some(Value::Object(sd)) = o.shift_remove("stringData") {
+                let data = o.entry("data").or_insert_with(|| json!({}));
+                if let Some(d) = data.as_object_mut() {
+                    for (k, v) in sd {
+                        let raw = v.as_str().unwrap_or("").as_bytes().to_vec();
+                        d.insert(
+                            k,
+                            base64::engine::general_purpose::STANDARD.encode(raw).into(),
+                        );
+                    }
+                }
+            }
+        }
         "Namespace" => {
             if let Some(md) = child(o, "metadata") {
                 let labels = md.entry("labels").or_insert_with(|| json!({}));
@@ -181,7 +197,11 @@ pub fn apply(def: &ResourceDef, v: &mut Value) {
             if let Some(spec) = child(o, "spec") {
                 set_default(spec, "conversion", json!({"strategy": "None"}));
                 if let Some(names) = child(spec, "names") {
-                    let kind = names.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
+                    let kind = names
+                        .get("kind")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string();
                     set_default(names, "singular", json!(kind.to_lowercase()));
                     set_default(names, "listKind", json!(format!("{kind}List")));
                 }
@@ -219,7 +239,11 @@ fn template(spec: &mut Map<String, Value>) {
 fn service_spec(spec: &mut Map<String, Value>) {
     set_default(spec, "type", json!("ClusterIP"));
     set_default(spec, "sessionAffinity", json!("None"));
-    let ty = spec.get("type").and_then(Value::as_str).unwrap_or("").to_string();
+    let ty = spec
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     if ty != "ExternalName" {
         set_default(spec, "internalTrafficPolicy", json!("Cluster"));
     }
@@ -275,7 +299,11 @@ fn probe(p: &mut Map<String, Value>) {
 }
 
 fn container(c: &mut Map<String, Value>) {
-    let image = c.get("image").and_then(Value::as_str).unwrap_or("").to_string();
+    let image = c
+        .get("image")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     // The tag is what follows the last ':' after the last '/', unless pinned by digest.
     let last = image.rsplit('/').next().unwrap_or("");
     let tag = last.split_once(':').map(|(_, t)| t);

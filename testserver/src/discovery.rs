@@ -101,18 +101,82 @@ pub fn builtin_resources() -> Vec<ResourceDef> {
         def("", "v1", "Secret", "secrets", true, &[], false),
         def("", "v1", "Service", "services", true, &["svc"], true),
         def("", "v1", "Pod", "pods", true, &["po"], true),
-        def("", "v1", "ServiceAccount", "serviceaccounts", true, &["sa"], false),
-        def("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", true, &["pvc"], true),
+        def(
+            "",
+            "v1",
+            "ServiceAccount",
+            "serviceaccounts",
+            true,
+            &["sa"],
+            false,
+        ),
+        def(
+            "",
+            "v1",
+            "PersistentVolumeClaim",
+            "persistentvolumeclaims",
+            true,
+            &["pvc"],
+            true,
+        ),
         def("", "v1", "Event", "events", true, &["ev"], false),
-        def("apps", "v1", "Deployment", "deployments", true, &["deploy"], true),
-        def("apps", "v1", "StatefulSet", "statefulsets", true, &["sts"], true),
+        def(
+            "apps",
+            "v1",
+            "Deployment",
+            "deployments",
+            true,
+            &["deploy"],
+            true,
+        ),
+        def(
+            "apps",
+            "v1",
+            "StatefulSet",
+            "statefulsets",
+            true,
+            &["sts"],
+            true,
+        ),
         def("apps", "v1", "DaemonSet", "daemonsets", true, &["ds"], true),
-        def("apps", "v1", "ReplicaSet", "replicasets", true, &["rs"], true),
+        def(
+            "apps",
+            "v1",
+            "ReplicaSet",
+            "replicasets",
+            true,
+            &["rs"],
+            true,
+        ),
         def("batch", "v1", "Job", "jobs", true, &[], true),
         def("batch", "v1", "CronJob", "cronjobs", true, &["cj"], true),
-        def("rbac.authorization.k8s.io", "v1", "Role", "roles", true, &[], false),
-        def("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", true, &[], false),
-        def("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", false, &[], false),
+        def(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "Role",
+            "roles",
+            true,
+            &[],
+            false,
+        ),
+        def(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "RoleBinding",
+            "rolebindings",
+            true,
+            &[],
+            false,
+        ),
+        def(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "ClusterRole",
+            "clusterroles",
+            false,
+            &[],
+            false,
+        ),
         def(
             "rbac.authorization.k8s.io",
             "v1",
@@ -122,7 +186,15 @@ pub fn builtin_resources() -> Vec<ResourceDef> {
             &[],
             false,
         ),
-        def("coordination.k8s.io", "v1", "Lease", "leases", true, &[], false),
+        def(
+            "coordination.k8s.io",
+            "v1",
+            "Lease",
+            "leases",
+            true,
+            &[],
+            false,
+        ),
         def(
             "apiextensions.k8s.io",
             "v1",
@@ -244,7 +316,9 @@ pub fn resource_list(defs: &[ResourceDef], group: &str, version: &str) -> Option
     } else {
         format!("{group}/{version}")
     };
-    Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}))
+    Some(
+        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}),
+    )
 }
 
 /// Aggregated discovery for the core group (`core == true`, served on `/api`) or for all

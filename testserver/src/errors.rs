@@ -58,7 +58,11 @@ impl ApiError {
     pub fn no_route() -> Self {
         ApiError {
             details: Some(json!({})),
-            ..Self::new(404, "NotFound", "the server could not find the requested resource")
+            ..Self::new(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+            )
         }
     }
 
@@ -151,21 +155,33 @@ impl ApiError {
             400 => ("BadRequest", "bad request"),
             401 => ("Unauthorized", "Unauthorized"),
             403 => ("Forbidden", "forbidden"),
-            404 => ("NotFound", "the server could not find the requested resource"),
+            404 => (
+                "NotFound",
+                "the server could not find the requested resource",
+            ),
             409 => ("Conflict", "conflict"),
             410 => ("Expired", "the resource version is too old"),
             422 => ("Invalid", "invalid"),
-            429 => ("TooManyRequests", "the server has received too many requests and has asked us to try again later"),
+            429 => (
+                "TooManyRequests",
+                "the server has received too many requests and has asked us to try again later",
+            ),
             500 => ("InternalError", "Internal error occurred: injected fault"),
-            503 => ("ServiceUnavailable", "the server is currently unable to handle the request"),
-            504 => ("Timeout", "the server was unable to return a response in the time allotted"),
+            503 => (
+                "ServiceUnavailable",
+                "the server is currently unable to handle the request",
+            ),
+            504 => (
+                "Timeout",
+                "the server was unable to return a response in the time allotted",
+            ),
             _ => ("", "injected fault"),
         };
-        Self::new(code, reason, message.unwrap_or_else(|| default_msg.to_string()))
-    }
-
-    pub fn internal(message: impl Into<String>) -> Self {
-        Self::new(500, "InternalError", message)
+        Self::new(
+            code,
+            reason,
+            message.unwrap_or_else(|| default_msg.to_string()),
+        )
     }
 
     pub fn to_json(&self) -> Value {

@@ -228,7 +228,10 @@ mod tests {
 
     #[test]
     fn glob_matches() {
-        assert!(glob(b"/api/v1/namespaces/*/configmaps/*", b"/api/v1/namespaces/a/configmaps/b"));
+        assert!(glob(
+            b"/api/v1/namespaces/*/configmaps/*",
+            b"/api/v1/namespaces/a/configmaps/b"
+        ));
         assert!(glob(b"*/configmaps*", b"/api/v1/configmaps"));
         assert!(!glob(b"/apis/*", b"/api/v1"));
     }

@@ -3,9 +3,10 @@
 use crate::discovery;
 use crate::errors::ApiError;
 use crate::faults::{Fault, FaultAction, RequestRecord, Verb};
-use crate::store::{Call, Query, State};
+use crate::store::{Call, Query, State, WatchStart};
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::BodyExt;
+use hyper::body::{Frame, SizeHint};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -14,10 +15,12 @@ use hyper_util::rt::TokioIo;
 use parking_lot::Mutex;
 use serde_json::Value;
 use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio::sync::{oneshot, Notify};
+use tokio::sync::{broadcast, mpsc, oneshot, Notify};
 
 pub(crate) struct Shared {
     pub state: Mutex<State>,
@@ -59,7 +62,8 @@ fn route(path: &str) -> Route {
         _ => return Route::Unknown,
     };
     let s = |x: &&str| Some(x.to_string());
-    let core_ns_sub = group.is_empty() && rest.len() == 3 && matches!(rest[2], "status" | "finalize");
+    let core_ns_sub =
+        group.is_empty() && rest.len() == 3 && matches!(rest[2], "status" | "finalize");
     let (namespace, tail): (Option<String>, &[&str]) =
         if rest.len() >= 3 && rest[0] == "namespaces" && !core_ns_sub {
             (s(&rest[1]), &rest[2..])
@@ -103,7 +107,40 @@ fn verb_of(method: &str, route: &Route, query: &Query, content_type: &str) -> Ve
     }
 }
 
-type Resp = Response<Full<Bytes>>;
+/// A response body: a complete document, or a stream of watch events.
+pub(crate) enum Body {
+    Full(Option<Bytes>),
+    Stream(mpsc::Receiver<Bytes>),
+}
+
+impl hyper::body::Body for Body {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        match self.get_mut() {
+            Body::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
+            Body::Stream(rx) => rx.poll_recv(cx).map(|o| o.map(|b| Ok(Frame::data(b)))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self, Body::Full(None))
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            Body::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
+            Body::Full(None) => SizeHint::with_exact(0),
+            Body::Stream(_) => SizeHint::default(),
+        }
+    }
+}
+
+type Resp = Response<Body>;
 
 fn respond(code: u16, body: &Value, content_type: &str, headers: &[(String, String)]) -> Resp {
     let mut b = Response::builder()
@@ -114,8 +151,8 @@ fn respond(code: u16, body: &Value, content_type: &str, headers: &[(String, Stri
         b = b.header(k.as_str(), v.as_str());
     }
     let bytes = serde_json::to_vec(body).unwrap_or_default();
-    b.body(Full::new(Bytes::from(bytes)))
-        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new())))
+    b.body(Body::Full(Some(Bytes::from(bytes))))
+        .unwrap_or_else(|_| Response::new(Body::Full(None)))
 }
 
 struct Outcome {
@@ -123,6 +160,8 @@ struct Outcome {
     body: Value,
     content_type: String,
     headers: Vec<(String, String)>,
+    /// Set for watches: the event stream replaces `body`.
+    stream: Option<mpsc::Receiver<Bytes>>,
 }
 
 fn json_outcome(r: Result<(u16, Value), ApiError>) -> Outcome {
@@ -132,12 +171,14 @@ fn json_outcome(r: Result<(u16, Value), ApiError>) -> Outcome {
             body,
             content_type: "application/json".into(),
             headers: vec![],
+            stream: None,
         },
         Err(e) => Outcome {
             code: e.code,
             body: e.to_json(),
             content_type: "application/json".into(),
             headers: e.headers.clone(),
+            stream: None,
         },
     }
 }
@@ -164,6 +205,7 @@ fn discovery_doc(shared: &Shared, core: bool, accept: &str) -> Outcome {
                     "application/json;g=apidiscovery.k8s.io;v={v};as=APIGroupDiscoveryList"
                 ),
                 headers: vec![],
+                stream: None,
             };
         }
     }
@@ -215,13 +257,6 @@ fn dispatch(shared: &Shared, r: &Incoming2) -> Outcome {
             {
                 return json_outcome(Err(ApiError::no_route()));
             }
-            if r.verb == Verb::Watch {
-                return json_outcome(Err(ApiError::new(
-                    405,
-                    "MethodNotAllowed",
-                    "watch is not supported by tend-testserver",
-                )));
-            }
             let call = Call {
                 def,
                 namespace: namespace.clone(),
@@ -232,13 +267,81 @@ fn dispatch(shared: &Shared, r: &Incoming2) -> Outcome {
                 content_type: r.content_type,
                 user_agent: r.user_agent,
             };
+            if r.verb == Verb::Watch {
+                return match st.watch(&call) {
+                    Ok(start) => watch_outcome(start, r.query),
+                    Err(e) => json_outcome(Err(e)),
+                };
+            }
             json_outcome(st.handle(&call, r.verb).map(|rep| (rep.code, rep.body)))
         }
     }
 }
 
+/// Streams watch events as JSON lines until `timeoutSeconds` (default 30 min) or the
+/// client goes away.
+fn watch_outcome(start: WatchStart, query: &Query) -> Outcome {
+    let timeout = query
+        .get("timeoutSeconds")
+        .and_then(|t| t.parse::<u64>().ok())
+        .unwrap_or(1800);
+    let (tx, rx) = mpsc::channel::<Bytes>(64);
+    let WatchStart {
+        initial,
+        mut feed,
+        filter,
+    } = start;
+    let line = |v: &Value| {
+        let mut b = serde_json::to_vec(v).unwrap_or_default();
+        b.push(b'\n');
+        Bytes::from(b)
+    };
+    tokio::spawn(async move {
+        for v in &initial {
+            if tx.send(line(v)).await.is_err() {
+                return;
+            }
+        }
+        let deadline = tokio::time::sleep(Duration::from_secs(timeout));
+        tokio::pin!(deadline);
+        loop {
+            tokio::select! {
+                _ = &mut deadline => return,
+                _ = tx.closed() => return,
+                ev = feed.recv() => match ev {
+                    Ok(e) => {
+                        if let Some(v) = filter.render(&e) {
+                            if tx.send(line(&v)).await.is_err() {
+                                return;
+                            }
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Lagged(_)) => {
+                        let gone = ApiError::new(410, "Expired", "watch fell behind; resume with a new list");
+                        let _ = tx.send(line(&serde_json::json!({"type": "ERROR", "object": gone.to_json()}))).await;
+                        return;
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return,
+                },
+            }
+        }
+    });
+    Outcome {
+        code: 200,
+        body: Value::Null,
+        content_type: "application/json".into(),
+        headers: vec![],
+        stream: Some(rx),
+    }
+}
+
 /// Finds the faults for a request: delays add up; the first status/drop fault wins.
-fn take_faults(shared: &Shared, method: &str, verb: Verb, path: &str) -> (Duration, Option<FaultAction>) {
+fn take_faults(
+    shared: &Shared,
+    method: &str,
+    verb: Verb,
+    path: &str,
+) -> (Duration, Option<FaultAction>) {
     let mut faults = shared.faults.lock();
     let mut delay = Duration::ZERO;
     let mut action = None;
@@ -262,7 +365,11 @@ fn take_faults(shared: &Shared, method: &str, verb: Verb, path: &str) -> (Durati
     (delay, action)
 }
 
-async fn handle(shared: Arc<Shared>, kill: Arc<Notify>, req: Request<Incoming>) -> Result<Resp, Infallible> {
+async fn handle(
+    shared: Arc<Shared>,
+    kill: Arc<Notify>,
+    req: Request<Incoming>,
+) -> Result<Resp, Infallible> {
     let method = req.method().as_str().to_string();
     let path = req.uri().path().to_string();
     let raw_query = req.uri().query().unwrap_or("").to_string();
@@ -291,7 +398,13 @@ async fn handle(shared: Arc<Shared>, kill: Arc<Notify>, req: Request<Incoming>) 
             name,
             sub,
             ..
-        } => (group.clone(), plural.clone(), namespace.clone(), name.clone(), sub.clone()),
+        } => (
+            group.clone(),
+            plural.clone(),
+            namespace.clone(),
+            name.clone(),
+            sub.clone(),
+        ),
         _ => (String::new(), String::new(), None, None, None),
     };
     let mut record = RequestRecord {
@@ -304,7 +417,12 @@ async fn handle(shared: Arc<Shared>, kill: Arc<Notify>, req: Request<Incoming>) 
         subresource,
         namespace,
         name,
-        dry_run: query.all("dryRun").contains(&"All"),
+        dry_run: query.all("dryRun").contains(&"All")
+            || (method == "DELETE"
+                && serde_json::from_slice::<Value>(&body)
+                    .ok()
+                    .and_then(|o| o.get("dryRun").cloned())
+                    == Some(serde_json::json!(["All"]))),
         field_manager: query.get("fieldManager").map(str::to_string),
         content_type: (!content_type.is_empty()).then(|| content_type.clone()),
         user_agent: (!user_agent.is_empty()).then(|| user_agent.clone()),
@@ -338,7 +456,12 @@ async fn handle(shared: Arc<Shared>, kill: Arc<Notify>, req: Request<Incoming>) 
             record.faulted = true;
             record.status = Some(code);
             shared.log.lock().push(record);
-            return Ok(respond(code, &err.to_json(), "application/json", &err.headers));
+            return Ok(respond(
+                code,
+                &err.to_json(),
+                "application/json",
+                &err.headers,
+            ));
         }
         _ => {}
     }
@@ -358,10 +481,23 @@ async fn handle(shared: Arc<Shared>, kill: Arc<Notify>, req: Request<Incoming>) 
     );
     record.status = Some(out.code);
     shared.log.lock().push(record);
+    if let Some(rx) = out.stream {
+        let resp = Response::builder()
+            .status(200)
+            .header("content-type", "application/json")
+            .header("cache-control", "no-cache, private")
+            .body(Body::Stream(rx))
+            .unwrap_or_else(|_| Response::new(Body::Full(None)));
+        return Ok(resp);
+    }
     Ok(respond(out.code, &out.body, &out.content_type, &out.headers))
 }
 
-pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>, mut shutdown: oneshot::Receiver<()>) {
+pub(crate) async fn serve(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    mut shutdown: oneshot::Receiver<()>,
+) {
     loop {
         tokio::select! {
             _ = &mut shutdown => break,
@@ -412,14 +548,17 @@ mod tests {
                 sub: Some("status".into())
             }
         );
-        assert_eq!(route("/api/v1/namespaces"), Route::Resource {
-            group: "".into(),
-            version: "v1".into(),
-            plural: "namespaces".into(),
-            namespace: None,
-            name: None,
-            sub: None
-        });
+        assert_eq!(
+            route("/api/v1/namespaces"),
+            Route::Resource {
+                group: "".into(),
+                version: "v1".into(),
+                plural: "namespaces".into(),
+                namespace: None,
+                name: None,
+                sub: None
+            }
+        );
         assert_eq!(route("/foo"), Route::Unknown);
     }
 }

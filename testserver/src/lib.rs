@@ -5,6 +5,10 @@
 //! CRDs, namespaces) from a background thread with its own tokio runtime, and writes a
 //! kubeconfig for it. Faults can be injected and every request is logged. See README.md.
 
+// ApiError carries a full Status body; errors are the uncommon path of a test server,
+// so boxing them would only add noise.
+#![allow(clippy::result_large_err)]
+
 mod defaults;
 mod discovery;
 mod errors;

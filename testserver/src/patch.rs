@@ -48,7 +48,8 @@ fn parent_mut<'a>(doc: &'a mut Value, tokens: &[String]) -> Result<&'a mut Value
             Value::Object(m) => m.get_mut(t).ok_or_else(|| format!("path not found: {t}"))?,
             Value::Array(a) => {
                 let i: usize = t.parse().map_err(|_| format!("invalid index {t:?}"))?;
-                a.get_mut(i).ok_or_else(|| format!("index out of range: {i}"))?
+                a.get_mut(i)
+                    .ok_or_else(|| format!("index out of range: {i}"))?
             }
             _ => return Err(format!("cannot traverse into scalar at {t:?}")),
         };
@@ -63,7 +64,8 @@ fn get_at(doc: &Value, path: &str) -> Result<Value, String> {
             Value::Object(m) => m.get(&t).ok_or_else(|| format!("path not found: {path}"))?,
             Value::Array(a) => {
                 let i: usize = t.parse().map_err(|_| format!("invalid index {t:?}"))?;
-                a.get(i).ok_or_else(|| format!("index out of range: {path}"))?
+                a.get(i)
+                    .ok_or_else(|| format!("index out of range: {path}"))?
             }
             _ => return Err(format!("path not found: {path}")),
         };
@@ -85,7 +87,9 @@ fn add_at(doc: &mut Value, path: &str, value: Value) -> Result<(), String> {
             if last == "-" {
                 a.push(value);
             } else {
-                let i: usize = last.parse().map_err(|_| format!("invalid index {last:?}"))?;
+                let i: usize = last
+                    .parse()
+                    .map_err(|_| format!("invalid index {last:?}"))?;
                 if i > a.len() {
                     return Err(format!("index out of range: {i}"));
                 }
@@ -107,7 +111,9 @@ fn remove_at(doc: &mut Value, path: &str) -> Result<Value, String> {
             .shift_remove(last)
             .ok_or_else(|| format!("unable to remove nonexistent key: {last}")),
         Value::Array(a) => {
-            let i: usize = last.parse().map_err(|_| format!("invalid index {last:?}"))?;
+            let i: usize = last
+                .parse()
+                .map_err(|_| format!("invalid index {last:?}"))?;
             if i >= a.len() {
                 return Err(format!("index out of range: {i}"));
             }
@@ -252,7 +258,10 @@ mod tests {
 
     #[test]
     fn merge_patch_deletes_nulls() {
-        let out = merge_patch(&json!({"a": 1, "b": {"c": 2}}), &json!({"a": null, "b": {"d": 3}}));
+        let out = merge_patch(
+            &json!({"a": 1, "b": {"c": 2}}),
+            &json!({"a": null, "b": {"d": 3}}),
+        );
         assert_eq!(out, json!({"b": {"c": 2, "d": 3}}));
     }
 }

@@ -60,7 +60,9 @@ impl LabelSelector {
         }
         for part in split_top(s) {
             let p = part.trim();
-            let err = || format!("unable to parse requirement: found '{p}', expected: valid label selector");
+            let err = || {
+                format!("unable to parse requirement: found '{p}', expected: valid label selector")
+            };
             let req = if let Some(k) = p.strip_prefix('!') {
                 (k.trim().to_string(), Op::NotExists)
             } else if let Some((k, v)) = p.split_once("!=") {
@@ -85,7 +87,10 @@ impl LabelSelector {
                 (p.to_string(), Op::Exists)
             };
             if !valid_key(&req.0) {
-                return Err(format!("unable to parse requirement: invalid label key {:?}", req.0));
+                return Err(format!(
+                    "unable to parse requirement: invalid label key {:?}",
+                    req.0
+                ));
             }
             let values: Vec<&String> = match &req.1 {
                 Op::Eq(v) | Op::NotEq(v) => vec![v],
@@ -93,7 +98,9 @@ impl LabelSelector {
                 _ => vec![],
             };
             if let Some(bad) = values.into_iter().find(|v| !valid_value(v)) {
-                return Err(format!("unable to parse requirement: invalid label value: {bad:?}"));
+                return Err(format!(
+                    "unable to parse requirement: invalid label value: {bad:?}"
+                ));
             }
             reqs.push(req);
         }
@@ -131,9 +138,17 @@ fn supported(kind: &str, field: &str) -> bool {
     match kind {
         "Pod" => matches!(
             field,
-            "spec.nodeName" | "spec.restartPolicy" | "spec.schedulerName" | "spec.serviceAccountName" | "status.phase" | "status.podIP"
+            "spec.nodeName"
+                | "spec.restartPolicy"
+                | "spec.schedulerName"
+                | "spec.serviceAccountName"
+                | "status.phase"
+                | "status.podIP"
         ),
-        "Event" => field.starts_with("involvedObject.") || matches!(field, "reason" | "source" | "type" | "reportingComponent"),
+        "Event" => {
+            field.starts_with("involvedObject.")
+                || matches!(field, "reason" | "source" | "type" | "reportingComponent")
+        }
         "Secret" => field == "type",
         "Namespace" => field == "status.phase",
         "Job" => field == "status.successful",
@@ -150,7 +165,9 @@ impl FieldSelector {
             } else if let Some((f, v)) = part.split_once("==").or_else(|| part.split_once('=')) {
                 (f, true, v)
             } else {
-                return Err(format!("invalid selector: '{part}'; can't understand '{part}'"));
+                return Err(format!(
+                    "invalid selector: '{part}'; can't understand '{part}'"
+                ));
             };
             let field = field.trim();
             if !supported(kind, field) {
@@ -197,7 +214,11 @@ mod tests {
             ("!missing,app=web", true),
             ("app=web,tier=back", false),
         ] {
-            assert_eq!(LabelSelector::parse(sel).unwrap().matches(&o), want, "{sel}");
+            assert_eq!(
+                LabelSelector::parse(sel).unwrap().matches(&o),
+                want,
+                "{sel}"
+            );
         }
         assert!(LabelSelector::parse("app in (a").is_err());
     }

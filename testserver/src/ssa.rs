@@ -65,7 +65,11 @@ pub fn canonical(v: &Value) -> String {
             Value::Object(m) => {
                 let mut keys: Vec<&String> = m.keys().collect();
                 keys.sort();
-                Value::Object(keys.into_iter().map(|k| (k.clone(), sorted(&m[k]))).collect())
+                Value::Object(
+                    keys.into_iter()
+                        .map(|k| (k.clone(), sorted(&m[k])))
+                        .collect(),
+                )
             }
             Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
             other => other.clone(),
@@ -94,14 +98,6 @@ impl Set {
                 self.members.insert(last.clone());
             }
             [first, rest @ ..] => self.children.entry(first.clone()).or_default().insert(rest),
-        }
-    }
-
-    pub fn has(&self, path: &[Pe]) -> bool {
-        match path {
-            [] => false,
-            [last] => self.members.contains(last),
-            [first, rest @ ..] => self.children.get(first).is_some_and(|c| c.has(rest)),
         }
     }
 
@@ -554,7 +550,9 @@ fn ensure_named(set: &Set, ty: &Ty) -> Set {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Scope {
     /// The main resource; `status_reset` when the resource has a status subresource.
-    Main { status_reset: bool },
+    Main {
+        status_reset: bool,
+    },
     Status,
 }
 
@@ -614,7 +612,10 @@ impl Manager {
 }
 
 pub fn decode_managers(obj: &Value) -> Vec<Manager> {
-    let Some(entries) = obj.pointer("/metadata/managedFields").and_then(Value::as_array) else {
+    let Some(entries) = obj
+        .pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+    else {
         return Vec::new();
     };
     let s = |e: &Value, k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_string();
@@ -637,13 +638,20 @@ pub fn decode_managers(obj: &Value) -> Vec<Manager> {
 pub fn encode_managers(ms: &[Manager]) -> Value {
     let mut ms: Vec<&Manager> = ms.iter().collect();
     ms.sort_by(|a, b| {
-        (&a.operation, &a.time, &a.manager, &a.api_version, &a.subresource).cmp(&(
-            &b.operation,
-            &b.time,
-            &b.manager,
-            &b.api_version,
-            &b.subresource,
-        ))
+        (
+            &a.operation,
+            &a.time,
+            &a.manager,
+            &a.api_version,
+            &a.subresource,
+        )
+            .cmp(&(
+                &b.operation,
+                &b.time,
+                &b.manager,
+                &b.api_version,
+                &b.subresource,
+            ))
     });
     Value::Array(
         ms.into_iter()
@@ -678,7 +686,10 @@ impl SsaError {
         match self {
             SsaError::Invalid(m) => m.clone(),
             SsaError::Conflicts(c) if c.len() == 1 => {
-                format!("Apply failed with 1 conflict: conflict with {}: {}", c[0].0, c[0].1)
+                format!(
+                    "Apply failed with 1 conflict: conflict with {}: {}",
+                    c[0].0, c[0].1
+                )
             }
             SsaError::Conflicts(c) => {
                 let mut by: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
@@ -690,7 +701,11 @@ impl SsaError {
                     lines.push(format!("conflicts with {m}:"));
                     lines.extend(ps.iter().map(|p| format!("- {p}")));
                 }
-                format!("Apply failed with {} conflicts: {}", c.len(), lines.join("\n"))
+                format!(
+                    "Apply failed with {} conflicts: {}",
+                    c.len(),
+                    lines.join("\n")
+                )
             }
         }
     }
@@ -806,7 +821,14 @@ pub fn apply(
 
 /// Ownership bookkeeping for a non-apply write: the writer takes every changed field
 /// (from whoever owned it) and removed fields leave every manager.
-pub fn update(live: &Value, new: &Value, managers: &[Manager], manager: &str, ctx: &Ctx, now: &str) -> Vec<Manager> {
+pub fn update(
+    live: &Value,
+    new: &Value,
+    managers: &[Manager],
+    manager: &str,
+    ctx: &Ctx,
+    now: &str,
+) -> Vec<Manager> {
     let c = ctx.changes(live, new);
     let current = c.modified.union(&c.added);
     let mut ms: Vec<Manager> = managers
@@ -852,7 +874,12 @@ mod tests {
     fn configmap_apply_set_matches_kubernetes() {
         let ty = builtin("ConfigMap");
         let cfg = json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","labels":{"a":"b"}},"data":{"k":"v"}});
-        let s = filter(to_field_set(&cfg, &ty).unwrap(), Scope::Main { status_reset: false });
+        let s = filter(
+            to_field_set(&cfg, &ty).unwrap(),
+            Scope::Main {
+                status_reset: false,
+            },
+        );
         assert_eq!(
             s.to_json(),
             json!({"f:data":{"f:k":{}},"f:metadata":{"f:labels":{"f:a":{}}}})
@@ -865,7 +892,10 @@ mod tests {
         let cfg = json!({"spec":{"template":{"spec":{"containers":[{"name":"c","ports":[{"containerPort":80}]}]}}}});
         let s = to_field_set(&cfg, &ty).unwrap();
         let j = s.to_json().to_string();
-        assert!(j.contains(r#"k:{\"containerPort\":80,\"protocol\":\"TCP\"}"#), "{j}");
+        assert!(
+            j.contains(r#"k:{\"containerPort\":80,\"protocol\":\"TCP\"}"#),
+            "{j}"
+        );
     }
 
     #[test]

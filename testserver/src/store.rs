@@ -4,7 +4,7 @@
 
 use crate::defaults;
 use crate::discovery::{self, ResourceDef};
-use crate::errors::{qualified, ApiError};
+use crate::errors::ApiError;
 use crate::faults::Verb;
 use crate::patch;
 use crate::schema;
@@ -92,7 +92,9 @@ pub struct Reply {
 type Res = Result<Reply, ApiError>;
 
 pub fn now() -> String {
-    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
 }
 
 fn ok(code: u16, body: Value) -> Res {
@@ -203,7 +205,8 @@ fn is_dns_label(s: &str) -> bool {
     let b = s.as_bytes();
     !b.is_empty()
         && b.len() <= 63
-        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
         && b[0] != b'-'
         && b[b.len() - 1] != b'-'
 }
@@ -254,7 +257,10 @@ fn valid_label_value(v: &str) -> bool {
 }
 
 fn validate_labels(def: &ResourceDef, obj: &Value) -> Result<(), ApiError> {
-    let Some(labels) = meta(obj).and_then(|m| m.get("labels")).and_then(Value::as_object) else {
+    let Some(labels) = meta(obj)
+        .and_then(|m| m.get("labels"))
+        .and_then(Value::as_object)
+    else {
         return Ok(());
     };
     for (k, v) in labels {
@@ -308,6 +314,47 @@ fn ssa_error(e: SsaError) -> ApiError {
     }
 }
 
+/// A stored change, fanned out to watches.
+#[derive(Debug, Clone)]
+pub struct Event {
+    pub key: (String, String),
+    pub namespace: String,
+    pub kind: &'static str,
+    pub object: Value,
+    pub rv: u64,
+}
+
+/// How many past events a watch can resume from (older resourceVersions get 410 Gone).
+const HISTORY: usize = 10_000;
+
+/// What a new watch gets: its initial events, then the live feed to filter.
+pub struct WatchStart {
+    pub initial: Vec<Value>,
+    pub feed: tokio::sync::broadcast::Receiver<Event>,
+    pub filter: WatchFilter,
+}
+
+pub struct WatchFilter {
+    def: ResourceDef,
+    namespace: Option<String>,
+    labels: LabelSelector,
+    fields: FieldSelector,
+}
+
+impl WatchFilter {
+    /// The JSON watch event for `e`, if this watch wants it.
+    pub fn render(&self, e: &Event) -> Option<Value> {
+        if e.key != self.def.store_key()
+            || self.namespace.as_deref().is_some_and(|ns| ns != e.namespace)
+            || !self.labels.matches(&e.object)
+            || !self.fields.matches(&e.object)
+        {
+            return None;
+        }
+        Some(json!({"type": e.kind, "object": State::present(&self.def, &e.object)}))
+    }
+}
+
 pub struct State {
     pub defs: Vec<ResourceDef>,
     objects: BTreeMap<(String, String), BTreeMap<ObjKey, Value>>,
@@ -315,6 +362,8 @@ pub struct State {
     next_ip: u32,
     next_node_port: u32,
     simulate_controllers: bool,
+    events: tokio::sync::broadcast::Sender<Event>,
+    history: std::collections::VecDeque<Event>,
 }
 
 impl State {
@@ -326,6 +375,8 @@ impl State {
             next_ip: 2,
             next_node_port: 30000,
             simulate_controllers,
+            events: tokio::sync::broadcast::channel(4096).0,
+            history: Default::default(),
         };
         for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
             let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
@@ -375,16 +426,106 @@ impl State {
     fn put_obj(&mut self, def: &ResourceDef, v: Value) {
         let ns = meta_str(&v, "namespace").unwrap_or("").to_string();
         let name = meta_str(&v, "name").unwrap_or("").to_string();
-        self.objects
+        let existed = self
+            .objects
             .entry(def.store_key())
             .or_default()
-            .insert((ns, name), v);
+            .insert((ns.clone(), name), v.clone())
+            .is_some();
+        self.emit(def.store_key(), ns, if existed { "MODIFIED" } else { "ADDED" }, v);
     }
 
     fn remove_obj(&mut self, def: &ResourceDef, ns: &str, name: &str) {
-        if let Some(b) = self.objects.get_mut(&def.store_key()) {
-            b.remove(&(ns.to_string(), name.to_string()));
+        let removed = self
+            .objects
+            .get_mut(&def.store_key())
+            .and_then(|b| b.remove(&(ns.to_string(), name.to_string())));
+        if let Some(old) = removed {
+            self.emit_deleted(def.store_key(), old);
         }
+    }
+
+    fn emit_deleted(&mut self, key: (String, String), mut old: Value) {
+        let ns = meta_str(&old, "namespace").unwrap_or("").to_string();
+        // A deletion is itself a write with its own resourceVersion.
+        meta_mut(&mut old).insert("resourceVersion".into(), self.rv.to_string().into());
+        self.emit(key, ns, "DELETED", old);
+    }
+
+    fn emit(&mut self, key: (String, String), namespace: String, kind: &'static str, object: Value) {
+        let e = Event {
+            key,
+            namespace,
+            kind,
+            object,
+            rv: self.rv,
+        };
+        if self.history.len() == HISTORY {
+            self.history.pop_front();
+        }
+        self.history.push_back(e.clone());
+        // No receivers is fine: nobody is watching.
+        let _ = self.events.send(e);
+    }
+
+    /// Starts a watch: ADDED events for current objects (resourceVersion unset or "0", or
+    /// sendInitialEvents=true), or a replay of history after the given resourceVersion.
+    pub fn watch(&self, c: &Call) -> Result<WatchStart, ApiError> {
+        let filter = WatchFilter {
+            def: c.def.clone(),
+            namespace: c.namespace.clone(),
+            labels: LabelSelector::parse(c.query.get("labelSelector").unwrap_or(""))
+                .map_err(ApiError::bad_request)?,
+            fields: FieldSelector::parse(c.query.get("fieldSelector").unwrap_or(""), &c.def.kind)
+                .map_err(ApiError::bad_request)?,
+        };
+        let feed = self.events.subscribe();
+        let rv = c.query.get("resourceVersion").unwrap_or("");
+        let initial_events = c.query.get("sendInitialEvents") == Some("true");
+        let mut initial = Vec::new();
+        if rv.is_empty() || rv == "0" || initial_events {
+            if let Some(b) = self.bucket(&c.def) {
+                for v in b.values() {
+                    let e = Event {
+                        key: c.def.store_key(),
+                        namespace: meta_str(v, "namespace").unwrap_or("").to_string(),
+                        kind: "ADDED",
+                        object: v.clone(),
+                        rv: self.rv,
+                    };
+                    initial.extend(filter.render(&e));
+                }
+            }
+            if initial_events {
+                initial.push(json!({"type": "BOOKMARK", "object": {
+                    "apiVersion": c.def.api_version(), "kind": c.def.kind,
+                    "metadata": {"resourceVersion": self.rv.to_string(),
+                                 "annotations": {"k8s.io/initial-events-end": "true"}}}}));
+            }
+        } else {
+            let from: u64 = rv
+                .parse()
+                .map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {rv:?}")))?;
+            let oldest = self.history.front().map(|e| e.rv).unwrap_or(self.rv);
+            if from + 1 < oldest {
+                return Err(ApiError::new(
+                    410,
+                    "Expired",
+                    format!("too old resource version: {from} ({oldest})"),
+                ));
+            }
+            initial.extend(
+                self.history
+                    .iter()
+                    .filter(|e| e.rv > from)
+                    .filter_map(|e| filter.render(e)),
+            );
+        }
+        Ok(WatchStart {
+            initial,
+            feed,
+            filter,
+        })
     }
 
     /// The object as served for `def`'s version.
@@ -399,9 +540,9 @@ impl State {
     pub fn seed(&mut self, body: Value, manager: &str) -> Result<Value, ApiError> {
         let api_version = body.get("apiVersion").and_then(Value::as_str).unwrap_or("");
         let kind = body.get("kind").and_then(Value::as_str).unwrap_or("");
-        let def = self
-            .def_for(api_version, kind)
-            .ok_or_else(|| ApiError::bad_request(format!("no resource for {api_version} {kind}")))?;
+        let def = self.def_for(api_version, kind).ok_or_else(|| {
+            ApiError::bad_request(format!("no resource for {api_version} {kind}"))
+        })?;
         let ns = meta_str(&body, "namespace").map(str::to_string);
         let name = meta_str(&body, "name").unwrap_or("").to_string();
         validate_name(&def, &name)?;
@@ -411,7 +552,10 @@ impl State {
             None
         };
         self.ensure_namespace(&def, ns.as_deref())?;
-        if self.get_obj(&def, ns.as_deref().unwrap_or(""), &name).is_some() {
+        if self
+            .get_obj(&def, ns.as_deref().unwrap_or(""), &name)
+            .is_some()
+        {
             return Err(ApiError::already_exists(&def.group, &def.plural, &name));
         }
         self.create_object(&def, ns, name, body, manager, false)
@@ -451,23 +595,36 @@ impl State {
     }
 
     pub fn handle(&mut self, c: &Call, verb: Verb) -> Res {
-        let dry = match c.query.all("dryRun").as_slice() {
-            [] => false,
-            vals if vals.iter().all(|v| *v == "All") => true,
-            vals => {
-                return Err(ApiError::invalid(
-                    "meta.k8s.io",
-                    "CreateOptions",
-                    "",
-                    &[(
-                        "dryRun",
-                        "FieldValueNotSupported",
-                        format!("Unsupported value: {:?}: supported values: \"All\"", vals[0]),
-                    )],
-                ))
-            }
-        };
-        if c.subresource.as_deref().is_some_and(|s| s != "status" || !c.def.status) {
+        // DELETE carries its options (dryRun included) in a DeleteOptions body.
+        let body_dry = matches!(verb, Verb::Delete | Verb::DeleteCollection)
+            && serde_json::from_slice::<Value>(c.body)
+                .ok()
+                .and_then(|o| o.get("dryRun").cloned())
+                .is_some_and(|d| d == json!(["All"]));
+        let dry = body_dry
+            || match c.query.all("dryRun").as_slice() {
+                [] => false,
+                vals if vals.iter().all(|v| *v == "All") => true,
+                vals => {
+                    return Err(ApiError::invalid(
+                        "meta.k8s.io",
+                        "CreateOptions",
+                        "",
+                        &[(
+                            "dryRun",
+                            "FieldValueNotSupported",
+                            format!(
+                                "Unsupported value: {:?}: supported values: \"All\"",
+                                vals[0]
+                            ),
+                        )],
+                    ))
+                }
+            };
+        if c.subresource
+            .as_deref()
+            .is_some_and(|s| s != "status" || !c.def.status)
+        {
             return Err(ApiError::no_route());
         }
         match verb {
@@ -662,7 +819,11 @@ impl State {
         Self::check_type_meta(&c.def, &body)?;
         let ns = Self::resolve_namespace(c, &mut body)?;
         let md = meta_mut(&mut body);
-        let name = match md.get("name").and_then(Value::as_str).filter(|n| !n.is_empty()) {
+        let name = match md
+            .get("name")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+        {
             Some(n) => n.to_string(),
             None => match md.get("generateName").and_then(Value::as_str) {
                 Some(g) if !g.is_empty() => format!("{g}{}", random_suffix(5)),
@@ -682,7 +843,10 @@ impl State {
         };
         validate_name(&c.def, &name)?;
         self.ensure_namespace(&c.def, ns.as_deref())?;
-        if self.get_obj(&c.def, ns.as_deref().unwrap_or(""), &name).is_some() {
+        if self
+            .get_obj(&c.def, ns.as_deref().unwrap_or(""), &name)
+            .is_some()
+        {
             return Err(ApiError::already_exists(&c.def.group, &c.def.plural, &name));
         }
         let manager = Self::field_manager(c);
@@ -740,7 +904,13 @@ impl State {
         self.finish_create(def, body, managers, dry)
     }
 
-    fn finish_create(&mut self, def: &ResourceDef, mut body: Value, managers: Vec<Manager>, dry: bool) -> Res {
+    fn finish_create(
+        &mut self,
+        def: &ResourceDef,
+        mut body: Value,
+        managers: Vec<Manager>,
+        dry: bool,
+    ) -> Res {
         let uid = uuid::Uuid::new_v4().to_string();
         let md = meta_mut(&mut body);
         md.insert("uid".into(), uid.clone().into());
@@ -767,7 +937,11 @@ impl State {
         match (def.crd.is_some(), def.plural.as_str()) {
             (false, "services") => {
                 if let Some(spec) = body.get_mut("spec").and_then(Value::as_object_mut) {
-                    let ty = spec.get("type").and_then(Value::as_str).unwrap_or("ClusterIP").to_string();
+                    let ty = spec
+                        .get("type")
+                        .and_then(Value::as_str)
+                        .unwrap_or("ClusterIP")
+                        .to_string();
                     if ty != "ExternalName" {
                         let ip = match spec.get("clusterIP").and_then(Value::as_str) {
                             Some(ip) if !ip.is_empty() => ip.to_string(),
@@ -867,7 +1041,15 @@ impl State {
             .map(|_| ssa::decode_managers(&body));
         let manager = Self::field_manager(c);
         let scope = scope_of(&c.def, c.subresource.as_deref());
-        self.write_update(&c.def, existing, body, &manager, scope, override_managers, dry)
+        self.write_update(
+            &c.def,
+            existing,
+            body,
+            &manager,
+            scope,
+            override_managers,
+            dry,
+        )
     }
 
     /// Copies server-owned metadata from the stored object and applies the scope's resets.
@@ -931,8 +1113,12 @@ impl State {
         if def.crd.is_some() || def.plural != "services" {
             return;
         }
-        let Some(old) = existing.get("spec").and_then(Value::as_object) else { return };
-        let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) else { return };
+        let Some(old) = existing.get("spec").and_then(Value::as_object) else {
+            return;
+        };
+        let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) else {
+            return;
+        };
         for k in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
             if let (false, Some(v)) = (spec.contains_key(k), old.get(k)) {
                 spec.insert(k.into(), v.clone());
@@ -963,7 +1149,14 @@ impl State {
         let live = without_managed_fields(&existing);
         let base = override_managers.unwrap_or_else(|| ssa::decode_managers(&existing));
         let av = def.api_version();
-        let managers = ssa::update(&live, &new, &base, manager, &Self::ctx(def, scope, &av), &now());
+        let managers = ssa::update(
+            &live,
+            &new,
+            &base,
+            manager,
+            &Self::ctx(def, scope, &av),
+            &now(),
+        );
         self.finish_update(def, existing, new, managers, dry)
     }
 
@@ -1080,8 +1273,9 @@ impl State {
                 }
                 patch::merge_patch(&presented, &doc)
             }
-            'j' => patch::json_patch(&presented, &doc)
-                .map_err(|e| ApiError::new(422, "Invalid", e))?,
+            'j' => {
+                patch::json_patch(&presented, &doc).map_err(|e| ApiError::new(422, "Invalid", e))?
+            }
             _ => patch::strategic(&presented, &doc, &c.def.ty),
         };
         if !patched.is_object() {
@@ -1103,7 +1297,15 @@ impl State {
         let override_managers = (mf_before != mf_after).then(|| ssa::decode_managers(&patched));
         let manager = Self::field_manager(c);
         let scope = scope_of(&c.def, c.subresource.as_deref());
-        self.write_update(&c.def, existing, patched, &manager, scope, override_managers, dry)
+        self.write_update(
+            &c.def,
+            existing,
+            patched,
+            &manager,
+            scope,
+            override_managers,
+            dry,
+        )
     }
 
     fn apply(&mut self, c: &Call, name: &str, dry: bool) -> Res {
@@ -1124,7 +1326,9 @@ impl State {
             None | Some("false") => false,
             Some("true") => true,
             Some(other) => {
-                return Err(ApiError::bad_request(format!("invalid force value {other:?}")))
+                return Err(ApiError::bad_request(format!(
+                    "invalid force value {other:?}"
+                )))
             }
         };
         let mut config = parse_body(c.body, true)?;
@@ -1146,7 +1350,9 @@ impl State {
         let av = c.def.api_version();
         let ctx = Self::ctx(&c.def, scope, &av);
         let def = c.def.clone();
-        let existing = self.get_obj(&def, ns.as_deref().unwrap_or(""), name).cloned();
+        let existing = self
+            .get_obj(&def, ns.as_deref().unwrap_or(""), name)
+            .cloned();
         let Some(existing) = existing else {
             if scope == Scope::Status {
                 return Err(ApiError::not_found(&def.group, &def.plural, name));
@@ -1188,7 +1394,11 @@ impl State {
         let sub = if scope == Scope::Status { "status" } else { "" };
         let t = now();
         for m in &mut managers {
-            if m.operation == "Apply" && m.manager == manager && m.subresource == sub && (changed || m.time.is_none()) {
+            if m.operation == "Apply"
+                && m.manager == manager
+                && m.subresource == sub
+                && (changed || m.time.is_none())
+            {
                 m.time = Some(t.clone());
             }
         }
@@ -1208,7 +1418,10 @@ impl State {
         if !c.body.is_empty() {
             let opts: Value = serde_json::from_slice(c.body)
                 .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
-            let pre = |k: &str| opts.pointer(&format!("/preconditions/{k}")).and_then(Value::as_str);
+            let pre = |k: &str| {
+                opts.pointer(&format!("/preconditions/{k}"))
+                    .and_then(Value::as_str)
+            };
             if let Some(uid) = pre("uid") {
                 let actual = meta_str(&existing, "uid").unwrap_or("");
                 if uid != actual {
@@ -1252,10 +1465,19 @@ impl State {
         let returns_object = builtin
             && matches!(
                 def.plural.as_str(),
-                "namespaces" | "pods" | "serviceaccounts" | "services" | "customresourcedefinitions"
+                "namespaces"
+                    | "pods"
+                    | "serviceaccounts"
+                    | "services"
+                    | "customresourcedefinitions"
             );
         let mut shown = existing.clone();
-        if builtin && matches!(def.plural.as_str(), "namespaces" | "customresourcedefinitions") {
+        if builtin
+            && matches!(
+                def.plural.as_str(),
+                "namespaces" | "customresourcedefinitions"
+            )
+        {
             // These go through a Terminating phase on a real server; we delete at once but
             // answer with the terminating object, as kube-apiserver does.
             meta_mut(&mut shown).insert("deletionTimestamp".into(), now().into());
@@ -1303,8 +1525,16 @@ impl State {
                     .map(ResourceDef::store_key)
                     .collect();
                 for key in namespaced {
+                    let mut gone = Vec::new();
                     if let Some(b) = self.objects.get_mut(&key) {
-                        b.retain(|(ons, _), _| ons != name);
+                        let doomed: Vec<ObjKey> =
+                            b.keys().filter(|(ons, _)| ons == name).cloned().collect();
+                        for k in doomed {
+                            gone.extend(b.remove(&k));
+                        }
+                    }
+                    for old in gone {
+                        self.emit_deleted(key.clone(), old);
                     }
                 }
             }
@@ -1348,26 +1578,50 @@ impl State {
             causes.push(("spec.group", "FieldValueRequired", "Required value".into()));
         }
         if plural.is_empty() {
-            causes.push(("spec.names.plural", "FieldValueRequired", "Required value".into()));
+            causes.push((
+                "spec.names.plural",
+                "FieldValueRequired",
+                "Required value".into(),
+            ));
         }
         if s("/spec/names/kind").is_empty() {
-            causes.push(("spec.names.kind", "FieldValueRequired", "Required value".into()));
+            causes.push((
+                "spec.names.kind",
+                "FieldValueRequired",
+                "Required value".into(),
+            ));
         }
         if !matches!(s("/spec/scope"), "Namespaced" | "Cluster") {
             causes.push((
                 "spec.scope",
                 "FieldValueNotSupported",
-                format!("Unsupported value: {:?}: supported values: \"Cluster\", \"Namespaced\"", s("/spec/scope")),
+                format!(
+                    "Unsupported value: {:?}: supported values: \"Cluster\", \"Namespaced\"",
+                    s("/spec/scope")
+                ),
             ));
         }
         let versions = body.pointer("/spec/versions").and_then(Value::as_array);
         let storage = versions
-            .map(|vs| vs.iter().filter(|v| v.get("storage") == Some(&json!(true))).count())
+            .map(|vs| {
+                vs.iter()
+                    .filter(|v| v.get("storage") == Some(&json!(true)))
+                    .count()
+            })
             .unwrap_or(0);
         if versions.is_none_or(|v| v.is_empty()) {
-            causes.push(("spec.versions", "FieldValueInvalid", "Invalid value: null: must have exactly one version marked as storage version".into()));
+            causes.push((
+                "spec.versions",
+                "FieldValueInvalid",
+                "Invalid value: null: must have exactly one version marked as storage version"
+                    .into(),
+            ));
         } else if storage != 1 {
-            causes.push(("spec.versions", "FieldValueInvalid", "Invalid value: must have exactly one version marked as storage version".into()));
+            causes.push((
+                "spec.versions",
+                "FieldValueInvalid",
+                "Invalid value: must have exactly one version marked as storage version".into(),
+            ));
         }
         if !group.is_empty() && !plural.is_empty() && name != format!("{plural}.{group}") {
             causes.push((
@@ -1379,25 +1633,45 @@ impl State {
         if causes.is_empty() {
             Ok(())
         } else {
-            Err(ApiError::invalid("apiextensions.k8s.io", "CustomResourceDefinition", name, &causes))
+            Err(ApiError::invalid(
+                "apiextensions.k8s.io",
+                "CustomResourceDefinition",
+                name,
+                &causes,
+            ))
         }
     }
 
     fn register_crd(&mut self, crd: &Value) {
         let name = meta_str(crd, "name").unwrap_or("").to_string();
-        self.defs.retain(|d| d.crd.as_deref() != Some(name.as_str()));
-        let s = |p: &str| crd.pointer(p).and_then(Value::as_str).unwrap_or("").to_string();
+        self.defs
+            .retain(|d| d.crd.as_deref() != Some(name.as_str()));
+        let s = |p: &str| {
+            crd.pointer(p)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
         let strs = |p: &str| -> Vec<String> {
             crd.pointer(p)
                 .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
                 .unwrap_or_default()
         };
         let group = s("/spec/group");
         let kind = s("/spec/names/kind");
         let plural = s("/spec/names/plural");
         // Built-in resources win over a CRD claiming the same names.
-        if self.defs.iter().any(|d| d.group == group && d.plural == plural) {
+        if self
+            .defs
+            .iter()
+            .any(|d| d.group == group && d.plural == plural)
+        {
             return;
         }
         let mut singular = s("/spec/names/singular");
@@ -1415,7 +1689,11 @@ impl State {
             }
             self.defs.push(ResourceDef {
                 group: group.clone(),
-                version: v.get("name").and_then(Value::as_str).unwrap_or("").to_string(),
+                version: v
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
                 kind: kind.clone(),
                 plural: plural.clone(),
                 singular: singular.clone(),
@@ -1451,7 +1729,10 @@ impl State {
             .map(ResourceDef::store_key)
             .collect();
         for k in keys {
-            self.objects.remove(&k);
+            let gone = self.objects.remove(&k).unwrap_or_default();
+            for (_, old) in gone {
+                self.emit_deleted(k.clone(), old);
+            }
         }
         self.defs.retain(|d| d.crd.as_deref() != Some(name));
     }
@@ -1461,7 +1742,11 @@ impl State {
 fn crd_status(body: &mut Value) {
     let t = now();
     let mut names = body.pointer("/spec/names").cloned().unwrap_or(json!({}));
-    let kind = names.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
+    let kind = names
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     if names.get("singular").is_none() {
         names["singular"] = kind.to_lowercase().into();
     }
@@ -1495,7 +1780,8 @@ fn crd_status(body: &mut Value) {
             {"type": "Established", "status": "True", "lastTransitionTime": t, "reason": "InitialNamesAccepted", "message": "the initial names have been accepted"}
         ]),
     };
-    body["status"] = json!({"conditions": conditions, "acceptedNames": names, "storedVersions": stored});
+    body["status"] =
+        json!({"conditions": conditions, "acceptedNames": names, "storedVersions": stored});
 }
 
 /// Job selector generation (manualSelector unset): labels keyed by the controller uid.
@@ -1503,7 +1789,9 @@ fn job_selector(body: &mut Value, uid: &str, name: &str) {
     if body.pointer("/spec/manualSelector") == Some(&json!(true)) {
         return;
     }
-    let Some(spec) = body.get_mut("spec").and_then(Value::as_object_mut) else { return };
+    let Some(spec) = body.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
     if !spec.contains_key("selector") {
         spec.insert(
             "selector".into(),
@@ -1554,6 +1842,7 @@ fn decode_continue(tok: &str) -> Option<ObjKey> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::errors::qualified;
 
     #[test]
     fn continue_tokens_roundtrip() {

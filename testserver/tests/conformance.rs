@@ -1,0 +1,2268 @@
+//! Conformance suite: the Kubernetes API behaviour tend relies on, checked through the
+//! `kube` client. By default every test starts its own `TestCluster`; with
+//! `TEND_CONFORMANCE_KUBECONFIG=<path>` the same assertions run against that cluster
+//! (each test in a fresh namespace, removed afterwards). Tests that need fault injection
+//! or the request log print a note and return early on a real cluster.
+
+use futures::FutureExt;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::discovery::{Discovery, Scope};
+use kube::{Client, ResourceExt};
+use serde_json::{json, Value};
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::time::{Duration, Instant};
+use tend_testserver::{Fault, TestCluster, TestClusterOptions, Verb};
+
+const REAL: &str = "TEND_CONFORMANCE_KUBECONFIG";
+
+struct Env {
+    client: Client,
+    ns: String,
+    suffix: String,
+    cluster: Option<TestCluster>,
+    extra_ns: parking_lot::Mutex<Vec<String>>,
+    crds: parking_lot::Mutex<Vec<String>>,
+}
+
+impl Env {
+    async fn new() -> Env {
+        let suffix: String = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
+        let (client, cluster) = match std::env::var(REAL) {
+            Ok(path) => {
+                let kc = kube::config::Kubeconfig::read_from(path).expect("read kubeconfig");
+                let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+                    .await
+                    .expect("kubeconfig");
+                (Client::try_from(cfg).expect("client"), None)
+            }
+            Err(_) => {
+                let c = TestCluster::start();
+                (c.client().await, Some(c))
+            }
+        };
+        let ns = format!("conf-{suffix}");
+        let env = Env {
+            client,
+            ns: ns.clone(),
+            suffix,
+            cluster,
+            extra_ns: Default::default(),
+            crds: Default::default(),
+        };
+        env.create_ns(&ns).await;
+        env
+    }
+
+    async fn create_ns(&self, name: &str) {
+        let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
+        Api::<Namespace>::all(self.client.clone())
+            .create(&PostParams::default(), &ns)
+            .await
+            .expect("create namespace");
+    }
+
+    /// A further namespace, removed at cleanup.
+    async fn extra_namespace(&self, prefix: &str) -> String {
+        let name = format!("{prefix}-{}", self.suffix);
+        self.create_ns(&name).await;
+        self.extra_ns.lock().push(name.clone());
+        name
+    }
+
+    fn api<K>(&self) -> Api<K>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+        <K as kube::Resource>::DynamicType: Default,
+    {
+        Api::namespaced(self.client.clone(), &self.ns)
+    }
+
+    /// The test server, or None (with a note) on a real cluster.
+    fn local(&self, what: &str) -> Option<&TestCluster> {
+        if self.cluster.is_none() {
+            eprintln!(
+                "note: skipping {what}: needs the test server (fault injection / request log)"
+            );
+        }
+        self.cluster.as_ref()
+    }
+
+    async fn cleanup(&self) {
+        if self.cluster.is_some() {
+            return;
+        }
+        let crds = Api::<CustomResourceDefinition>::all(self.client.clone());
+        let names = self.crds.lock().clone();
+        for c in names {
+            let _ = crds.delete(&c, &DeleteParams::default()).await;
+        }
+        let nss = Api::<Namespace>::all(self.client.clone());
+        let mut all = self.extra_ns.lock().clone();
+        all.push(self.ns.clone());
+        for n in all {
+            let _ = nss.delete(&n, &DeleteParams::default()).await;
+        }
+    }
+
+    async fn raw(
+        &self,
+        method: &str,
+        path: &str,
+        ct: Option<&str>,
+        headers: &[(&str, &str)],
+        body: Vec<u8>,
+    ) -> (u16, Value, http::HeaderMap) {
+        let mut b = http::Request::builder().method(method).uri(path);
+        if let Some(ct) = ct {
+            b = b.header("content-type", ct);
+        }
+        for (k, v) in headers {
+            b = b.header(*k, *v);
+        }
+        let req = b.body(kube::client::Body::from(body)).unwrap();
+        let resp = self.client.send(req).await.expect("send");
+        let code = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let bytes = resp.into_body().collect_bytes().await.expect("body");
+        (
+            code,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+            headers,
+        )
+    }
+
+    /// Creates a CRD `widgets.<group>` (kind Widget) and waits until it is Established.
+    async fn widget_crd(&self, status_subresource: bool) -> (String, ApiResource) {
+        let group = format!("w{}.conformance.tend.dev", self.suffix);
+        let mut version = json!({
+            "name": "v1", "served": true, "storage": true,
+            "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                "spec": {"type": "object", "properties": {
+                    "size": {"type": "integer", "default": 3},
+                    "color": {"type": "string"},
+                    "tags": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set"}
+                }},
+                "status": {"type": "object", "properties": {"ready": {"type": "boolean"}}}
+            }}}
+        });
+        if status_subresource {
+            version["subresources"] = json!({"status": {}});
+        }
+        let name = format!("widgets.{group}");
+        let crd: CustomResourceDefinition = serde_json::from_value(json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": name},
+            "spec": {"group": group, "scope": "Namespaced",
+                     "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wd"]},
+                     "versions": [version]}
+        }))
+        .unwrap();
+        let api = Api::<CustomResourceDefinition>::all(self.client.clone());
+        api.create(&PostParams::default(), &crd)
+            .await
+            .expect("create CRD");
+        self.crds.lock().push(name.clone());
+        eventually("CRD established", || async {
+            let c = api.get(&name).await.ok()?;
+            let conds = c.status?.conditions?;
+            conds
+                .iter()
+                .any(|c| c.type_ == "Established" && c.status == "True")
+                .then_some(())
+        })
+        .await;
+        let ar = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(&group, "v1", "Widget"),
+            "widgets",
+        );
+        // Discovery of a new CRD can lag briefly on a real server.
+        let widgets: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), &self.ns, &ar);
+        eventually("CRD served", || async {
+            widgets.list(&ListParams::default()).await.ok().map(|_| ())
+        })
+        .await;
+        (name, ar)
+    }
+}
+
+/// Polls `f` until it returns Some (up to 60 s; real clusters act asynchronously).
+async fn eventually<T, F, Fut>(what: &str, f: F) -> T
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn api_err<T: std::fmt::Debug>(r: kube::Result<T>) -> kube::core::Status {
+    match r {
+        Err(kube::Error::Api(s)) => *s,
+        other => panic!("expected an API error, got {other:?}"),
+    }
+}
+
+fn cm(name: &str, data: Value) -> ConfigMap {
+    serde_json::from_value(json!({"metadata": {"name": name}, "data": data})).unwrap()
+}
+
+fn managed(obj: &impl ResourceExt) -> Vec<Value> {
+    obj.managed_fields()
+        .iter()
+        .map(|m| serde_json::to_value(m).unwrap())
+        .collect()
+}
+
+fn entry<'a>(mf: &'a [Value], manager: &str, op: &str) -> Option<&'a Value> {
+    mf.iter()
+        .find(|e| e["manager"] == manager && e["operation"] == op && e.get("subresource").is_none())
+}
+
+fn apply_cm(name: &str, data: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data})
+}
+
+macro_rules! conformance {
+    ($name:ident, |$env:ident| $body:block) => {
+        #[tokio::test]
+        async fn $name() {
+            let $env = Env::new().await;
+            let result = AssertUnwindSafe(async { $body }).catch_unwind().await;
+            $env.cleanup().await;
+            if let Err(panic) = result {
+                std::panic::resume_unwind(panic);
+            }
+        }
+    };
+}
+
+// ------------------------------------------------------------------------------------
+// Discovery
+// ------------------------------------------------------------------------------------
+
+conformance!(version_endpoint, |env| {
+    let v = env.client.apiserver_version().await.expect("version");
+    assert_eq!(v.major, "1");
+    let minor: u32 = v
+        .minor
+        .trim_end_matches('+')
+        .parse()
+        .expect("numeric minor");
+    assert!(minor >= 26, "minor {minor}");
+    assert!(v.git_version.starts_with('v'));
+});
+
+async fn check_discovery(d: &Discovery) {
+    let find = |group: &str, kind: &str| {
+        d.groups()
+            .filter(|g| g.name() == group)
+            .flat_map(|g| g.recommended_resources())
+            .find(|(ar, _)| ar.kind == kind)
+            .unwrap_or_else(|| panic!("{group}/{kind} not discovered"))
+    };
+    for (group, kind, plural, namespaced) in [
+        ("", "ConfigMap", "configmaps", true),
+        ("", "Namespace", "namespaces", false),
+        ("", "Secret", "secrets", true),
+        ("", "Service", "services", true),
+        ("", "Pod", "pods", true),
+        ("", "ServiceAccount", "serviceaccounts", true),
+        ("", "PersistentVolumeClaim", "persistentvolumeclaims", true),
+        ("", "Event", "events", true),
+        ("apps", "Deployment", "deployments", true),
+        ("apps", "StatefulSet", "statefulsets", true),
+        ("apps", "DaemonSet", "daemonsets", true),
+        ("batch", "Job", "jobs", true),
+        ("batch", "CronJob", "cronjobs", true),
+        ("rbac.authorization.k8s.io", "Role", "roles", true),
+        (
+            "rbac.authorization.k8s.io",
+            "RoleBinding",
+            "rolebindings",
+            true,
+        ),
+        (
+            "rbac.authorization.k8s.io",
+            "ClusterRole",
+            "clusterroles",
+            false,
+        ),
+        (
+            "rbac.authorization.k8s.io",
+            "ClusterRoleBinding",
+            "clusterrolebindings",
+            false,
+        ),
+        ("coordination.k8s.io", "Lease", "leases", true),
+        (
+            "apiextensions.k8s.io",
+            "CustomResourceDefinition",
+            "customresourcedefinitions",
+            false,
+        ),
+    ] {
+        let (ar, caps) = find(group, kind);
+        assert_eq!(ar.plural, plural);
+        assert_eq!(ar.version, "v1");
+        assert_eq!(caps.scope == Scope::Namespaced, namespaced, "{kind} scope");
+        for verb in ["get", "list", "create", "update", "patch", "delete"] {
+            assert!(caps.supports_operation(verb), "{kind} verb {verb}");
+        }
+    }
+    let (_, caps) = find("apps", "Deployment");
+    assert!(
+        caps.subresources
+            .iter()
+            .any(|(ar, _)| ar.plural == "status"),
+        "deployments/status: {:?}",
+        caps.subresources
+    );
+}
+
+conformance!(legacy_discovery_lists_builtin_kinds, |env| {
+    let d = Discovery::new(env.client.clone())
+        .run()
+        .await
+        .expect("discovery");
+    check_discovery(&d).await;
+});
+
+conformance!(aggregated_discovery_lists_builtin_kinds, |env| {
+    let d = Discovery::new(env.client.clone())
+        .run_aggregated()
+        .await
+        .expect("aggregated discovery");
+    check_discovery(&d).await;
+});
+
+conformance!(aggregated_discovery_can_be_turned_off, |env| {
+    if env.local("aggregated discovery switch").is_none() {
+        return;
+    }
+    let old = TestCluster::start_with(TestClusterOptions {
+        aggregated_discovery: false,
+        ..Default::default()
+    });
+    let client = old.client().await;
+    // Without aggregated discovery the server answers the aggregated Accept header with
+    // the legacy document (as a pre-1.26 server does), so the client must fall back.
+    let accept =
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
+    let req = http::Request::get("/apis")
+        .header("accept", accept)
+        .body(kube::client::Body::from(vec![]))
+        .unwrap();
+    let resp = client.send(req).await.unwrap();
+    let ct = resp.headers()["content-type"].to_str().unwrap().to_string();
+    assert!(!ct.contains("apidiscovery"), "{ct}");
+    let body: Value =
+        serde_json::from_slice(&resp.into_body().collect_bytes().await.unwrap()).unwrap();
+    assert_eq!(body["kind"], "APIGroupList");
+    let agg = Discovery::new(client.clone()).run_aggregated().await;
+    assert!(agg.is_err() || agg.unwrap().groups().all(|g| g.name() != "apps"));
+    let on = env.cluster.as_ref().unwrap();
+    let req = http::Request::get("/apis")
+        .header("accept", accept)
+        .body(kube::client::Body::from(vec![]))
+        .unwrap();
+    let resp = on.client().await.send(req).await.unwrap();
+    assert!(resp.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .contains("g=apidiscovery.k8s.io;v=v2"));
+    let d = Discovery::new(client)
+        .run()
+        .await
+        .expect("legacy discovery");
+    check_discovery(&d).await;
+});
+
+conformance!(discovery_documents_have_kubernetes_shape, |env| {
+    let groups = env.client.list_api_groups().await.expect("/apis");
+    let apps = groups
+        .groups
+        .iter()
+        .find(|g| g.name == "apps")
+        .expect("apps group");
+    assert_eq!(
+        apps.preferred_version.as_ref().unwrap().group_version,
+        "apps/v1"
+    );
+    let core = env
+        .client
+        .list_core_api_resources("v1")
+        .await
+        .expect("/api/v1");
+    assert_eq!(core.group_version, "v1");
+    let ns = core
+        .resources
+        .iter()
+        .find(|r| r.name == "namespaces")
+        .unwrap();
+    assert!(!ns.namespaced);
+    assert_eq!(ns.kind, "Namespace");
+    assert!(ns.short_names.as_ref().unwrap().contains(&"ns".to_string()));
+    assert!(core.resources.iter().any(|r| r.name == "namespaces/status"));
+    let (code, body, _) = env.raw("GET", "/apis/apps", None, &[], vec![]).await;
+    assert_eq!(code, 200);
+    assert_eq!(body["kind"], "APIGroup");
+    assert_eq!(body["preferredVersion"]["version"], "v1");
+    let versions = env.client.list_core_api_versions().await.expect("/api");
+    assert!(versions.versions.contains(&"v1".to_string()));
+});
+
+conformance!(unknown_resources_are_404, |env| {
+    let (code, body, _) = env
+        .raw(
+            "GET",
+            "/apis/nonexistent.tend.dev/v1/namespaces/default/things",
+            None,
+            &[],
+            vec![],
+        )
+        .await;
+    assert_eq!(code, 404);
+    assert_eq!(body["kind"], "Status");
+    assert_eq!(body["reason"], "NotFound");
+    let (code, _, _) = env
+        .raw("GET", "/api/v1/nonexistents", None, &[], vec![])
+        .await;
+    assert_eq!(code, 404);
+});
+
+// ------------------------------------------------------------------------------------
+// CRUD
+// ------------------------------------------------------------------------------------
+
+conformance!(create_and_get_keeps_bookkeeping, |env| {
+    let api: Api<ConfigMap> = env.api();
+    let created = api
+        .create(&PostParams::default(), &cm("one", json!({"a": "1"})))
+        .await
+        .expect("create");
+    assert_eq!(created.namespace().as_deref(), Some(env.ns.as_str()));
+    assert!(!created.uid().unwrap_or_default().is_empty());
+    assert!(created.metadata.creation_timestamp.is_some());
+    assert!(!created.resource_version().unwrap_or_default().is_empty());
+    // ConfigMaps have no spec and no generation.
+    assert_eq!(created.metadata.generation, None);
+    let got = api.get("one").await.expect("get");
+    assert_eq!(got.uid(), created.uid());
+    assert_eq!(got.resource_version(), created.resource_version());
+    assert_eq!(got.data.unwrap()["a"], "1");
+});
+
+conformance!(create_existing_is_409_already_exists, |env| {
+    let api: Api<ConfigMap> = env.api();
+    api.create(&PostParams::default(), &cm("dup", json!({})))
+        .await
+        .unwrap();
+    let s = api_err(
+        api.create(&PostParams::default(), &cm("dup", json!({})))
+            .await,
+    );
+    assert_eq!(s.code, 409);
+    assert_eq!(s.reason, "AlreadyExists");
+    assert_eq!(s.message, r#"configmaps "dup" already exists"#);
+    let d = s.details.unwrap();
+    assert_eq!(d.name, "dup");
+    assert_eq!(d.kind, "configmaps");
+});
+
+conformance!(get_missing_is_404_not_found, |env| {
+    let api: Api<ConfigMap> = env.api();
+    let s = api_err(api.get("nope").await);
+    assert_eq!(s.code, 404);
+    assert_eq!(s.reason, "NotFound");
+    assert_eq!(s.message, r#"configmaps "nope" not found"#);
+    assert_eq!(s.details.unwrap().kind, "configmaps");
+    let deps: Api<Deployment> = env.api();
+    let s = api_err(deps.get("nope").await);
+    assert_eq!(s.message, r#"deployments.apps "nope" not found"#);
+    assert_eq!(s.details.unwrap().group, "apps");
+});
+
+conformance!(write_into_missing_namespace_is_404, |env| {
+    let missing = format!("missing-{}", env.suffix);
+    let api: Api<ConfigMap> = Api::namespaced(env.client.clone(), &missing);
+    let s = api_err(
+        api.create(&PostParams::default(), &cm("x", json!({})))
+            .await,
+    );
+    assert_eq!(s.code, 404);
+    assert_eq!(s.reason, "NotFound");
+    assert_eq!(s.message, format!(r#"namespaces "{missing}" not found"#));
+    let s = api_err(
+        api.patch(
+            "x",
+            &PatchParams::apply("tend"),
+            &Patch::Apply(apply_cm("x", json!({}))),
+        )
+        .await,
+    );
+    assert_eq!(s.code, 404);
+    assert_eq!(s.message, format!(r#"namespaces "{missing}" not found"#));
+});
+
+conformance!(invalid_names_are_422, |env| {
+    let api: Api<ConfigMap> = env.api();
+    let s = api_err(
+        api.create(&PostParams::default(), &cm("Bad_Name", json!({})))
+            .await,
+    );
+    assert_eq!(s.code, 422);
+    assert_eq!(s.reason, "Invalid");
+    assert!(
+        s.message.starts_with(
+            r#"ConfigMap "Bad_Name" is invalid: metadata.name: Invalid value: "Bad_Name""#
+        ),
+        "{}",
+        s.message
+    );
+    let d = s.details.unwrap();
+    assert_eq!(d.kind, "ConfigMap");
+    assert_eq!(d.causes[0].field, "metadata.name");
+    assert_eq!(d.causes[0].reason, "FieldValueInvalid");
+    // Namespaces must be DNS-1123 labels: dots are not allowed.
+    let nss = Api::<Namespace>::all(env.client.clone());
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "a.b"}})).unwrap();
+    assert_eq!(
+        api_err(nss.create(&PostParams::default(), &ns).await).code,
+        422
+    );
+    // Services must be DNS-1035 labels: no leading digit.
+    let svcs: Api<Service> = env.api();
+    let svc: Service = serde_json::from_value(
+        json!({"metadata": {"name": "1svc"}, "spec": {"ports": [{"port": 80}]}}),
+    )
+    .unwrap();
+    assert_eq!(
+        api_err(svcs.create(&PostParams::default(), &svc).await).code,
+        422
+    );
+});
+
+conformance!(generate_name_appends_a_suffix, |env| {
+    let api: Api<ConfigMap> = env.api();
+    let obj: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"generateName": "gen-"}})).unwrap();
+    let created = api.create(&PostParams::default(), &obj).await.unwrap();
+    let name = created.name_any();
+    assert!(name.starts_with("gen-") && name.len() == 9, "{name}");
+});
+
+conformance!(update_with_stale_resource_version_is_409_conflict, |env| {
+    let api: Api<ConfigMap> = env.api();
+    let created = api
+        .create(&PostParams::default(), &cm("rv", json!({"a": "1"})))
+        .await
+        .unwrap();
+    let mut first = created.clone();
+    first.data = Some([("a".to_string(), "2".to_string())].into());
+    let updated = api
+        .replace("rv", &PostParams::default(), &first)
+        .await
+        .unwrap();
+    assert_ne!(updated.resource_version(), created.resource_version());
+    let mut stale = created.clone();
+    stale.data = Some([("a".to_string(), "3".to_string())].into());
+    let s = api_err(api.replace("rv", &PostParams::default(), &stale).await);
+    assert_eq!(s.code, 409);
+    assert_eq!(s.reason, "Conflict");
+    assert_eq!(
+        s.message,
+        r#"Operation cannot be fulfilled on configmaps "rv": the object has been modified; please apply your changes to the latest version and try again"#
+    );
+    assert_eq!(api.get("rv").await.unwrap().data.unwrap()["a"], "2");
+});
+
+conformance!(update_of_missing_object_is_404, |env| {
+    let api: Api<ConfigMap> = env.api();
+    let s = api_err(
+        api.replace("ghost", &PostParams::default(), &cm("ghost", json!({})))
+            .await,
+    );
+    assert_eq!(s.code, 404);
+});
+
+conformance!(list_has_list_kind_and_resource_version, |env| {
+    let api: Api<ConfigMap> = env.api();
+    api.create(&PostParams::default(), &cm("l1", json!({})))
+        .await
+        .unwrap();
+    let (code, body, _) = env
+        .raw(
+            "GET",
+            &format!("/api/v1/namespaces/{}/configmaps", env.ns),
+            None,
+            &[],
+            vec![],
+        )
+        .await;
+    assert_eq!(code, 200);
+    assert_eq!(body["kind"], "ConfigMapList");
+    assert_eq!(body["apiVersion"], "v1");
+    assert!(body["metadata"]["resourceVersion"]
+        .as_str()
+        .is_some_and(|s| !s.is_empty()));
+    assert!(body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|i| i["metadata"]["name"] == "l1"));
+    let (_, body, _) = env
+        .raw(
+            "GET",
+            &format!("/apis/apps/v1/namespaces/{}/deployments", env.ns),
+            None,
+            &[],
+            vec![],
+        )
+        .await;
+    assert_eq!(body["kind"], "DeploymentList");
+    assert_eq!(body["apiVersion"], "apps/v1");
+});
+
+async fn labelled(env: &Env) -> Api<ConfigMap> {
+    let api: Api<ConfigMap> = env.api();
+    for (name, labels) in [
+        ("web", json!({"app": "web", "tier": "front"})),
+        ("api", json!({"app": "api", "tier": "back"})),
+        ("db", json!({"app": "db"})),
+    ] {
+        let obj: ConfigMap =
+            serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).unwrap();
+        api.create(&PostParams::default(), &obj).await.unwrap();
+    }
+    api
+}
+
+async fn names(api: &Api<ConfigMap>, lp: &ListParams) -> Vec<String> {
+    let mut n: Vec<String> = api
+        .list(lp)
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(|o| o.name_any())
+        .collect();
+    n.sort();
+    n
+}
+
+conformance!(label_selectors_equality_based, |env| {
+    let api = labelled(&env).await;
+    assert_eq!(
+        names(&api, &ListParams::default().labels("app=web")).await,
+        ["web"]
+    );
+    assert_eq!(
+        names(&api, &ListParams::default().labels("app==api")).await,
+        ["api"]
+    );
+    assert_eq!(
+        names(&api, &ListParams::default().labels("app,app!=web")).await,
+        ["api", "db"]
+    );
+    assert_eq!(
+        names(&api, &ListParams::default().labels("app=web,tier=back")).await,
+        Vec::<String>::new()
+    );
+});
+
+conformance!(label_selectors_set_based, |env| {
+    let api = labelled(&env).await;
+    assert_eq!(
+        names(&api, &ListParams::default().labels("app in (web,db)")).await,
+        ["db", "web"]
+    );
+    assert_eq!(
+        names(&api, &ListParams::default().labels("app,app notin (web)")).await,
+        ["api", "db"]
+    );
+    assert_eq!(
+        names(&api, &ListParams::default().labels("tier")).await,
+        ["api", "web"]
+    );
+    assert_eq!(
+        names(&api, &ListParams::default().labels("app,!tier")).await,
+        ["db"]
+    );
+    let s = api_err(api.list(&ListParams::default().labels("app in (web")).await);
+    assert_eq!(s.code, 400);
+});
+
+conformance!(field_selectors_on_metadata, |env| {
+    let api = labelled(&env).await;
+    assert_eq!(
+        names(&api, &ListParams::default().fields("metadata.name=db")).await,
+        ["db"]
+    );
+    let n = names(
+        &api,
+        &ListParams::default()
+            .fields("metadata.name!=db")
+            .labels("app"),
+    )
+    .await;
+    assert_eq!(n, ["api", "web"]);
+    let all: Api<ConfigMap> = Api::all(env.client.clone());
+    let n = names(
+        &all,
+        &ListParams::default()
+            .fields(&format!("metadata.namespace={}", env.ns))
+            .labels("app"),
+    )
+    .await;
+    assert_eq!(n, ["api", "db", "web"]);
+    let s = api_err(
+        api.list(&ListParams::default().fields("data.foo=bar"))
+            .await,
+    );
+    assert_eq!(s.code, 400);
+    assert_eq!(s.reason, "BadRequest");
+    assert!(
+        s.message.contains("field label not supported"),
+        "{}",
+        s.message
+    );
+});
+
+conformance!(pagination_with_limit_and_continue, |env| {
+    let api: Api<ConfigMap> = env.api();
+    for i in 0..5 {
+        let obj: ConfigMap = serde_json::from_value(
+            json!({"metadata": {"name": format!("p{i}"), "labels": {"page": "yes"}}}),
+        )
+        .unwrap();
+        api.create(&PostParams::default(), &obj).await.unwrap();
+    }
+    let mut seen = Vec::new();
+    let mut lp = ListParams::default().labels("page=yes").limit(2);
+    let mut pages = 0;
+    loop {
+        let page = api.list(&lp).await.unwrap();
+        pages += 1;
+        assert!(page.items.len() <= 2);
+        seen.extend(page.items.iter().map(|o| o.name_any()));
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(token) => lp = lp.continue_token(&token),
+            None => break,
+        }
+        assert!(pages < 10, "too many pages");
+    }
+    seen.sort();
+    assert_eq!(seen, ["p0", "p1", "p2", "p3", "p4"]);
+    assert_eq!(pages, 3);
+});
+
+conformance!(list_across_all_namespaces, |env| {
+    let other = env.extra_namespace("conf-other").await;
+    let label = format!("run={}", env.suffix);
+    for ns in [env.ns.clone(), other.clone()] {
+        let api: Api<ConfigMap> = Api::namespaced(env.client.clone(), &ns);
+        let obj: ConfigMap = serde_json::from_value(
+            json!({"metadata": {"name": "shared", "labels": {"run": env.suffix}}}),
+        )
+        .unwrap();
+        api.create(&PostParams::default(), &obj).await.unwrap();
+    }
+    let all: Api<ConfigMap> = Api::all(env.client.clone());
+    let mut found: Vec<String> = all
+        .list(&ListParams::default().labels(&label))
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(|o| o.namespace().unwrap())
+        .collect();
+    found.sort();
+    let mut want = vec![env.ns.clone(), other];
+    want.sort();
+    assert_eq!(found, want);
+    // The dynamic API over all namespaces sees the same objects.
+    let ar = ApiResource::erase::<ConfigMap>(&());
+    let dynamic: Api<DynamicObject> = Api::all_with(env.client.clone(), &ar);
+    assert_eq!(
+        dynamic
+            .list(&ListParams::default().labels(&label))
+            .await
+            .unwrap()
+            .items
+            .len(),
+        2
+    );
+});
+
+conformance!(delete_returns_status_and_removes, |env| {
+    let api: Api<ConfigMap> = env.api();
+    let created = api
+        .create(&PostParams::default(), &cm("gone", json!({})))
+        .await
+        .unwrap();
+    let res = api.delete("gone", &DeleteParams::default()).await.unwrap();
+    let status = res.right().expect("ConfigMap delete answers with a Status");
+    assert_eq!(status.details.as_ref().unwrap().name, "gone");
+    assert_eq!(status.details.as_ref().unwrap().uid, created.uid().unwrap());
+    assert_eq!(api_err(api.get("gone").await).code, 404);
+    assert_eq!(
+        api_err(api.delete("gone", &DeleteParams::default()).await).code,
+        404
+    );
+});
+
+conformance!(finalizers_hold_deletion_until_removed, |env| {
+    let api: Api<ConfigMap> = env.api();
+    let obj: ConfigMap = serde_json::from_value(
+        json!({"metadata": {"name": "held", "finalizers": ["conformance.tend.dev/hold"]}}),
+    )
+    .unwrap();
+    api.create(&PostParams::default(), &obj).await.unwrap();
+    let res = api.delete("held", &DeleteParams::default()).await.unwrap();
+    let pending = res.left().expect("pending deletion returns the object");
+    assert!(pending.metadata.deletion_timestamp.is_some());
+    let still = api.get("held").await.unwrap();
+    assert!(still.metadata.deletion_timestamp.is_some());
+    api.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    eventually("finalized object to disappear", || async {
+        matches!(api.get("held").await, Err(kube::Error::Api(s)) if s.code == 404).then_some(())
+    })
+    .await;
+});
+
+conformance!(namespace_delete_cascades, |env| {
+    let doomed = env.extra_namespace("conf-doomed").await;
+    let api: Api<ConfigMap> = Api::namespaced(env.client.clone(), &doomed);
+    api.create(&PostParams::default(), &cm("inside", json!({})))
+        .await
+        .unwrap();
+    let nss = Api::<Namespace>::all(env.client.clone());
+    let res = nss.delete(&doomed, &DeleteParams::default()).await.unwrap();
+    let ns = res.left().expect("namespace delete returns the namespace");
+    assert_eq!(ns.status.unwrap().phase.as_deref(), Some("Terminating"));
+    assert!(ns.metadata.deletion_timestamp.is_some());
+    eventually("namespace contents to be deleted", || async {
+        matches!(api.get("inside").await, Err(kube::Error::Api(s)) if s.code == 404).then_some(())
+    })
+    .await;
+    eventually("namespace to be deleted", || async {
+        matches!(nss.get(&doomed).await, Err(kube::Error::Api(s)) if s.code == 404).then_some(())
+    })
+    .await;
+});
+
+// ------------------------------------------------------------------------------------
+// Patches
+// ------------------------------------------------------------------------------------
+
+conformance!(merge_patch_sets_and_removes_keys, |env| {
+    let api: Api<ConfigMap> = env.api();
+    api.create(
+        &PostParams::default(),
+        &cm("m", json!({"a": "1", "b": "2"})),
+    )
+    .await
+    .unwrap();
+    let p = api
+        .patch(
+            "m",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"b": null, "c": "3"}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        p.data.unwrap(),
+        [
+            ("a".to_string(), "1".to_string()),
+            ("c".to_string(), "3".to_string())
+        ]
+        .into()
+    );
+});
+
+conformance!(json_patch_operations_and_failed_test, |env| {
+    let api: Api<ConfigMap> = env.api();
+    api.create(&PostParams::default(), &cm("j", json!({"a": "1"})))
+        .await
+        .unwrap();
+    let path = format!("/api/v1/namespaces/{}/configmaps/j", env.ns);
+    let ops = json!([
+        {"op": "add", "path": "/metadata/labels", "value": {"x": "y"}},
+        {"op": "replace", "path": "/data/a", "value": "2"},
+        {"op": "test", "path": "/data/a", "value": "2"}
+    ]);
+    let (code, p, _) = env
+        .raw(
+            "PATCH",
+            &path,
+            Some("application/json-patch+json"),
+            &[],
+            serde_json::to_vec(&ops).unwrap(),
+        )
+        .await;
+    assert_eq!(code, 200, "{p}");
+    assert_eq!(p["data"]["a"], "2");
+    assert_eq!(p["metadata"]["labels"]["x"], "y");
+    let bad = json!([{"op": "test", "path": "/data/a", "value": "nope"}]);
+    let (code, s, _) = env
+        .raw(
+            "PATCH",
+            &path,
+            Some("application/json-patch+json"),
+            &[],
+            serde_json::to_vec(&bad).unwrap(),
+        )
+        .await;
+    assert_eq!(code, 422, "{s}");
+    assert_eq!(s["kind"], "Status");
+});
+
+conformance!(strategic_merge_patch_merges_containers_by_name, |env| {
+    let api: Api<Deployment> = env.api();
+    api.patch(
+        "smp",
+        &PatchParams::apply("tend"),
+        &Patch::Apply(deployment(
+            "smp",
+            json!([
+                {"name": "a", "image": "nginx:1"},
+                {"name": "b", "image": "redis:7"}
+            ]),
+        )),
+    )
+    .await
+    .unwrap();
+    let p = api
+        .patch("smp", &PatchParams::default(), &Patch::Strategic(json!({"spec": {"template": {"spec": {"containers": [{"name": "b", "image": "redis:8"}]}}}})))
+        .await
+        .unwrap();
+    let cs = p.spec.unwrap().template.spec.unwrap().containers;
+    assert_eq!(cs.len(), 2);
+    assert_eq!(cs[0].image.as_deref(), Some("nginx:1"));
+    assert_eq!(cs[1].image.as_deref(), Some("redis:8"));
+});
+
+conformance!(strategic_merge_patch_on_custom_resource_is_415, |env| {
+    let (_, ar) = env.widget_crd(false).await;
+    let api: Api<DynamicObject> = Api::namespaced_with(env.client.clone(), &env.ns, &ar);
+    let w: DynamicObject = serde_json::from_value(json!({"apiVersion": ar.api_version, "kind": "Widget", "metadata": {"name": "w"}, "spec": {"color": "red"}})).unwrap();
+    api.create(&PostParams::default(), &w).await.unwrap();
+    let s = api_err(
+        api.patch(
+            "w",
+            &PatchParams::default(),
+            &Patch::Strategic(json!({"spec": {"color": "blue"}})),
+        )
+        .await,
+    );
+    assert_eq!(s.code, 415);
+    assert_eq!(s.reason, "UnsupportedMediaType");
+});
+
+// ------------------------------------------------------------------------------------
+// Server-side apply
+// ------------------------------------------------------------------------------------
+
+conformance!(
+    apply_creates_with_exact_managed_fields_for_configmap,
+    |env| {
+        let api: Api<ConfigMap> = env.api();
+        let cfg = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "ssa", "labels": {"app": "demo"}, "annotations": {"note": "x"}},
+        "data": {"a": "1", "b": "2"}});
+        let obj = api
+            .patch("ssa", &PatchParams::apply("tend"), &Patch::Apply(cfg))
+            .await
+            .unwrap();
+        let mf = managed(&obj);
+        assert_eq!(mf.len(), 1, "{mf:?}");
+        let e = &mf[0];
+        assert_eq!(e["manager"], "tend");
+        assert_eq!(e["operation"], "Apply");
+        assert_eq!(e["apiVersion"], "v1");
+        assert_eq!(e["fieldsType"], "FieldsV1");
+        assert!(e["time"].is_string());
+        assert_eq!(
+            e["fieldsV1"],
+            json!({"f:data": {"f:a": {}, "f:b": {}},
+               "f:metadata": {"f:annotations": {"f:note": {}}, "f:labels": {"f:app": {}}}})
+        );
+    }
+);
+
+fn deployment(name: &str, containers: Value) -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "labels": {"app": name}},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": name}},
+                 "template": {"metadata": {"labels": {"app": name}},
+                              "spec": {"containers": containers}}}})
+}
+
+conformance!(apply_deployment_exact_managed_fields, |env| {
+    let api: Api<Deployment> = env.api();
+    let cfg = deployment(
+        "web",
+        json!([{
+            "name": "web", "image": "nginx:1.27",
+            "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}],
+            "env": [{"name": "MODE", "value": "prod"}]
+        }]),
+    );
+    let obj = api
+        .patch("web", &PatchParams::apply("tend"), &Patch::Apply(cfg))
+        .await
+        .unwrap();
+    let mf = managed(&obj);
+    let e = entry(&mf, "tend", "Apply").expect("tend entry");
+    assert_eq!(e["apiVersion"], "apps/v1");
+    assert_eq!(
+        e["fieldsV1"],
+        json!({
+            "f:metadata": {"f:labels": {"f:app": {}}},
+            "f:spec": {
+                "f:replicas": {},
+                "f:selector": {},
+                "f:template": {
+                    "f:metadata": {"f:labels": {"f:app": {}}},
+                    "f:spec": {"f:containers": {"k:{\"name\":\"web\"}": {
+                        ".": {},
+                        "f:env": {"k:{\"name\":\"MODE\"}": {".": {}, "f:name": {}, "f:value": {}}},
+                        "f:image": {},
+                        "f:name": {},
+                        "f:ports": {"k:{\"containerPort\":8080,\"protocol\":\"TCP\"}": {
+                            ".": {}, "f:containerPort": {}, "f:name": {}, "f:protocol": {}}}
+                    }}}
+                }
+            }
+        })
+    );
+    // Defaults are set but owned by nobody.
+    let spec = obj.spec.unwrap();
+    assert_eq!(spec.progress_deadline_seconds, Some(600));
+    assert!(!e["fieldsV1"]
+        .to_string()
+        .contains("progressDeadlineSeconds"));
+});
+
+conformance!(create_records_update_manager_with_markers, |env| {
+    let api: Api<ConfigMap> = env.api();
+    let obj: ConfigMap = serde_json::from_value(
+        json!({"metadata": {"name": "upd", "labels": {"app": "x"}}, "data": {"k": "v"}}),
+    )
+    .unwrap();
+    let pp = PostParams {
+        field_manager: Some("creator".into()),
+        ..Default::default()
+    };
+    let created = api.create(&pp, &obj).await.unwrap();
+    let mf = managed(&created);
+    let e = entry(&mf, "creator", "Update").expect("creator entry");
+    assert_eq!(e["apiVersion"], "v1");
+    assert_eq!(
+        e["fieldsV1"],
+        json!({"f:data": {".": {}, "f:k": {}}, "f:metadata": {"f:labels": {".": {}, "f:app": {}}}})
+    );
+});
+
+conformance!(default_field_manager_comes_from_user_agent, |env| {
+    let body = serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ua"}, "data": {"k": "v"}})).unwrap();
+    let (code, obj, _) = env
+        .raw(
+            "POST",
+            &format!("/api/v1/namespaces/{}/configmaps", env.ns),
+            Some("application/json"),
+            &[("user-agent", "conformance-agent/1.2.3 (linux/amd64)")],
+            body,
+        )
+        .await;
+    assert_eq!(code, 201, "{obj}");
+    assert_eq!(
+        obj["metadata"]["managedFields"][0]["manager"],
+        "conformance-agent"
+    );
+    assert_eq!(obj["metadata"]["managedFields"][0]["operation"], "Update");
+});
+
+conformance!(apply_requires_field_manager, |env| {
+    let body = serde_json::to_vec(&apply_cm("nofm", json!({"k": "v"}))).unwrap();
+    let (code, s, _) = env
+        .raw(
+            "PATCH",
+            &format!("/api/v1/namespaces/{}/configmaps/nofm", env.ns),
+            Some("application/apply-patch+yaml"),
+            &[],
+            body,
+        )
+        .await;
+    assert_eq!(code, 422, "{s}");
+    assert_eq!(s["reason"], "Invalid");
+    assert_eq!(s["details"]["kind"], "PatchOptions");
+    assert_eq!(s["details"]["causes"][0]["field"], "fieldManager");
+    assert!(s["message"]
+        .as_str()
+        .unwrap()
+        .contains("is required for apply patch"));
+});
+
+conformance!(apply_accepts_yaml_bodies, |env| {
+    let yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: yml\ndata:\n  key: from-yaml\n";
+    let (code, obj, _) = env
+        .raw(
+            "PATCH",
+            &format!(
+                "/api/v1/namespaces/{}/configmaps/yml?fieldManager=tend",
+                env.ns
+            ),
+            Some("application/apply-patch+yaml"),
+            &[],
+            yaml.as_bytes().to_vec(),
+        )
+        .await;
+    assert_eq!(code, 201, "{obj}");
+    assert_eq!(obj["data"]["key"], "from-yaml");
+});
+
+conformance!(apply_same_config_twice_is_a_noop, |env| {
+    let api: Api<ConfigMap> = env.api();
+    let cfg = apply_cm("twice", json!({"k": "v"}));
+    let first = api
+        .patch("twice", &PatchParams::apply("tend"), &Patch::Apply(&cfg))
+        .await
+        .unwrap();
+    let second = api
+        .patch("twice", &PatchParams::apply("tend"), &Patch::Apply(&cfg))
+        .await
+        .unwrap();
+    assert_eq!(first.resource_version(), second.resource_version());
+    assert_eq!(managed(&first), managed(&second));
+    let d = deployment("same", json!([{"name": "c", "image": "nginx"}]));
+    let deps: Api<Deployment> = env.api();
+    let a = deps
+        .patch("same", &PatchParams::apply("tend"), &Patch::Apply(&d))
+        .await
+        .unwrap();
+    let b = deps
+        .patch("same", &PatchParams::apply("tend"), &Patch::Apply(&d))
+        .await
+        .unwrap();
+    assert_eq!(a.resource_version(), b.resource_version());
+    assert_eq!(a.metadata.generation, b.metadata.generation);
+});
+
+conformance!(apply_conflict_with_update_manager, |env| {
+    let api: Api<ConfigMap> = env.api();
+    let pp = PostParams {
+        field_manager: Some("other".into()),
+        ..Default::default()
+    };
+    api.create(&pp, &cm("c", json!({"key": "a"})))
+        .await
+        .unwrap();
+    let s = api_err(
+        api.patch(
+            "c",
+            &PatchParams::apply("tend"),
+            &Patch::Apply(apply_cm("c", json!({"key": "b"}))),
+        )
+        .await,
+    );
+    assert_eq!(s.code, 409);
+    assert_eq!(s.reason, "Conflict");
+    assert_eq!(
+        s.message,
+        r#"Apply failed with 1 conflict: conflict with "other" using v1: .data.key"#
+    );
+    let causes = s.details.unwrap().causes;
+    assert_eq!(causes.len(), 1);
+    assert_eq!(causes[0].reason, "FieldManagerConflict");
+    assert_eq!(causes[0].field, ".data.key");
+    assert_eq!(causes[0].message, r#"conflict with "other" using v1"#);
+    assert_eq!(api.get("c").await.unwrap().data.unwrap()["key"], "a");
+});
+
+conformance!(apply_conflict_between_appliers_lists_each_field, |env| {
+    let api: Api<ConfigMap> = env.api();
+    api.patch(
+        "c2",
+        &PatchParams::apply("first"),
+        &Patch::Apply(apply_cm("c2", json!({"x": "1", "y": "1"}))),
+    )
+    .await
+    .unwrap();
+    let s = api_err(
+        api.patch(
+            "c2",
+            &PatchParams::apply("second"),
+            &Patch::Apply(apply_cm("c2", json!({"x": "2"}))),
+        )
+        .await,
+    );
+    assert_eq!(
+        s.message,
+        r#"Apply failed with 1 conflict: conflict with "first": .data.x"#
+    );
+    let s = api_err(
+        api.patch(
+            "c2",
+            &PatchParams::apply("second"),
+            &Patch::Apply(apply_cm("c2", json!({"x": "2", "y": "2"}))),
+        )
+        .await,
+    );
+    assert_eq!(
+        s.message,
+        "Apply failed with 2 conflicts: conflicts with \"first\":\n- .data.x\n- .data.y"
+    );
+    assert_eq!(s.details.unwrap().causes.len(), 2);
+});
+
+conformance!(apply_force_takes_ownership, |env| {
+    let api: Api<ConfigMap> = env.api();
+    let pp = PostParams {
+        field_manager: Some("other".into()),
+        ..Default::default()
+    };
+    api.create(&pp, &cm("f", json!({"key": "a", "keep": "z"})))
+        .await
+        .unwrap();
+    let obj = api
+        .patch(
+            "f",
+            &PatchParams::apply("tend").force(),
+            &Patch::Apply(apply_cm("f", json!({"key": "b"}))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(obj.data.as_ref().unwrap()["key"], "b");
+    let mf = managed(&obj);
+    assert_eq!(
+        entry(&mf, "tend", "Apply").unwrap()["fieldsV1"],
+        json!({"f:data": {"f:key": {}}})
+    );
+    assert_eq!(
+        entry(&mf, "other", "Update").unwrap()["fieldsV1"],
+        json!({"f:data": {".": {}, "f:keep": {}}})
+    );
+});
+
+conformance!(apply_removes_fields_it_stops_applying, |env| {
+    let api: Api<ConfigMap> = env.api();
+    api.patch(
+        "r",
+        &PatchParams::apply("tend"),
+        &Patch::Apply(apply_cm("r", json!({"a": "1", "b": "2"}))),
+    )
+    .await
+    .unwrap();
+    let obj = api
+        .patch(
+            "r",
+            &PatchParams::apply("tend"),
+            &Patch::Apply(apply_cm("r", json!({"a": "1"}))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        obj.data.unwrap(),
+        [("a".to_string(), "1".to_string())].into()
+    );
+    // Dropping a whole map removes it.
+    let obj = api
+        .patch("r", &PatchParams::apply("tend"), &Patch::Apply(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "r", "labels": {"l": "v"}}})))
+        .await
+        .unwrap();
+    assert!(obj.data.as_ref().is_none_or(|d| d.is_empty()));
+    assert_eq!(obj.labels()["l"], "v");
+});
+
+conformance!(apply_keeps_dropped_fields_another_manager_owns, |env| {
+    let api: Api<ConfigMap> = env.api();
+    api.patch(
+        "s",
+        &PatchParams::apply("a"),
+        &Patch::Apply(apply_cm("s", json!({"shared": "1", "mine": "a"}))),
+    )
+    .await
+    .unwrap();
+    // Same value: no conflict, shared ownership.
+    let obj = api
+        .patch(
+            "s",
+            &PatchParams::apply("b"),
+            &Patch::Apply(apply_cm("s", json!({"shared": "1"}))),
+        )
+        .await
+        .unwrap();
+    let mf = managed(&obj);
+    assert_eq!(
+        entry(&mf, "b", "Apply").unwrap()["fieldsV1"],
+        json!({"f:data": {"f:shared": {}}})
+    );
+    // "a" stops applying "shared": "b" still owns it, so it stays.
+    let obj = api
+        .patch(
+            "s",
+            &PatchParams::apply("a"),
+            &Patch::Apply(apply_cm("s", json!({"mine": "a"}))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(obj.data.as_ref().unwrap()["shared"], "1");
+    // Now "b" stops too: nobody owns it, it is removed.
+    let obj = api
+        .patch(
+            "s",
+            &PatchParams::apply("b"),
+            &Patch::Apply(apply_cm("s", json!({}))),
+        )
+        .await
+        .unwrap();
+    assert!(!obj.data.unwrap().contains_key("shared"));
+});
+
+conformance!(update_takes_ownership_from_applier, |env| {
+    let api: Api<ConfigMap> = env.api();
+    api.patch(
+        "u",
+        &PatchParams::apply("tend"),
+        &Patch::Apply(apply_cm("u", json!({"k": "1"}))),
+    )
+    .await
+    .unwrap();
+    let pp = PatchParams {
+        field_manager: Some("editor".into()),
+        ..Default::default()
+    };
+    let obj = api
+        .patch("u", &pp, &Patch::Merge(json!({"data": {"k": "2"}})))
+        .await
+        .unwrap();
+    let mf = managed(&obj);
+    assert_eq!(
+        entry(&mf, "editor", "Update").unwrap()["fieldsV1"],
+        json!({"f:data": {"f:k": {}}})
+    );
+    assert!(
+        entry(&mf, "tend", "Apply").is_none(),
+        "tend lost its only field: {mf:?}"
+    );
+    let s = api_err(
+        api.patch(
+            "u",
+            &PatchParams::apply("tend"),
+            &Patch::Apply(apply_cm("u", json!({"k": "1"}))),
+        )
+        .await,
+    );
+    assert_eq!(
+        s.message,
+        r#"Apply failed with 1 conflict: conflict with "editor" using v1: .data.k"#
+    );
+});
+
+conformance!(apply_merges_associative_lists_between_managers, |env| {
+    let api: Api<Deployment> = env.api();
+    api.patch(
+        "multi",
+        &PatchParams::apply("tend"),
+        &Patch::Apply(deployment(
+            "multi",
+            json!([{"name": "app", "image": "nginx:1"}]),
+        )),
+    )
+    .await
+    .unwrap();
+    let sidecar = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "multi"},
+        "spec": {"template": {"spec": {"containers": [{"name": "sidecar", "image": "envoy:1"}]}}}});
+    api.patch("multi", &PatchParams::apply("mesh"), &Patch::Apply(sidecar))
+        .await
+        .unwrap();
+    let obj = api
+        .patch(
+            "multi",
+            &PatchParams::apply("tend"),
+            &Patch::Apply(deployment(
+                "multi",
+                json!([{"name": "app", "image": "nginx:2"}]),
+            )),
+        )
+        .await
+        .unwrap();
+    let names: Vec<(String, Option<String>)> = obj
+        .spec
+        .unwrap()
+        .template
+        .spec
+        .unwrap()
+        .containers
+        .into_iter()
+        .map(|c| (c.name, c.image))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("app".to_string(), Some("nginx:2".to_string())),
+            ("sidecar".to_string(), Some("envoy:1".to_string()))
+        ]
+    );
+});
+
+conformance!(apply_rejects_list_items_without_their_key, |env| {
+    // A Service port without its key field "port" cannot be tracked.
+    let api: Api<Service> = env.api();
+    let svc = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "nokey"},
+        "spec": {"ports": [{"name": "http", "targetPort": 80}]}});
+    let err = api
+        .patch("nokey", &PatchParams::apply("tend"), &Patch::Apply(svc))
+        .await;
+    let s = api_err(err);
+    assert!(s.code == 422 || s.code == 400 || s.code == 500, "{s:?}");
+});
+
+// ------------------------------------------------------------------------------------
+// dry-run
+// ------------------------------------------------------------------------------------
+
+conformance!(dry_run_create_returns_full_object_without_storing, |env| {
+    let api: Api<Deployment> = env.api();
+    let rv_before = env.cluster.as_ref().map(|c| c.resource_version());
+    let d: Deployment =
+        serde_json::from_value(deployment("dry", json!([{"name": "c", "image": "nginx"}])))
+            .unwrap();
+    let pp = PostParams {
+        dry_run: true,
+        field_manager: Some("tend".into()),
+    };
+    let out = api.create(&pp, &d).await.unwrap();
+    assert_eq!(
+        out.spec.as_ref().unwrap().progress_deadline_seconds,
+        Some(600)
+    );
+    assert!(!managed(&out).is_empty());
+    assert_eq!(api_err(api.get("dry").await).code, 404);
+    if let (Some(c), Some(before)) = (&env.cluster, rv_before) {
+        assert_eq!(c.resource_version(), before);
+    }
+});
+
+conformance!(dry_run_apply_and_update_do_not_store, |env| {
+    let api: Api<ConfigMap> = env.api();
+    let live = api
+        .patch(
+            "d",
+            &PatchParams::apply("tend"),
+            &Patch::Apply(apply_cm("d", json!({"k": "1"}))),
+        )
+        .await
+        .unwrap();
+    let out = api
+        .patch(
+            "d",
+            &PatchParams::apply("tend").dry_run(),
+            &Patch::Apply(apply_cm("d", json!({"k": "2"}))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.data.unwrap()["k"], "2");
+    let out = api
+        .patch(
+            "d",
+            &PatchParams {
+                dry_run: true,
+                ..Default::default()
+            },
+            &Patch::Merge(json!({"data": {"k": "3"}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.data.unwrap()["k"], "3");
+    let now = api.get("d").await.unwrap();
+    assert_eq!(now.data.as_ref().unwrap()["k"], "1");
+    assert_eq!(now.resource_version(), live.resource_version());
+    // Dry-run apply of a new object creates nothing.
+    api.patch(
+        "d2",
+        &PatchParams::apply("tend").dry_run(),
+        &Patch::Apply(apply_cm("d2", json!({}))),
+    )
+    .await
+    .unwrap();
+    assert_eq!(api_err(api.get("d2").await).code, 404);
+});
+
+conformance!(dry_run_delete_keeps_object, |env| {
+    let api: Api<ConfigMap> = env.api();
+    api.create(&PostParams::default(), &cm("keep", json!({})))
+        .await
+        .unwrap();
+    api.delete(
+        "keep",
+        &DeleteParams {
+            dry_run: true,
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert!(api.get("keep").await.is_ok());
+});
+
+// ------------------------------------------------------------------------------------
+// Status subresource
+// ------------------------------------------------------------------------------------
+
+conformance!(deployment_status_is_a_subresource, |env| {
+    let api: Api<Deployment> = env.api();
+    api.patch(
+        "st",
+        &PatchParams::apply("tend"),
+        &Patch::Apply(deployment("st", json!([{"name": "c", "image": "nginx"}]))),
+    )
+    .await
+    .unwrap();
+    let pp = PatchParams {
+        field_manager: Some("controller".into()),
+        ..Default::default()
+    };
+    let s = api
+        .patch_status(
+            "st",
+            &pp,
+            &Patch::Merge(json!({"status": {"collisionCount": 1}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(s.status.as_ref().unwrap().collision_count, Some(1));
+    assert_eq!(s.spec.as_ref().unwrap().replicas, Some(2));
+    let mf = managed(&s);
+    let st = mf
+        .iter()
+        .find(|e| e["manager"] == "controller")
+        .expect("status manager");
+    assert_eq!(st["subresource"], "status");
+    assert_eq!(
+        st["fieldsV1"],
+        json!({"f:status": {"f:collisionCount": {}}})
+    );
+    // Status changes through the main resource are ignored; spec changes apply.
+    let main = api
+        .patch(
+            "st",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 3}, "status": {"collisionCount": 5}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(main.spec.as_ref().unwrap().replicas, Some(3));
+    assert_eq!(main.status.as_ref().unwrap().collision_count, Some(1));
+    // Spec writes through /status are ignored.
+    let st2 = api
+        .patch_status("st", &pp, &Patch::Merge(json!({"spec": {"replicas": 9}})))
+        .await
+        .unwrap();
+    assert_eq!(st2.spec.unwrap().replicas, Some(3));
+});
+
+conformance!(crd_status_subresource_and_generation, |env| {
+    let (_, ar) = env.widget_crd(true).await;
+    let api: Api<DynamicObject> = Api::namespaced_with(env.client.clone(), &env.ns, &ar);
+    let w: DynamicObject =
+        serde_json::from_value(json!({"apiVersion": ar.api_version, "kind": "Widget",
+        "metadata": {"name": "w"}, "spec": {"color": "red"}, "status": {"ready": true}}))
+        .unwrap();
+    let created = api.create(&PostParams::default(), &w).await.unwrap();
+    assert!(
+        created.data.get("status").is_none(),
+        "status is ignored on create: {:?}",
+        created.data
+    );
+    assert_eq!(created.metadata.generation, Some(1));
+    let s = api
+        .patch_status("w", &PatchParams::apply("ctrl").force(), &Patch::Apply(json!({"apiVersion": ar.api_version, "kind": "Widget", "metadata": {"name": "w"}, "status": {"ready": true}})))
+        .await
+        .unwrap();
+    assert_eq!(s.data["status"]["ready"], true);
+    assert_eq!(
+        s.metadata.generation,
+        Some(1),
+        "status writes keep generation"
+    );
+    let m = api
+        .patch(
+            "w",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"color": "blue"}, "status": {"ready": false}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(m.data["status"]["ready"], true);
+    assert_eq!(m.data["spec"]["color"], "blue");
+    assert_eq!(m.metadata.generation, Some(2));
+});
+
+conformance!(
+    crd_without_status_subresource_treats_status_as_data,
+    |env| {
+        let (_, ar) = env.widget_crd(false).await;
+        let api: Api<DynamicObject> = Api::namespaced_with(env.client.clone(), &env.ns, &ar);
+        let w: DynamicObject =
+            serde_json::from_value(json!({"apiVersion": ar.api_version, "kind": "Widget",
+        "metadata": {"name": "w"}, "spec": {"color": "red"}, "status": {"ready": true}}))
+            .unwrap();
+        let created = api.create(&PostParams::default(), &w).await.unwrap();
+        assert_eq!(created.data["status"]["ready"], true);
+        let (code, _, _) = env
+            .raw(
+                "GET",
+                &format!(
+                    "/apis/{}/namespaces/{}/widgets/w/status",
+                    ar.api_version, env.ns
+                ),
+                None,
+                &[],
+                vec![],
+            )
+            .await;
+        assert_eq!(code, 404);
+    }
+);
+
+// ------------------------------------------------------------------------------------
+// CRDs
+// ------------------------------------------------------------------------------------
+
+conformance!(crd_registers_resource_with_names_and_conditions, |env| {
+    let (name, ar) = env.widget_crd(true).await;
+    let crd = Api::<CustomResourceDefinition>::all(env.client.clone())
+        .get(&name)
+        .await
+        .unwrap();
+    let status = crd.status.unwrap();
+    let conds = status.conditions.unwrap();
+    for t in ["Established", "NamesAccepted"] {
+        assert!(
+            conds.iter().any(|c| c.type_ == t && c.status == "True"),
+            "{t}: {conds:?}"
+        );
+    }
+    assert_eq!(status.accepted_names.unwrap().kind, "Widget");
+    assert_eq!(status.stored_versions.unwrap(), ["v1"]);
+    let list = env
+        .client
+        .list_api_group_resources(&ar.api_version)
+        .await
+        .unwrap();
+    let r = list
+        .resources
+        .iter()
+        .find(|r| r.name == "widgets")
+        .expect("widgets served");
+    assert_eq!(r.kind, "Widget");
+    assert!(r.namespaced);
+    assert_eq!(r.singular_name, "widget");
+    assert_eq!(r.short_names.as_deref(), Some(&["wd".to_string()][..]));
+    assert!(list.resources.iter().any(|r| r.name == "widgets/status"));
+    // Objects: schema defaults and pruning of unknown fields.
+    let api: Api<DynamicObject> = Api::namespaced_with(env.client.clone(), &env.ns, &ar);
+    let w: DynamicObject =
+        serde_json::from_value(json!({"apiVersion": ar.api_version, "kind": "Widget",
+        "metadata": {"name": "w"}, "spec": {"color": "red", "bogus": 1}}))
+        .unwrap();
+    let created = api.create(&PostParams::default(), &w).await.unwrap();
+    assert_eq!(created.data["spec"]["size"], 3);
+    assert!(created.data["spec"].get("bogus").is_none());
+    let listed = api.list(&ListParams::default()).await.unwrap();
+    assert_eq!(listed.items.len(), 1);
+    assert_eq!(listed.items[0].types.as_ref().unwrap().kind, "Widget");
+});
+
+conformance!(crd_set_lists_are_tracked_per_value, |env| {
+    let (_, ar) = env.widget_crd(false).await;
+    let api: Api<DynamicObject> = Api::namespaced_with(env.client.clone(), &env.ns, &ar);
+    let cfg = |tags: Value| json!({"apiVersion": ar.api_version, "kind": "Widget", "metadata": {"name": "w"}, "spec": {"tags": tags}});
+    let obj = api
+        .patch(
+            "w",
+            &PatchParams::apply("tend"),
+            &Patch::Apply(cfg(json!(["a", "b"]))),
+        )
+        .await
+        .unwrap();
+    let mf = managed(&obj);
+    assert_eq!(
+        entry(&mf, "tend", "Apply").unwrap()["fieldsV1"],
+        json!({"f:spec": {"f:tags": {"v:\"a\"": {}, "v:\"b\"": {}}}})
+    );
+    let obj = api
+        .patch(
+            "w",
+            &PatchParams::apply("other"),
+            &Patch::Apply(cfg(json!(["c"]))),
+        )
+        .await
+        .unwrap();
+    let mut tags: Vec<String> = serde_json::from_value(obj.data["spec"]["tags"].clone()).unwrap();
+    tags.sort();
+    assert_eq!(tags, ["a", "b", "c"]);
+});
+
+conformance!(crd_delete_unregisters_and_deletes_objects, |env| {
+    let (name, ar) = env.widget_crd(false).await;
+    let api: Api<DynamicObject> = Api::namespaced_with(env.client.clone(), &env.ns, &ar);
+    let w: DynamicObject = serde_json::from_value(
+        json!({"apiVersion": ar.api_version, "kind": "Widget", "metadata": {"name": "w"}}),
+    )
+    .unwrap();
+    api.create(&PostParams::default(), &w).await.unwrap();
+    Api::<CustomResourceDefinition>::all(env.client.clone())
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("CRD resources to disappear", || async {
+        match api.list(&ListParams::default()).await {
+            Err(kube::Error::Api(s)) if s.code == 404 => Some(()),
+            _ => None,
+        }
+    })
+    .await;
+    let groups = env.client.list_api_groups().await.unwrap();
+    eventually("CRD group to leave discovery", || async {
+        let groups = env.client.list_api_groups().await.ok()?;
+        (!groups.groups.iter().any(|g| g.name == ar.group)).then_some(())
+    })
+    .await;
+    drop(groups);
+});
+
+// ------------------------------------------------------------------------------------
+// Bookkeeping and defaults
+// ------------------------------------------------------------------------------------
+
+conformance!(generation_tracks_spec_changes_only, |env| {
+    let api: Api<Deployment> = env.api();
+    let d = api
+        .patch(
+            "g",
+            &PatchParams::apply("tend"),
+            &Patch::Apply(deployment("g", json!([{"name": "c", "image": "nginx:1"}]))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(d.metadata.generation, Some(1));
+    let d = api
+        .patch(
+            "g",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"extra": "x"}}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(d.metadata.generation, Some(1));
+    let d = api
+        .patch(
+            "g",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 5}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(d.metadata.generation, Some(2));
+});
+
+conformance!(resource_version_changes_on_every_write, |env| {
+    let api: Api<ConfigMap> = env.api();
+    let a = api
+        .create(&PostParams::default(), &cm("v", json!({"k": "1"})))
+        .await
+        .unwrap();
+    let b = api
+        .patch(
+            "v",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"k": "2"}})),
+        )
+        .await
+        .unwrap();
+    let c = api
+        .patch(
+            "v",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"k": "3"}})),
+        )
+        .await
+        .unwrap();
+    let rvs = [
+        a.resource_version(),
+        b.resource_version(),
+        c.resource_version(),
+    ];
+    assert!(
+        rvs[0] != rvs[1] && rvs[1] != rvs[2] && rvs[0] != rvs[2],
+        "{rvs:?}"
+    );
+    if let Some(cluster) = &env.cluster {
+        // One cluster-wide counter, as etcd's revision.
+        let n: u64 = c.resource_version().unwrap().parse().unwrap();
+        assert_eq!(n, cluster.resource_version());
+    }
+});
+
+conformance!(service_defaults_and_cluster_ip, |env| {
+    let api: Api<Service> = env.api();
+    let svc = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "svc"},
+        "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80}]}});
+    let s = api
+        .patch(
+            "svc",
+            &PatchParams::apply("tend"),
+            &Patch::Apply(svc.clone()),
+        )
+        .await
+        .unwrap();
+    let spec = s.spec.unwrap();
+    assert_eq!(spec.type_.as_deref(), Some("ClusterIP"));
+    assert_eq!(spec.session_affinity.as_deref(), Some("None"));
+    let ip = spec.cluster_ip.clone().unwrap();
+    assert!(!ip.is_empty() && ip != "None");
+    assert_eq!(spec.cluster_ips.as_ref().unwrap()[0], ip);
+    assert!(!spec.ip_families.unwrap().is_empty());
+    assert_eq!(spec.ip_family_policy.as_deref(), Some("SingleStack"));
+    assert_eq!(spec.internal_traffic_policy.as_deref(), Some("Cluster"));
+    let port = &spec.ports.unwrap()[0];
+    assert_eq!(port.protocol.as_deref(), Some("TCP"));
+    assert_eq!(
+        port.target_port,
+        Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(80))
+    );
+    // Re-applying keeps the allocated IP and changes nothing.
+    let again = api
+        .patch("svc", &PatchParams::apply("tend"), &Patch::Apply(svc))
+        .await
+        .unwrap();
+    assert_eq!(again.spec.unwrap().cluster_ip.unwrap(), ip);
+    assert_eq!(again.metadata.resource_version, s.metadata.resource_version);
+});
+
+conformance!(deployment_and_pod_template_defaults, |env| {
+    let api: Api<Deployment> = env.api();
+    let cfg = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "defs"},
+    "spec": {"selector": {"matchLabels": {"app": "defs"}},
+             "template": {"metadata": {"labels": {"app": "defs"}},
+                          "spec": {"containers": [
+                              {"name": "latest", "image": "nginx:latest"},
+                              {"name": "untagged", "image": "nginx"},
+                              {"name": "tagged", "image": "registry.local:5000/nginx:1.27", "ports": [{"containerPort": 80}]}
+                          ]}}}});
+    let d = api
+        .patch("defs", &PatchParams::apply("tend"), &Patch::Apply(cfg))
+        .await
+        .unwrap();
+    let spec = d.spec.unwrap();
+    assert_eq!(spec.replicas, Some(1));
+    assert_eq!(spec.revision_history_limit, Some(10));
+    assert_eq!(spec.progress_deadline_seconds, Some(600));
+    let strategy = spec.strategy.unwrap();
+    assert_eq!(strategy.type_.as_deref(), Some("RollingUpdate"));
+    let ru = serde_json::to_value(strategy.rolling_update.unwrap()).unwrap();
+    assert_eq!(ru, json!({"maxSurge": "25%", "maxUnavailable": "25%"}));
+    let pod = spec.template.spec.unwrap();
+    assert_eq!(pod.restart_policy.as_deref(), Some("Always"));
+    assert_eq!(pod.dns_policy.as_deref(), Some("ClusterFirst"));
+    assert_eq!(pod.scheduler_name.as_deref(), Some("default-scheduler"));
+    assert_eq!(pod.termination_grace_period_seconds, Some(30));
+    assert!(pod.security_context.is_some());
+    let policies: Vec<Option<String>> = pod
+        .containers
+        .iter()
+        .map(|c| c.image_pull_policy.clone())
+        .collect();
+    assert_eq!(
+        policies,
+        [
+            Some("Always".into()),
+            Some("Always".into()),
+            Some("IfNotPresent".into())
+        ]
+    );
+    for c in &pod.containers {
+        assert_eq!(
+            c.termination_message_path.as_deref(),
+            Some("/dev/termination-log")
+        );
+        assert_eq!(c.termination_message_policy.as_deref(), Some("File"));
+    }
+    assert_eq!(
+        pod.containers[2].ports.as_ref().unwrap()[0]
+            .protocol
+            .as_deref(),
+        Some("TCP")
+    );
+});
+
+conformance!(namespace_secret_and_workload_defaults, |env| {
+    let ns = Api::<Namespace>::all(env.client.clone())
+        .get(&env.ns)
+        .await
+        .unwrap();
+    assert_eq!(ns.labels()["kubernetes.io/metadata.name"], env.ns);
+    assert_eq!(ns.spec.unwrap().finalizers.unwrap(), ["kubernetes"]);
+    assert_eq!(ns.status.unwrap().phase.as_deref(), Some("Active"));
+    let secrets: Api<Secret> = env.api();
+    let s: Secret =
+        serde_json::from_value(json!({"metadata": {"name": "s"}, "stringData": {"k": "v"}}))
+            .unwrap();
+    let s = secrets.create(&PostParams::default(), &s).await.unwrap();
+    assert_eq!(s.type_.as_deref(), Some("Opaque"));
+    assert_eq!(s.data.unwrap()["k"].0, b"v");
+    let sts: Api<k8s_openapi::api::apps::v1::StatefulSet> = env.api();
+    let cfg = json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "sts"},
+        "spec": {"serviceName": "sts", "selector": {"matchLabels": {"app": "sts"}},
+                 "template": {"metadata": {"labels": {"app": "sts"}}, "spec": {"containers": [{"name": "c", "image": "nginx:1"}]}}}});
+    let st = sts
+        .patch("sts", &PatchParams::apply("tend"), &Patch::Apply(cfg))
+        .await
+        .unwrap()
+        .spec
+        .unwrap();
+    assert_eq!(st.replicas, Some(1));
+    assert_eq!(st.pod_management_policy.as_deref(), Some("OrderedReady"));
+    assert_eq!(
+        st.update_strategy.unwrap().type_.as_deref(),
+        Some("RollingUpdate")
+    );
+    let ds: Api<k8s_openapi::api::apps::v1::DaemonSet> = env.api();
+    let cfg = json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "ds"},
+        "spec": {"selector": {"matchLabels": {"app": "ds"}},
+                 "template": {"metadata": {"labels": {"app": "ds"}}, "spec": {"containers": [{"name": "c", "image": "nginx:1"}]}}}});
+    let d = ds
+        .patch("ds", &PatchParams::apply("tend"), &Patch::Apply(cfg))
+        .await
+        .unwrap()
+        .spec
+        .unwrap();
+    assert_eq!(d.revision_history_limit, Some(10));
+    assert_eq!(
+        d.update_strategy.unwrap().type_.as_deref(),
+        Some("RollingUpdate")
+    );
+    let jobs: Api<k8s_openapi::api::batch::v1::Job> = env.api();
+    let cfg = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "job"},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox:1"}]}}}});
+    let j = jobs
+        .patch("job", &PatchParams::apply("tend"), &Patch::Apply(cfg))
+        .await
+        .unwrap();
+    let js = j.spec.unwrap();
+    assert_eq!(js.backoff_limit, Some(6));
+    assert_eq!(js.completions, Some(1));
+    assert_eq!(js.parallelism, Some(1));
+    let sel = js.selector.unwrap().match_labels.unwrap();
+    // The generated selector keys on the job's uid (the label name varies by version).
+    let uid = j.metadata.uid.unwrap();
+    assert!(sel.values().any(|v| *v == uid), "{sel:?}");
+});
+
+// ------------------------------------------------------------------------------------
+// Fault injection, request log, startup (test server only)
+// ------------------------------------------------------------------------------------
+
+conformance!(request_log_records_verbs_managers_and_dry_run, |env| {
+    let Some(c) = env.local("request log") else {
+        return;
+    };
+    let api: Api<ConfigMap> = env.api();
+    c.clear_requests();
+    api.create(&PostParams::default(), &cm("log", json!({})))
+        .await
+        .unwrap();
+    api.get("log").await.unwrap();
+    api.list(&ListParams::default()).await.unwrap();
+    let got = api.get("log").await.unwrap();
+    api.replace("log", &PostParams::default(), &got)
+        .await
+        .unwrap();
+    api.patch(
+        "log",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"a": "b"}})),
+    )
+    .await
+    .unwrap();
+    api.patch(
+        "log",
+        &PatchParams::apply("tend").dry_run(),
+        &Patch::Apply(apply_cm("log", json!({"a": "b"}))),
+    )
+    .await
+    .unwrap();
+    api.delete("log", &DeleteParams::default()).await.unwrap();
+    let verbs: Vec<Verb> = c.requests().iter().map(|r| r.verb).collect();
+    assert_eq!(
+        verbs,
+        [
+            Verb::Create,
+            Verb::Get,
+            Verb::List,
+            Verb::Get,
+            Verb::Update,
+            Verb::Patch,
+            Verb::Apply,
+            Verb::Delete
+        ]
+    );
+    let apply = c
+        .requests()
+        .into_iter()
+        .find(|r| r.verb == Verb::Apply)
+        .unwrap();
+    assert_eq!(apply.method, "PATCH");
+    assert!(apply.dry_run);
+    assert_eq!(apply.field_manager.as_deref(), Some("tend"));
+    assert_eq!(apply.status, Some(200));
+    assert_eq!(apply.resource, "configmaps");
+    assert_eq!(apply.namespace.as_deref(), Some(env.ns.as_str()));
+    assert_eq!(apply.name.as_deref(), Some("log"));
+    assert!(apply.path.ends_with("/configmaps/log"));
+    assert!(apply.query.contains("dryRun=All"));
+    assert_eq!(c.count(Verb::Get, "configmaps"), 2);
+    assert_eq!(c.counts()[&(Verb::Create, "configmaps".to_string())], 1);
+    c.clear_requests();
+    assert!(c.requests().is_empty());
+    let _ = api.get("log").await;
+    assert_eq!(c.requests()[0].status, Some(404));
+});
+
+conformance!(fault_status_fails_next_matching_requests, |env| {
+    let Some(c) = env.local("fault injection") else {
+        return;
+    };
+    let api: Api<ConfigMap> = env.api();
+    api.create(&PostParams::default(), &cm("f", json!({})))
+        .await
+        .unwrap();
+    c.inject(
+        Fault::status(500)
+            .method("PATCH")
+            .path_contains("/configmaps/")
+            .times(2),
+    );
+    for _ in 0..2 {
+        let s = api_err(
+            api.patch(
+                "f",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"data": {"a": "1"}})),
+            )
+            .await,
+        );
+        assert_eq!(s.code, 500);
+        assert_eq!(s.reason, "InternalError");
+    }
+    // GETs do not match; the third PATCH succeeds.
+    api.get("f").await.unwrap();
+    api.patch(
+        "f",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"a": "1"}})),
+    )
+    .await
+    .unwrap();
+    let faulted = c.requests().iter().filter(|r| r.faulted).count();
+    assert_eq!(faulted, 2);
+    // Glob patterns and verbs.
+    c.inject(
+        Fault::status(409)
+            .verb(Verb::Apply)
+            .path_glob("/api/v1/namespaces/*/configmaps/?"),
+    );
+    let s = api_err(
+        api.patch(
+            "f",
+            &PatchParams::apply("tend"),
+            &Patch::Apply(apply_cm("f", json!({}))),
+        )
+        .await,
+    );
+    assert_eq!(s.code, 409);
+    assert_eq!(s.reason, "Conflict");
+    api.patch(
+        "f",
+        &PatchParams::apply("tend"),
+        &Patch::Apply(apply_cm("f", json!({}))),
+    )
+    .await
+    .unwrap();
+});
+
+conformance!(fault_429_carries_retry_after, |env| {
+    let Some(c) = env.local("fault injection") else {
+        return;
+    };
+    c.inject(
+        Fault::status(429)
+            .retry_after(1)
+            .path_contains("/configmaps"),
+    );
+    let api: Api<ConfigMap> = env.api();
+    // kube retries 429 after the Retry-After delay; the log shows both attempts.
+    let t = Instant::now();
+    api.list(&ListParams::default()).await.unwrap();
+    assert!(
+        t.elapsed() >= Duration::from_millis(900),
+        "{:?}",
+        t.elapsed()
+    );
+    let lists: Vec<_> = c
+        .requests()
+        .into_iter()
+        .filter(|r| r.verb == Verb::List)
+        .collect();
+    assert_eq!(lists.len(), 2);
+    assert_eq!(lists[0].status, Some(429));
+    assert!(lists[0].faulted);
+    assert_eq!(lists[1].status, Some(200));
+    // The raw answer carries the header and a TooManyRequests Status.
+    c.inject(
+        Fault::status(429)
+            .retry_after(7)
+            .path_contains("/configmaps"),
+    );
+    let addr = c.url().trim_start_matches("http://").to_string();
+    let mut s = std::net::TcpStream::connect(&addr).unwrap();
+    use std::io::{Read, Write};
+    write!(
+        s,
+        "GET /api/v1/namespaces/{}/configmaps HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        env.ns
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    assert!(out.starts_with("HTTP/1.1 429"), "{out}");
+    assert!(out.to_ascii_lowercase().contains("retry-after: 7"), "{out}");
+    assert!(out.contains(r#""reason":"TooManyRequests""#), "{out}");
+});
+
+conformance!(fault_drop_closes_connection_without_response, |env| {
+    let Some(c) = env.local("fault injection") else {
+        return;
+    };
+    let api: Api<ConfigMap> = env.api();
+    c.inject(
+        Fault::drop_connection()
+            .method("GET")
+            .path_contains("/configmaps/dropme"),
+    );
+    let err = api.get("dropme").await.expect_err("dropped connection");
+    assert!(!matches!(err, kube::Error::Api(_)), "{err:?}");
+    let rec = c
+        .requests()
+        .into_iter()
+        .find(|r| r.path.ends_with("dropme"))
+        .unwrap();
+    assert_eq!(rec.status, None);
+    assert!(rec.faulted);
+    // The next request is served normally (404: it does not exist).
+    assert_eq!(api_err(api.get("dropme").await).code, 404);
+});
+
+conformance!(fault_delay_slows_responses, |env| {
+    let Some(c) = env.local("fault injection") else {
+        return;
+    };
+    let api: Api<ConfigMap> = env.api();
+    c.inject(
+        Fault::delay(Duration::from_millis(300))
+            .verb(Verb::List)
+            .always(),
+    );
+    let t = Instant::now();
+    api.list(&ListParams::default()).await.unwrap();
+    assert!(t.elapsed() >= Duration::from_millis(300));
+    c.clear_faults();
+    let t = Instant::now();
+    api.list(&ListParams::default()).await.unwrap();
+    assert!(t.elapsed() < Duration::from_millis(300));
+});
+
+conformance!(servers_start_fast_and_run_in_parallel, |env| {
+    if env.local("startup timing").is_none() {
+        return;
+    }
+    let handles: Vec<_> = (0..8)
+        .map(|_| {
+            std::thread::spawn(|| {
+                let t = Instant::now();
+                let c = TestCluster::start();
+                (t.elapsed(), c)
+            })
+        })
+        .collect();
+    let started: Vec<(Duration, TestCluster)> =
+        handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let mut ports: Vec<u16> = started.iter().map(|(_, c)| c.port()).collect();
+    ports.sort();
+    ports.dedup();
+    assert_eq!(ports.len(), 8);
+    let slowest = started.iter().map(|(d, _)| *d).max().unwrap();
+    eprintln!("slowest of 8 parallel starts: {slowest:?}");
+    assert!(
+        slowest < Duration::from_millis(250),
+        "start took {slowest:?}"
+    );
+    let t = Instant::now();
+    let one = TestCluster::start();
+    let single = t.elapsed();
+    eprintln!("single start: {single:?}");
+    assert!(single < Duration::from_millis(50), "start took {single:?}");
+    for (_, c) in &started {
+        let v = c.client().await.apiserver_version().await.unwrap();
+        assert_eq!(v.major, "1");
+    }
+    assert!(std::fs::read_to_string(one.kubeconfig_path())
+        .unwrap()
+        .contains(&one.url()));
+});
+
+conformance!(seeded_objects_are_visible_over_http, |env| {
+    let Some(c) = env.local("direct seeding") else {
+        return;
+    };
+    c.seed(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "seeded", "namespace": env.ns}, "data": {"k": "v"}}))
+        .unwrap();
+    let api: Api<ConfigMap> = env.api();
+    assert_eq!(api.get("seeded").await.unwrap().data.unwrap()["k"], "v");
+    api.patch(
+        "seeded",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"k": "w"}})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        c.object("", "configmaps", &env.ns, "seeded").unwrap()["data"]["k"],
+        "w"
+    );
+    assert!(c
+        .objects("", "namespaces")
+        .iter()
+        .any(|n| n["metadata"]["name"] == env.ns));
+});
