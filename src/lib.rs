@@ -15,11 +15,14 @@
 //! Errors are one enum per layer ([`source::SourceError`], [`render::RenderError`]) with
 //! `#[source]` chains; [`cli::main`] turns them into a message on stderr and exit code 2.
 
+pub mod apply;
 pub mod cli;
+pub mod cluster;
 pub mod commands;
 pub mod error;
 pub mod kinds;
 pub mod ops;
+pub mod plan;
 pub mod problem;
 pub mod render;
 pub mod report;

@@ -2,3 +2,4 @@
 //! format: nothing that prints an object bypasses [`mask_secret`].
 
 pub mod objects;
+pub mod run;

@@ -6,8 +6,8 @@ use crate::faults::{Fault, FaultAction, RequestRecord, Verb};
 use crate::store::{Call, Query, State, WatchStart};
 use bytes::Bytes;
 use http_body_util::BodyExt;
-use hyper::body::{Frame, SizeHint};
 use hyper::body::Incoming;
+use hyper::body::{Frame, SizeHint};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
@@ -16,8 +16,8 @@ use parking_lot::Mutex;
 use serde_json::Value;
 use std::convert::Infallible;
 use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::{broadcast, mpsc, oneshot, Notify};
@@ -490,7 +490,12 @@ async fn handle(
             .unwrap_or_else(|_| Response::new(Body::Full(None)));
         return Ok(resp);
     }
-    Ok(respond(out.code, &out.body, &out.content_type, &out.headers))
+    Ok(respond(
+        out.code,
+        &out.body,
+        &out.content_type,
+        &out.headers,
+    ))
 }
 
 pub(crate) async fn serve(

@@ -345,7 +345,10 @@ impl WatchFilter {
     /// The JSON watch event for `e`, if this watch wants it.
     pub fn render(&self, e: &Event) -> Option<Value> {
         if e.key != self.def.store_key()
-            || self.namespace.as_deref().is_some_and(|ns| ns != e.namespace)
+            || self
+                .namespace
+                .as_deref()
+                .is_some_and(|ns| ns != e.namespace)
             || !self.labels.matches(&e.object)
             || !self.fields.matches(&e.object)
         {
@@ -432,7 +435,12 @@ impl State {
             .or_default()
             .insert((ns.clone(), name), v.clone())
             .is_some();
-        self.emit(def.store_key(), ns, if existed { "MODIFIED" } else { "ADDED" }, v);
+        self.emit(
+            def.store_key(),
+            ns,
+            if existed { "MODIFIED" } else { "ADDED" },
+            v,
+        );
     }
 
     fn remove_obj(&mut self, def: &ResourceDef, ns: &str, name: &str) {
@@ -452,7 +460,13 @@ impl State {
         self.emit(key, ns, "DELETED", old);
     }
 
-    fn emit(&mut self, key: (String, String), namespace: String, kind: &'static str, object: Value) {
+    fn emit(
+        &mut self,
+        key: (String, String),
+        namespace: String,
+        kind: &'static str,
+        object: Value,
+    ) {
         let e = Event {
             key,
             namespace,
@@ -1378,6 +1392,12 @@ impl State {
             }
             return self.finish_create(&def, obj, managers, dry);
         };
+        // A resourceVersion in the applied config is a precondition, as for other writes.
+        if let Some(rv) = meta_str(&config, "resourceVersion").filter(|rv| !rv.is_empty()) {
+            if Some(rv) != meta_str(&existing, "resourceVersion") {
+                return Err(ApiError::stale(&def.group, &def.plural, name));
+            }
+        }
         let live = without_managed_fields(&existing);
         let managers = ssa::decode_managers(&existing);
         let (merged, mut managers) =

@@ -1,0 +1,735 @@
+//! The engine: plan a desired set against the cluster, then apply it.
+//!
+//! Plan (read-only): read the ApplySet parent; LIST each (kind, namespace) the desired set or
+//! the recorded inventory touches; decide each desired object by the fast path (LIST data
+//! alone) or, when it may change, by a server-side dry-run apply; every member no longer
+//! desired is a prune. Apply: take the lock, widen the parent, apply stage by stage with
+//! bounded concurrency, prune with guards in reverse order, narrow the parent and record
+//! the run.
+
+use super::inventory::{self, GroupKind, Inventory};
+use super::lock::{self, Clock, Lock};
+use crate::cluster::{self, ClusterError, Resource, Resources};
+use crate::plan::{fast_path, normalize::normalize, Action, Change, Summary};
+use crate::problem::{Problem, Problems};
+use crate::render::builtin::{stage_of, Stage};
+use crate::render::object::{split_api_version, Object, ObjectKey, Origin};
+use crate::report::run::{Outcome, RunReport};
+use futures::stream::{self, StreamExt};
+use kube::Client;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Annotation controlling pruning of one object: `disabled` keeps it, `allow` lets tend
+/// delete a protected kind.
+pub const PRUNE_ANNOTATION: &str = "tend.dev/prune";
+
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    /// Name of the ApplySet parent Secret (`--applyset`).
+    pub applyset: String,
+    pub state_namespace: String,
+    pub default_namespace: String,
+    pub force_conflicts: bool,
+    pub dry_run: bool,
+    pub concurrency: usize,
+    pub max_deletions: Option<usize>,
+    pub allow_empty: bool,
+    pub lock_timeout: Duration,
+    pub wait: bool,
+    pub timeout: Duration,
+    pub commit: Option<String>,
+    pub cluster_name: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    #[error("the desired state does not match what the cluster serves; nothing was changed:\n{0}")]
+    Unresolved(Problems),
+    #[error(transparent)]
+    Lock(#[from] lock::LockError),
+    #[error("{0}")]
+    Guard(String),
+}
+
+/// A desired object ready for the cluster: labelled as an ApplySet member, with its resource.
+#[derive(Debug, Clone)]
+struct Prepared {
+    object: Object,
+    /// None when the kind is defined by a CRD of this same run and not served yet.
+    resource: Option<Resource>,
+}
+
+/// The outcome of planning.
+pub struct Planned {
+    pub changes: Vec<Change>,
+    /// Per-object planning errors (e.g. a dry run rejected), by key.
+    pub errors: BTreeMap<ObjectKey, String>,
+    /// Prunes kept by a guard: key → reason.
+    pub kept: BTreeMap<ObjectKey, String>,
+    prepared: Vec<Prepared>,
+    /// Live members not desired, by key (for prune).
+    prune_targets: BTreeMap<ObjectKey, (Resource, Value)>,
+    recorded: Inventory,
+    id: String,
+}
+
+/// Everything a run needs from the cluster side.
+pub struct Session {
+    pub client: Client,
+    pub resources: Resources,
+}
+
+impl Session {
+    pub async fn connect(access: &cluster::Access) -> Result<Session, ClusterError> {
+        let client = cluster::connect(access).await?;
+        let resources = cluster::discover(&client).await?;
+        Ok(Session { client, resources })
+    }
+
+    fn core(&self, kind: &str) -> Result<Resource, ClusterError> {
+        self.resources
+            .get("", "v1", kind)
+            .cloned()
+            .ok_or_else(|| ClusterError::Config(format!("the cluster does not serve v1 {kind}")))
+    }
+}
+
+fn key_of(value: &Value) -> ObjectKey {
+    let api_version = value["apiVersion"].as_str().unwrap_or("");
+    ObjectKey {
+        group: split_api_version(api_version).0.to_string(),
+        kind: value["kind"].as_str().unwrap_or("").to_string(),
+        namespace: value
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string),
+        name: value
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
+    }
+}
+
+/// Resolve every desired object against discovery. Unknown kinds, scope mismatches and
+/// missing CRDs are reported together, before anything is written.
+fn prepare(session: &Session, desired: &[Object], opts: &EngineOptions, id: &str) -> Result<Vec<Prepared>, EngineError> {
+    // Kinds whose CRD is part of this desired set: not served yet on a first run.
+    let defined_here: BTreeSet<(String, String)> = desired
+        .iter()
+        .filter(|o| o.kind() == "CustomResourceDefinition")
+        .filter_map(|o| {
+            let spec = o.value.get("spec")?;
+            Some((spec.get("group")?.as_str()?.to_string(), spec.pointer("/names/kind")?.as_str()?.to_string()))
+        })
+        .collect();
+    let mut problems = Vec::new();
+    let mut prepared = Vec::with_capacity(desired.len());
+    for object in desired {
+        let mut object = object.clone();
+        let (group, version) = split_api_version(object.api_version());
+        let (group, version) = (group.to_string(), version.to_string());
+        let resource = session.resources.get(&group, &version, object.kind()).cloned();
+        match &resource {
+            Some(r) => {
+                if r.namespaced && object.namespace().is_none() {
+                    object.set_namespace(&opts.default_namespace);
+                } else if !r.namespaced && object.namespace().is_some() {
+                    problems.push(Problem::new(
+                        &object.origin.file,
+                        object.origin.line,
+                        format!("{} is cluster-scoped and cannot have metadata.namespace; remove it", object.kind()),
+                    ));
+                    continue;
+                }
+            }
+            None if defined_here.contains(&(group.clone(), object.kind().to_string())) => {}
+            None if group == crate::GROUP => problems.push(Problem::new(
+                &object.origin.file,
+                object.origin.line,
+                format!(
+                    "the cluster does not serve {} {}: tend's CRDs are not installed; install them with `tend crds | kubectl apply -f -`",
+                    object.api_version(),
+                    object.kind()
+                ),
+            )),
+            None => {
+                let hint = match session.resources.any_version(&group, object.kind()) {
+                    Some(r) => format!("; the cluster serves it as {}", r.api.api_version),
+                    None => "; check apiVersion and kind, or install the CRD that defines it".to_string(),
+                };
+                problems.push(Problem::new(
+                    &object.origin.file,
+                    object.origin.line,
+                    format!("the cluster does not serve {} {}{hint}", object.api_version(), object.kind()),
+                ));
+                continue;
+            }
+        }
+        inventory::label_member(&mut object.value, id);
+        prepared.push(Prepared { object, resource });
+    }
+    if problems.is_empty() {
+        Ok(prepared)
+    } else {
+        problems.sort();
+        Err(EngineError::Unresolved(Problems(problems)))
+    }
+}
+
+/// What to LIST: (resource, namespace) → whether unfiltered (desired objects live there) or
+/// only members (label selector).
+struct Scan {
+    resource: Resource,
+    namespace: Option<String>,
+    unfiltered: bool,
+}
+
+/// Plan the desired set against the cluster. Read-only: LISTs, one GET of the parent, and
+/// dry-run applies for objects that may change.
+pub async fn plan(session: &Session, desired: &[Object], opts: &EngineOptions) -> Result<Planned, EngineError> {
+    let secret = session.core("Secret")?;
+    let id = inventory::applyset_id(&opts.applyset, &opts.state_namespace, "Secret", "");
+    let parent = cluster::get(&session.client, &secret, Some(&opts.state_namespace), &opts.applyset).await?;
+    let recorded = parent.as_ref().map(Inventory::from_parent).unwrap_or_default();
+    let prepared = prepare(session, desired, opts, &id)?;
+
+    // Which LISTs: every (kind, namespace) with desired objects, unfiltered; every recorded
+    // group-kind in every recorded namespace, by label.
+    let mut scans: BTreeMap<(GroupKind, Option<String>), Scan> = BTreeMap::new();
+    for p in &prepared {
+        let Some(resource) = &p.resource else { continue };
+        let gk = GroupKind::new(&resource.api.group, &resource.api.kind);
+        let ns = p.object.namespace().map(str::to_string);
+        scans.insert(
+            (gk, ns.clone()),
+            Scan { resource: resource.clone(), namespace: ns, unfiltered: true },
+        );
+    }
+    let mut namespaces: BTreeSet<String> = recorded.namespaces.clone();
+    namespaces.insert(opts.state_namespace.clone());
+    for gk in &recorded.group_kinds {
+        let Some(resource) = session.resources.any_version(&gk.group, &gk.kind) else {
+            tracing::warn!("the cluster no longer serves {}; its members cannot be pruned", gk.encode());
+            continue;
+        };
+        let targets: Vec<Option<String>> = if resource.namespaced {
+            namespaces.iter().cloned().map(Some).collect()
+        } else {
+            vec![None]
+        };
+        for ns in targets {
+            scans.entry((gk.clone(), ns.clone())).or_insert(Scan {
+                resource: resource.clone(),
+                namespace: ns,
+                unfiltered: false,
+            });
+        }
+    }
+    let selector = format!("{}={}", inventory::PART_OF_LABEL, id);
+    let lists = stream::iter(scans.into_values().map(|scan| {
+        let client = session.client.clone();
+        let selector = selector.clone();
+        async move {
+            let sel = if scan.unfiltered { None } else { Some(selector.as_str()) };
+            match cluster::list(&client, &scan.resource, scan.namespace.as_deref(), sel).await {
+                Ok(items) => Ok((scan.resource, items)),
+                // A recorded namespace that is gone has no members left to prune.
+                Err(err) if err.code() == Some(404) && !scan.unfiltered => Ok((scan.resource, Vec::new())),
+                Err(err) if err.code() == Some(404) => Ok((scan.resource, Vec::new())),
+                Err(err) => Err(err),
+            }
+        }
+    }))
+    .buffer_unordered(opts.concurrency.max(1))
+    .collect::<Vec<_>>()
+    .await;
+    let mut live: HashMap<ObjectKey, (Resource, Value)> = HashMap::new();
+    for result in lists {
+        let (resource, items) = result?;
+        for item in items {
+            live.insert(key_of(&item), (resource.clone(), item));
+        }
+    }
+
+    // Classify desired objects; dry-run only those the fast path cannot settle.
+    let desired_keys: BTreeSet<ObjectKey> = prepared.iter().map(|p| p.object.key()).collect();
+    let mut changes = Vec::with_capacity(prepared.len());
+    let mut errors = BTreeMap::new();
+    let mut to_dry_run = Vec::new();
+    for p in &prepared {
+        let key = p.object.key();
+        let current = live.get(&key).map(|(_, v)| v);
+        match (&p.resource, current) {
+            (None, _) => changes.push(change(&p.object, Action::Create, None, Some(normalize(&p.object.value)))),
+            (Some(_), Some(current)) if fast_path::is_unchanged(&p.object.value, current, crate::FIELD_MANAGER) => {
+                let normal = normalize(current);
+                changes.push(change(&p.object, Action::Unchanged, Some(normal.clone()), Some(normal)));
+            }
+            (Some(resource), current) => to_dry_run.push((p, resource.clone(), current.cloned())),
+        }
+    }
+    let force = opts.force_conflicts;
+    let dry_runs = stream::iter(to_dry_run.into_iter().map(|(p, resource, current)| {
+        let client = session.client.clone();
+        async move {
+            let result = cluster::apply(&client, &resource, &p.object.value, crate::FIELD_MANAGER, force, true).await;
+            (p, current, result)
+        }
+    }))
+    .buffer_unordered(opts.concurrency.max(1))
+    .collect::<Vec<_>>()
+    .await;
+    for (p, current, result) in dry_runs {
+        let before = current.as_ref().map(normalize);
+        match result {
+            Ok(after) => {
+                let after = normalize(&after);
+                let action = match &before {
+                    None => Action::Create,
+                    Some(b) if *b == after => Action::Unchanged,
+                    Some(_) => Action::Update,
+                };
+                changes.push(change(&p.object, action, before, Some(after)));
+            }
+            Err(err) => {
+                errors.insert(p.object.key(), err.to_string());
+                let action = if before.is_some() { Action::Update } else { Action::Create };
+                changes.push(change(&p.object, action, before, Some(normalize(&p.object.value))));
+            }
+        }
+    }
+
+    // Members no longer desired are prunes, unless a guard keeps them.
+    let mut prune_targets = BTreeMap::new();
+    let mut kept = BTreeMap::new();
+    for (key, (resource, value)) in &live {
+        if desired_keys.contains(key) || !inventory::is_member(value, &id) {
+            continue;
+        }
+        if let Some(reason) = prune_guard(key, value) {
+            kept.insert(key.clone(), reason);
+            continue;
+        }
+        prune_targets.insert(key.clone(), (resource.clone(), value.clone()));
+        changes.push(Change {
+            key: key.clone(),
+            api_version: value["apiVersion"].as_str().unwrap_or("").to_string(),
+            action: Action::Prune,
+            origin: None,
+            before: Some(normalize(value)),
+            after: None,
+        });
+    }
+    changes.sort_by_cached_key(|c| (c.action == Action::Prune, stage_of(&c.key.group, &c.key.kind), c.key.clone()));
+    Ok(Planned { changes, errors, kept, prepared, prune_targets, recorded, id })
+}
+
+fn change(object: &Object, action: Action, before: Option<Value>, after: Option<Value>) -> Change {
+    Change {
+        key: object.key(),
+        api_version: object.api_version().to_string(),
+        action,
+        origin: Some(object.origin.clone()),
+        before,
+        after,
+    }
+}
+
+/// Why a member must not be pruned, if it must not.
+fn prune_guard(key: &ObjectKey, live: &Value) -> Option<String> {
+    let annotation = live
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(PRUNE_ANNOTATION))
+        .and_then(Value::as_str);
+    if annotation == Some("disabled") {
+        return Some(format!("{PRUNE_ANNOTATION}: disabled"));
+    }
+    let protected = matches!(
+        (key.group.as_str(), key.kind.as_str()),
+        ("", "Namespace" | "PersistentVolumeClaim" | "PersistentVolume") | ("apiextensions.k8s.io", "CustomResourceDefinition")
+    );
+    if protected && annotation != Some("allow") {
+        return Some(format!(
+            "{} is protected from pruning; annotate it {PRUNE_ANNOTATION}: allow to let tend delete it",
+            key.kind
+        ));
+    }
+    None
+}
+
+/// Run-wide prune guards: refuse all prunes when the desired set is empty (unless allowed)
+/// or when there are more than `--max-deletions`.
+fn check_prune_guards(planned: &Planned, desired_count: usize, opts: &EngineOptions) -> Result<(), String> {
+    let prunes = planned.prune_targets.len();
+    if prunes == 0 {
+        return Ok(());
+    }
+    if desired_count == 0 && !opts.allow_empty {
+        return Err(format!(
+            "refusing to prune {prunes} object{} because the desired set is empty (a wrong --path or --ref?); pass --allow-empty to prune everything",
+            if prunes == 1 { "" } else { "s" }
+        ));
+    }
+    if let Some(max) = opts.max_deletions {
+        if prunes > max {
+            return Err(format!(
+                "refusing to prune {prunes} objects: more than --max-deletions {max}; nothing was pruned"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `tend diff`: plan and report, writing nothing.
+pub async fn diff(session: &Session, desired: &[Object], opts: &EngineOptions) -> Result<RunReport, EngineError> {
+    let started = Instant::now();
+    let planned = plan(session, desired, opts).await?;
+    let mut report = base_report("diff", opts, &planned);
+    if let Err(message) = check_prune_guards(&planned, desired.len(), opts) {
+        report.errors.push(message);
+    }
+    report.duration = started.elapsed();
+    Ok(report)
+}
+
+fn base_report(command: &str, opts: &EngineOptions, planned: &Planned) -> RunReport {
+    let mut report = RunReport {
+        command: command.into(),
+        commit: opts.commit.clone(),
+        cluster: opts.cluster_name.clone(),
+        dry_run: opts.dry_run,
+        changes: planned.changes.clone(),
+        ..RunReport::default()
+    };
+    for (key, error) in &planned.errors {
+        report.outcomes.insert(key.clone(), Outcome { error: Some(error.clone()), ..Outcome::default() });
+    }
+    for (key, reason) in &planned.kept {
+        tracing::warn!("not pruning {key}: {reason}");
+    }
+    report
+}
+
+/// `tend apply`: lock, plan, apply, prune, record.
+pub async fn apply(
+    session: &Session,
+    desired: &[Object],
+    opts: &EngineOptions,
+    clock: Arc<dyn Clock>,
+) -> Result<RunReport, EngineError> {
+    let started = Instant::now();
+    let lock = if opts.dry_run {
+        None
+    } else {
+        ensure_namespace(session, &opts.state_namespace).await?;
+        let lease = session
+            .resources
+            .get("coordination.k8s.io", "v1", "Lease")
+            .cloned()
+            .ok_or_else(|| ClusterError::Config("the cluster does not serve coordination.k8s.io/v1 Lease".into()))?;
+        let name = if opts.applyset == "tend" { "tend-lock".to_string() } else { format!("tend-lock-{}", opts.applyset) };
+        Some(
+            Lock::acquire(
+                &session.client,
+                &lease,
+                &opts.state_namespace,
+                &name,
+                &lock::holder_identity(),
+                opts.lock_timeout,
+                clock.clone(),
+            )
+            .await?,
+        )
+    };
+    let result = apply_locked(session, desired, opts, clock.as_ref()).await;
+    if let Some(lock) = lock {
+        if let Err(err) = lock.release().await {
+            tracing::warn!("cannot release the lock: {err}");
+        }
+    }
+    let mut report = result?;
+    report.duration = started.elapsed();
+    Ok(report)
+}
+
+async fn ensure_namespace(session: &Session, namespace: &str) -> Result<(), ClusterError> {
+    let ns = session.core("Namespace")?;
+    if cluster::get(&session.client, &ns, None, namespace).await?.is_none() {
+        let object = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}});
+        cluster::apply(&session.client, &ns, &object, crate::FIELD_MANAGER, true, false).await?;
+    }
+    Ok(())
+}
+
+async fn apply_locked(
+    session: &Session,
+    desired: &[Object],
+    opts: &EngineOptions,
+    clock: &dyn Clock,
+) -> Result<RunReport, EngineError> {
+    let planned = plan(session, desired, opts).await?;
+    let mut report = base_report("apply", opts, &planned);
+    let secret = session.core("Secret")?;
+
+    // Widen the parent first: a crash after this point still leaves every member findable.
+    let desired_inventory = inventory_of(planned.prepared.iter().map(|p| &p.object.value), opts);
+    let widened = planned.recorded.union(&desired_inventory);
+    if !opts.dry_run {
+        let parent = inventory::parent_object(&opts.applyset, &opts.state_namespace, &planned.id, &widened, &[]);
+        cluster::apply(&session.client, &secret, &parent, crate::FIELD_MANAGER, true, false).await?;
+    }
+
+    // Apply stage by stage.
+    let by_key: HashMap<ObjectKey, &Prepared> = planned.prepared.iter().map(|p| (p.object.key(), p)).collect();
+    let mut stages: BTreeMap<Stage, Vec<&Prepared>> = BTreeMap::new();
+    for c in &planned.changes {
+        if matches!(c.action, Action::Create | Action::Update) && !planned.errors.contains_key(&c.key) {
+            if let Some(p) = by_key.get(&c.key) {
+                stages.entry(stage_of(&c.key.group, &c.key.kind)).or_default().push(p);
+            }
+        }
+    }
+    let mut resources = session.resources.clone();
+    let mut applied_workloads = Vec::new();
+    for (stage, items) in stages {
+        let count = items.len();
+        let results = stream::iter(items.into_iter().map(|p| {
+            let client = session.client.clone();
+            let resource = p.resource.clone().or_else(|| {
+                let (g, v) = split_api_version(p.object.api_version());
+                resources.get(g, v, p.object.kind()).cloned()
+            });
+            async move {
+                let started = Instant::now();
+                let result = match resource {
+                    Some(r) => cluster::apply(&client, &r, &p.object.value, crate::FIELD_MANAGER, opts.force_conflicts, opts.dry_run)
+                        .await
+                        .map_err(|e| e.to_string()),
+                    None => Err(format!(
+                        "the cluster does not serve {} {} (its CRD did not become established)",
+                        p.object.api_version(),
+                        p.object.kind()
+                    )),
+                };
+                (p, started.elapsed(), result)
+            }
+        }))
+        .buffer_unordered(opts.concurrency.max(1))
+        .collect::<Vec<_>>()
+        .await;
+        let mut failed = 0;
+        let mut crds = Vec::new();
+        for (p, duration, result) in results {
+            let key = p.object.key();
+            match result {
+                Ok(applied) => {
+                    tracing::debug!("applied {key}");
+                    if key.kind == "CustomResourceDefinition" {
+                        crds.push(key.name.clone());
+                    }
+                    if matches!(key.kind.as_str(), "Deployment" | "StatefulSet" | "DaemonSet") && key.group == "apps" {
+                        applied_workloads.push((p.resource.clone(), applied));
+                    }
+                    report.outcomes.insert(key, Outcome { duration, ..Outcome::default() });
+                }
+                Err(error) => {
+                    failed += 1;
+                    tracing::error!("{error}");
+                    report.outcomes.insert(key, Outcome { duration, error: Some(error), ..Outcome::default() });
+                }
+            }
+        }
+        tracing::info!(
+            "{}applied {} object{} in stage {:?}{}",
+            if opts.dry_run { "dry-run: " } else { "" },
+            count - failed,
+            if count - failed == 1 { "" } else { "s" },
+            stage,
+            if failed > 0 { format!(", {failed} failed") } else { String::new() }
+        );
+        if stage == Stage::Crds && !crds.is_empty() && !opts.dry_run {
+            wait_established(session, &crds, opts.timeout).await;
+            resources = cluster::discover(&session.client).await?;
+        }
+    }
+
+    // Prune, in reverse stage order, after everything else.
+    let mut still_members: Vec<Value> = Vec::new();
+    match check_prune_guards(&planned, desired.len(), opts) {
+        Err(message) => {
+            tracing::error!("{message}");
+            report.errors.push(message);
+            still_members.extend(planned.prune_targets.values().map(|(_, v)| v.clone()));
+        }
+        Ok(()) => {
+            let mut targets: Vec<_> = planned.prune_targets.iter().collect();
+            targets.sort_by_key(|(key, _)| std::cmp::Reverse(stage_of(&key.group, &key.kind)));
+            let mut by_stage: BTreeMap<std::cmp::Reverse<Stage>, Vec<_>> = BTreeMap::new();
+            for (key, target) in targets {
+                by_stage.entry(std::cmp::Reverse(stage_of(&key.group, &key.kind))).or_default().push((key, target));
+            }
+            for (_, items) in by_stage {
+                let results = stream::iter(items.into_iter().map(|(key, (resource, value))| {
+                    let client = session.client.clone();
+                    async move {
+                        let started = Instant::now();
+                        let result = cluster::delete(&client, resource, key.namespace.as_deref(), &key.name, opts.dry_run).await;
+                        (key, value, started.elapsed(), result)
+                    }
+                }))
+                .buffer_unordered(opts.concurrency.max(1))
+                .collect::<Vec<_>>()
+                .await;
+                for (key, value, duration, result) in results {
+                    match result {
+                        Ok(()) => {
+                            tracing::debug!("pruned {key}");
+                            report.outcomes.insert(key.clone(), Outcome { duration, ..Outcome::default() });
+                        }
+                        Err(err) => {
+                            tracing::error!("{err}");
+                            still_members.push(value.clone());
+                            report.outcomes.insert(key.clone(), Outcome { duration, error: Some(err.to_string()), ..Outcome::default() });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for (key, reason) in &planned.kept {
+        report.outcomes.insert(key.clone(), Outcome { skipped: Some(reason.clone()), ..Outcome::default() });
+    }
+
+    // Narrow the parent to what is desired plus members that still exist, and record the run.
+    if !opts.dry_run {
+        let kept_values: Vec<Value> = planned
+            .kept
+            .keys()
+            .map(|k| serde_json::json!({"apiVersion": if k.group.is_empty() { "v1".to_string() } else { format!("{}/v1", k.group) }, "kind": k.kind, "metadata": {"namespace": k.namespace, "name": k.name}}))
+            .collect();
+        let narrowed = inventory_of(
+            planned.prepared.iter().map(|p| &p.object.value).chain(still_members.iter()).chain(kept_values.iter()),
+            opts,
+        );
+        let summary = report.summary();
+        let record = [
+            (inventory::LAST_COMMIT_ANNOTATION, opts.commit.clone().unwrap_or_default()),
+            (inventory::LAST_RUN_ANNOTATION, clock.now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()),
+            (inventory::LAST_SUMMARY_ANNOTATION, summary_record(&summary, report.failed())),
+        ];
+        let parent = inventory::parent_object(&opts.applyset, &opts.state_namespace, &planned.id, &narrowed, &record);
+        if let Err(err) = cluster::apply(&session.client, &secret, &parent, crate::FIELD_MANAGER, true, false).await {
+            report.errors.push(format!("cannot record the run on the ApplySet parent: {err}"));
+        }
+    }
+
+    if opts.wait && !opts.dry_run {
+        for error in wait_rollouts(session, &applied_workloads, opts.timeout).await {
+            report.errors.push(error);
+        }
+    }
+    Ok(report)
+}
+
+fn summary_record(summary: &Summary, failed: usize) -> String {
+    format!(
+        "{} created, {} updated, {} pruned, {} unchanged, {} failed",
+        summary.create, summary.update, summary.prune, summary.unchanged, failed
+    )
+}
+
+/// The inventory (group-kinds, namespaces) of a set of objects.
+fn inventory_of<'a>(objects: impl Iterator<Item = &'a Value>, opts: &EngineOptions) -> Inventory {
+    let mut inv = Inventory::default();
+    inv.namespaces.insert(opts.state_namespace.clone());
+    for value in objects {
+        let key = key_of(value);
+        inv.group_kinds.insert(GroupKind::new(&key.group, &key.kind));
+        if let Some(ns) = key.namespace {
+            inv.namespaces.insert(ns);
+        }
+    }
+    inv
+}
+
+/// Wait until the named CRDs report Established (bounded by `timeout`).
+async fn wait_established(session: &Session, names: &[String], timeout: Duration) {
+    let Some(resource) = session.resources.get("apiextensions.k8s.io", "v1", "CustomResourceDefinition").cloned() else {
+        return;
+    };
+    let deadline = Instant::now() + timeout;
+    for name in names {
+        loop {
+            let established = match cluster::get(&session.client, &resource, None, name).await {
+                Ok(Some(crd)) => crd
+                    .pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .is_some_and(|c| c.iter().any(|c| c["type"] == "Established" && c["status"] == "True")),
+                _ => false,
+            };
+            if established || Instant::now() >= deadline {
+                if !established {
+                    tracing::warn!("CRD {name} did not become Established within {timeout:?}");
+                }
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+/// `--wait`: poll applied Deployments/StatefulSets/DaemonSets until their rollout is done.
+async fn wait_rollouts(session: &Session, workloads: &[(Option<Resource>, Value)], timeout: Duration) -> Vec<String> {
+    let deadline = Instant::now() + timeout;
+    let mut errors = Vec::new();
+    for (resource, applied) in workloads {
+        let Some(resource) = resource else { continue };
+        let key = key_of(applied);
+        loop {
+            let live = cluster::get(&session.client, resource, key.namespace.as_deref(), &key.name).await;
+            let done = matches!(&live, Ok(Some(obj)) if rollout_done(obj));
+            if done {
+                break;
+            }
+            if Instant::now() >= deadline {
+                errors.push(format!("{key} did not finish rolling out within {timeout:?} (--timeout)"));
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+    errors
+}
+
+/// Whether a workload's status shows its current generation fully rolled out.
+pub fn rollout_done(obj: &Value) -> bool {
+    let generation = obj.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
+    let status = &obj["status"];
+    let observed = status["observedGeneration"].as_i64().unwrap_or(0);
+    if observed < generation {
+        return false;
+    }
+    let n = |v: &Value| v.as_i64().unwrap_or(0);
+    match obj["kind"].as_str() {
+        Some("DaemonSet") => {
+            let want = n(&status["desiredNumberScheduled"]);
+            n(&status["updatedNumberScheduled"]) >= want && n(&status["numberAvailable"]) >= want
+        }
+        _ => {
+            let want = obj.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
+            n(&status["updatedReplicas"]) >= want && n(&status["availableReplicas"]).max(n(&status["readyReplicas"])) >= want
+        }
+    }
+}
+
+/// The origin of a change, for reports.
+pub fn origin_text(origin: &Option<Origin>) -> Option<String> {
+    origin.as_ref().map(|o| format!("{}:{}", o.file.display(), o.line))
+}
