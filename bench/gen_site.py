@@ -18,6 +18,7 @@ def main():
     p.add_argument("--namespaces", type=int, default=10)
     p.add_argument("--configmaps", type=int, default=50, help="ConfigMaps per namespace; half as many Deployments and Services")
     p.add_argument("--revision", default="1", help="changes ConfigMap content, for 'changed' runs")
+    p.add_argument("--prefix", default="bench", help="namespace name prefix")
     p.add_argument("--change", type=int, default=0, help="how many ConfigMaps (in namespace 0) get --revision; the rest stay at 1")
     a = p.parse_args()
     if os.path.exists(a.out):
@@ -25,7 +26,7 @@ def main():
     os.makedirs(a.out)
     total = 0
     for n in range(a.namespaces):
-        ns = f"bench-{n:02d}"
+        ns = f"{a.prefix}-{n:02d}"
         docs = [f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {ns}\n"]
         for c in range(a.configmaps):
             rev = a.revision if (n == 0 and c < a.change) else "1"

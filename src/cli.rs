@@ -96,6 +96,10 @@ pub enum ColorChoice {
 pub enum Command {
     /// Load, validate and expand the desired state and print it (offline).
     Render(commands::render::RenderArgs),
+    /// Plan against the live cluster and show what would change (exit 0 in sync, 1 differences, 2 error).
+    Diff(commands::diff::DiffArgs),
+    /// Diff, then apply in order, prune, and record the run.
+    Apply(commands::apply::ApplyArgs),
     /// Print the CustomResourceDefinitions of tend's own kinds.
     Crds,
     /// Print tend's version, build commit and supported Kubernetes versions.

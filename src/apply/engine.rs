@@ -82,13 +82,19 @@ pub struct Planned {
 pub struct Session {
     pub client: Client,
     pub resources: Resources,
+    pub stats: Arc<cluster::RequestStats>,
 }
 
 impl Session {
     pub async fn connect(access: &cluster::Access) -> Result<Session, ClusterError> {
-        let client = cluster::connect(access).await?;
+        let stats = Arc::new(cluster::RequestStats::default());
+        let client = cluster::connect(access, stats.clone()).await?;
         let resources = cluster::discover(&client).await?;
-        Ok(Session { client, resources })
+        Ok(Session {
+            client,
+            resources,
+            stats,
+        })
     }
 
     fn core(&self, kind: &str) -> Result<Resource, ClusterError> {
@@ -119,14 +125,22 @@ fn key_of(value: &Value) -> ObjectKey {
 
 /// Resolve every desired object against discovery. Unknown kinds, scope mismatches and
 /// missing CRDs are reported together, before anything is written.
-fn prepare(session: &Session, desired: &[Object], opts: &EngineOptions, id: &str) -> Result<Vec<Prepared>, EngineError> {
+fn prepare(
+    session: &Session,
+    desired: &[Object],
+    opts: &EngineOptions,
+    id: &str,
+) -> Result<Vec<Prepared>, EngineError> {
     // Kinds whose CRD is part of this desired set: not served yet on a first run.
     let defined_here: BTreeSet<(String, String)> = desired
         .iter()
         .filter(|o| o.kind() == "CustomResourceDefinition")
         .filter_map(|o| {
             let spec = o.value.get("spec")?;
-            Some((spec.get("group")?.as_str()?.to_string(), spec.pointer("/names/kind")?.as_str()?.to_string()))
+            Some((
+                spec.get("group")?.as_str()?.to_string(),
+                spec.pointer("/names/kind")?.as_str()?.to_string(),
+            ))
         })
         .collect();
     let mut problems = Vec::new();
@@ -135,7 +149,10 @@ fn prepare(session: &Session, desired: &[Object], opts: &EngineOptions, id: &str
         let mut object = object.clone();
         let (group, version) = split_api_version(object.api_version());
         let (group, version) = (group.to_string(), version.to_string());
-        let resource = session.resources.get(&group, &version, object.kind()).cloned();
+        let resource = session
+            .resources
+            .get(&group, &version, object.kind())
+            .cloned();
         match &resource {
             Some(r) => {
                 if r.namespaced && object.namespace().is_none() {
@@ -193,30 +210,52 @@ struct Scan {
 
 /// Plan the desired set against the cluster. Read-only: LISTs, one GET of the parent, and
 /// dry-run applies for objects that may change.
-pub async fn plan(session: &Session, desired: &[Object], opts: &EngineOptions) -> Result<Planned, EngineError> {
+pub async fn plan(
+    session: &Session,
+    desired: &[Object],
+    opts: &EngineOptions,
+) -> Result<Planned, EngineError> {
     let secret = session.core("Secret")?;
     let id = inventory::applyset_id(&opts.applyset, &opts.state_namespace, "Secret", "");
-    let parent = cluster::get(&session.client, &secret, Some(&opts.state_namespace), &opts.applyset).await?;
-    let recorded = parent.as_ref().map(Inventory::from_parent).unwrap_or_default();
+    let parent = cluster::get(
+        &session.client,
+        &secret,
+        Some(&opts.state_namespace),
+        &opts.applyset,
+    )
+    .await?;
+    let recorded = parent
+        .as_ref()
+        .map(Inventory::from_parent)
+        .unwrap_or_default();
     let prepared = prepare(session, desired, opts, &id)?;
 
     // Which LISTs: every (kind, namespace) with desired objects, unfiltered; every recorded
     // group-kind in every recorded namespace, by label.
     let mut scans: BTreeMap<(GroupKind, Option<String>), Scan> = BTreeMap::new();
     for p in &prepared {
-        let Some(resource) = &p.resource else { continue };
+        let Some(resource) = &p.resource else {
+            continue;
+        };
         let gk = GroupKind::new(&resource.api.group, &resource.api.kind);
         let ns = p.object.namespace().map(str::to_string);
         scans.insert(
             (gk, ns.clone()),
-            Scan { resource: resource.clone(), namespace: ns, unfiltered: true },
+            Scan {
+                resource: resource.clone(),
+                namespace: ns,
+                unfiltered: true,
+            },
         );
     }
     let mut namespaces: BTreeSet<String> = recorded.namespaces.clone();
     namespaces.insert(opts.state_namespace.clone());
     for gk in &recorded.group_kinds {
         let Some(resource) = session.resources.any_version(&gk.group, &gk.kind) else {
-            tracing::warn!("the cluster no longer serves {}; its members cannot be pruned", gk.encode());
+            tracing::warn!(
+                "the cluster no longer serves {}; its members cannot be pruned",
+                gk.encode()
+            );
             continue;
         };
         let targets: Vec<Option<String>> = if resource.namespaced {
@@ -237,11 +276,17 @@ pub async fn plan(session: &Session, desired: &[Object], opts: &EngineOptions) -
         let client = session.client.clone();
         let selector = selector.clone();
         async move {
-            let sel = if scan.unfiltered { None } else { Some(selector.as_str()) };
+            let sel = if scan.unfiltered {
+                None
+            } else {
+                Some(selector.as_str())
+            };
             match cluster::list(&client, &scan.resource, scan.namespace.as_deref(), sel).await {
                 Ok(items) => Ok((scan.resource, items)),
                 // A recorded namespace that is gone has no members left to prune.
-                Err(err) if err.code() == Some(404) && !scan.unfiltered => Ok((scan.resource, Vec::new())),
+                Err(err) if err.code() == Some(404) && !scan.unfiltered => {
+                    Ok((scan.resource, Vec::new()))
+                }
                 Err(err) if err.code() == Some(404) => Ok((scan.resource, Vec::new())),
                 Err(err) => Err(err),
             }
@@ -267,10 +312,22 @@ pub async fn plan(session: &Session, desired: &[Object], opts: &EngineOptions) -
         let key = p.object.key();
         let current = live.get(&key).map(|(_, v)| v);
         match (&p.resource, current) {
-            (None, _) => changes.push(change(&p.object, Action::Create, None, Some(normalize(&p.object.value)))),
-            (Some(_), Some(current)) if fast_path::is_unchanged(&p.object.value, current, crate::FIELD_MANAGER) => {
+            (None, _) => changes.push(change(
+                &p.object,
+                Action::Create,
+                None,
+                Some(normalize(&p.object.value)),
+            )),
+            (Some(_), Some(current))
+                if fast_path::is_unchanged(&p.object.value, current, crate::FIELD_MANAGER) =>
+            {
                 let normal = normalize(current);
-                changes.push(change(&p.object, Action::Unchanged, Some(normal.clone()), Some(normal)));
+                changes.push(change(
+                    &p.object,
+                    Action::Unchanged,
+                    Some(normal.clone()),
+                    Some(normal),
+                ));
             }
             (Some(resource), current) => to_dry_run.push((p, resource.clone(), current.cloned())),
         }
@@ -279,13 +336,30 @@ pub async fn plan(session: &Session, desired: &[Object], opts: &EngineOptions) -
     let dry_runs = stream::iter(to_dry_run.into_iter().map(|(p, resource, current)| {
         let client = session.client.clone();
         async move {
-            let result = cluster::apply(&client, &resource, &p.object.value, crate::FIELD_MANAGER, force, true).await;
+            let result = cluster::apply(
+                &client,
+                &resource,
+                &p.object.value,
+                crate::FIELD_MANAGER,
+                force,
+                true,
+            )
+            .await;
             (p, current, result)
         }
     }))
     .buffer_unordered(opts.concurrency.max(1))
     .collect::<Vec<_>>()
     .await;
+    let new_namespaces: BTreeSet<&str> = prepared
+        .iter()
+        .filter(|p| {
+            p.object.group().is_empty()
+                && p.object.kind() == "Namespace"
+                && !live.contains_key(&p.object.key())
+        })
+        .map(|p| p.object.name())
+        .collect();
     for (p, current, result) in dry_runs {
         let before = current.as_ref().map(normalize);
         match result {
@@ -298,10 +372,35 @@ pub async fn plan(session: &Session, desired: &[Object], opts: &EngineOptions) -
                 };
                 changes.push(change(&p.object, action, before, Some(after)));
             }
+            // A namespace this run creates does not exist yet, so the server cannot dry-run
+            // objects inside it: show the desired object as the creation.
+            Err(err)
+                if err.code() == Some(404)
+                    && before.is_none()
+                    && p.object
+                        .namespace()
+                        .is_some_and(|ns| new_namespaces.contains(ns)) =>
+            {
+                changes.push(change(
+                    &p.object,
+                    Action::Create,
+                    None,
+                    Some(normalize(&p.object.value)),
+                ));
+            }
             Err(err) => {
                 errors.insert(p.object.key(), err.to_string());
-                let action = if before.is_some() { Action::Update } else { Action::Create };
-                changes.push(change(&p.object, action, before, Some(normalize(&p.object.value))));
+                let action = if before.is_some() {
+                    Action::Update
+                } else {
+                    Action::Create
+                };
+                // No server view of the result: show no diff for an update, the object for a create.
+                let after = match &before {
+                    Some(b) => b.clone(),
+                    None => normalize(&p.object.value),
+                };
+                changes.push(change(&p.object, action, before, Some(after)));
             }
         }
     }
@@ -327,8 +426,22 @@ pub async fn plan(session: &Session, desired: &[Object], opts: &EngineOptions) -
             after: None,
         });
     }
-    changes.sort_by_cached_key(|c| (c.action == Action::Prune, stage_of(&c.key.group, &c.key.kind), c.key.clone()));
-    Ok(Planned { changes, errors, kept, prepared, prune_targets, recorded, id })
+    changes.sort_by_cached_key(|c| {
+        (
+            c.action == Action::Prune,
+            stage_of(&c.key.group, &c.key.kind),
+            c.key.clone(),
+        )
+    });
+    Ok(Planned {
+        changes,
+        errors,
+        kept,
+        prepared,
+        prune_targets,
+        recorded,
+        id,
+    })
 }
 
 fn change(object: &Object, action: Action, before: Option<Value>, after: Option<Value>) -> Change {
@@ -353,7 +466,10 @@ fn prune_guard(key: &ObjectKey, live: &Value) -> Option<String> {
     }
     let protected = matches!(
         (key.group.as_str(), key.kind.as_str()),
-        ("", "Namespace" | "PersistentVolumeClaim" | "PersistentVolume") | ("apiextensions.k8s.io", "CustomResourceDefinition")
+        (
+            "",
+            "Namespace" | "PersistentVolumeClaim" | "PersistentVolume"
+        ) | ("apiextensions.k8s.io", "CustomResourceDefinition")
     );
     if protected && annotation != Some("allow") {
         return Some(format!(
@@ -366,7 +482,11 @@ fn prune_guard(key: &ObjectKey, live: &Value) -> Option<String> {
 
 /// Run-wide prune guards: refuse all prunes when the desired set is empty (unless allowed)
 /// or when there are more than `--max-deletions`.
-fn check_prune_guards(planned: &Planned, desired_count: usize, opts: &EngineOptions) -> Result<(), String> {
+fn check_prune_guards(
+    planned: &Planned,
+    desired_count: usize,
+    opts: &EngineOptions,
+) -> Result<(), String> {
     let prunes = planned.prune_targets.len();
     if prunes == 0 {
         return Ok(());
@@ -388,7 +508,11 @@ fn check_prune_guards(planned: &Planned, desired_count: usize, opts: &EngineOpti
 }
 
 /// `tend diff`: plan and report, writing nothing.
-pub async fn diff(session: &Session, desired: &[Object], opts: &EngineOptions) -> Result<RunReport, EngineError> {
+pub async fn diff(
+    session: &Session,
+    desired: &[Object],
+    opts: &EngineOptions,
+) -> Result<RunReport, EngineError> {
     let started = Instant::now();
     let planned = plan(session, desired, opts).await?;
     let mut report = base_report("diff", opts, &planned);
@@ -409,7 +533,14 @@ fn base_report(command: &str, opts: &EngineOptions, planned: &Planned) -> RunRep
         ..RunReport::default()
     };
     for (key, error) in &planned.errors {
-        report.outcomes.insert(key.clone(), Outcome { error: Some(error.clone()), ..Outcome::default() });
+        tracing::error!("{error}");
+        report.outcomes.insert(
+            key.clone(),
+            Outcome {
+                error: Some(error.clone()),
+                ..Outcome::default()
+            },
+        );
     }
     for (key, reason) in &planned.kept {
         tracing::warn!("not pruning {key}: {reason}");
@@ -425,6 +556,9 @@ pub async fn apply(
     clock: Arc<dyn Clock>,
 ) -> Result<RunReport, EngineError> {
     let started = Instant::now();
+    // Validate against discovery before the first write (the lock and state namespace are writes).
+    let id = inventory::applyset_id(&opts.applyset, &opts.state_namespace, "Secret", "");
+    prepare(session, desired, opts, &id)?;
     let lock = if opts.dry_run {
         None
     } else {
@@ -433,8 +567,16 @@ pub async fn apply(
             .resources
             .get("coordination.k8s.io", "v1", "Lease")
             .cloned()
-            .ok_or_else(|| ClusterError::Config("the cluster does not serve coordination.k8s.io/v1 Lease".into()))?;
-        let name = if opts.applyset == "tend" { "tend-lock".to_string() } else { format!("tend-lock-{}", opts.applyset) };
+            .ok_or_else(|| {
+                ClusterError::Config(
+                    "the cluster does not serve coordination.k8s.io/v1 Lease".into(),
+                )
+            })?;
+        let name = if opts.applyset == "tend" {
+            "tend-lock".to_string()
+        } else {
+            format!("tend-lock-{}", opts.applyset)
+        };
         Some(
             Lock::acquire(
                 &session.client,
@@ -461,9 +603,20 @@ pub async fn apply(
 
 async fn ensure_namespace(session: &Session, namespace: &str) -> Result<(), ClusterError> {
     let ns = session.core("Namespace")?;
-    if cluster::get(&session.client, &ns, None, namespace).await?.is_none() {
+    if cluster::get(&session.client, &ns, None, namespace)
+        .await?
+        .is_none()
+    {
         let object = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}});
-        cluster::apply(&session.client, &ns, &object, crate::FIELD_MANAGER, true, false).await?;
+        cluster::apply(
+            &session.client,
+            &ns,
+            &object,
+            crate::FIELD_MANAGER,
+            true,
+            false,
+        )
+        .await?;
     }
     Ok(())
 }
@@ -482,17 +635,44 @@ async fn apply_locked(
     let desired_inventory = inventory_of(planned.prepared.iter().map(|p| &p.object.value), opts);
     let widened = planned.recorded.union(&desired_inventory);
     if !opts.dry_run {
-        let parent = inventory::parent_object(&opts.applyset, &opts.state_namespace, &planned.id, &widened, &[]);
-        cluster::apply(&session.client, &secret, &parent, crate::FIELD_MANAGER, true, false).await?;
+        let parent = inventory::parent_object(
+            &opts.applyset,
+            &opts.state_namespace,
+            &planned.id,
+            &widened,
+            &[],
+        );
+        cluster::apply(
+            &session.client,
+            &secret,
+            &parent,
+            crate::FIELD_MANAGER,
+            true,
+            false,
+        )
+        .await?;
     }
 
     // Apply stage by stage.
-    let by_key: HashMap<ObjectKey, &Prepared> = planned.prepared.iter().map(|p| (p.object.key(), p)).collect();
+    let by_key: HashMap<ObjectKey, &Prepared> = planned
+        .prepared
+        .iter()
+        .map(|p| (p.object.key(), p))
+        .collect();
     let mut stages: BTreeMap<Stage, Vec<&Prepared>> = BTreeMap::new();
     for c in &planned.changes {
-        if matches!(c.action, Action::Create | Action::Update) && !planned.errors.contains_key(&c.key) {
+        // A dry run was already done for every object that may change, while planning.
+        if opts.dry_run {
+            break;
+        }
+        if matches!(c.action, Action::Create | Action::Update)
+            && !planned.errors.contains_key(&c.key)
+        {
             if let Some(p) = by_key.get(&c.key) {
-                stages.entry(stage_of(&c.key.group, &c.key.kind)).or_default().push(p);
+                stages
+                    .entry(stage_of(&c.key.group, &c.key.kind))
+                    .or_default()
+                    .push(p);
             }
         }
     }
@@ -509,9 +689,16 @@ async fn apply_locked(
             async move {
                 let started = Instant::now();
                 let result = match resource {
-                    Some(r) => cluster::apply(&client, &r, &p.object.value, crate::FIELD_MANAGER, opts.force_conflicts, opts.dry_run)
-                        .await
-                        .map_err(|e| e.to_string()),
+                    Some(r) => cluster::apply(
+                        &client,
+                        &r,
+                        &p.object.value,
+                        crate::FIELD_MANAGER,
+                        opts.force_conflicts,
+                        opts.dry_run,
+                    )
+                    .await
+                    .map_err(|e| e.to_string()),
                     None => Err(format!(
                         "the cluster does not serve {} {} (its CRD did not become established)",
                         p.object.api_version(),
@@ -534,15 +721,32 @@ async fn apply_locked(
                     if key.kind == "CustomResourceDefinition" {
                         crds.push(key.name.clone());
                     }
-                    if matches!(key.kind.as_str(), "Deployment" | "StatefulSet" | "DaemonSet") && key.group == "apps" {
+                    if matches!(
+                        key.kind.as_str(),
+                        "Deployment" | "StatefulSet" | "DaemonSet"
+                    ) && key.group == "apps"
+                    {
                         applied_workloads.push((p.resource.clone(), applied));
                     }
-                    report.outcomes.insert(key, Outcome { duration, ..Outcome::default() });
+                    report.outcomes.insert(
+                        key,
+                        Outcome {
+                            duration,
+                            ..Outcome::default()
+                        },
+                    );
                 }
                 Err(error) => {
                     failed += 1;
                     tracing::error!("{error}");
-                    report.outcomes.insert(key, Outcome { duration, error: Some(error), ..Outcome::default() });
+                    report.outcomes.insert(
+                        key,
+                        Outcome {
+                            duration,
+                            error: Some(error),
+                            ..Outcome::default()
+                        },
+                    );
                 }
             }
         }
@@ -552,7 +756,11 @@ async fn apply_locked(
             count - failed,
             if count - failed == 1 { "" } else { "s" },
             stage,
-            if failed > 0 { format!(", {failed} failed") } else { String::new() }
+            if failed > 0 {
+                format!(", {failed} failed")
+            } else {
+                String::new()
+            }
         );
         if stage == Stage::Crds && !crds.is_empty() && !opts.dry_run {
             wait_established(session, &crds, opts.timeout).await;
@@ -573,14 +781,24 @@ async fn apply_locked(
             targets.sort_by_key(|(key, _)| std::cmp::Reverse(stage_of(&key.group, &key.kind)));
             let mut by_stage: BTreeMap<std::cmp::Reverse<Stage>, Vec<_>> = BTreeMap::new();
             for (key, target) in targets {
-                by_stage.entry(std::cmp::Reverse(stage_of(&key.group, &key.kind))).or_default().push((key, target));
+                by_stage
+                    .entry(std::cmp::Reverse(stage_of(&key.group, &key.kind)))
+                    .or_default()
+                    .push((key, target));
             }
             for (_, items) in by_stage {
                 let results = stream::iter(items.into_iter().map(|(key, (resource, value))| {
                     let client = session.client.clone();
                     async move {
                         let started = Instant::now();
-                        let result = cluster::delete(&client, resource, key.namespace.as_deref(), &key.name, opts.dry_run).await;
+                        let result = cluster::delete(
+                            &client,
+                            resource,
+                            key.namespace.as_deref(),
+                            &key.name,
+                            opts.dry_run,
+                        )
+                        .await;
                         (key, value, started.elapsed(), result)
                     }
                 }))
@@ -591,12 +809,25 @@ async fn apply_locked(
                     match result {
                         Ok(()) => {
                             tracing::debug!("pruned {key}");
-                            report.outcomes.insert(key.clone(), Outcome { duration, ..Outcome::default() });
+                            report.outcomes.insert(
+                                key.clone(),
+                                Outcome {
+                                    duration,
+                                    ..Outcome::default()
+                                },
+                            );
                         }
                         Err(err) => {
                             tracing::error!("{err}");
                             still_members.push(value.clone());
-                            report.outcomes.insert(key.clone(), Outcome { duration, error: Some(err.to_string()), ..Outcome::default() });
+                            report.outcomes.insert(
+                                key.clone(),
+                                Outcome {
+                                    duration,
+                                    error: Some(err.to_string()),
+                                    ..Outcome::default()
+                                },
+                            );
                         }
                     }
                 }
@@ -604,7 +835,13 @@ async fn apply_locked(
         }
     }
     for (key, reason) in &planned.kept {
-        report.outcomes.insert(key.clone(), Outcome { skipped: Some(reason.clone()), ..Outcome::default() });
+        report.outcomes.insert(
+            key.clone(),
+            Outcome {
+                skipped: Some(reason.clone()),
+                ..Outcome::default()
+            },
+        );
     }
 
     // Narrow the parent to what is desired plus members that still exist, and record the run.
@@ -615,18 +852,49 @@ async fn apply_locked(
             .map(|k| serde_json::json!({"apiVersion": if k.group.is_empty() { "v1".to_string() } else { format!("{}/v1", k.group) }, "kind": k.kind, "metadata": {"namespace": k.namespace, "name": k.name}}))
             .collect();
         let narrowed = inventory_of(
-            planned.prepared.iter().map(|p| &p.object.value).chain(still_members.iter()).chain(kept_values.iter()),
+            planned
+                .prepared
+                .iter()
+                .map(|p| &p.object.value)
+                .chain(still_members.iter())
+                .chain(kept_values.iter()),
             opts,
         );
         let summary = report.summary();
         let record = [
-            (inventory::LAST_COMMIT_ANNOTATION, opts.commit.clone().unwrap_or_default()),
-            (inventory::LAST_RUN_ANNOTATION, clock.now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()),
-            (inventory::LAST_SUMMARY_ANNOTATION, summary_record(&summary, report.failed())),
+            (
+                inventory::LAST_COMMIT_ANNOTATION,
+                opts.commit.clone().unwrap_or_default(),
+            ),
+            (
+                inventory::LAST_RUN_ANNOTATION,
+                clock.now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+            ),
+            (
+                inventory::LAST_SUMMARY_ANNOTATION,
+                summary_record(&summary, report.failed()),
+            ),
         ];
-        let parent = inventory::parent_object(&opts.applyset, &opts.state_namespace, &planned.id, &narrowed, &record);
-        if let Err(err) = cluster::apply(&session.client, &secret, &parent, crate::FIELD_MANAGER, true, false).await {
-            report.errors.push(format!("cannot record the run on the ApplySet parent: {err}"));
+        let parent = inventory::parent_object(
+            &opts.applyset,
+            &opts.state_namespace,
+            &planned.id,
+            &narrowed,
+            &record,
+        );
+        if let Err(err) = cluster::apply(
+            &session.client,
+            &secret,
+            &parent,
+            crate::FIELD_MANAGER,
+            true,
+            false,
+        )
+        .await
+        {
+            report.errors.push(format!(
+                "cannot record the run on the ApplySet parent: {err}"
+            ));
         }
     }
 
@@ -651,7 +919,8 @@ fn inventory_of<'a>(objects: impl Iterator<Item = &'a Value>, opts: &EngineOptio
     inv.namespaces.insert(opts.state_namespace.clone());
     for value in objects {
         let key = key_of(value);
-        inv.group_kinds.insert(GroupKind::new(&key.group, &key.kind));
+        inv.group_kinds
+            .insert(GroupKind::new(&key.group, &key.kind));
         if let Some(ns) = key.namespace {
             inv.namespaces.insert(ns);
         }
@@ -661,7 +930,11 @@ fn inventory_of<'a>(objects: impl Iterator<Item = &'a Value>, opts: &EngineOptio
 
 /// Wait until the named CRDs report Established (bounded by `timeout`).
 async fn wait_established(session: &Session, names: &[String], timeout: Duration) {
-    let Some(resource) = session.resources.get("apiextensions.k8s.io", "v1", "CustomResourceDefinition").cloned() else {
+    let Some(resource) = session
+        .resources
+        .get("apiextensions.k8s.io", "v1", "CustomResourceDefinition")
+        .cloned()
+    else {
         return;
     };
     let deadline = Instant::now() + timeout;
@@ -671,7 +944,10 @@ async fn wait_established(session: &Session, names: &[String], timeout: Duration
                 Ok(Some(crd)) => crd
                     .pointer("/status/conditions")
                     .and_then(Value::as_array)
-                    .is_some_and(|c| c.iter().any(|c| c["type"] == "Established" && c["status"] == "True")),
+                    .is_some_and(|c| {
+                        c.iter()
+                            .any(|c| c["type"] == "Established" && c["status"] == "True")
+                    }),
                 _ => false,
             };
             if established || Instant::now() >= deadline {
@@ -686,20 +962,32 @@ async fn wait_established(session: &Session, names: &[String], timeout: Duration
 }
 
 /// `--wait`: poll applied Deployments/StatefulSets/DaemonSets until their rollout is done.
-async fn wait_rollouts(session: &Session, workloads: &[(Option<Resource>, Value)], timeout: Duration) -> Vec<String> {
+async fn wait_rollouts(
+    session: &Session,
+    workloads: &[(Option<Resource>, Value)],
+    timeout: Duration,
+) -> Vec<String> {
     let deadline = Instant::now() + timeout;
     let mut errors = Vec::new();
     for (resource, applied) in workloads {
         let Some(resource) = resource else { continue };
         let key = key_of(applied);
         loop {
-            let live = cluster::get(&session.client, resource, key.namespace.as_deref(), &key.name).await;
+            let live = cluster::get(
+                &session.client,
+                resource,
+                key.namespace.as_deref(),
+                &key.name,
+            )
+            .await;
             let done = matches!(&live, Ok(Some(obj)) if rollout_done(obj));
             if done {
                 break;
             }
             if Instant::now() >= deadline {
-                errors.push(format!("{key} did not finish rolling out within {timeout:?} (--timeout)"));
+                errors.push(format!(
+                    "{key} did not finish rolling out within {timeout:?} (--timeout)"
+                ));
                 break;
             }
             tokio::time::sleep(Duration::from_millis(500)).await;
@@ -710,7 +998,10 @@ async fn wait_rollouts(session: &Session, workloads: &[(Option<Resource>, Value)
 
 /// Whether a workload's status shows its current generation fully rolled out.
 pub fn rollout_done(obj: &Value) -> bool {
-    let generation = obj.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
+    let generation = obj
+        .pointer("/metadata/generation")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
     let status = &obj["status"];
     let observed = status["observedGeneration"].as_i64().unwrap_or(0);
     if observed < generation {
@@ -723,13 +1014,19 @@ pub fn rollout_done(obj: &Value) -> bool {
             n(&status["updatedNumberScheduled"]) >= want && n(&status["numberAvailable"]) >= want
         }
         _ => {
-            let want = obj.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
-            n(&status["updatedReplicas"]) >= want && n(&status["availableReplicas"]).max(n(&status["readyReplicas"])) >= want
+            let want = obj
+                .pointer("/spec/replicas")
+                .and_then(Value::as_i64)
+                .unwrap_or(1);
+            n(&status["updatedReplicas"]) >= want
+                && n(&status["availableReplicas"]).max(n(&status["readyReplicas"])) >= want
         }
     }
 }
 
 /// The origin of a change, for reports.
 pub fn origin_text(origin: &Option<Origin>) -> Option<String> {
-    origin.as_ref().map(|o| format!("{}:{}", o.file.display(), o.line))
+    origin
+        .as_ref()
+        .map(|o| format!("{}:{}", o.file.display(), o.line))
 }

@@ -98,7 +98,11 @@ impl Inventory {
 
     pub fn union(&self, other: &Inventory) -> Inventory {
         Inventory {
-            group_kinds: self.group_kinds.union(&other.group_kinds).cloned().collect(),
+            group_kinds: self
+                .group_kinds
+                .union(&other.group_kinds)
+                .cloned()
+                .collect(),
             namespaces: self.namespaces.union(&other.namespaces).cloned().collect(),
         }
     }
@@ -112,7 +116,13 @@ pub fn parent_object(
     inventory: &Inventory,
     record: &[(&str, String)],
 ) -> Value {
-    let group_kinds: Vec<String> = inventory.group_kinds.iter().map(GroupKind::encode).collect();
+    // Sorted by their encoded form, as kubectl writes the annotation.
+    let mut group_kinds: Vec<String> = inventory
+        .group_kinds
+        .iter()
+        .map(GroupKind::encode)
+        .collect();
+    group_kinds.sort();
     // additional-namespaces excludes the parent's own namespace, as kubectl writes it.
     let namespaces: Vec<&str> = inventory
         .namespaces
@@ -184,13 +194,20 @@ mod tests {
         let gk = GroupKind::new("apps", "Deployment");
         assert_eq!(gk.encode(), "Deployment.apps");
         assert_eq!(GroupKind::parse("Deployment.apps"), Some(gk));
-        assert_eq!(GroupKind::parse("ConfigMap"), Some(GroupKind::new("", "ConfigMap")));
+        assert_eq!(
+            GroupKind::parse("ConfigMap"),
+            Some(GroupKind::new("", "ConfigMap"))
+        );
         assert_eq!(
             GroupKind::parse("RegistryMirror.tend.dev"),
             Some(GroupKind::new("tend.dev", "RegistryMirror"))
         );
         let inv = Inventory {
-            group_kinds: [GroupKind::new("", "ConfigMap"), GroupKind::new("apps", "Deployment")].into(),
+            group_kinds: [
+                GroupKind::new("", "ConfigMap"),
+                GroupKind::new("apps", "Deployment"),
+            ]
+            .into(),
             namespaces: ["tend-system".to_string(), "web".to_string()].into(),
         };
         let parent = parent_object("tend", "tend-system", "id", &inv, &[]);
@@ -198,7 +215,10 @@ mod tests {
             parent["metadata"]["annotations"][GROUP_KINDS_ANNOTATION],
             "ConfigMap,Deployment.apps"
         );
-        assert_eq!(parent["metadata"]["annotations"][NAMESPACES_ANNOTATION], "web");
+        assert_eq!(
+            parent["metadata"]["annotations"][NAMESPACES_ANNOTATION],
+            "web"
+        );
         let back = Inventory::from_parent(&parent);
         assert_eq!(back.group_kinds, inv.group_kinds);
         assert_eq!(back.namespaces, ["web".to_string()].into());

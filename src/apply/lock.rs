@@ -55,7 +55,14 @@ fn micro(t: Timestamp) -> String {
     t.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
 }
 
-fn lease_object(namespace: &str, name: &str, holder: &str, now: Timestamp, acquired: Option<&str>, rv: Option<&str>) -> Value {
+fn lease_object(
+    namespace: &str,
+    name: &str,
+    holder: &str,
+    now: Timestamp,
+    acquired: Option<&str>,
+    rv: Option<&str>,
+) -> Value {
     let mut lease = json!({
         "apiVersion": "coordination.k8s.io/v1",
         "kind": "Lease",
@@ -80,7 +87,9 @@ fn is_free(lease: &Value, now: Timestamp) -> bool {
     if holder.is_empty() {
         return true;
     }
-    let duration = spec["leaseDurationSeconds"].as_i64().unwrap_or(LEASE_SECONDS);
+    let duration = spec["leaseDurationSeconds"]
+        .as_i64()
+        .unwrap_or(LEASE_SECONDS);
     let renewed = spec["renewTime"]
         .as_str()
         .or(spec["acquireTime"].as_str())
@@ -107,28 +116,44 @@ impl Lock {
             let now = clock.now();
             let live = cluster::get(client, resource, Some(namespace), name).await?;
             let attempt = match &live {
-                None => cluster::create(client, resource, &lease_object(namespace, name, holder, now, None, None))
-                    .await
-                    .map(|_| ()),
+                None => cluster::create(
+                    client,
+                    resource,
+                    &lease_object(namespace, name, holder, now, None, None),
+                )
+                .await
+                .map(|_| ()),
                 Some(lease) if is_free(lease, now) => {
-                    if lease["spec"]["holderIdentity"].as_str().unwrap_or("") != "" {
+                    if !lease["spec"]["holderIdentity"].as_str().unwrap_or("").is_empty() {
                         tracing::warn!(
                             "taking over the expired lock {namespace}/{name} from {}",
                             lease["spec"]["holderIdentity"].as_str().unwrap_or("")
                         );
                     }
-                    let rv = lease.pointer("/metadata/resourceVersion").and_then(Value::as_str);
-                    cluster::replace(client, resource, &lease_object(namespace, name, holder, now, None, rv))
-                        .await
-                        .map(|_| ())
+                    let rv = lease
+                        .pointer("/metadata/resourceVersion")
+                        .and_then(Value::as_str);
+                    cluster::replace(
+                        client,
+                        resource,
+                        &lease_object(namespace, name, holder, now, None, rv),
+                    )
+                    .await
+                    .map(|_| ())
                 }
                 Some(lease) => {
                     if started.elapsed() >= timeout {
                         return Err(LockError::Held {
                             namespace: namespace.into(),
                             name: name.into(),
-                            holder: lease["spec"]["holderIdentity"].as_str().unwrap_or("").into(),
-                            renewed: lease["spec"]["renewTime"].as_str().unwrap_or("never").into(),
+                            holder: lease["spec"]["holderIdentity"]
+                                .as_str()
+                                .unwrap_or("")
+                                .into(),
+                            renewed: lease["spec"]["renewTime"]
+                                .as_str()
+                                .unwrap_or("never")
+                                .into(),
                             waited: timeout,
                         });
                     }
@@ -168,7 +193,14 @@ impl Lock {
     /// Give the lock up: stop renewing and clear the holder so the next run need not wait.
     pub async fn release(self) -> Result<(), ClusterError> {
         self.renewer.abort();
-        let Some(mut lease) = cluster::get(&self.client, &self.resource, Some(&self.namespace), &self.name).await? else {
+        let Some(mut lease) = cluster::get(
+            &self.client,
+            &self.resource,
+            Some(&self.namespace),
+            &self.name,
+        )
+        .await?
+        else {
             return Ok(());
         };
         if lease["spec"]["holderIdentity"].as_str() != Some(self.holder.as_str()) {
@@ -179,23 +211,35 @@ impl Lock {
         if let Some(meta) = lease.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.remove("managedFields");
         }
-        cluster::replace(&self.client, &self.resource, &lease).await.map(|_| ())
+        cluster::replace(&self.client, &self.resource, &lease)
+            .await
+            .map(|_| ())
     }
 }
 
 /// Renew a third of the way through each lease period.
-async fn renew_loop(client: Client, resource: Resource, namespace: String, name: String, holder: String, clock: Arc<dyn Clock>) {
+async fn renew_loop(
+    client: Client,
+    resource: Resource,
+    namespace: String,
+    name: String,
+    holder: String,
+    clock: Arc<dyn Clock>,
+) {
     let period = Duration::from_secs((LEASE_SECONDS / 3) as u64);
     loop {
         tokio::time::sleep(period).await;
-        let Ok(Some(lease)) = cluster::get(&client, &resource, Some(&namespace), &name).await else {
+        let Ok(Some(lease)) = cluster::get(&client, &resource, Some(&namespace), &name).await
+        else {
             continue;
         };
         if lease["spec"]["holderIdentity"].as_str() != Some(holder.as_str()) {
             tracing::warn!("lost the lock {namespace}/{name}");
             return;
         }
-        let rv = lease.pointer("/metadata/resourceVersion").and_then(Value::as_str);
+        let rv = lease
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str);
         let acquired = lease["spec"]["acquireTime"].as_str();
         let renewed = lease_object(&namespace, &name, &holder, clock.now(), acquired, rv);
         if let Err(err) = cluster::replace(&client, &resource, &renewed).await {
@@ -222,9 +266,23 @@ mod tests {
     #[test]
     fn expired_and_empty_leases_are_free() {
         let now: Timestamp = "2026-01-01T00:10:00Z".parse().unwrap();
-        let recent = lease_object("ns", "l", "a", "2026-01-01T00:09:30Z".parse().unwrap(), None, None);
+        let recent = lease_object(
+            "ns",
+            "l",
+            "a",
+            "2026-01-01T00:09:30Z".parse().unwrap(),
+            None,
+            None,
+        );
         assert!(!is_free(&recent, now));
-        let old = lease_object("ns", "l", "a", "2026-01-01T00:08:00Z".parse().unwrap(), None, None);
+        let old = lease_object(
+            "ns",
+            "l",
+            "a",
+            "2026-01-01T00:08:00Z".parse().unwrap(),
+            None,
+            None,
+        );
         assert!(is_free(&old, now));
         let mut empty = recent.clone();
         empty["spec"]["holderIdentity"] = Value::Null;

@@ -11,6 +11,8 @@ use kube::{Client, Config};
 use retry::retry;
 use serde_json::Value;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
@@ -27,12 +29,27 @@ pub enum ClusterError {
     Client(#[source] kube::Error),
     #[error("API discovery failed: {0}")]
     Discovery(#[source] kube::Error),
-    #[error("{what}: {source}")]
+    #[error("{what}: {}", api_message(.source))]
     Api {
         what: String,
         #[source]
         source: kube::Error,
     },
+}
+
+/// A one-line message for an API error: the server's own message and reason for API errors
+/// (kube's Display dumps the whole Status struct).
+pub fn api_message(err: &kube::Error) -> String {
+    match err {
+        kube::Error::Api(status) => {
+            let mut text = status.message.clone();
+            if !status.reason.is_empty() {
+                text.push_str(&format!(" ({} {})", status.code, status.reason));
+            }
+            text
+        }
+        other => other.to_string(),
+    }
 }
 
 impl ClusterError {
@@ -57,7 +74,7 @@ pub struct Access {
 
 /// Build a client: an explicit kubeconfig file, else `$KUBECONFIG`/`~/.kube/config`, else
 /// the in-cluster service account (how the CronJob runs).
-pub async fn connect(access: &Access) -> Result<Client, ClusterError> {
+pub async fn connect(access: &Access, stats: Arc<RequestStats>) -> Result<Client, ClusterError> {
     let options = KubeConfigOptions {
         context: access.context.clone(),
         ..KubeConfigOptions::default()
@@ -79,15 +96,72 @@ pub async fn connect(access: &Access) -> Result<Client, ClusterError> {
         None if access.context.is_some() => Config::from_kubeconfig(&options)
             .await
             .map_err(|e| ClusterError::Config(e.to_string()))?,
-        None => Config::infer()
-            .await
-            .map_err(|e| ClusterError::Config(format!("{e}; pass --kubeconfig or set KUBECONFIG")))?,
+        None => Config::infer().await.map_err(|e| {
+            ClusterError::Config(format!("{e}; pass --kubeconfig or set KUBECONFIG"))
+        })?,
     };
     // A stuck connection must fail the request (and be retried), not hang the run.
     config.connect_timeout = Some(Duration::from_secs(10));
     config.read_timeout = Some(Duration::from_secs(30));
     config.write_timeout = Some(Duration::from_secs(30));
-    Client::try_from(config).map_err(ClusterError::Client)
+    let counter = stats.clone();
+    let counting =
+        tower::util::MapRequestLayer::new(move |req: http::Request<kube::client::Body>| {
+            counter.record(req.method(), req.uri().query().unwrap_or(""));
+            req
+        });
+    Ok(kube::client::ClientBuilder::try_from(config)
+        .map_err(ClusterError::Client)?
+        .with_layer(&counting)
+        .build())
+}
+
+/// Requests a run made, by kind: for the summary line and benchmarks (which can then count
+/// requests against any cluster, not only the test server).
+#[derive(Debug, Default)]
+pub struct RequestStats {
+    reads: AtomicUsize,
+    writes: AtomicUsize,
+    dry_runs: AtomicUsize,
+}
+
+impl RequestStats {
+    fn record(&self, method: &http::Method, query: &str) {
+        let counter = if query.contains("dryRun=All") {
+            &self.dry_runs
+        } else if method == http::Method::GET {
+            &self.reads
+        } else {
+            &self.writes
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn total(&self) -> usize {
+        self.reads() + self.writes() + self.dry_runs()
+    }
+    pub fn reads(&self) -> usize {
+        self.reads.load(Ordering::Relaxed)
+    }
+    pub fn writes(&self) -> usize {
+        self.writes.load(Ordering::Relaxed)
+    }
+    pub fn dry_runs(&self) -> usize {
+        self.dry_runs.load(Ordering::Relaxed)
+    }
+}
+
+impl std::fmt::Display for RequestStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} API requests ({} reads, {} writes, {} dry runs)",
+            self.total(),
+            self.reads(),
+            self.writes(),
+            self.dry_runs()
+        )
+    }
 }
 
 /// One served resource: its API coordinates and scope.
@@ -135,23 +209,35 @@ impl Resources {
     fn add(&mut self, ar: ApiResource, caps: &ApiCapabilities) {
         let resource = Resource {
             namespaced: caps.scope == Scope::Namespaced,
-            has_status: caps.subresources.iter().any(|(sub, _)| sub.plural == "status"),
+            has_status: caps
+                .subresources
+                .iter()
+                .any(|(sub, _)| sub.plural == "status"),
             can_list: caps.supports_operation(verbs::LIST),
             api: ar.clone(),
         };
-        self.by_gvk
-            .insert((ar.group.clone(), ar.version.clone(), ar.kind.clone()), resource);
+        self.by_gvk.insert(
+            (ar.group.clone(), ar.version.clone(), ar.kind.clone()),
+            resource,
+        );
     }
 }
 
 /// Discover what the server serves: aggregated discovery (Kubernetes 1.26+, two requests),
 /// else the per-group fallback for servers without it.
 pub async fn discover(client: &Client) -> Result<Resources, ClusterError> {
-    let aggregated = retry("discovery", || Discovery::new(client.clone()).run_aggregated()).await;
+    let aggregated = retry("discovery", || {
+        Discovery::new(client.clone()).run_aggregated()
+    })
+    .await;
+    // A server without aggregated discovery may answer the aggregated request with the
+    // legacy document, which parses as an empty list: treat "no core group" as unsupported.
     let (discovery, was_aggregated) = match aggregated {
-        Ok(d) => (d, true),
-        Err(err) => {
-            tracing::debug!("aggregated discovery unavailable ({err}); falling back to per-group discovery");
+        Ok(d) if d.has_group("") && d.groups().count() > 1 => (d, true),
+        other => {
+            if let Err(err) = other {
+                tracing::debug!("aggregated discovery unavailable ({err}); falling back");
+            }
             let d = retry("discovery", || Discovery::new(client.clone()).run())
                 .await
                 .map_err(ClusterError::Discovery)?;
@@ -208,7 +294,9 @@ pub async fn list(
                 what: format!(
                     "cannot list {}{}",
                     resource.api.plural,
-                    namespace.map(|n| format!(" in namespace {n}")).unwrap_or_default()
+                    namespace
+                        .map(|n| format!(" in namespace {n}"))
+                        .unwrap_or_default()
                 ),
                 source,
             })?;
@@ -216,7 +304,10 @@ pub async fn list(
             let mut value = serde_json::to_value(&item).unwrap_or(Value::Null);
             // LIST items carry no apiVersion/kind; the engine compares whole objects.
             if let Some(map) = value.as_object_mut() {
-                map.insert("apiVersion".into(), Value::String(resource.api.api_version.clone()));
+                map.insert(
+                    "apiVersion".into(),
+                    Value::String(resource.api.api_version.clone()),
+                );
                 map.insert("kind".into(), Value::String(resource.api.kind.clone()));
             }
             out.push(value);
@@ -255,7 +346,9 @@ pub async fn apply(
     force: bool,
     dry_run: bool,
 ) -> Result<Value, ClusterError> {
-    let namespace = object.pointer("/metadata/namespace").and_then(Value::as_str);
+    let namespace = object
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str);
     let name = object
         .pointer("/metadata/name")
         .and_then(Value::as_str)
@@ -287,7 +380,9 @@ pub async fn apply_status(
     object: &Value,
     manager: &str,
 ) -> Result<Value, ClusterError> {
-    let namespace = object.pointer("/metadata/namespace").and_then(Value::as_str);
+    let namespace = object
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str);
     let name = object
         .pointer("/metadata/name")
         .and_then(Value::as_str)
@@ -299,7 +394,10 @@ pub async fn apply_status(
         .await
         .map(|obj| serde_json::to_value(obj).unwrap_or(Value::Null))
         .map_err(|source| ClusterError::Api {
-            what: format!("cannot update the status of {}", describe(resource, namespace, name)),
+            what: format!(
+                "cannot update the status of {}",
+                describe(resource, namespace, name)
+            ),
             source,
         })
 }
@@ -332,13 +430,16 @@ pub async fn replace(
     resource: &Resource,
     object: &Value,
 ) -> Result<Value, ClusterError> {
-    let namespace = object.pointer("/metadata/namespace").and_then(Value::as_str);
+    let namespace = object
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str);
     let name = object
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or_default();
     let api = api_for(client, resource, namespace);
-    let obj: DynamicObject = serde_json::from_value(object.clone()).map_err(|e| ClusterError::Config(e.to_string()))?;
+    let obj: DynamicObject =
+        serde_json::from_value(object.clone()).map_err(|e| ClusterError::Config(e.to_string()))?;
     let post = kube::api::PostParams::default();
     retry("replace", || api.replace(name, &post, &obj))
         .await
@@ -350,14 +451,21 @@ pub async fn replace(
 }
 
 /// Create (POST) an object; 409 AlreadyExists is returned as an error with code 409.
-pub async fn create(client: &Client, resource: &Resource, object: &Value) -> Result<Value, ClusterError> {
-    let namespace = object.pointer("/metadata/namespace").and_then(Value::as_str);
+pub async fn create(
+    client: &Client,
+    resource: &Resource,
+    object: &Value,
+) -> Result<Value, ClusterError> {
+    let namespace = object
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str);
     let name = object
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or_default();
     let api = api_for(client, resource, namespace);
-    let obj: DynamicObject = serde_json::from_value(object.clone()).map_err(|e| ClusterError::Config(e.to_string()))?;
+    let obj: DynamicObject =
+        serde_json::from_value(object.clone()).map_err(|e| ClusterError::Config(e.to_string()))?;
     let post = kube::api::PostParams::default();
     retry("create", || api.create(&post, &obj))
         .await

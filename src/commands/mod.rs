@@ -1,6 +1,9 @@
 //! One file per subcommand: its arguments and a call into its operation.
 
+pub mod apply;
 pub mod crds;
+pub mod diff;
+pub mod engine_args;
 pub mod render;
 pub mod version;
 
@@ -12,6 +15,8 @@ use std::process::ExitCode;
 pub fn run(cli: Cli) -> Result<ExitCode, Error> {
     match cli.command {
         Command::Render(args) => render::run(&cli.global, &args),
+        Command::Diff(args) => diff::run(&cli.global, &args),
+        Command::Apply(args) => apply::run(&cli.global, &args),
         Command::Crds => crds::run(&cli.global),
         Command::Version => version::run(&cli.global),
     }

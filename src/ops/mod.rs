@@ -1,3 +1,4 @@
 //! Operations: what each command does, independent of argument parsing.
 
 pub mod load;
+pub mod reconcile;

@@ -144,7 +144,10 @@ mod tests {
         let body: Vec<&str> = d.lines().skip(1).collect();
         assert!(!body.is_empty());
         assert!(body.iter().all(|l| l.starts_with('+')), "{d}");
-        assert!(d.contains("+apiVersion: v1\n+kind: ConfigMap\n+metadata:\n"), "{d}");
+        assert!(
+            d.contains("+apiVersion: v1\n+kind: ConfigMap\n+metadata:\n"),
+            "{d}"
+        );
     }
 
     #[test]
@@ -174,7 +177,7 @@ mod tests {
         let d = unified(Some(&before), Some(&after));
         assert_eq!(
             d,
-            "@@ -10,7 +10,7 @@\n   k07: v7\n   k08: v8\n   k09: v9\n-  k10: v10\n+  k10: new\n   k11: v11\n   k12: v12\n   k13: v13\n"
+            "@@ -14,7 +14,7 @@\n   k07: v7\n   k08: v8\n   k09: v9\n-  k10: v10\n+  k10: new\n   k11: v11\n   k12: v12\n   k13: v13\n"
         );
     }
 
@@ -206,7 +209,8 @@ mod tests {
         let d = unified(Some(&before), Some(&after));
         assert_no_values(&d);
         assert!(d.contains("+  added: '*** (added)'"), "{d}");
-        assert!(d.contains("-  changed: '***'\n+  changed: '*** (changed)'"), "{d}");
+        assert!(d.contains("-  changed: '***'\n"), "{d}");
+        assert!(d.contains("+  changed: '*** (changed)'\n"), "{d}");
         assert!(d.contains("-  removed: '*** (removed)'"), "{d}");
         assert!(d.contains("   same: '***'"), "{d}");
         assert!(d.contains("+  plain: '*** (added)'"), "{d}");

@@ -10,6 +10,7 @@
 //!    server-side apply removes such fields, so their mere presence live means a change.
 
 use serde_json::{Map, Number, Value};
+use std::borrow::Cow;
 
 /// Whether every field `desired` sets is present in `live` with an equal value.
 ///
@@ -186,20 +187,29 @@ pub fn is_unchanged(desired: &Value, live: &Value, manager: &str) -> bool {
     contains(&without_ignored(desired), live) && !owned_paths_dropped(managed, manager, desired)
 }
 
-/// `desired` without `metadata.creationTimestamp: null`, which generated manifests
-/// (`kubectl create --dry-run -o yaml`) carry and the server always ignores.
-fn without_ignored(desired: &Value) -> std::borrow::Cow<'_, Value> {
-    let is_null_stamp = desired
-        .pointer("/metadata/creationTimestamp")
-        .is_some_and(Value::is_null);
-    if !is_null_stamp {
-        return std::borrow::Cow::Borrowed(desired);
+/// `desired` without what the server ignores but generated manifests carry:
+/// `metadata.creationTimestamp: null` (`kubectl create --dry-run -o yaml`) and empty
+/// `metadata.labels`/`metadata.annotations` (the server never stores an empty map there).
+fn without_ignored(desired: &Value) -> Cow<'_, Value> {
+    let Some(meta) = desired.get("metadata").and_then(Value::as_object) else {
+        return Cow::Borrowed(desired);
+    };
+    let ignored = |key: &str| match meta.get(key) {
+        Some(Value::Null) => key == "creationTimestamp",
+        Some(Value::Object(m)) => m.is_empty() && (key == "labels" || key == "annotations"),
+        _ => false,
+    };
+    let keys = ["creationTimestamp", "labels", "annotations"];
+    if !keys.iter().any(|k| ignored(k)) {
+        return Cow::Borrowed(desired);
     }
     let mut out = desired.clone();
-    if let Some(meta) = out.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.shift_remove("creationTimestamp");
+    if let Some(out_meta) = out.get_mut("metadata").and_then(Value::as_object_mut) {
+        for key in keys.into_iter().filter(|k| ignored(k)) {
+            out_meta.shift_remove(key);
+        }
     }
-    std::borrow::Cow::Owned(out)
+    Cow::Owned(out)
 }
 
 #[cfg(test)]
@@ -343,7 +353,11 @@ mod tests {
 
     #[test]
     fn deployment_with_server_defaults_is_unchanged() {
-        assert!(is_unchanged(&deployment_desired(), &deployment_live(), TEND));
+        assert!(is_unchanged(
+            &deployment_desired(),
+            &deployment_live(),
+            TEND
+        ));
     }
 
     #[test]
@@ -500,7 +514,10 @@ mod tests {
         live["metadata"]["managedFields"][0]["manager"] = json!("tend");
         live["metadata"]["managedFields"][0]["operation"] = json!("Update");
         assert!(!is_unchanged(&d, &live, TEND));
-        live["metadata"].as_object_mut().unwrap().remove("managedFields");
+        live["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("managedFields");
         assert!(!is_unchanged(&d, &live, TEND));
     }
 
@@ -512,7 +529,11 @@ mod tests {
                     "fieldsType": "FieldsV1", "fieldsV1": fields}])
         };
         assert!(owned_paths_dropped(&mf(json!({"x:weird": {}})), TEND, &d));
-        assert!(owned_paths_dropped(&mf(json!({"f:data": "nope"})), TEND, &d));
+        assert!(owned_paths_dropped(
+            &mf(json!({"f:data": "nope"})),
+            TEND,
+            &d
+        ));
         assert!(owned_paths_dropped(&mf(json!("nope")), TEND, &d));
         assert!(owned_paths_dropped(
             &mf(json!({"f:data": {"k:{bad json": {}}})),
@@ -531,9 +552,11 @@ mod tests {
         live["metadata"]["managedFields"]
             .as_array_mut()
             .unwrap()
-            .push(json!({"manager": "tend", "operation": "Apply", "apiVersion": "v1",
+            .push(
+                json!({"manager": "tend", "operation": "Apply", "apiVersion": "v1",
                           "subresource": "status", "fieldsType": "FieldsV1",
-                          "fieldsV1": {"f:status": {"f:phase": {}}}}));
+                          "fieldsV1": {"f:status": {"f:phase": {}}}}),
+            );
         assert!(is_unchanged(&d, &live, TEND));
     }
 
@@ -568,7 +591,10 @@ mod tests {
         assert!(!contains(&json!([1]), &json!([1, 2])));
         assert!(!contains(&json!({"a": 1}), &json!({"a": [1]})));
         // 2^53 + 1 does not equal the float 2^53 even though f64 cannot tell them apart.
-        assert!(!contains(&json!(9_007_199_254_740_993_u64), &json!(9_007_199_254_740_992.0)));
+        assert!(!contains(
+            &json!(9_007_199_254_740_993_u64),
+            &json!(9_007_199_254_740_992.0)
+        ));
     }
 
     #[test]
@@ -578,6 +604,17 @@ mod tests {
         let mut live = live;
         live["metadata"]["creationTimestamp"] = json!("2024-05-01T10:00:00Z");
         assert!(is_unchanged(&d, &live, TEND));
+    }
+
+    #[test]
+    fn empty_metadata_maps_are_ignored() {
+        let (mut d, mut live) = configmap();
+        d["metadata"]["annotations"] = json!({});
+        live["metadata"]["managedFields"][0]["fieldsV1"]["f:metadata"]["f:annotations"] = json!({});
+        assert!(is_unchanged(&d, &live, TEND));
+        // But an empty map elsewhere must match.
+        d["data"]["nested"] = json!({});
+        assert!(!is_unchanged(&d, &live, TEND));
     }
 
     #[test]

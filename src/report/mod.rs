@@ -2,4 +2,5 @@
 //! format: nothing that prints an object bypasses [`mask_secret`].
 
 pub mod objects;
+pub mod plan;
 pub mod run;

@@ -2,6 +2,7 @@
 
 mod common;
 mod crds;
+mod engine;
 mod git;
 mod load_errors;
 mod render;
