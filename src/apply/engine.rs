@@ -67,6 +67,11 @@ struct Prepared {
 /// The outcome of planning.
 pub struct Planned {
     pub changes: Vec<Change>,
+    /// Objects that may change and are applied without a dry run first (real applies only):
+    /// their `after` and final action come from the apply response.
+    pub pending: BTreeSet<ObjectKey>,
+    /// Whether the ApplySet parent existed before this run.
+    has_parent: bool,
     /// Per-object planning errors (e.g. a dry run rejected), by key.
     pub errors: BTreeMap<ObjectKey, String>,
     /// Prunes kept by a guard: key → reason.
@@ -214,6 +219,7 @@ pub async fn plan(
     session: &Session,
     desired: &[Object],
     opts: &EngineOptions,
+    apply_pending: bool,
 ) -> Result<Planned, EngineError> {
     let secret = session.core("Secret")?;
     let id = inventory::applyset_id(&opts.applyset, &opts.state_namespace, "Secret", "");
@@ -307,7 +313,7 @@ pub async fn plan(
     let desired_keys: BTreeSet<ObjectKey> = prepared.iter().map(|p| p.object.key()).collect();
     let mut changes = Vec::with_capacity(prepared.len());
     let mut errors = BTreeMap::new();
-    let mut to_dry_run = Vec::new();
+    let mut to_dry_run: Vec<(&Prepared, Resource, Option<Value>)> = Vec::new();
     for p in &prepared {
         let key = p.object.key();
         let current = live.get(&key).map(|(_, v)| v);
@@ -330,6 +336,26 @@ pub async fn plan(
                 ));
             }
             (Some(resource), current) => to_dry_run.push((p, resource.clone(), current.cloned())),
+        }
+    }
+    // A real apply writes each of these next anyway, and reports the diff against what the
+    // server returns then: a dry run first would double its requests and prevent nothing
+    // (independent objects are applied even when one fails). `diff` and `--dry-run` need it.
+    let mut pending = BTreeSet::new();
+    if apply_pending {
+        for (p, _, current) in to_dry_run.drain(..) {
+            let action = if current.is_some() {
+                Action::Update
+            } else {
+                Action::Create
+            };
+            pending.insert(p.object.key());
+            changes.push(change(
+                &p.object,
+                action,
+                current.as_ref().map(normalize),
+                None,
+            ));
         }
     }
     let force = opts.force_conflicts;
@@ -435,6 +461,8 @@ pub async fn plan(
     });
     Ok(Planned {
         changes,
+        pending,
+        has_parent: parent.is_some(),
         errors,
         kept,
         prepared,
@@ -514,7 +542,7 @@ pub async fn diff(
     opts: &EngineOptions,
 ) -> Result<RunReport, EngineError> {
     let started = Instant::now();
-    let planned = plan(session, desired, opts).await?;
+    let planned = plan(session, desired, opts, false).await?;
     let mut report = base_report("diff", opts, &planned);
     if let Err(message) = check_prune_guards(&planned, desired.len(), opts) {
         report.errors.push(message);
@@ -627,14 +655,18 @@ async fn apply_locked(
     opts: &EngineOptions,
     clock: &dyn Clock,
 ) -> Result<RunReport, EngineError> {
-    let planned = plan(session, desired, opts).await?;
+    let planned = plan(session, desired, opts, !opts.dry_run).await?;
     let mut report = base_report("apply", opts, &planned);
     let secret = session.core("Secret")?;
 
     // Widen the parent first: a crash after this point still leaves every member findable.
     let desired_inventory = inventory_of(planned.prepared.iter().map(|p| &p.object.value), opts);
     let widened = planned.recorded.union(&desired_inventory);
-    if !opts.dry_run {
+    let mut recorded = planned.recorded.clone();
+    recorded.namespaces.insert(opts.state_namespace.clone());
+    // Nothing new to widen by on a steady-state run: skip the write.
+    let unchanged_parent = planned.has_parent && widened == recorded;
+    if !opts.dry_run && !unchanged_parent {
         let parent = inventory::parent_object(
             &opts.applyset,
             &opts.state_namespace,
@@ -677,6 +709,7 @@ async fn apply_locked(
         }
     }
     let mut resources = session.resources.clone();
+    let mut applied_results: HashMap<ObjectKey, Value> = HashMap::new();
     let mut applied_workloads = Vec::new();
     for (stage, items) in stages {
         let count = items.len();
@@ -718,6 +751,9 @@ async fn apply_locked(
             match result {
                 Ok(applied) => {
                     tracing::debug!("applied {key}");
+                    if planned.pending.contains(&key) {
+                        applied_results.insert(key.clone(), normalize(&applied));
+                    }
                     if key.kind == "CustomResourceDefinition" {
                         crds.push(key.name.clone());
                     }
@@ -765,6 +801,27 @@ async fn apply_locked(
         if stage == Stage::Crds && !crds.is_empty() && !opts.dry_run {
             wait_established(session, &crds, opts.timeout).await;
             resources = cluster::discover(&session.client).await?;
+        }
+    }
+
+    // Objects applied without a dry run: the diff is live vs what the server returned.
+    for c in report.changes.iter_mut() {
+        if !planned.pending.contains(&c.key) {
+            continue;
+        }
+        match applied_results.remove(&c.key) {
+            Some(after) => {
+                if c.before.as_ref() == Some(&after) {
+                    c.action = Action::Unchanged;
+                }
+                c.after = Some(after);
+            }
+            None => {
+                c.after = c
+                    .before
+                    .clone()
+                    .or_else(|| by_key.get(&c.key).map(|p| normalize(&p.object.value)));
+            }
         }
     }
 

@@ -124,7 +124,11 @@ impl Lock {
                 .await
                 .map(|_| ()),
                 Some(lease) if is_free(lease, now) => {
-                    if !lease["spec"]["holderIdentity"].as_str().unwrap_or("").is_empty() {
+                    if !lease["spec"]["holderIdentity"]
+                        .as_str()
+                        .unwrap_or("")
+                        .is_empty()
+                    {
                         tracing::warn!(
                             "taking over the expired lock {namespace}/{name} from {}",
                             lease["spec"]["holderIdentity"].as_str().unwrap_or("")
