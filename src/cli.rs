@@ -100,6 +100,8 @@ pub enum Command {
     Diff(commands::diff::DiffArgs),
     /// Diff, then apply in order, prune, and record the run.
     Apply(commands::apply::ApplyArgs),
+    /// One pass of a ChaosAgent: a dry run unless --execute. Never run by apply.
+    Chaos(commands::chaos::ChaosArgs),
     /// Print the CustomResourceDefinitions of tend's own kinds.
     Crds,
     /// Print tend's version, build commit and supported Kubernetes versions.

@@ -1,6 +1,7 @@
 //! One file per subcommand: its arguments and a call into its operation.
 
 pub mod apply;
+pub mod chaos;
 pub mod crds;
 pub mod diff;
 pub mod engine_args;
@@ -17,6 +18,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Render(args) => render::run(&cli.global, &args),
         Command::Diff(args) => diff::run(&cli.global, &args),
         Command::Apply(args) => apply::run(&cli.global, &args),
+        Command::Chaos(args) => chaos::run(&cli.global, &args),
         Command::Crds => crds::run(&cli.global),
         Command::Version => version::run(&cli.global),
     }

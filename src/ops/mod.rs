@@ -1,4 +1,5 @@
 //! Operations: what each command does, independent of argument parsing.
 
+pub mod chaos;
 pub mod load;
 pub mod reconcile;
