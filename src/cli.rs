@@ -106,6 +106,10 @@ pub enum Command {
     Crds,
     /// Print tend's version, build commit and supported Kubernetes versions.
     Version,
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(commands::completions::CompletionsArgs),
+    /// Print the manual page tend(1), or write all pages with --out-dir.
+    Man(commands::completions::ManArgs),
 }
 
 impl GlobalArgs {

@@ -9,6 +9,7 @@
 //! | [`source`]  | where desired state comes from: a local directory or a git commit; walking the tree (`.tendignore`, hidden files, symlinks) | files, git |
 //! | [`render`]  | YAML parsing (the only module that parses YAML), validation, targeting, tend's kinds expanded into plain objects, config-hash annotations, stable ordering | none |
 //! | [`kinds`]   | the Rust types of tend's own kinds (`tend.dev/v1alpha1`) and their CRDs | none |
+//! | [`chaos`]   | the decisions of one `tend chaos` pass: candidates, exclusions, seeded random hits, lorem ipsum | none |
 //! | [`report`]  | printing results: YAML/JSON object streams, summaries, secret masking | stdout |
 //!
 //! `render` takes no client and does no I/O, so it is unit- and property-tested directly.
@@ -16,6 +17,7 @@
 //! `#[source]` chains; [`cli::main`] turns them into a message on stderr and exit code 2.
 
 pub mod apply;
+pub mod chaos;
 pub mod cli;
 pub mod cluster;
 pub mod commands;

@@ -58,10 +58,10 @@ pub enum EngineError {
 
 /// A desired object ready for the cluster: labelled as an ApplySet member, with its resource.
 #[derive(Debug, Clone)]
-struct Prepared {
-    object: Object,
+pub(crate) struct Prepared {
+    pub(crate) object: Object,
     /// None when the kind is defined by a CRD of this same run and not served yet.
-    resource: Option<Resource>,
+    pub(crate) resource: Option<Resource>,
 }
 
 /// The outcome of planning.
@@ -70,13 +70,17 @@ pub struct Planned {
     /// Objects that may change and are applied without a dry run first (real applies only):
     /// their `after` and final action come from the apply response.
     pub pending: BTreeSet<ObjectKey>,
+    /// ImmortalContainer pods to (re)create, with the reason.
+    pub recreate: BTreeMap<ObjectKey, String>,
+    /// Live state of the desired objects that exist.
+    pub live_desired: HashMap<ObjectKey, Value>,
     /// Whether the ApplySet parent existed before this run.
     has_parent: bool,
     /// Per-object planning errors (e.g. a dry run rejected), by key.
     pub errors: BTreeMap<ObjectKey, String>,
     /// Prunes kept by a guard: key → reason.
     pub kept: BTreeMap<ObjectKey, String>,
-    prepared: Vec<Prepared>,
+    pub(crate) prepared: Vec<Prepared>,
     /// Live members not desired, by key (for prune).
     prune_targets: BTreeMap<ObjectKey, (Resource, Value)>,
     recorded: Inventory,
@@ -110,7 +114,7 @@ impl Session {
     }
 }
 
-fn key_of(value: &Value) -> ObjectKey {
+pub fn key_of(value: &Value) -> ObjectKey {
     let api_version = value["apiVersion"].as_str().unwrap_or("");
     ObjectKey {
         group: split_api_version(api_version).0.to_string(),
@@ -195,6 +199,7 @@ fn prepare(
             }
         }
         inventory::label_member(&mut object.value, id);
+        secret_string_data_to_data(&mut object.value);
         prepared.push(Prepared { object, resource });
     }
     if problems.is_empty() {
@@ -202,6 +207,33 @@ fn prepare(
     } else {
         problems.sort();
         Err(EngineError::Unresolved(Problems(problems)))
+    }
+}
+
+/// Fold a Secret's `stringData` into `data` (base64), as the API server does on write. The
+/// server never returns `stringData`, so applying it would make every run look changed.
+fn secret_string_data_to_data(value: &mut Value) {
+    use base64::Engine;
+    if value["apiVersion"] != "v1" || value["kind"] != "Secret" {
+        return;
+    }
+    let Some(map) = value.as_object_mut() else {
+        return;
+    };
+    let Some(Value::Object(string_data)) = map.remove("stringData") else {
+        return;
+    };
+    let data = map
+        .entry("data")
+        .or_insert_with(|| Value::Object(Default::default()));
+    if let Some(data) = data.as_object_mut() {
+        for (key, v) in string_data {
+            let text = v.as_str().unwrap_or_default();
+            data.insert(
+                key,
+                Value::String(base64::engine::general_purpose::STANDARD.encode(text)),
+            );
+        }
     }
 }
 
@@ -314,9 +346,39 @@ pub async fn plan(
     let mut changes = Vec::with_capacity(prepared.len());
     let mut errors = BTreeMap::new();
     let mut to_dry_run: Vec<(&Prepared, Resource, Option<Value>)> = Vec::new();
+    let mut recreate: BTreeMap<ObjectKey, String> = BTreeMap::new();
     for p in &prepared {
         let key = p.object.key();
         let current = live.get(&key).map(|(_, v)| v);
+        // ImmortalContainer pods are recreated, never patched (a pod's spec is immutable).
+        if super::kinds::is_immortal_pod(&p.object) {
+            match super::kinds::immortal_decision(&p.object, current) {
+                super::kinds::PodDecision::Keep => {
+                    let normal = current.map(normalize);
+                    changes.push(change(&p.object, Action::Unchanged, normal.clone(), normal));
+                }
+                super::kinds::PodDecision::Conflict(message) => {
+                    errors.insert(key.clone(), message);
+                    let normal = current.map(normalize);
+                    changes.push(change(&p.object, Action::Update, normal.clone(), normal));
+                }
+                super::kinds::PodDecision::Create(reason) => {
+                    recreate.insert(key.clone(), reason);
+                    let action = if current.is_some() {
+                        Action::Update
+                    } else {
+                        Action::Create
+                    };
+                    changes.push(change(
+                        &p.object,
+                        action,
+                        current.map(normalize),
+                        Some(normalize(&p.object.value)),
+                    ));
+                }
+            }
+            continue;
+        }
         match (&p.resource, current) {
             (None, _) => changes.push(change(
                 &p.object,
@@ -459,9 +521,16 @@ pub async fn plan(
             c.key.clone(),
         )
     });
+    let live_desired: HashMap<ObjectKey, Value> = live
+        .iter()
+        .filter(|(k, _)| desired_keys.contains(*k))
+        .map(|(k, (_, v))| (k.clone(), v.clone()))
+        .collect();
     Ok(Planned {
         changes,
         pending,
+        recreate,
+        live_desired,
         has_parent: parent.is_some(),
         errors,
         kept,
@@ -540,10 +609,12 @@ pub async fn diff(
     session: &Session,
     desired: &[Object],
     opts: &EngineOptions,
+    kinds: &super::kinds::KindsContext,
 ) -> Result<RunReport, EngineError> {
     let started = Instant::now();
     let planned = plan(session, desired, opts, false).await?;
     let mut report = base_report("diff", opts, &planned);
+    super::kinds::add_reload_changes(&mut report, kinds);
     if let Err(message) = check_prune_guards(&planned, desired.len(), opts) {
         report.errors.push(message);
     }
@@ -581,6 +652,7 @@ pub async fn apply(
     session: &Session,
     desired: &[Object],
     opts: &EngineOptions,
+    kinds: &super::kinds::KindsContext,
     clock: Arc<dyn Clock>,
 ) -> Result<RunReport, EngineError> {
     let started = Instant::now();
@@ -618,7 +690,7 @@ pub async fn apply(
             .await?,
         )
     };
-    let result = apply_locked(session, desired, opts, clock.as_ref()).await;
+    let result = apply_locked(session, desired, opts, kinds, clock.as_ref()).await;
     if let Some(lock) = lock {
         if let Err(err) = lock.release().await {
             tracing::warn!("cannot release the lock: {err}");
@@ -653,10 +725,12 @@ async fn apply_locked(
     session: &Session,
     desired: &[Object],
     opts: &EngineOptions,
+    kinds: &super::kinds::KindsContext,
     clock: &dyn Clock,
 ) -> Result<RunReport, EngineError> {
     let planned = plan(session, desired, opts, !opts.dry_run).await?;
     let mut report = base_report("apply", opts, &planned);
+    super::kinds::add_reload_changes(&mut report, kinds);
     let secret = session.core("Secret")?;
 
     // Widen the parent first: a crash after this point still leaves every member findable.
@@ -710,6 +784,15 @@ async fn apply_locked(
     }
     let mut resources = session.resources.clone();
     let mut applied_results: HashMap<ObjectKey, Value> = HashMap::new();
+    let mut applied_tend: HashMap<ObjectKey, Value> = HashMap::new();
+    // Immortal pods that exist and must be replaced (deleted, then created).
+    let recreate_keys: BTreeSet<ObjectKey> = planned
+        .recreate
+        .keys()
+        .filter(|k| planned.live_desired.contains_key(*k))
+        .cloned()
+        .collect();
+    let recreate_keys = &recreate_keys;
     let mut applied_workloads = Vec::new();
     for (stage, items) in stages {
         let count = items.len();
@@ -721,7 +804,13 @@ async fn apply_locked(
             });
             async move {
                 let started = Instant::now();
+                let replace = recreate_keys.contains(&p.object.key());
                 let result = match resource {
+                    Some(r) if replace => {
+                        super::kinds::recreate_pod(&client, &r, &p.object.value, opts.timeout)
+                            .await
+                            .map_err(|e| e.to_string())
+                    }
                     Some(r) => cluster::apply(
                         &client,
                         &r,
@@ -753,6 +842,9 @@ async fn apply_locked(
                     tracing::debug!("applied {key}");
                     if planned.pending.contains(&key) {
                         applied_results.insert(key.clone(), normalize(&applied));
+                    }
+                    if key.group == crate::GROUP {
+                        applied_tend.insert(key.clone(), applied.clone());
                     }
                     if key.kind == "CustomResourceDefinition" {
                         crds.push(key.name.clone());
@@ -802,6 +894,15 @@ async fn apply_locked(
             wait_established(session, &crds, opts.timeout).await;
             resources = cluster::discover(&session.client).await?;
         }
+    }
+
+    // tend's kinds: ownerReferences for objects whose owner was created just now, status of
+    // every tend object, config-hash reloads of opted-in live workloads.
+    if !opts.dry_run {
+        let errors =
+            super::kinds::after_apply(session, &planned, &mut report, kinds, &applied_tend, clock)
+                .await;
+        report.errors.extend(errors);
     }
 
     // Objects applied without a dry run: the diff is live vs what the server returned.

@@ -4,4 +4,6 @@
 
 pub mod engine;
 pub mod inventory;
+pub mod kinds;
+pub mod live;
 pub mod lock;

@@ -277,6 +277,17 @@ pub async fn list(
     namespace: Option<&str>,
     label_selector: Option<&str>,
 ) -> Result<Vec<Value>, ClusterError> {
+    list_selected(client, resource, namespace, label_selector, None).await
+}
+
+/// [`list`] with a field selector too (e.g. `metadata.name=x` across all namespaces).
+pub async fn list_selected(
+    client: &Client,
+    resource: &Resource,
+    namespace: Option<&str>,
+    label_selector: Option<&str>,
+    field_selector: Option<&str>,
+) -> Result<Vec<Value>, ClusterError> {
     let api = api_for(client, resource, namespace);
     let mut out = Vec::new();
     let mut token: Option<String> = None;
@@ -284,6 +295,9 @@ pub async fn list(
         let mut params = ListParams::default().limit(500);
         if let Some(sel) = label_selector {
             params = params.labels(sel);
+        }
+        if let Some(sel) = field_selector {
+            params = params.fields(sel);
         }
         if let Some(t) = &token {
             params = params.continue_token(t);
@@ -472,6 +486,32 @@ pub async fn create(
         .map(|o| serde_json::to_value(o).unwrap_or(Value::Null))
         .map_err(|source| ClusterError::Api {
             what: format!("cannot create {}", describe(resource, namespace, name)),
+            source,
+        })
+}
+
+/// JSON merge patch an existing object, recorded in managedFields as an Update by `manager`
+/// (`tend chaos` uses its own manager, so the next `tend apply` takes the fields back). A
+/// missing object is an error (404), never created.
+pub async fn merge_patch(
+    client: &Client,
+    resource: &Resource,
+    namespace: Option<&str>,
+    name: &str,
+    patch: &Value,
+    manager: &str,
+) -> Result<Value, ClusterError> {
+    let api = api_for(client, resource, namespace);
+    let params = PatchParams {
+        field_manager: Some(manager.to_string()),
+        ..PatchParams::default()
+    };
+    let patch = Patch::Merge(patch);
+    retry("patch", || api.patch(name, &params, &patch))
+        .await
+        .map(|obj| serde_json::to_value(obj).unwrap_or(Value::Null))
+        .map_err(|source| ClusterError::Api {
+            what: format!("cannot patch {}", describe(resource, namespace, name)),
             source,
         })
 }

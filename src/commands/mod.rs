@@ -2,6 +2,7 @@
 
 pub mod apply;
 pub mod chaos;
+pub mod completions;
 pub mod crds;
 pub mod diff;
 pub mod engine_args;
@@ -21,6 +22,8 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Chaos(args) => chaos::run(&cli.global, &args),
         Command::Crds => crds::run(&cli.global),
         Command::Version => version::run(&cli.global),
+        Command::Completions(args) => completions::completions(&args),
+        Command::Man(args) => completions::man(&args),
     }
 }
 

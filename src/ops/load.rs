@@ -8,6 +8,8 @@ use crate::Error;
 #[derive(Debug)]
 pub struct Desired {
     pub checkout: Checkout,
+    /// The files read, kept to render again with the cluster's view (tend's kinds online).
+    pub files: Vec<walk::SourceFile>,
     pub rendered: Rendered,
 }
 
@@ -76,5 +78,9 @@ pub fn desired_state(
             return Err(render::RenderError::Invalid(problems).into());
         }
     };
-    Ok(Desired { checkout, rendered })
+    Ok(Desired {
+        checkout,
+        files: walked.files,
+        rendered,
+    })
 }

@@ -33,7 +33,7 @@ pub fn run(global: &GlobalArgs, args: &EngineArgs, mode: Mode) -> Result<ExitCod
     };
     // Everything is loaded and validated before the cluster is even contacted.
     let desired = load::desired_state(&global.source_options(), &render_opts)?;
-    tracing::info!("{}", desired.summary(global.cluster.as_deref()));
+    tracing::debug!("offline: {}", desired.summary(global.cluster.as_deref()));
     let mut opts = args.options(global, desired.checkout.commit.clone());
     if let Mode::Apply {
         dry_run,
@@ -56,16 +56,45 @@ pub fn run(global: &GlobalArgs, args: &EngineArgs, mode: Mode) -> Result<ExitCod
         .enable_all()
         .build()
         .map_err(Error::Output)?;
-    let objects = &desired.rendered.objects;
     let (report, stats) = runtime.block_on(async {
-        let session = Session::connect(&access).await?;
+        let session = Session::connect(&access).await.map_err(EngineError::from)?;
+        // tend's kinds need the cluster's view (CopyRule sources and namespaces, owner uids,
+        // referenced config not in git): read it, then render again. Still pure rendering.
+        let id = crate::apply::inventory::applyset_id(
+            &opts.applyset,
+            &opts.state_namespace,
+            "Secret",
+            "",
+        );
+        let live = crate::apply::live::gather(&session, &desired.rendered, &id).await?;
+        let online = RenderOptions {
+            live: Some(live.view),
+            live_config: live.live_config,
+            ..render_opts.clone()
+        };
+        let rendered = crate::render::render(&desired.files, &online).map_err(Box::new)?;
+        for note in &rendered.notes {
+            tracing::warn!("{note}");
+        }
+        let summary = crate::ops::load::Desired {
+            checkout: desired.checkout.clone(),
+            files: Vec::new(),
+            rendered: rendered.clone(),
+        }
+        .summary(opts.cluster_name.as_deref());
+        tracing::info!("{summary}");
+        let kinds = crate::apply::kinds::KindsContext {
+            reloads: live.reloads,
+            copy_outcomes: rendered.copy_outcomes.clone(),
+        };
+        let objects = &rendered.objects;
         let report = match mode {
-            Mode::Diff => engine::diff(&session, objects, &opts).await,
+            Mode::Diff => engine::diff(&session, objects, &opts, &kinds).await,
             Mode::Apply { .. } => {
-                engine::apply(&session, objects, &opts, Arc::new(SystemClock)).await
+                engine::apply(&session, objects, &opts, &kinds, Arc::new(SystemClock)).await
             }
         }?;
-        Ok::<_, EngineError>((report, session.stats.clone()))
+        Ok::<_, OnlineError>((report, session.stats.clone()))
     })?;
 
     let color = global.use_color(std::io::stdout().is_terminal());
@@ -102,6 +131,34 @@ pub fn run(global: &GlobalArgs, args: &EngineArgs, mode: Mode) -> Result<ExitCod
         Mode::Diff if summary.has_differences() => ExitCode::from(1),
         _ => ExitCode::SUCCESS,
     })
+}
+
+/// Errors of the online part of a run.
+#[derive(Debug)]
+enum OnlineError {
+    Engine(EngineError),
+    Render(Box<crate::render::RenderError>),
+}
+
+impl From<EngineError> for OnlineError {
+    fn from(err: EngineError) -> Self {
+        OnlineError::Engine(err)
+    }
+}
+
+impl From<Box<crate::render::RenderError>> for OnlineError {
+    fn from(err: Box<crate::render::RenderError>) -> Self {
+        OnlineError::Render(err)
+    }
+}
+
+impl From<OnlineError> for Error {
+    fn from(err: OnlineError) -> Self {
+        match err {
+            OnlineError::Engine(e) => Error::Engine(e),
+            OnlineError::Render(e) => Error::Render(*e),
+        }
+    }
 }
 
 impl From<EngineError> for Error {

@@ -146,6 +146,16 @@ pub fn hash(found: &BTreeMap<ConfigRef, BTreeMap<String, Vec<u8>>>) -> String {
 /// (objects read from the cluster; empty offline). Returns a note for each reference found in
 /// neither, which is left out of the hash.
 pub fn annotate(objects: &mut [Object], external: &BTreeMap<ObjectKey, Value>) -> Vec<String> {
+    annotate_reporting_missing(objects, external).0
+}
+
+/// [`annotate`], also returning the references found neither in `objects` nor in `external`
+/// (online, the engine reads those from the cluster and renders again).
+pub fn annotate_reporting_missing(
+    objects: &mut [Object],
+    external: &BTreeMap<ObjectKey, Value>,
+) -> (Vec<String>, BTreeSet<ObjectKey>) {
+    let mut missing = BTreeSet::new();
     let desired: BTreeMap<ObjectKey, BTreeMap<String, Vec<u8>>> = objects
         .iter()
         .filter(|o| o.group().is_empty() && matches!(o.kind(), "ConfigMap" | "Secret"))
@@ -177,6 +187,7 @@ pub fn annotate(objects: &mut [Object], external: &BTreeMap<ObjectKey, Value>) -
             } else if let Some(live) = external.get(&key) {
                 found.insert(reference, content(live));
             } else {
+                missing.insert(key.clone());
                 notes.push(format!(
                     "config-hash of {} leaves out {} {}/{}: it is not in the desired set{}",
                     object.key(),
@@ -196,7 +207,7 @@ pub fn annotate(objects: &mut [Object], external: &BTreeMap<ObjectKey, Value>) -
             set_annotation(template, CONFIG_HASH_ANNOTATION, &digest);
         }
     }
-    notes
+    (notes, missing)
 }
 
 /// Set `metadata.annotations[key] = value` on an object or pod template, creating maps.

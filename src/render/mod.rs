@@ -9,6 +9,7 @@
 
 pub mod builtin;
 pub mod config_hash;
+pub mod copies;
 pub mod immortal;
 pub mod mirror;
 pub mod object;
@@ -21,7 +22,7 @@ use crate::problem::Problems;
 use crate::source::walk::SourceFile;
 use object::{split_api_version, Object, ObjectKey, Origin, Problem};
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Annotation limiting a document to some clusters: `tend.dev/clusters: "dc1,dc2"`.
 pub const CLUSTERS_ANNOTATION: &str = "tend.dev/clusters";
@@ -35,6 +36,9 @@ pub struct RenderOptions {
     /// ConfigMaps/Secrets read from the cluster, for config hashes of references that are not
     /// in the desired set. Empty offline.
     pub live_config: BTreeMap<ObjectKey, Value>,
+    /// What the engine read from the cluster for tend's kinds (CopyRule sources and targets,
+    /// uids for ownerReferences). `None` offline.
+    pub live: Option<copies::LiveView>,
 }
 
 impl Default for RenderOptions {
@@ -43,6 +47,7 @@ impl Default for RenderOptions {
             cluster: None,
             default_namespace: "default".into(),
             live_config: BTreeMap::new(),
+            live: None,
         }
     }
 }
@@ -58,6 +63,11 @@ pub struct Rendered {
     pub documents: usize,
     /// Documents left out because they target other clusters.
     pub skipped_by_targeting: usize,
+    /// Per CopyRule: copies, targets, conflicts (online only).
+    pub copy_outcomes: Vec<copies::CopyOutcome>,
+    /// ConfigMaps/Secrets referenced by workloads but found neither in the desired set nor in
+    /// `live_config`.
+    pub missing_config: BTreeSet<ObjectKey>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -96,6 +106,7 @@ pub fn render(files: &[SourceFile], opts: &RenderOptions) -> Result<Rendered, Re
     }
 
     let mut host_ports: BTreeMap<i32, (String, Origin)> = BTreeMap::new();
+    let mut rules = Vec::new();
     for (file, doc) in checked {
         let origin = Origin {
             file: file.path.clone(),
@@ -148,7 +159,28 @@ pub fn render(files: &[SourceFile], opts: &RenderOptions) -> Result<Rendered, Re
                     host_ports.insert(m.spec.host_port, (id, origin.clone()));
                 }
             }
-            objects.extend(tend_kinds::expand(&tend_object, &origin, &mut notes));
+            if let Some(live) = &opts.live {
+                let key = ObjectKey {
+                    group: crate::GROUP.to_string(),
+                    kind: kind.kind().to_string(),
+                    namespace: tend_object.meta().namespace.clone(),
+                    name: tend_object.meta().name.clone().unwrap_or_default(),
+                };
+                if let Some(uid) = live.uids.get(&key) {
+                    tend_object.meta_mut().uid = Some(uid.clone());
+                }
+            }
+            if let crate::kinds::TendObject::CopyRule(rule) = &tend_object {
+                rules.push((rule.clone(), origin.clone()));
+            }
+            objects.extend(tend_kinds::expand(
+                &tend_object,
+                &origin,
+                opts.live.is_some(),
+                &mut notes,
+            ));
+            // The uid is the cluster's; it is not part of the desired object.
+            tend_object.meta_mut().uid = None;
             object.value = tend_kinds::to_value(&tend_object);
             objects.push(object);
             continue;
@@ -168,6 +200,19 @@ pub fn render(files: &[SourceFile], opts: &RenderOptions) -> Result<Rendered, Re
             object.set_namespace(&opts.default_namespace);
         }
         objects.push(object);
+    }
+
+    // CopyRules, online: copies depend on the whole desired set (sources and namespaces in
+    // git, objects git already defines at a copy's place).
+    let mut copy_outcomes = Vec::new();
+    if let Some(live) = &opts.live {
+        let mut all_copies = Vec::new();
+        for (rule, origin) in &rules {
+            let (copies, outcome) = copies::expand_rule(rule, origin, &objects, live);
+            all_copies.extend(copies);
+            copy_outcomes.push(outcome);
+        }
+        objects.extend(all_copies);
     }
 
     // Duplicates: same group/kind/namespace/name twice, after targeting and defaulting.
@@ -200,7 +245,9 @@ pub fn render(files: &[SourceFile], opts: &RenderOptions) -> Result<Rendered, Re
         return Err(RenderError::Invalid(Problems(problems)));
     }
 
-    notes.extend(config_hash::annotate(&mut objects, &opts.live_config));
+    let (hash_notes, missing_config) =
+        config_hash::annotate_reporting_missing(&mut objects, &opts.live_config);
+    notes.extend(hash_notes);
     sort_for_apply(&mut objects);
     Ok(Rendered {
         objects,
@@ -208,6 +255,8 @@ pub fn render(files: &[SourceFile], opts: &RenderOptions) -> Result<Rendered, Re
         files: files.len(),
         documents,
         skipped_by_targeting,
+        copy_outcomes,
+        missing_config,
     })
 }
 

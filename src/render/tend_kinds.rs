@@ -76,7 +76,12 @@ pub fn spec_clusters(object: &TendObject) -> Option<&[String]> {
 
 /// The plain objects a tend object expands to, offline. CopyRules need the cluster (their
 /// sources and namespaces live there), so offline they expand to nothing and say so.
-pub fn expand(object: &TendObject, origin: &Origin, notes: &mut Vec<String>) -> Vec<Object> {
+pub fn expand(
+    object: &TendObject,
+    origin: &Origin,
+    online: bool,
+    notes: &mut Vec<String>,
+) -> Vec<Object> {
     let generated = |values: Vec<Value>, by: String| -> Vec<Object> {
         values
             .into_iter()
@@ -100,6 +105,8 @@ pub fn expand(object: &TendObject, origin: &Origin, notes: &mut Vec<String>) -> 
             vec![immortal::pod_value(i)],
             format!("ImmortalContainer {}", ns_name(&i.metadata)),
         ),
+        // Online, copies are expanded once the whole desired set is known (render/copies.rs).
+        TendObject::CopyRule(_) if online => Vec::new(),
         TendObject::CopyRule(rule) => {
             notes.push(format!(
                 "CopyRule {}: copies are computed from the cluster's {}s and namespaces, so offline only the rule itself is rendered",

@@ -1,5 +1,6 @@
 //! End-to-end tests of the `tend` binary, one module per area.
 
+mod chaos;
 mod common;
 mod crds;
 mod engine;

@@ -1,0 +1,66 @@
+//! `tend completions <shell>` and `tend man`: shell completion scripts and manual pages,
+//! generated from the clap definition of the command line, so they never drift from it.
+
+use crate::Error;
+use clap::{Args, CommandFactory};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, Clone, Args)]
+pub struct CompletionsArgs {
+    /// Shell to generate the completion script for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ManArgs {
+    /// Write tend.1 and one page per subcommand (tend-apply.1, ...) into this directory
+    /// instead of printing tend.1 to stdout.
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
+}
+
+/// The command line definition, as the binary parses it.
+fn command() -> clap::Command {
+    crate::cli::Cli::command()
+}
+
+pub fn completions(args: &CompletionsArgs) -> Result<ExitCode, Error> {
+    let mut cmd = command();
+    let mut out = Vec::new();
+    clap_complete::generate(args.shell, &mut cmd, "tend", &mut out);
+    super::print(&String::from_utf8_lossy(&out))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn man(args: &ManArgs) -> Result<ExitCode, Error> {
+    let cmd = command();
+    match &args.out_dir {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).map_err(Error::Output)?;
+            clap_mangen::generate_to(cmd, dir).map_err(Error::Output)?;
+            let mut pages: Vec<String> = std::fs::read_dir(dir)
+                .map_err(Error::Output)?
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|name| name.ends_with(".1"))
+                .collect();
+            pages.sort();
+            tracing::info!(
+                "wrote {} manual pages to {}: {}",
+                pages.len(),
+                dir.display(),
+                pages.join(", ")
+            );
+        }
+        None => {
+            let mut out = Vec::new();
+            clap_mangen::Man::new(cmd)
+                .render(&mut out)
+                .map_err(Error::Output)?;
+            super::print(&String::from_utf8_lossy(&out))?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,312 @@
+//! CopyRule expansion (SPEC 3.2, seed 001 "Copyrator"): one copy of each selected source
+//! object per target namespace. Needs a view of the cluster ([`LiveView`]): the namespaces,
+//! the source objects, and whatever already sits where a copy would go. Pure.
+
+use super::object::{Object, ObjectKey, Origin};
+use crate::kinds::{CopyKind, CopyRule};
+use serde_json::{json, Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Annotation on every copy naming its source, `<namespace>/<name>`.
+pub const COPIED_FROM_ANNOTATION: &str = "tend.dev/copied-from";
+const PART_OF_LABEL: &str = "applyset.kubernetes.io/part-of";
+
+/// What tend read from the cluster to render tend's kinds online.
+#[derive(Debug, Clone, Default)]
+pub struct LiveView {
+    /// The ApplySet id of this run: objects labelled with it were created by tend.
+    pub applyset_id: String,
+    /// Live Namespace objects.
+    pub namespaces: Vec<Value>,
+    /// Live source objects of each CopyRule (by rule name), already label-selected.
+    pub copy_sources: BTreeMap<String, Vec<Value>>,
+    /// Live objects at the keys copies would have (same kind and name as a source).
+    pub same_named: BTreeMap<ObjectKey, Value>,
+    /// uids of live tend objects, for ownerReferences of what they expand to.
+    pub uids: BTreeMap<ObjectKey, String>,
+}
+
+/// The result of one rule, for its status.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CopyOutcome {
+    pub rule: String,
+    pub copies: usize,
+    pub targets: Vec<String>,
+    /// `<namespace>/<name>` of objects in the way that tend did not create.
+    pub conflicts: Vec<String>,
+}
+
+fn labels_of(value: &Value) -> BTreeMap<String, String> {
+    value
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn str_at<'a>(value: &'a Value, pointer: &str) -> &'a str {
+    value.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+/// Expand one rule against the desired set and the live view.
+pub fn expand_rule(
+    rule: &CopyRule,
+    origin: &Origin,
+    desired: &[Object],
+    live: &LiveView,
+) -> (Vec<Object>, CopyOutcome) {
+    let spec = &rule.spec;
+    let rule_name = rule.metadata.name.clone().unwrap_or_default();
+    let kind = match spec.kind {
+        CopyKind::ConfigMap => "ConfigMap",
+        CopyKind::Secret => "Secret",
+    };
+
+    // Sources: desired objects (git wins) plus live ones, selected by label.
+    let mut sources: BTreeMap<String, Value> = BTreeMap::new();
+    for value in live.copy_sources.get(&rule_name).into_iter().flatten() {
+        if spec.selector.matches(&labels_of(value)) {
+            sources.insert(str_at(value, "/metadata/name").to_string(), value.clone());
+        }
+    }
+    for object in desired {
+        if object.group().is_empty()
+            && object.kind() == kind
+            && object.namespace() == Some(spec.source_namespace.as_str())
+            && spec.selector.matches(&labels_of(&object.value))
+        {
+            sources.insert(object.name().to_string(), object.value.clone());
+        }
+    }
+
+    // Targets: Active namespaces, live or created by this run.
+    let mut namespaces: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for ns in &live.namespaces {
+        let phase = str_at(ns, "/status/phase");
+        if phase.is_empty() || phase == "Active" {
+            namespaces.insert(str_at(ns, "/metadata/name").to_string(), labels_of(ns));
+        }
+    }
+    for object in desired {
+        if object.group().is_empty() && object.kind() == "Namespace" {
+            namespaces
+                .entry(object.name().to_string())
+                .or_insert_with(|| labels_of(&object.value));
+        }
+    }
+    let excluded: BTreeSet<&str> = spec
+        .exclude_namespaces
+        .iter()
+        .flatten()
+        .map(String::as_str)
+        .collect();
+    let targets: Vec<String> = namespaces
+        .into_iter()
+        .filter(|(name, _)| *name != spec.source_namespace && !excluded.contains(name.as_str()))
+        .filter(|(name, _)| {
+            spec.target_namespaces
+                .as_ref()
+                .is_none_or(|list| list.iter().any(|t| t == name))
+        })
+        .filter(|(_, labels)| {
+            spec.namespace_selector
+                .as_ref()
+                .is_none_or(|sel| sel.matches(labels))
+        })
+        .map(|(name, _)| name)
+        .collect();
+
+    let desired_keys: BTreeSet<ObjectKey> = desired.iter().map(Object::key).collect();
+    let mut copies = Vec::new();
+    let mut conflicts = Vec::new();
+    for (name, source) in &sources {
+        for target in &targets {
+            let key = ObjectKey {
+                group: String::new(),
+                kind: kind.to_string(),
+                namespace: Some(target.clone()),
+                name: name.clone(),
+            };
+            let ours = live.same_named.get(&key).is_none_or(|existing| {
+                str_at(
+                    existing,
+                    &format!("/metadata/labels/{}", PART_OF_LABEL.replace('/', "~1")),
+                ) == live.applyset_id
+            });
+            if desired_keys.contains(&key) || !ours {
+                conflicts.push(format!("{target}/{name}"));
+                continue;
+            }
+            copies.push(Object::new(
+                copy_of(source, kind, target, &spec.source_namespace),
+                Origin {
+                    generated_by: Some(format!("CopyRule {rule_name}")),
+                    ..origin.clone()
+                },
+            ));
+        }
+    }
+    let outcome = CopyOutcome {
+        rule: rule_name,
+        copies: copies.len(),
+        targets,
+        conflicts,
+    };
+    (copies, outcome)
+}
+
+/// A copy of `source` for `namespace`: same name, data and type, labels kept, server fields
+/// stripped, annotated with its origin.
+fn copy_of(source: &Value, kind: &str, namespace: &str, source_namespace: &str) -> Value {
+    let name = str_at(source, "/metadata/name");
+    let mut labels: Map<String, Value> = source
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    labels.remove(PART_OF_LABEL);
+    let mut copy = json!({
+        "apiVersion": "v1",
+        "kind": kind,
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "annotations": { COPIED_FROM_ANNOTATION: format!("{source_namespace}/{name}") },
+        },
+    });
+    if !labels.is_empty() {
+        copy["metadata"]["labels"] = Value::Object(labels);
+    }
+    let fields: &[&str] = if kind == "Secret" {
+        &["type", "data", "stringData", "immutable"]
+    } else {
+        &["data", "binaryData", "immutable"]
+    };
+    for field in fields {
+        if let Some(v) = source.get(*field) {
+            copy[*field] = v.clone();
+        }
+    }
+    copy
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(extra: Value) -> CopyRule {
+        let mut spec = json!({"kind":"ConfigMap","sourceNamespace":"default","selector":{"matchLabels":{"copyrator":"true"}}});
+        if let (Some(s), Some(e)) = (spec.as_object_mut(), extra.as_object()) {
+            for (k, v) in e {
+                s.insert(k.clone(), v.clone());
+            }
+        }
+        serde_json::from_value(json!({"apiVersion":"tend.dev/v1alpha1","kind":"CopyRule","metadata":{"name":"r"},"spec":spec})).unwrap()
+    }
+
+    fn origin() -> Origin {
+        Origin {
+            file: "r.yaml".into(),
+            line: 1,
+            generated_by: None,
+        }
+    }
+
+    fn ns(name: &str, phase: &str) -> Value {
+        json!({"apiVersion":"v1","kind":"Namespace","metadata":{"name":name,"labels":{"team":name}},"status":{"phase":phase}})
+    }
+
+    fn view() -> LiveView {
+        LiveView {
+            applyset_id: "set-1".into(),
+            namespaces: vec![ns("default", "Active"), ns("a", "Active"), ns("b", "Active"), ns("gone", "Terminating"), ns("kube-system", "Active")],
+            copy_sources: [("r".to_string(), vec![
+                json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"ca","namespace":"default","labels":{"copyrator":"true"},"uid":"x","resourceVersion":"9"},"data":{"ca.crt":"PEM"}}),
+            ])].into(),
+            ..LiveView::default()
+        }
+    }
+
+    #[test]
+    fn copies_into_every_active_namespace_but_source_and_excluded() {
+        let (copies, outcome) = expand_rule(
+            &rule(json!({"excludeNamespaces":["kube-system"]})),
+            &origin(),
+            &[],
+            &view(),
+        );
+        let keys: Vec<String> = copies.iter().map(|c| c.key().to_string()).collect();
+        assert_eq!(keys, vec!["ConfigMap a/ca", "ConfigMap b/ca"]);
+        assert_eq!(outcome.targets, vec!["a", "b"]);
+        let c = &copies[0].value;
+        assert_eq!(
+            c["metadata"]["annotations"][COPIED_FROM_ANNOTATION],
+            "default/ca"
+        );
+        assert_eq!(c["data"]["ca.crt"], "PEM");
+        assert!(
+            c["metadata"].get("uid").is_none() && c["metadata"].get("resourceVersion").is_none()
+        );
+        assert_eq!(c["metadata"]["labels"]["copyrator"], "true");
+        assert_eq!(copies[0].origin.generated_by.as_deref(), Some("CopyRule r"));
+    }
+
+    #[test]
+    fn foreign_objects_are_conflicts_and_our_copies_are_not() {
+        let mut live = view();
+        live.same_named.insert(
+            ObjectKey {
+                group: String::new(),
+                kind: "ConfigMap".into(),
+                namespace: Some("a".into()),
+                name: "ca".into(),
+            },
+            json!({"metadata":{"name":"ca","namespace":"a"}}),
+        );
+        live.same_named.insert(
+            ObjectKey {
+                group: String::new(),
+                kind: "ConfigMap".into(),
+                namespace: Some("b".into()),
+                name: "ca".into(),
+            },
+            json!({"metadata":{"name":"ca","namespace":"b","labels":{PART_OF_LABEL:"set-1"}}}),
+        );
+        let (copies, outcome) = expand_rule(
+            &rule(json!({"targetNamespaces":["a","b"]})),
+            &origin(),
+            &[],
+            &live,
+        );
+        assert_eq!(copies.len(), 1);
+        assert_eq!(copies[0].namespace(), Some("b"));
+        assert_eq!(outcome.conflicts, vec!["a/ca"]);
+    }
+
+    #[test]
+    fn selectors_and_desired_sources_and_namespaces() {
+        let desired = vec![
+            Object::new(
+                json!({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"new","labels":{"team":"x"}}}),
+                origin(),
+            ),
+            Object::new(
+                json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"git-cm","namespace":"default","labels":{"copyrator":"true"}},"data":{"k":"v"}}),
+                origin(),
+            ),
+        ];
+        let (copies, outcome) = expand_rule(
+            &rule(json!({"namespaceSelector":{"matchLabels":{"team":"x"}}})),
+            &origin(),
+            &desired,
+            &view(),
+        );
+        assert_eq!(outcome.targets, vec!["new"]);
+        let keys: Vec<String> = copies.iter().map(|c| c.key().to_string()).collect();
+        assert_eq!(keys, vec!["ConfigMap new/ca", "ConfigMap new/git-cm"]);
+    }
+}
