@@ -173,8 +173,14 @@ fn init_logging(global: &GlobalArgs) {
         _ => LevelFilter::TRACE,
     };
     let color = global.use_color(std::io::stderr().is_terminal());
+    // Our own events at the chosen level; libraries' (kube, hyper) only at -vv, where their
+    // request-level detail helps, since they log retried failures as errors.
+    let filter = tracing_subscriber::EnvFilter::new(match global.verbose {
+        0 | 1 => format!("tend={level}"),
+        _ => format!("tend={level},kube=debug,warn"),
+    });
     let builder = tracing_subscriber::fmt()
-        .with_max_level(level)
+        .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_target(false);
     let _ = match global.log_format {

@@ -247,7 +247,9 @@ pub async fn after_apply(
                 let before = old.get("startTimes").and_then(Value::as_i64).unwrap_or(0);
                 let exists = started || planned.live_desired.contains_key(&pod);
                 json!({
-                    "startTimes": before + i64::from(started),
+                    // A pod that exists was started at least once, even if the status
+                    // write that counted it failed.
+                    "startTimes": (before + i64::from(started)).max(i64::from(exists)),
                     "currentPod": if exists { Value::String(pod.name.clone()) } else { Value::Null },
                 })
             }
@@ -316,6 +318,9 @@ pub async fn after_apply(
                 ..Outcome::default()
             },
         );
+    }
+    for error in &errors {
+        tracing::error!("{error}");
     }
     errors
 }

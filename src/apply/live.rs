@@ -98,10 +98,14 @@ pub async fn gather(
     session: &Session,
     rendered: &Rendered,
     applyset_id: &str,
+    state_namespace: &str,
 ) -> Result<LiveContext, EngineError> {
     let client = &session.client;
     let mut ctx = LiveContext::default();
     ctx.view.applyset_id = applyset_id.to_string();
+    ctx.view
+        .reserved_namespaces
+        .insert(state_namespace.to_string());
     let tend = tend_objects(rendered);
 
     // uids of tend's objects that exist, per kind (one LIST each).

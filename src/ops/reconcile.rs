@@ -66,7 +66,9 @@ pub fn run(global: &GlobalArgs, args: &EngineArgs, mode: Mode) -> Result<ExitCod
             "Secret",
             "",
         );
-        let live = crate::apply::live::gather(&session, &desired.rendered, &id).await?;
+        let live =
+            crate::apply::live::gather(&session, &desired.rendered, &id, &opts.state_namespace)
+                .await?;
         let online = RenderOptions {
             live: Some(live.view),
             live_config: live.live_config,

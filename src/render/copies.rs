@@ -24,6 +24,8 @@ pub struct LiveView {
     pub same_named: BTreeMap<ObjectKey, Value>,
     /// uids of live tend objects, for ownerReferences of what they expand to.
     pub uids: BTreeMap<ObjectKey, String>,
+    /// Namespaces no rule copies into: tend's own state namespace.
+    pub reserved_namespaces: BTreeSet<String>,
 }
 
 /// The result of one rule, for its status.
@@ -67,8 +69,19 @@ pub fn expand_rule(
     };
 
     // Sources: desired objects (git wins) plus live ones, selected by label.
+    // A source that git defines is judged by git's version, even before it is applied (its
+    // labels may have just been removed).
+    let in_git: BTreeSet<&str> = desired
+        .iter()
+        .filter(|o| o.group().is_empty() && o.kind() == kind)
+        .filter(|o| o.namespace() == Some(spec.source_namespace.as_str()))
+        .map(Object::name)
+        .collect();
     let mut sources: BTreeMap<String, Value> = BTreeMap::new();
     for value in live.copy_sources.get(&rule_name).into_iter().flatten() {
+        if in_git.contains(str_at(value, "/metadata/name")) {
+            continue;
+        }
         if spec.selector.matches(&labels_of(value)) {
             sources.insert(str_at(value, "/metadata/name").to_string(), value.clone());
         }
@@ -106,7 +119,11 @@ pub fn expand_rule(
         .collect();
     let targets: Vec<String> = namespaces
         .into_iter()
-        .filter(|(name, _)| *name != spec.source_namespace && !excluded.contains(name.as_str()))
+        .filter(|(name, _)| {
+            *name != spec.source_namespace
+                && !excluded.contains(name.as_str())
+                && !live.reserved_namespaces.contains(name)
+        })
         .filter(|(name, _)| {
             spec.target_namespaces
                 .as_ref()

@@ -3,7 +3,7 @@
 
 use super::builtin;
 use super::object::{split_api_version, Problem};
-use super::yaml::Document;
+use super::yaml::{dotted, Document, Step};
 use serde_json::Value;
 use std::path::Path;
 
@@ -118,8 +118,27 @@ pub fn check_document(file: &Path, doc: &Document) -> Vec<Problem> {
             match meta.get(field) {
                 None | Some(Value::Null) => {}
                 Some(Value::Object(entries)) => {
+                    // A map of thousands of bad entries is reported by its first few, so a
+                    // generated file cannot make the report (and the search for lines) huge.
+                    let mut reported = 0;
+                    let mut total_bytes = 0;
                     for (key, value) in entries {
-                        if !value.is_string() {
+                        if reported == MAX_PROBLEMS_PER_MAP {
+                            problem(
+                                &["metadata", field],
+                                format!("metadata.{field}: more problems not shown"),
+                            );
+                            break;
+                        }
+                        total_bytes += key.len() + value.as_str().map_or(0, str::len);
+                        if let Some(why) = qualified_name_problem(key) {
+                            reported += 1;
+                            problem(
+                                &["metadata", field, key],
+                                format!("metadata.{field} key {key:?} is not valid: {why}"),
+                            );
+                        } else if !value.is_string() {
+                            reported += 1;
                             problem(
                                 &["metadata", field, key],
                                 format!(
@@ -127,7 +146,24 @@ pub fn check_document(file: &Path, doc: &Document) -> Vec<Problem> {
                                     describe(value)
                                 ),
                             );
+                        } else if field == "labels" {
+                            let text = value.as_str().unwrap_or_default();
+                            if !is_label_value(text) {
+                                reported += 1;
+                                problem(
+                                    &["metadata", field, key],
+                                    format!("metadata.labels.{key} value {text:?} is not a valid label value: at most 63 characters, letters, digits, '-', '_' and '.', starting and ending with a letter or digit"),
+                                );
+                            }
                         }
+                    }
+                    if field == "annotations" && total_bytes > MAX_ANNOTATION_BYTES {
+                        problem(
+                            &["metadata", field],
+                            format!(
+                                "metadata.annotations are {total_bytes} bytes; Kubernetes allows at most {MAX_ANNOTATION_BYTES} (256 KiB) in total"
+                            ),
+                        );
                     }
                 }
                 Some(other) => problem(
@@ -199,7 +235,311 @@ pub fn check_document(file: &Path, doc: &Document) -> Vec<Problem> {
             problem(&["apiVersion"], format!("apiVersion {api_version:?} is not of the form <group>/<version> (e.g. apps/v1)"));
         }
     }
+    // Field types of well-known kinds, only for documents whose shape is otherwise fine (one
+    // clear message rather than a cascade).
+    if problems.is_empty() {
+        if let (Some(api_version), Some(kind)) = (api_version, kind) {
+            let (group, version) = split_api_version(api_version);
+            if let Some((path, message)) = typed::check(group, version, kind, &doc.value) {
+                problems.push(Problem::new(file, doc.line_at(&path), message));
+            }
+        }
+    }
     problems
+}
+
+/// Bad entries reported per labels/annotations map.
+const MAX_PROBLEMS_PER_MAP: usize = 5;
+/// Kubernetes' limit on the total size of an object's annotations.
+const MAX_ANNOTATION_BYTES: usize = 256 * 1024;
+
+/// Why `key` is not a valid label or annotation key (`[prefix/]name`), if it is not.
+pub fn qualified_name_problem(key: &str) -> Option<String> {
+    let (prefix, name) = match key.rsplit_once('/') {
+        Some((prefix, name)) => (Some(prefix), name),
+        None => (None, key),
+    };
+    if let Some(prefix) = prefix {
+        if !is_dns1123_subdomain(prefix) {
+            return Some(format!("the prefix {prefix:?} must be a DNS subdomain (lowercase letters, digits, '-' and '.', at most 253 characters)"));
+        }
+    }
+    if name.is_empty() || name.len() > 63 || !is_qualified_part(name) {
+        return Some("the name part must be 1 to 63 characters: letters, digits, '-', '_' and '.', starting and ending with a letter or digit".into());
+    }
+    None
+}
+
+fn is_qualified_part(s: &str) -> bool {
+    let bytes = s.as_bytes();
+    !bytes.is_empty()
+        && bytes[0].is_ascii_alphanumeric()
+        && bytes[bytes.len() - 1].is_ascii_alphanumeric()
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+/// Label values: empty, or at most 63 characters of `[A-Za-z0-9_.-]` with alphanumeric ends.
+pub fn is_label_value(s: &str) -> bool {
+    s.is_empty() || (s.len() <= 63 && is_qualified_part(s))
+}
+
+/// DNS-1035 label (Service names): like a DNS-1123 label, but starting with a letter.
+pub fn is_dns1035_label(s: &str) -> bool {
+    is_dns1123_label(s) && s.as_bytes()[0].is_ascii_lowercase()
+}
+
+/// Type checks of well-known built-in kinds against their k8s-openapi types: a string where
+/// a number belongs, a list where a map belongs, a missing required field. The document's
+/// JSON value is deserialized strictly (as kube-apiserver decodes JSON) while the path is
+/// tracked, so the problem names the field and its line.
+mod typed {
+    use super::{dotted, Step};
+    use serde::de::{self, DeserializeOwned, IntoDeserializer, Visitor};
+    use serde_json::Value;
+    use std::cell::RefCell;
+
+    type Error = serde_json::Error;
+
+    /// `(path, message)` of the first type error in `value`, if its kind is one we know.
+    pub fn check(
+        group: &str,
+        version: &str,
+        kind: &str,
+        value: &Value,
+    ) -> Option<(Vec<Step>, String)> {
+        use k8s_openapi::api::*;
+        let path = RefCell::new(Vec::new());
+        let result = match (group, version, kind) {
+            ("", "v1", "ConfigMap") => run::<core::v1::ConfigMap>(value, &path),
+            ("", "v1", "Secret") => run::<core::v1::Secret>(value, &path),
+            ("", "v1", "Service") => run::<core::v1::Service>(value, &path),
+            ("", "v1", "ServiceAccount") => run::<core::v1::ServiceAccount>(value, &path),
+            ("", "v1", "Pod") => run::<core::v1::Pod>(value, &path),
+            ("", "v1", "Namespace") => run::<core::v1::Namespace>(value, &path),
+            ("", "v1", "PersistentVolumeClaim") => {
+                run::<core::v1::PersistentVolumeClaim>(value, &path)
+            }
+            ("", "v1", "LimitRange") => run::<core::v1::LimitRange>(value, &path),
+            ("", "v1", "ResourceQuota") => run::<core::v1::ResourceQuota>(value, &path),
+            ("apps", "v1", "Deployment") => run::<apps::v1::Deployment>(value, &path),
+            ("apps", "v1", "StatefulSet") => run::<apps::v1::StatefulSet>(value, &path),
+            ("apps", "v1", "DaemonSet") => run::<apps::v1::DaemonSet>(value, &path),
+            ("batch", "v1", "Job") => run::<batch::v1::Job>(value, &path),
+            ("batch", "v1", "CronJob") => run::<batch::v1::CronJob>(value, &path),
+            ("rbac.authorization.k8s.io", "v1", "Role") => run::<rbac::v1::Role>(value, &path),
+            ("rbac.authorization.k8s.io", "v1", "ClusterRole") => {
+                run::<rbac::v1::ClusterRole>(value, &path)
+            }
+            ("rbac.authorization.k8s.io", "v1", "RoleBinding") => {
+                run::<rbac::v1::RoleBinding>(value, &path)
+            }
+            ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding") => {
+                run::<rbac::v1::ClusterRoleBinding>(value, &path)
+            }
+            ("networking.k8s.io", "v1", "Ingress") => run::<networking::v1::Ingress>(value, &path),
+            ("networking.k8s.io", "v1", "NetworkPolicy") => {
+                run::<networking::v1::NetworkPolicy>(value, &path)
+            }
+            ("policy", "v1", "PodDisruptionBudget") => {
+                run::<policy::v1::PodDisruptionBudget>(value, &path)
+            }
+            _ => return None,
+        };
+        let err = result.err()?;
+        let path = path.into_inner();
+        let place = dotted(&path);
+        let mut message = err.to_string();
+        let secret_value = group.is_empty()
+            && kind == "Secret"
+            && matches!(path.first(), Some(Step::Key(k)) if k == "data" || k == "stringData");
+        if secret_value {
+            // Never echo a Secret value, not even a byte of it.
+            message = "invalid value (not shown: Secret values are never printed); data values must be base64-encoded strings, stringData values strings".to_string();
+        }
+        let message = if place.is_empty() {
+            message
+        } else {
+            format!("{place}: {message}")
+        };
+        Some((path, message))
+    }
+
+    fn run<T: DeserializeOwned>(value: &Value, path: &RefCell<Vec<Step>>) -> Result<(), Error> {
+        T::deserialize(Tracked {
+            value,
+            path,
+            top: true,
+        })
+        .map(|_| ())
+    }
+
+    /// A deserializer over a JSON value that records the path of the node being read; on an
+    /// error the path is left pointing at the failing node.
+    struct Tracked<'a, 'p> {
+        value: &'a Value,
+        path: &'p RefCell<Vec<Step>>,
+        /// The object's top level, where `status` is skipped (the server ignores it).
+        top: bool,
+    }
+
+    impl<'de, 'p> de::Deserializer<'de> for Tracked<'de, 'p> {
+        type Error = Error;
+
+        fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+            match self.value {
+                Value::Null => visitor.visit_unit(),
+                Value::Bool(b) => visitor.visit_bool(*b),
+                Value::Number(n) => {
+                    if let Some(u) = n.as_u64() {
+                        visitor.visit_u64(u)
+                    } else if let Some(i) = n.as_i64() {
+                        visitor.visit_i64(i)
+                    } else {
+                        visitor.visit_f64(n.as_f64().unwrap_or(f64::NAN))
+                    }
+                }
+                Value::String(s) => visitor.visit_borrowed_str(s),
+                Value::Array(items) => visitor.visit_seq(Seq {
+                    items: items.iter().enumerate(),
+                    path: self.path,
+                }),
+                Value::Object(map) => visitor.visit_map(Map {
+                    entries: map.iter(),
+                    pending: None,
+                    path: self.path,
+                    top: self.top,
+                }),
+            }
+        }
+
+        fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+            match self.value {
+                Value::Null => visitor.visit_none(),
+                _ => visitor.visit_some(self),
+            }
+        }
+
+        fn deserialize_newtype_struct<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            visitor: V,
+        ) -> Result<V::Value, Error> {
+            visitor.visit_newtype_struct(self)
+        }
+
+        fn deserialize_enum<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            _variants: &'static [&'static str],
+            visitor: V,
+        ) -> Result<V::Value, Error> {
+            match self.value {
+                Value::String(s) => visitor.visit_enum(s.as_str().into_deserializer()),
+                _ => Err(de::Error::custom("expected a string")),
+            }
+        }
+
+        fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+            visitor.visit_unit()
+        }
+
+        // A number or boolean where a string belongs (`key: 1` in ConfigMap data, `value:
+        // 8080` in env) is let through, as YAML tooling often reads it: kube-apiserver
+        // rejects it, but the test API server accepts it and callers rely on that today.
+        fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+            match self.value {
+                Value::Number(n) => visitor.visit_string(n.to_string()),
+                Value::Bool(b) => visitor.visit_string(b.to_string()),
+                _ => self.deserialize_any(visitor),
+            }
+        }
+
+        fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+            self.deserialize_str(visitor)
+        }
+
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char
+            bytes byte_buf unit unit_struct seq tuple tuple_struct map struct identifier
+        }
+    }
+
+    struct Seq<'a, 'p> {
+        items: std::iter::Enumerate<std::slice::Iter<'a, Value>>,
+        path: &'p RefCell<Vec<Step>>,
+    }
+
+    impl<'de, 'p> de::SeqAccess<'de> for Seq<'de, 'p> {
+        type Error = Error;
+
+        fn next_element_seed<T: de::DeserializeSeed<'de>>(
+            &mut self,
+            seed: T,
+        ) -> Result<Option<T::Value>, Error> {
+            let Some((index, value)) = self.items.next() else {
+                return Ok(None);
+            };
+            self.path.borrow_mut().push(Step::Index(index));
+            let result = seed.deserialize(Tracked {
+                value,
+                path: self.path,
+                top: false,
+            })?;
+            self.path.borrow_mut().pop();
+            Ok(Some(result))
+        }
+
+        fn size_hint(&self) -> Option<usize> {
+            Some(self.items.len())
+        }
+    }
+
+    struct Map<'a, 'p> {
+        entries: serde_json::map::Iter<'a>,
+        pending: Option<(&'a String, &'a Value)>,
+        path: &'p RefCell<Vec<Step>>,
+        top: bool,
+    }
+
+    impl<'de, 'p> de::MapAccess<'de> for Map<'de, 'p> {
+        type Error = Error;
+
+        fn next_key_seed<K: de::DeserializeSeed<'de>>(
+            &mut self,
+            seed: K,
+        ) -> Result<Option<K::Value>, Error> {
+            for (key, value) in self.entries.by_ref() {
+                if self.top && key == "status" {
+                    continue;
+                }
+                self.pending = Some((key, value));
+                let key: de::value::BorrowedStrDeserializer<'de, Error> =
+                    de::value::BorrowedStrDeserializer::new(key);
+                return seed.deserialize(key).map(Some);
+            }
+            Ok(None)
+        }
+
+        fn next_value_seed<V: de::DeserializeSeed<'de>>(
+            &mut self,
+            seed: V,
+        ) -> Result<V::Value, Error> {
+            let (key, value) = self
+                .pending
+                .take()
+                .ok_or_else(|| <Error as de::Error>::custom("value without a key"))?;
+            self.path.borrow_mut().push(Step::Key(key.clone()));
+            let result = seed.deserialize(Tracked {
+                value,
+                path: self.path,
+                top: false,
+            })?;
+            self.path.borrow_mut().pop();
+            Ok(result)
+        }
+    }
 }
 
 /// Why `name` is not a valid object name for this kind, if it is not.
@@ -216,12 +556,21 @@ fn name_problem(group: &str, kind: &str, name: &str) -> Option<String> {
         }
         return None;
     }
+    if group.is_empty() && kind == "Service" && !is_dns1035_label(name) {
+        return Some(format!(
+            "metadata.name {name:?} is not a valid Service name: use lowercase letters, digits and '-', start with a letter, end with a letter or digit, at most 63 characters"
+        ));
+    }
+    if group.is_empty() && kind == "Namespace" && !is_dns1123_label(name) {
+        return Some(format!(
+            "metadata.name {name:?} is not a valid Namespace name: use lowercase letters, digits and '-', start and end with a letter or digit, at most 63 characters"
+        ));
+    }
     if !is_dns1123_subdomain(name) {
         return Some(format!(
             "metadata.name {name:?} is not a valid name: use lowercase letters, digits, '-' and '.', start and end with a letter or digit, at most 253 characters"
         ));
     }
-    let _ = kind;
     None
 }
 

@@ -5,7 +5,20 @@
 use super::object::Problem;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use std::cell::Cell;
 use std::path::Path;
+
+/// Deepest nesting of collections tend reads. serde_yaml stops at 128 levels itself, but
+/// libyaml spends time quadratic in the depth of *flow* collections (`[[[[...`) before
+/// serde_yaml gets to count, so those are rejected by a linear scan first. Real Kubernetes
+/// objects stay far below this (a Deployment is about 12 levels deep).
+pub const MAX_NESTING: usize = 128;
+
+/// Largest size a document may expand to through YAML aliases (`*anchor`), counted as the
+/// bytes of every scalar plus 8 per node. A document without aliases is bounded by the file
+/// size limit; one with aliases could otherwise expand exponentially ("billion laughs") or
+/// repeat one large string thousands of times.
+pub const MAX_EXPANDED_BYTES: usize = 16 * 1024 * 1024;
 
 /// One YAML document of a file, parsed into JSON.
 #[derive(Debug, Clone)]
@@ -27,7 +40,7 @@ impl Document {
     }
 
     fn problem_from(&self, file: &Path, err: &serde_yaml::Error) -> Problem {
-        let message = clean_message(&err.to_string());
+        let message = friendly_message(&clean_message(&err.to_string()));
         let mut line = err
             .location()
             .map(|loc| self.start_line + loc.line() - 1)
@@ -88,6 +101,141 @@ impl Document {
     }
 }
 
+/// One step of a path into a document: a mapping key or a sequence index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    Key(String),
+    Index(usize),
+}
+
+impl std::fmt::Display for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Step::Key(k) => write!(f, "{k}"),
+            Step::Index(i) => write!(f, "[{i}]"),
+        }
+    }
+}
+
+/// `spec.template.spec.containers[0].env[1].value`
+pub fn dotted(path: &[Step]) -> String {
+    let mut out = String::new();
+    for step in path {
+        if matches!(step, Step::Key(_)) && !out.is_empty() {
+            out.push('.');
+        }
+        out.push_str(&step.to_string());
+    }
+    out
+}
+
+impl Document {
+    /// Best-effort line of the node at `path` (keys and sequence indexes) in block-style
+    /// YAML. Where the path continues in flow style (`{a: 1}`, `[x, y]`) or cannot be
+    /// followed, the line of the deepest node found; the document's first line at worst.
+    pub fn line_at(&self, path: &[Step]) -> usize {
+        // Content lines: (0-based line, indentation, text after the indentation).
+        let lines: Vec<(usize, usize, &str)> = self
+            .text
+            .lines()
+            .enumerate()
+            .filter_map(|(i, raw)| {
+                let t = raw.trim_start_matches(' ');
+                let blank = t.trim().is_empty() || t.starts_with('#');
+                (!blank).then_some((i, raw.len() - t.len(), t))
+            })
+            .collect();
+        let is_item = |t: &str| t == "-" || t.starts_with("- ");
+        let mut found = self.line;
+        // The scope of the current node: lines[lo..hi]; for a sequence item, its first line
+        // is seen from after the `- ` marker (column and text).
+        let (mut lo, mut hi) = (0, lines.len());
+        let mut item_head: Option<(usize, &str)> = None;
+        fn view<'t>(
+            lines: &[(usize, usize, &'t str)],
+            n: usize,
+            lo: usize,
+            head: Option<(usize, &'t str)>,
+        ) -> (usize, &'t str) {
+            match head {
+                Some((col, text)) if n == lo => (col, text),
+                _ => (lines[n].1, lines[n].2),
+            }
+        }
+        for step in path {
+            if lo >= hi {
+                break;
+            }
+            let (col, text) = view(&lines, lo, lo, item_head);
+            match step {
+                Step::Key(key) => {
+                    if is_item(text) {
+                        break;
+                    }
+                    let hit = (lo..hi).find(|&n| {
+                        let (c, t) = view(&lines, n, lo, item_head);
+                        c == col && key_matches(t, key)
+                    });
+                    let Some(n) = hit else { break };
+                    found = self.start_line + lines[n].0;
+                    let mut end = n + 1;
+                    while end < hi
+                        && (lines[end].1 > col || lines[end].1 == col && is_item(lines[end].2))
+                    {
+                        end += 1;
+                    }
+                    (lo, hi, item_head) = (n + 1, end, None);
+                }
+                Step::Index(index) => {
+                    if !is_item(text) {
+                        break;
+                    }
+                    let items: Vec<usize> = (lo..hi)
+                        .filter(|&n| {
+                            let (c, t) = view(&lines, n, lo, item_head);
+                            c == col && is_item(t)
+                        })
+                        .collect();
+                    let Some(&n) = items.get(*index) else { break };
+                    found = self.start_line + lines[n].0;
+                    let next = items.get(index + 1).copied().unwrap_or(hi);
+                    let (c, t) = view(&lines, n, lo, item_head);
+                    let rest = t[1..].trim_start_matches(' ');
+                    if rest.is_empty() {
+                        (lo, hi, item_head) = (n + 1, next, None);
+                    } else {
+                        let rest_col = c + (t.len() - rest.len());
+                        (lo, hi, item_head) = (n, next, Some((rest_col, rest)));
+                    }
+                }
+            }
+        }
+        found
+    }
+}
+
+/// Whether a line (from its content column) defines mapping key `key`.
+fn key_matches(text: &str, key: &str) -> bool {
+    let rest = if let Some(r) = text.strip_prefix(key) {
+        r
+    } else if let Some(r) = text
+        .strip_prefix('"')
+        .and_then(|t| t.strip_prefix(key))
+        .and_then(|t| t.strip_prefix('"'))
+    {
+        r
+    } else if let Some(r) = text
+        .strip_prefix('\'')
+        .and_then(|t| t.strip_prefix(key))
+        .and_then(|t| t.strip_prefix('\''))
+    {
+        r
+    } else {
+        return false;
+    };
+    rest == ":" || rest.starts_with(": ") || rest.starts_with(":\t")
+}
+
 /// The key named by serde_yaml's "duplicate entry with key \"k\"" message.
 fn duplicate_key(message: &str) -> Option<&str> {
     let rest = message.split("duplicate entry with key \"").nth(1)?;
@@ -99,6 +247,250 @@ fn clean_message(msg: &str) -> String {
     match msg.find(" at line ") {
         Some(idx) => msg[..idx].to_string(),
         None => msg.to_string(),
+    }
+}
+
+/// The message for documents nested deeper than [`MAX_NESTING`].
+fn nesting_message() -> String {
+    format!("collections are nested more than {MAX_NESTING} levels deep; a Kubernetes object is never this deep")
+}
+
+/// The message for documents whose aliases expand beyond [`MAX_EXPANDED_BYTES`].
+fn alias_bomb_message() -> String {
+    format!(
+        "YAML aliases expand this document to more than {} MiB (an alias bomb, \"billion laughs\"?); write the values out or use fewer aliases",
+        MAX_EXPANDED_BYTES / (1024 * 1024)
+    )
+}
+
+/// Replace serde_yaml's terse messages for limits and oddities with ones that say what to do.
+/// A `path: ` prefix (e.g. `spec.replicas: `) is kept.
+fn friendly_message(message: &str) -> String {
+    let (prefix, rest) = match message.find(": ") {
+        Some(i) if !message[..i].contains(' ') => (&message[..i + 2], &message[i + 2..]),
+        _ => ("", message),
+    };
+    let rest = if rest == "recursion limit exceeded" {
+        nesting_message()
+    } else if rest == "repetition limit exceeded" || rest == ALIAS_BUDGET_EXCEEDED {
+        alias_bomb_message()
+    } else if rest == "unknown anchor" {
+        "alias (`*name`) refers to an anchor (`&name`) that is not defined before it in this document; anchors do not carry across `---`".to_string()
+    } else if rest.starts_with("invalid type: integer `")
+        && (rest.contains("` as u128") || rest.contains("` as i128"))
+    {
+        // The number itself is not repeated: it could be a Secret value.
+        "integer is too large; numbers must fit in 64 bits (quote it if it is meant as a string)"
+            .to_string()
+    } else {
+        rest.to_string()
+    };
+    format!("{prefix}{rest}")
+}
+
+/// Marker message of the expansion budget (replaced by [`alias_bomb_message`]).
+const ALIAS_BUDGET_EXCEEDED: &str = "tend: alias expansion budget exceeded";
+
+/// Walk `text` as serde_yaml would deserialize it, following aliases, and fail as soon as the
+/// expanded size passes [`MAX_EXPANDED_BYTES`]. Scalars are borrowed, not copied, so this
+/// costs no more memory than the parsed events.
+fn check_expansion(text: &str) -> Result<(), serde_yaml::Error> {
+    use serde::de::DeserializeSeed;
+    let left = Cell::new(MAX_EXPANDED_BYTES);
+    let de = serde_yaml::Deserializer::from_str(text);
+    Count { left: &left }.deserialize(de)
+}
+
+/// A serde visitor that only counts what it is shown.
+#[derive(Clone, Copy)]
+struct Count<'a> {
+    left: &'a Cell<usize>,
+}
+
+impl Count<'_> {
+    fn charge<E: serde::de::Error>(&self, bytes: usize) -> Result<(), E> {
+        let cost = bytes.saturating_add(8);
+        match self.left.get().checked_sub(cost) {
+            Some(left) => {
+                self.left.set(left);
+                Ok(())
+            }
+            None => Err(E::custom(ALIAS_BUDGET_EXCEEDED)),
+        }
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Count<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Count<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any YAML value")
+    }
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<(), E> {
+        self.charge(0)
+    }
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<(), E> {
+        self.charge(0)
+    }
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<(), E> {
+        self.charge(0)
+    }
+    fn visit_i128<E: serde::de::Error>(self, _: i128) -> Result<(), E> {
+        self.charge(0)
+    }
+    fn visit_u128<E: serde::de::Error>(self, _: u128) -> Result<(), E> {
+        self.charge(0)
+    }
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<(), E> {
+        self.charge(0)
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<(), E> {
+        self.charge(v.len())
+    }
+    fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<(), E> {
+        self.charge(v.len())
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
+        self.charge(0)
+    }
+    fn visit_none<E: serde::de::Error>(self) -> Result<(), E> {
+        self.charge(0)
+    }
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+    fn visit_newtype_struct<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        self.charge::<A::Error>(0)?;
+        while seq.next_element_seed(self)?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        self.charge::<A::Error>(0)?;
+        while map.next_key_seed(self)?.is_some() {
+            map.next_value_seed(self)?;
+        }
+        Ok(())
+    }
+    fn visit_enum<A: serde::de::EnumAccess<'de>>(self, data: A) -> Result<(), A::Error> {
+        // A tagged node (`!tag value`): count the value.
+        use serde::de::VariantAccess;
+        let (_, variant) = data.variant::<serde::de::IgnoredAny>()?;
+        variant.newtype_variant_seed(self)
+    }
+}
+
+/// Whether a document may use aliases at all (both an anchor and an alias sign appear).
+fn may_have_aliases(text: &str) -> bool {
+    text.contains('&') && text.contains('*')
+}
+
+/// 0-based index of the line where flow collections (`[`, `{`) nest deeper than `limit`, by a
+/// linear scan that knows quoted scalars, comments and block scalars well enough for
+/// Kubernetes YAML. Only a flow collection opening at the start of a token counts, so
+/// brackets inside plain scalars (`a[0]`) do not.
+fn deep_flow_line(text: &str, limit: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    // Inside a quoted scalar that continues on the next line: its quote character.
+    let mut quote: Option<u8> = None;
+    // Inside a block scalar (`|`, `>`): lines indented more than this belong to it.
+    let mut block_parent: Option<usize> = None;
+    for (i, line) in text.lines().enumerate() {
+        let bytes = line.as_bytes();
+        let indent = bytes.iter().take_while(|b| **b == b' ').count();
+        if let Some(parent) = block_parent {
+            if line.trim().is_empty() || indent > parent {
+                continue;
+            }
+            block_parent = None;
+        }
+        let mut prev = b' ';
+        let mut j = 0;
+        let mut content_end = bytes.len();
+        while j < bytes.len() {
+            let c = bytes[j];
+            if let Some(q) = quote {
+                if q == b'\'' && c == b'\'' {
+                    if bytes.get(j + 1) == Some(&b'\'') {
+                        j += 2;
+                        continue;
+                    }
+                    quote = None;
+                } else if q == b'"' && c == b'\\' {
+                    j += 2;
+                    continue;
+                } else if q == b'"' && c == b'"' {
+                    quote = None;
+                }
+                prev = c;
+                j += 1;
+                continue;
+            }
+            let token_start = matches!(prev, b' ' | b'\t' | b'[' | b'{' | b',');
+            match c {
+                b'#' if matches!(prev, b' ' | b'\t') => {
+                    content_end = j;
+                    break;
+                }
+                b'"' | b'\'' if token_start || prev == b':' => quote = Some(c),
+                b'[' | b'{' if token_start => {
+                    depth += 1;
+                    if depth > limit {
+                        return Some(i);
+                    }
+                }
+                b']' | b'}' if depth > 0 => depth -= 1,
+                _ => {}
+            }
+            prev = c;
+            j += 1;
+        }
+        if quote.is_none() && depth == 0 && opens_block_scalar(&line[..content_end]) {
+            block_parent = Some(content_column(line));
+        }
+    }
+    None
+}
+
+/// Whether a line ends with a block scalar indicator (`key: |`, `- >-`, `|2+`).
+fn opens_block_scalar(line: &str) -> bool {
+    let t = line.trim_end();
+    let Some(pos) = t.rfind(['|', '>']) else {
+        return false;
+    };
+    let indicators = &t[pos + 1..];
+    let before = &t[..pos];
+    indicators
+        .bytes()
+        .all(|b| b == b'-' || b == b'+' || b.is_ascii_digit())
+        && (before.trim().is_empty()
+            || before.ends_with(": ")
+            || before.ends_with("- ")
+            || before.ends_with(' ') && before.trim_end().ends_with(['!', ':', '-']))
+}
+
+/// Column of a line's content after its indentation and any `- ` sequence markers: the
+/// indentation a block scalar's parent node has.
+fn content_column(line: &str) -> usize {
+    let mut col = 0;
+    let bytes = line.as_bytes();
+    loop {
+        while col < bytes.len() && bytes[col] == b' ' {
+            col += 1;
+        }
+        if bytes.get(col) == Some(&b'-') && bytes.get(col + 1) == Some(&b' ') {
+            col += 2;
+        } else {
+            return col;
+        }
     }
 }
 
@@ -125,6 +517,16 @@ pub fn parse_file(file: &Path, text: &str) -> (Vec<Document>, Vec<Problem>) {
                     start_line + tab_line,
                     "tab character used for indentation; YAML allows only spaces",
                 ));
+                continue;
+            }
+        }
+        if let Some(deep) = deep_flow_line(&doc.text, MAX_NESTING) {
+            problems.push(Problem::new(file, start_line + deep, nesting_message()));
+            continue;
+        }
+        if may_have_aliases(&doc.text) {
+            if let Err(e) = check_expansion(&doc.text) {
+                problems.push(doc.problem_from(file, &e));
                 continue;
             }
         }
