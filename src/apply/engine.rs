@@ -42,6 +42,23 @@ pub struct EngineOptions {
     pub timeout: Duration,
     pub commit: Option<String>,
     pub cluster_name: Option<String>,
+    /// Draw progress bars (stderr is a terminal); otherwise plain log lines only.
+    pub progress: bool,
+}
+
+/// A progress bar on a terminal, nothing otherwise (CI logs get one line per stage instead).
+fn progress_bar(opts: &EngineOptions, total: usize, what: &str) -> indicatif::ProgressBar {
+    if !opts.progress || total < 2 {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(total as u64);
+    let style =
+        indicatif::ProgressStyle::with_template("{msg:>12} [{bar:30}] {pos}/{len} {elapsed}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("=> ");
+    bar.set_style(style);
+    bar.set_message(what.to_string());
+    bar
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -237,6 +254,18 @@ fn secret_string_data_to_data(value: &mut Value) {
     }
 }
 
+/// Advances a progress bar when one request is done, however it ends.
+struct Tick<'a>(&'a indicatif::ProgressBar);
+
+impl Drop for Tick<'_> {
+    fn drop(&mut self) {
+        self.0.inc(1);
+        if self.0.length() == Some(self.0.position()) {
+            self.0.finish_and_clear();
+        }
+    }
+}
+
 /// What to LIST: (resource, namespace) → whether unfiltered (desired objects live there) or
 /// only members (label selector).
 struct Scan {
@@ -421,9 +450,12 @@ pub async fn plan(
         }
     }
     let force = opts.force_conflicts;
+    let bar = progress_bar(opts, to_dry_run.len(), "dry run");
     let dry_runs = stream::iter(to_dry_run.into_iter().map(|(p, resource, current)| {
         let client = session.client.clone();
+        let bar = bar.clone();
         async move {
+            let _tick = Tick(&bar);
             let result = cluster::apply(
                 &client,
                 &resource,
@@ -796,13 +828,16 @@ async fn apply_locked(
     let mut applied_workloads = Vec::new();
     for (stage, items) in stages {
         let count = items.len();
+        let bar = progress_bar(opts, count, &format!("{stage:?}").to_lowercase());
         let results = stream::iter(items.into_iter().map(|p| {
             let client = session.client.clone();
+            let bar = bar.clone();
             let resource = p.resource.clone().or_else(|| {
                 let (g, v) = split_api_version(p.object.api_version());
                 resources.get(g, v, p.object.kind()).cloned()
             });
             async move {
+                let _tick = Tick(&bar);
                 let started = Instant::now();
                 let replace = recreate_keys.contains(&p.object.key());
                 let result = match resource {
@@ -1143,9 +1178,10 @@ async fn wait_rollouts(
                 break;
             }
             if Instant::now() >= deadline {
-                errors.push(format!(
-                    "{key} did not finish rolling out within {timeout:?} (--timeout)"
-                ));
+                let message =
+                    format!("{key} did not finish rolling out within {timeout:?} (--timeout)");
+                tracing::error!("{message}");
+                errors.push(message);
                 break;
             }
             tokio::time::sleep(Duration::from_millis(500)).await;

@@ -67,6 +67,8 @@ impl EngineArgs {
             timeout: Duration::from_secs(300),
             commit,
             cluster_name: global.cluster.clone(),
+            progress: std::io::IsTerminal::is_terminal(&std::io::stderr())
+                && global.log_format == crate::cli::LogFormat::Text,
         }
     }
 }

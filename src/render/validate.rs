@@ -31,6 +31,13 @@ pub fn check_document(file: &Path, doc: &Document) -> Vec<Problem> {
             None
         }
         Some(Value::String(s)) if !s.trim().is_empty() => Some(s.as_str()),
+        Some(Value::String(_)) => {
+            problem(
+                &["apiVersion"],
+                "apiVersion is empty (e.g. `apiVersion: v1`)".into(),
+            );
+            None
+        }
         Some(other) => {
             problem(
                 &["apiVersion"],
@@ -48,6 +55,10 @@ pub fn check_document(file: &Path, doc: &Document) -> Vec<Problem> {
             None
         }
         Some(Value::String(s)) if !s.trim().is_empty() => Some(s.as_str()),
+        Some(Value::String(_)) => {
+            problem(&["kind"], "kind is empty (e.g. `kind: ConfigMap`)".into());
+            None
+        }
         Some(other) => {
             problem(
                 &["kind"],

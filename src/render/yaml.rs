@@ -41,10 +41,15 @@ impl Document {
 
     fn problem_from(&self, file: &Path, err: &serde_yaml::Error) -> Problem {
         let message = friendly_message(&clean_message(&err.to_string()));
-        let mut line = err
-            .location()
-            .map(|loc| self.start_line + loc.line() - 1)
+        let mut line = self
+            .line_of_offset(&message)
+            .or_else(|| err.location().map(|loc| self.start_line + loc.line() - 1))
             .unwrap_or(self.line);
+        // Reader errors name a byte offset instead ("... at position 65"); say the line.
+        let message = match message.find(" at position ") {
+            Some(i) => message[..i].to_string(),
+            None => message,
+        };
         // serde_yaml points duplicate keys at the start of their mapping; point at the
         // second occurrence of the key instead, which is the line to fix.
         if let Some(key) = duplicate_key(&message) {
@@ -62,6 +67,18 @@ impl Document {
             }
         }
         Problem::new(file, line, message)
+    }
+
+    /// The line of the byte offset in libyaml's reader errors ("... at position 65").
+    fn line_of_offset(&self, message: &str) -> Option<usize> {
+        let offset: usize = message
+            .rsplit_once(" at position ")?
+            .1
+            .trim()
+            .parse()
+            .ok()?;
+        let before = self.text.get(..offset.min(self.text.len()))?;
+        Some(self.start_line + before.matches('\n').count())
     }
 
     /// Best-effort line of a nested mapping key (e.g. `["spec", "eagerness"]`) in this
@@ -531,13 +548,13 @@ pub fn parse_file(file: &Path, text: &str) -> (Vec<Document>, Vec<Problem>) {
             }
         }
         match serde_yaml::from_str::<serde_yaml::Value>(&doc.text) {
-            Ok(yaml) => match yaml_to_json(yaml) {
+            Ok(yaml) => match yaml_to_json(yaml, &mut Vec::new()) {
                 Ok(Value::Null) => continue,
                 Ok(value) => {
                     doc.value = value;
                     docs.push(doc);
                 }
-                Err(msg) => problems.push(Problem::new(file, line, msg)),
+                Err((path, msg)) => problems.push(Problem::new(file, doc.line_at(&path), msg)),
             },
             Err(e) => problems.push(doc.problem_from(file, &e)),
         }
@@ -599,9 +616,21 @@ fn leading_tab_line(chunk: &str) -> Option<usize> {
 }
 
 /// Convert YAML to JSON: keys must be strings (as in every Kubernetes object), tags are
-/// dropped, and non-finite floats are rejected.
-fn yaml_to_json(value: serde_yaml::Value) -> Result<Value, String> {
+/// dropped, and non-finite floats are rejected. On error: the path of the offending node.
+fn yaml_to_json(
+    value: serde_yaml::Value,
+    path: &mut Vec<Step>,
+) -> Result<Value, (Vec<Step>, String)> {
     use serde_yaml::Value as Y;
+    let at = |path: &Vec<Step>, message: String| {
+        let place = dotted(path);
+        let message = if place.is_empty() {
+            message
+        } else {
+            format!("{place}: {message}")
+        };
+        (path.clone(), message)
+    };
     Ok(match value {
         Y::Null => Value::Null,
         Y::Bool(b) => Value::Bool(b),
@@ -612,18 +641,27 @@ fn yaml_to_json(value: serde_yaml::Value) -> Result<Value, String> {
                 Value::from(u)
             } else {
                 let f = n.as_f64().unwrap_or(f64::NAN);
-                serde_json::Number::from_f64(f)
-                    .map(Value::Number)
-                    .ok_or_else(|| format!("number {f} is not representable in JSON"))?
+                match serde_json::Number::from_f64(f) {
+                    Some(n) => Value::Number(n),
+                    None => {
+                        return Err(at(
+                            path,
+                            format!("number {f} is not representable in JSON; quote it if it is meant as a string"),
+                        ))
+                    }
+                }
             }
         }
         Y::String(s) => Value::String(s),
-        Y::Sequence(items) => Value::Array(
-            items
-                .into_iter()
-                .map(yaml_to_json)
-                .collect::<Result<_, _>>()?,
-        ),
+        Y::Sequence(items) => {
+            let mut out = Vec::with_capacity(items.len());
+            for (i, item) in items.into_iter().enumerate() {
+                path.push(Step::Index(i));
+                out.push(yaml_to_json(item, path)?);
+                path.pop();
+            }
+            Value::Array(out)
+        }
         Y::Mapping(map) => {
             let mut out = serde_json::Map::with_capacity(map.len());
             for (k, v) in map {
@@ -632,17 +670,25 @@ fn yaml_to_json(value: serde_yaml::Value) -> Result<Value, String> {
                     Y::Bool(b) => b.to_string(),
                     Y::Number(n) => n.to_string(),
                     other => {
-                        return Err(format!(
-                            "mapping key {} is not a string; quote it",
-                            serde_yaml::to_string(&other).unwrap_or_default().trim()
-                        ))
+                        let shown = serde_json::to_string(
+                            &yaml_to_json(other, &mut Vec::new()).unwrap_or(Value::Null),
+                        )
+                        .unwrap_or_default();
+                        let shown: String = shown.chars().take(60).collect();
+                        return Err(at(
+                            path,
+                            format!("mapping key {shown} is not a string; keys of Kubernetes objects are strings (quote it)"),
+                        ));
                     }
                 };
-                out.insert(key, yaml_to_json(v)?);
+                path.push(Step::Key(key.clone()));
+                let value = yaml_to_json(v, path)?;
+                path.pop();
+                out.insert(key, value);
             }
             Value::Object(out)
         }
-        Y::Tagged(tagged) => yaml_to_json(tagged.value)?,
+        Y::Tagged(tagged) => yaml_to_json(tagged.value, path)?,
     })
 }
 

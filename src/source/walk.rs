@@ -58,12 +58,30 @@ fn load_tendignore(root: &Path, problems: &mut Vec<Problem>) -> Gitignore {
     let mut builder = GitignoreBuilder::new(root);
     let file = root.join(".tendignore");
     if file.is_file() {
-        if let Some(err) = builder.add(&file) {
-            problems.push(Problem::new(
+        // Line by line, so that a bad pattern is reported with its line.
+        match fs::read(&file) {
+            Ok(bytes) if bytes.len() as u64 <= MAX_FILE_BYTES => {
+                let text = String::from_utf8_lossy(&bytes);
+                for (i, line) in text.lines().enumerate() {
+                    if let Err(err) = builder.add_line(Some(file.clone()), line) {
+                        problems.push(Problem::new(
+                            ".tendignore",
+                            i + 1,
+                            format!("invalid pattern: {}", ignore_message(&err)),
+                        ));
+                    }
+                }
+            }
+            Ok(_) => problems.push(Problem::new(
                 ".tendignore",
                 1,
-                format!("invalid pattern: {err}"),
-            ));
+                format!("file is larger than {} MiB", MAX_FILE_BYTES / (1024 * 1024)),
+            )),
+            Err(err) => problems.push(Problem::new(
+                ".tendignore",
+                1,
+                format!("cannot read file: {err}"),
+            )),
         }
     }
     builder.build().unwrap_or_else(|err| {
@@ -74,6 +92,16 @@ fn load_tendignore(root: &Path, problems: &mut Vec<Problem>) -> Gitignore {
         ));
         Gitignore::empty()
     })
+}
+
+/// The message of a pattern error without the ignore crate's own location wrapper.
+fn ignore_message(err: &ignore::Error) -> String {
+    match err {
+        ignore::Error::WithLineNumber { err, .. }
+        | ignore::Error::WithPath { err, .. }
+        | ignore::Error::WithDepth { err, .. } => ignore_message(err),
+        other => other.to_string(),
+    }
 }
 
 fn visit(
@@ -167,6 +195,16 @@ fn is_dir_or_yaml(target: &Path, name: &str) -> bool {
 
 fn read_file(path: &Path, rel: PathBuf, out: &mut Walked) {
     match fs::metadata(path) {
+        // A FIFO, socket or device named *.yaml: opening a FIFO would block forever, and
+        // a device could be endless.
+        Ok(meta) if !meta.is_file() => {
+            out.problems.push(Problem::new(
+                &rel,
+                1,
+                "not a regular file (a pipe, socket or device); remove it or add it to .tendignore",
+            ));
+            return;
+        }
         Ok(meta) if meta.len() > MAX_FILE_BYTES => {
             out.problems.push(Problem::new(
                 &rel,
@@ -186,14 +224,29 @@ fn read_file(path: &Path, rel: PathBuf, out: &mut Walked) {
             return;
         }
     }
-    let bytes = match fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(err) => {
-            out.problems
-                .push(Problem::new(&rel, 1, format!("cannot read file: {err}")));
-            return;
-        }
-    };
+    // Read at most one byte past the limit: a file that grew after the size check is still
+    // refused instead of read whole.
+    let mut bytes = Vec::new();
+    let read = fs::File::open(path).and_then(|f| {
+        use std::io::Read;
+        f.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)
+    });
+    if let Err(err) = read {
+        out.problems
+            .push(Problem::new(&rel, 1, format!("cannot read file: {err}")));
+        return;
+    }
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        out.problems.push(Problem::new(
+            &rel,
+            1,
+            format!(
+                "file is larger than {} MiB; split it or add it to .tendignore",
+                MAX_FILE_BYTES / (1024 * 1024)
+            ),
+        ));
+        return;
+    }
     match String::from_utf8(bytes) {
         Ok(text) => out.files.push(SourceFile { path: rel, text }),
         Err(err) => {
@@ -245,6 +298,31 @@ mod tests {
         let walked = walk(dir.path()).unwrap();
         assert_eq!(walked.problems.len(), 1);
         assert_eq!(walked.problems[0].line, 2);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn fifo_is_reported_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe.yaml");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let walked = walk(dir.path()).unwrap();
+        assert_eq!(walked.problems.len(), 1, "{:?}", walked.problems);
+        assert!(walked.problems[0].message.contains("not a regular file"));
+    }
+
+    #[test]
+    fn tendignore_pattern_errors_name_their_line() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(".tendignore"), "# c\nok/\n*.{a,b\n").unwrap();
+        let walked = walk(dir.path()).unwrap();
+        assert_eq!(walked.problems.len(), 1);
+        assert_eq!(walked.problems[0].line, 3);
+        assert!(walked.problems[0].message.starts_with("invalid pattern: "));
     }
 
     #[cfg(unix)]

@@ -32,3 +32,46 @@ fn prints_the_four_crds() {
     let list: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(list["items"].as_array().unwrap().len(), 4);
 }
+
+#[test]
+fn crds_install_on_the_test_api_server_and_become_established() {
+    let cluster = tend_testserver::TestCluster::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stdout, _) = run(tend().arg("crds"));
+    assert_eq!(code, 0);
+    std::fs::write(dir.path().join("crds.yaml"), stdout).unwrap();
+    let (code, _, stderr) = run(tend()
+        .args(["apply", "--applyset", "tend-crds", "--repo"])
+        .arg(dir.path())
+        .arg("--kubeconfig")
+        .arg(cluster.kubeconfig_path()));
+    assert_eq!(code, 0, "{stderr}");
+    for name in [
+        "copyrules",
+        "registrymirrors",
+        "immortalcontainers",
+        "chaosagents",
+    ] {
+        let crd = cluster
+            .object(
+                "apiextensions.k8s.io",
+                "customresourcedefinitions",
+                "",
+                &format!("{name}.tend.dev"),
+            )
+            .expect("crd stored");
+        let established = crd["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["type"] == "Established" && c["status"] == "True");
+        assert!(established, "{name}");
+    }
+    // The example site now applies (its tend kinds are served).
+    let (code, _, stderr) = run(tend()
+        .args(["apply", "--cluster", "dc1", "--repo"])
+        .arg(example_site())
+        .arg("--kubeconfig")
+        .arg(cluster.kubeconfig_path()));
+    assert_eq!(code, 0, "{stderr}");
+}

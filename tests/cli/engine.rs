@@ -545,3 +545,53 @@ fn works_without_aggregated_discovery() {
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(tend_on(&cluster, dir.path(), &["diff"]).0, 0);
 }
+
+#[test]
+fn wait_for_rollouts_until_timeout() {
+    let cluster = TestCluster::start();
+    let dir = basic_site();
+    // No controllers here: the Deployment never reports a rollout, so --wait times out.
+    let (code, _, stderr) = tend_on(
+        &cluster,
+        dir.path(),
+        &["apply", "--wait", "--timeout", "1s"],
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("did not finish rolling out within"),
+        "{stderr}"
+    );
+    // Report the rollout as a controller would; now --wait succeeds.
+    let deploy = get(&cluster, "apps", "deployments", "web", "nginx").unwrap();
+    let generation = deploy["metadata"]["generation"].clone();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let api: kube::Api<k8s_openapi::api::apps::v1::Deployment> =
+            kube::Api::namespaced(cluster.client().await, "web");
+        let status = json!({"status":{"observedGeneration":generation,"replicas":2,"updatedReplicas":2,"readyReplicas":2,"availableReplicas":2}});
+        api.patch_status("nginx", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&status))
+            .await
+            .unwrap();
+    });
+    let (code, _, stderr) = tend_on(
+        &cluster,
+        dir.path(),
+        &["apply", "--wait", "--timeout", "5s"],
+    );
+    assert_eq!(code, 0, "{stderr}");
+}
+
+#[test]
+fn context_selects_the_kubeconfig_context() {
+    let cluster = TestCluster::start();
+    let dir = basic_site();
+    let (code, _, stderr) = tend_on(&cluster, dir.path(), &["diff", "--context", "test"]);
+    assert_eq!(code, 1, "{stderr}");
+    let (code, _, stderr) = tend_on(
+        &cluster,
+        dir.path(),
+        &["diff", "--context", "no-such-context"],
+    );
+    assert_eq!(code, 2);
+    assert!(stderr.contains("no-such-context"), "{stderr}");
+}

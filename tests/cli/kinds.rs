@@ -221,11 +221,9 @@ fn copy_rule_copies_follows_sources_and_reports_conflicts() {
 #[test]
 fn copy_rule_secrets_are_never_printed_and_live_sources_count() {
     let cluster = cluster_with_crds();
-    for ns in ["team-a"] {
-        cluster
-            .seed(json!({"apiVersion":"v1","kind":"Namespace","metadata":{"name":ns}}))
-            .unwrap();
-    }
+    cluster
+        .seed(json!({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"team-a"}}))
+        .unwrap();
     // A source that lives only in the cluster, not in git.
     cluster
         .seed(json!({"apiVersion":"v1","kind":"Secret","metadata":{"name":"registry-creds","namespace":"default","labels":{"copy":"yes"}},
