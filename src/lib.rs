@@ -6,15 +6,21 @@
 //! |-------------|-------|-----------|
 //! | [`cli`]     | argument parsing (clap), logging setup, exit codes | — |
 //! | [`commands`]| one file per subcommand: parse its arguments, call its operation | — |
+//! | [`ops`]     | the operations: load the desired state; diff/apply (`reconcile`); one chaos pass | via the modules below |
 //! | [`source`]  | where desired state comes from: a local directory or a git commit; walking the tree (`.tendignore`, hidden files, symlinks) | files, git |
-//! | [`render`]  | YAML parsing (the only module that parses YAML), validation, targeting, tend's kinds expanded into plain objects, config-hash annotations, stable ordering | none |
+//! | [`render`]  | YAML parsing (the only module that parses YAML), validation, targeting, tend's kinds expanded into plain objects (CopyRule copies given a [`render::copies::LiveView`]), config-hash annotations, stable ordering | none |
 //! | [`kinds`]   | the Rust types of tend's own kinds (`tend.dev/v1alpha1`) and their CRDs | none |
+//! | [`plan`]    | normalization, the fast path (unchanged from a LIST alone), masked unified diffs | none |
+//! | [`cluster`] | **the only module that talks to the Kubernetes API**: connect, discovery, list/get/apply/delete with retries, request counts | Kubernetes API |
+//! | [`apply`]   | the engine: plan against the cluster, apply in stages, prune with guards, ApplySet inventory, Lease lock, tend's kinds live (status, owners, recreation, reloads) | via [`cluster`] |
 //! | [`chaos`]   | the decisions of one `tend chaos` pass: candidates, exclusions, seeded random hits, lorem ipsum | none |
-//! | [`report`]  | printing results: YAML/JSON object streams, summaries, secret masking | stdout |
+//! | [`report`]  | printing results: YAML/JSON object streams, text/json/markdown run reports, secret masking | stdout |
 //!
-//! `render` takes no client and does no I/O, so it is unit- and property-tested directly.
-//! Errors are one enum per layer ([`source::SourceError`], [`render::RenderError`]) with
-//! `#[source]` chains; [`cli::main`] turns them into a message on stderr and exit code 2.
+//! `render`, `plan` and `chaos` take no client and do no I/O, so they are unit- and
+//! property-tested directly; time and randomness are passed in. Errors are one enum per layer
+//! ([`source::SourceError`], [`render::RenderError`], [`cluster::ClusterError`],
+//! [`apply::engine::EngineError`]) with `#[source]` chains, gathered in [`Error`];
+//! [`cli::main`] turns them into a message on stderr and exit code 2.
 
 pub mod apply;
 pub mod chaos;
