@@ -622,6 +622,81 @@ fn describe(value: &Value) -> &'static str {
 mod tests {
     use super::*;
 
+    use crate::render::yaml::parse_file;
+
+    fn problems_of(text: &str) -> Vec<Problem> {
+        let (docs, mut problems) = parse_file(Path::new("x.yaml"), text);
+        for doc in &docs {
+            problems.extend(check_document(Path::new("x.yaml"), doc));
+        }
+        problems
+    }
+
+    #[test]
+    fn label_keys_and_values() {
+        assert!(qualified_name_problem("app.kubernetes.io/part-of").is_none());
+        assert!(qualified_name_problem("tend.dev/config-hash").is_none());
+        assert!(qualified_name_problem("Example.com/x").is_some());
+        assert!(qualified_name_problem("a/").is_some());
+        assert!(qualified_name_problem(&"a".repeat(64)).is_some());
+        assert!(is_label_value(""));
+        assert!(is_label_value("v1.2_3-x"));
+        assert!(!is_label_value("a b"));
+        assert!(!is_label_value("-a"));
+        assert!(!is_label_value(&"a".repeat(64)));
+        assert!(is_dns1035_label("web"));
+        assert!(!is_dns1035_label("1web"));
+    }
+
+    #[test]
+    fn many_bad_annotations_are_capped() {
+        let mut text =
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n".to_string();
+        for i in 0..10_000 {
+            text.push_str(&format!("    k{i}: {i}\n"));
+        }
+        let started = std::time::Instant::now();
+        let problems = problems_of(&text);
+        assert_eq!(problems.len(), MAX_PROBLEMS_PER_MAP + 1, "{problems:?}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    }
+
+    #[test]
+    fn typed_checks_name_field_and_line() {
+        let p = problems_of(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: a\nspec:\n  replicas: two\n",
+        );
+        assert_eq!(p.len(), 1);
+        assert_eq!(p[0].line, 6);
+        assert_eq!(
+            p[0].message,
+            "spec.replicas: invalid type: string \"two\", expected i32"
+        );
+        // What the test server and YAML tools accept is let through; status is ignored.
+        let p = problems_of("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  creationTimestamp: null\ndata:\n  n: 1\n  b: true\nstatus:\n  whatever: [1]\n");
+        assert!(p.is_empty(), "{p:?}");
+        let p = problems_of("apiVersion: v1\nkind: Service\nmetadata:\n  name: a\nspec:\n  ports:\n  - port: 80\n    targetPort: http\n  - port: 443\n    targetPort: 8443\n");
+        assert!(p.is_empty(), "{p:?}");
+        let p = problems_of("apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\nspec:\n  containers:\n  - name: a\n    resources:\n      limits: {cpu: 1, memory: 1Gi}\n");
+        assert!(p.is_empty(), "{p:?}");
+    }
+
+    #[test]
+    fn secret_values_are_not_echoed_in_type_errors() {
+        for body in [
+            "data:\n  k: canary-xyz!\n",
+            "data:\n  k: [canary-xyz]\n",
+            "stringData:\n  k: {canary-xyz: 1}\n",
+        ] {
+            let p = problems_of(&format!(
+                "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n{body}"
+            ));
+            assert_eq!(p.len(), 1, "{p:?}");
+            assert!(!p[0].message.contains("canary"), "{}", p[0]);
+            assert!(p[0].message.contains("not shown"), "{}", p[0]);
+        }
+    }
+
     #[test]
     fn dns_names() {
         assert!(is_dns1123_subdomain("nginx.conf-1"));

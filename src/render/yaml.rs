@@ -411,9 +411,9 @@ fn may_have_aliases(text: &str) -> bool {
 }
 
 /// 0-based index of the line where flow collections (`[`, `{`) nest deeper than `limit`, by a
-/// linear scan that knows quoted scalars, comments and block scalars well enough for
-/// Kubernetes YAML. Only a flow collection opening at the start of a token counts, so
-/// brackets inside plain scalars (`a[0]`) do not.
+/// linear scan that knows quoted scalars, comments, tags, anchors and block scalars well
+/// enough for Kubernetes YAML. In block context only a `[`/`{` where a node starts opens a
+/// collection, so brackets inside plain scalars (`a[0]`, `x [y`) do not count.
 fn deep_flow_line(text: &str, limit: usize) -> Option<usize> {
     let mut depth = 0usize;
     // Inside a quoted scalar that continues on the next line: its quote character.
@@ -429,14 +429,16 @@ fn deep_flow_line(text: &str, limit: usize) -> Option<usize> {
             }
             block_parent = None;
         }
+        let mut node_start = true;
         let mut prev = b' ';
         let mut j = 0;
         let mut content_end = bytes.len();
         while j < bytes.len() {
             let c = bytes[j];
+            let next = bytes.get(j + 1).copied();
             if let Some(q) = quote {
                 if q == b'\'' && c == b'\'' {
-                    if bytes.get(j + 1) == Some(&b'\'') {
+                    if next == Some(b'\'') {
                         j += 2;
                         continue;
                     }
@@ -451,23 +453,40 @@ fn deep_flow_line(text: &str, limit: usize) -> Option<usize> {
                 j += 1;
                 continue;
             }
-            let token_start = matches!(prev, b' ' | b'\t' | b'[' | b'{' | b',');
+            let blank_next = matches!(next, None | Some(b' ') | Some(b'\t'));
             match c {
+                b' ' | b'\t' => {}
                 b'#' if matches!(prev, b' ' | b'\t') => {
                     content_end = j;
                     break;
                 }
-                b'"' | b'\'' if token_start || prev == b':' => quote = Some(c),
-                b'[' | b'{' if token_start => {
+                b'[' | b'{' if node_start || depth > 0 => {
                     depth += 1;
                     if depth > limit {
                         return Some(i);
                     }
+                    node_start = true;
                 }
-                b']' | b'}' if depth > 0 => depth -= 1,
-                _ => {}
+                b']' | b'}' if depth > 0 => {
+                    depth -= 1;
+                    node_start = false;
+                }
+                b',' if depth > 0 => node_start = true,
+                b'"' | b'\'' if node_start => {
+                    quote = Some(c);
+                    node_start = false;
+                }
+                // Tags, anchors and aliases: skip the token; a node may still start after it.
+                b'!' | b'&' | b'*' if node_start => {
+                    while j + 1 < bytes.len() && !matches!(bytes[j + 1], b' ' | b'\t') {
+                        j += 1;
+                    }
+                }
+                b'-' | b'?' if node_start && depth == 0 && blank_next => {}
+                b':' if blank_next || depth > 0 => node_start = true,
+                _ => node_start = false,
             }
-            prev = c;
+            prev = bytes[j];
             j += 1;
         }
         if quote.is_none() && depth == 0 && opens_block_scalar(&line[..content_end]) {
@@ -743,6 +762,162 @@ mod tests {
         assert!(problems.is_empty());
         assert_eq!(docs[0].value["a"], 1);
         assert_eq!(docs[0].line, 1);
+    }
+
+    #[test]
+    fn deep_flow_nesting_is_refused_quickly() {
+        let text = format!("a: {}{}\n", "[".repeat(100_000), "]".repeat(100_000));
+        let started = std::time::Instant::now();
+        let (docs, problems) = parse(&text);
+        assert!(docs.is_empty());
+        assert_eq!(problems.len(), 1);
+        assert!(
+            problems[0].message.contains("nested more than 128"),
+            "{}",
+            problems[0]
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    }
+
+    #[test]
+    fn deep_block_nesting_names_its_line() {
+        let mut text = String::new();
+        for i in 0..200 {
+            text.push_str(&format!("{}k{i}:\n", "  ".repeat(i)));
+        }
+        let (_, problems) = parse(&text);
+        assert_eq!(problems.len(), 1);
+        assert!(
+            problems[0].message.contains("nested more than 128"),
+            "{}",
+            problems[0]
+        );
+        assert!(problems[0].line > 100, "{}", problems[0]);
+    }
+
+    #[test]
+    fn brackets_in_block_scalars_quotes_and_comments_do_not_count() {
+        let inner = "[".repeat(300);
+        let text = format!(
+            "a: |\n  {inner}\n  more {inner}\nb: \"{inner}\"\nc: '{inner}'\n# {inner}\nd: x{inner}\ne: [1, [2, {{f: 3}}]]\n"
+        );
+        let (docs, problems) = parse(&text);
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(docs[0].value["e"][1][1]["f"], 3);
+    }
+
+    #[test]
+    fn alias_bombs_are_refused() {
+        // Exponential: nine levels of nine aliases.
+        let mut text = String::from("a: &a [x, x, x, x, x, x, x, x, x]\n");
+        let names = ["a", "b", "c", "d", "e", "f", "g", "h", "i"];
+        for w in names.windows(2) {
+            let refs = vec![format!("*{}", w[0]); 9].join(", ");
+            text.push_str(&format!("{}: &{} [{refs}]\n", w[1], w[1]));
+        }
+        let (_, problems) = parse(&text);
+        assert_eq!(problems.len(), 1);
+        assert!(
+            problems[0].message.contains("billion laughs"),
+            "{}",
+            problems[0]
+        );
+
+        // Linear: one large string repeated (within serde_yaml's own repetition limit).
+        let big = "x".repeat(1 << 20);
+        let mut text = format!("a: &a \"{big}\"\nb: [");
+        text.push_str(&"*a, ".repeat(100));
+        text.push_str("]\n");
+        let started = std::time::Instant::now();
+        let (_, problems) = parse(&text);
+        assert_eq!(problems.len(), 1);
+        assert!(
+            problems[0].message.contains("more than 16 MiB"),
+            "{}",
+            problems[0]
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    }
+
+    #[test]
+    fn modest_aliases_are_fine() {
+        let (docs, problems) =
+            parse("base: &labels {app: web, tier: front}\nmetadata:\n  labels: *labels\n");
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(docs[0].value["metadata"]["labels"]["tier"], "front");
+    }
+
+    #[test]
+    fn clear_messages_for_odd_input() {
+        let (_, p) = parse("a: *nowhere\n");
+        assert!(p[0].message.contains("anchor"), "{}", p[0]);
+        let (_, p) = parse("a:\n  b: 123456789012345678901234567890\n");
+        assert_eq!(p[0].line, 2);
+        assert!(
+            p[0].message.starts_with("a.b: integer is too large"),
+            "{}",
+            p[0]
+        );
+        assert!(!p[0].message.contains("1234567890"), "{}", p[0]);
+        let (_, p) = parse("a:\n  ? [x, y]\n  : z\n");
+        assert_eq!(p[0].line, 1);
+        assert!(p[0].message.contains("is not a string"), "{}", p[0]);
+        assert!(!p[0].message.contains('\n'));
+        let (_, p) = parse("a: 1\nb: x\u{7}y\n");
+        assert_eq!(p[0].line, 2, "{}", p[0]);
+        assert_eq!(p[0].message, "control characters are not allowed");
+    }
+
+    #[test]
+    fn line_at_follows_keys_and_indexes() {
+        let text = "kind: X\nspec:\n  template:\n    spec:\n      containers:\n      - name: a\n        image: x\n      - name: b\n        ports:\n          - containerPort: 80\n          - containerPort: http\n";
+        let (docs, _) = parse(text);
+        let path = |steps: &[&str]| -> Vec<Step> {
+            steps
+                .iter()
+                .map(|s| match s.parse::<usize>() {
+                    Ok(i) => Step::Index(i),
+                    Err(_) => Step::Key(s.to_string()),
+                })
+                .collect()
+        };
+        let d = &docs[0];
+        assert_eq!(
+            d.line_at(&path(&["spec", "template", "spec", "containers"])),
+            5
+        );
+        assert_eq!(
+            d.line_at(&path(&["spec", "template", "spec", "containers", "1"])),
+            8
+        );
+        assert_eq!(
+            d.line_at(&path(&[
+                "spec",
+                "template",
+                "spec",
+                "containers",
+                "1",
+                "ports",
+                "1",
+                "containerPort"
+            ])),
+            11
+        );
+        assert_eq!(
+            d.line_at(&path(&[
+                "spec",
+                "template",
+                "spec",
+                "containers",
+                "0",
+                "image"
+            ])),
+            7
+        );
+        // Flow style: the deepest block node found.
+        let (docs, _) = parse("a:\n  b: {c: [1, 2]}\n");
+        assert_eq!(docs[0].line_at(&path(&["a", "b", "c", "1"])), 2);
+        assert_eq!(dotted(&path(&["a", "b", "0", "c"])), "a.b[0].c");
     }
 
     #[test]
