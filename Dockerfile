@@ -11,11 +11,12 @@
 #
 # What the binary needs at run time: git2 (features https, ssh, vendored-libgit2) compiles
 # libgit2 and libssh2 from source into the binary, and links OpenSSL (libssl3, libcrypto3:
-# libgit2's HTTPS transport and libssh2's crypto) and zlib dynamically. distroless/cc has
-# glibc, libgcc_s, OpenSSL and the CA certificates; zlib is copied in from the build stage
-# (not every distroless/cc release ships it). No git binary is needed: all git access is
-# libgit2, credentials included (TEND_GIT_TOKEN, --ssh-key). The Kubernetes client uses
-# rustls.
+# libgit2's HTTPS transport and libssh2's crypto) and zlib dynamically (`ldd` below lists
+# them). distroless/cc has glibc, libgcc_s, OpenSSL 3 and the CA certificates; zlib
+# (libz.so.1) is copied in from the build stage into the multiarch library directory (not
+# every distroless/cc release ships it). Build and runtime are both Debian 12, so glibc and
+# OpenSSL match. No git binary is needed: all git access is libgit2, credentials included
+# (TEND_GIT_TOKEN, --ssh-key). The Kubernetes client uses rustls.
 
 ARG RUST_VERSION=1.95
 ARG DEBIAN=bookworm
@@ -43,16 +44,18 @@ COPY testserver testserver
 ARG TEND_BUILD_COMMIT=unknown
 ENV TEND_BUILD_COMMIT=${TEND_BUILD_COMMIT}
 RUN cargo build --release --locked --bin tend \
- && mkdir -p /out/bin /out/lib /out/share/man/man1 /out/share/completions \
+ && multiarch="$(gcc -dumpmachine)" \
+ && mkdir -p /out/bin "/out/lib/$multiarch" /out/share/man/man1 /out/share/completions \
  && cp target/release/tend /out/bin/tend \
- && cp -L "$(find /lib /usr/lib -name libz.so.1 | head -n 1)" /out/lib/libz.so.1 \
+ && cp -L "/usr/lib/$multiarch/libz.so.1" "/out/lib/$multiarch/libz.so.1" \
+ && ldd /out/bin/tend \
  && /out/bin/tend man --out-dir /out/share/man/man1 \
  && for shell in bash zsh fish; do /out/bin/tend completions "$shell" > "/out/share/completions/tend.$shell"; done \
  && /out/bin/tend version
 
 # ---- ci: the runtime plus busybox sh, for GitLab CI jobs (image: ...-ci, entrypoint: [""]) -
 FROM gcr.io/distroless/cc-debian12:debug-nonroot AS ci
-COPY --from=build /out/lib/libz.so.1 /lib/libz.so.1
+COPY --from=build /out/lib/ /lib/
 COPY --from=build /out/bin/tend /usr/local/bin/tend
 COPY --from=build /out/share/man/man1 /usr/local/share/man/man1
 USER 65532:65532
@@ -60,12 +63,12 @@ ENTRYPOINT ["/usr/local/bin/tend"]
 
 # ---- runtime (default target) --------------------------------------------------------
 FROM gcr.io/distroless/cc-debian12:nonroot AS runtime
-COPY --from=build /out/lib/libz.so.1 /lib/libz.so.1
+COPY --from=build /out/lib/ /lib/
 COPY --from=build /out/bin/tend /usr/local/bin/tend
 COPY --from=build /out/share/man/man1 /usr/local/share/man/man1
 COPY --from=build /out/share/completions /usr/local/share/tend/completions
 USER 65532:65532
-# git cache and temp files; in Kubernetes mount emptyDirs here (read-only root filesystem).
-ENV TEND_CACHE_DIR=/var/cache/tend HOME=/tmp
+# The git cache defaults to $HOME/.cache/tend (/home/nonroot, writable). With a read-only root
+# filesystem mount a volume and point TEND_CACHE_DIR at it, as cronjob/cronjob.yaml does.
 ENTRYPOINT ["/usr/local/bin/tend"]
 CMD ["--help"]

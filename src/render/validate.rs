@@ -555,6 +555,24 @@ mod typed {
 
 /// Why `name` is not a valid object name for this kind, if it is not.
 fn name_problem(group: &str, kind: &str, name: &str) -> Option<String> {
+    let why = name_problem_full(group, kind, name)?;
+    if name.chars().count() <= 80 {
+        return Some(why);
+    }
+    // A very long name is shown by its start and length.
+    let start: String = name.chars().take(40).collect();
+    Some(why.replacen(
+        &format!("{name:?}"),
+        &format!(
+            "{:?} ({} characters)",
+            format!("{start}..."),
+            name.chars().count()
+        ),
+        1,
+    ))
+}
+
+fn name_problem_full(group: &str, kind: &str, name: &str) -> Option<String> {
     if name.is_empty() {
         return Some("metadata.name is empty".into());
     }

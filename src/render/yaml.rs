@@ -50,6 +50,37 @@ impl Document {
             Some(i) => message[..i].to_string(),
             None => message,
         };
+        let mut message = message;
+        if message.ends_with(UNKNOWN_ANCHOR_MESSAGE) {
+            // Name the alias: it starts where serde_yaml points.
+            if let Some(loc) = err.location() {
+                let alias: String = self
+                    .text
+                    .lines()
+                    .nth(loc.line() - 1)
+                    .and_then(|l| l.get(loc.column() - 1..))
+                    .unwrap_or("")
+                    .chars()
+                    .take_while(|c| !c.is_whitespace() && !matches!(c, ',' | ']' | '}'))
+                    .take(64)
+                    .collect();
+                if alias.starts_with('*') && alias.len() > 1 {
+                    message = message.replacen("alias (`*name`)", &format!("alias {alias}"), 1);
+                }
+            }
+        }
+        if err.location().is_none() && message.ends_with(&alias_bomb_message()) {
+            // The repetition limit has no position: point at the first alias.
+            if let Some(i) = self.text.lines().position(|l| {
+                l.match_indices('*').any(|(at, _)| {
+                    let before = l[..at].chars().last().unwrap_or(' ');
+                    let after = l[at + 1..].chars().next().unwrap_or(' ');
+                    matches!(before, ' ' | '[' | '{' | ',') && after.is_alphanumeric()
+                })
+            }) {
+                line = self.start_line + i;
+            }
+        }
         // serde_yaml points duplicate keys at the start of their mapping; point at the
         // second occurrence of the key instead, which is the line to fix.
         if let Some(key) = duplicate_key(&message) {
@@ -292,7 +323,7 @@ fn friendly_message(message: &str) -> String {
     } else if rest == "repetition limit exceeded" || rest == ALIAS_BUDGET_EXCEEDED {
         alias_bomb_message()
     } else if rest == "unknown anchor" {
-        "alias (`*name`) refers to an anchor (`&name`) that is not defined before it in this document; anchors do not carry across `---`".to_string()
+        format!("alias (`*name`) {UNKNOWN_ANCHOR_MESSAGE}")
     } else if rest.starts_with("invalid type: integer `")
         && (rest.contains("` as u128") || rest.contains("` as i128"))
     {
@@ -304,6 +335,9 @@ fn friendly_message(message: &str) -> String {
     };
     format!("{prefix}{rest}")
 }
+
+/// The end of the message for an alias without its anchor.
+const UNKNOWN_ANCHOR_MESSAGE: &str = "refers to an anchor (`&name`) that is not defined before it in this document; anchors do not carry across `---`";
 
 /// Marker message of the expansion budget (replaced by [`alias_bomb_message`]).
 const ALIAS_BUDGET_EXCEEDED: &str = "tend: alias expansion budget exceeded";
@@ -777,6 +811,21 @@ mod tests {
             problems[0]
         );
         assert!(started.elapsed() < std::time::Duration::from_secs(2));
+        let deep = "[".repeat(200);
+        for text in [
+            format!("a: !tag {deep}\n"),
+            format!("a: &anchor {deep}\n"),
+            format!("- {deep}\n"),
+            format!("? {deep}\n"),
+            format!("a:\n  b: [1, {deep}\n"),
+            format!("a: {{b: x, c: {deep}\n"),
+        ] {
+            let (_, problems) = parse(&text);
+            assert!(
+                problems.len() == 1 && problems[0].message.contains("nested more than 128"),
+                "{text}: {problems:?}"
+            );
+        }
     }
 
     #[test]

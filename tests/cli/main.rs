@@ -4,6 +4,7 @@ mod chaos;
 mod common;
 mod crds;
 mod engine;
+mod faults;
 mod kinds;
 mod git;
 mod load_errors;

@@ -226,9 +226,9 @@ fn permissions_of(objects: &[Value], namespace: &str, sa: &str) -> Permissions {
 }
 
 fn rule_allows(rule: &Rule, a: &Access) -> bool {
-    rule.verbs.iter().any(|v| *v == a.verb)
-        && rule.groups.iter().any(|g| *g == a.group)
-        && rule.resources.iter().any(|r| *r == a.resource)
+    rule.verbs.contains(&a.verb)
+        && rule.groups.contains(&a.group)
+        && rule.resources.contains(&a.resource)
         && (rule.names.is_empty()
             || a.name
                 .as_ref()
@@ -307,7 +307,7 @@ fn assert_authorized(
     let mut denied = BTreeSet::new();
     let mut used = BTreeSet::new();
     for r in requests {
-        for a in accesses_of(&r) {
+        for a in accesses_of(r) {
             used.insert((a.verb.clone(), a.group.clone(), a.resource.clone()));
             if !perms.allows(&a) {
                 denied.insert(format!("{a}   [{} {}?{}]", r.method, r.path, r.query));
@@ -359,22 +359,29 @@ fn install(cluster: &TestCluster, objects: &[Value]) {
                 Scope::Cluster => Api::all_with(client.clone(), &ar),
             };
             let name = o["metadata"]["name"].as_str().unwrap();
-            api.patch(name, &PatchParams::apply("kubectl").force(), &Patch::Apply(o))
-                .await
-                .unwrap_or_else(|e| panic!("install {} {name}: {e}", o["kind"]));
+            api.patch(
+                name,
+                &PatchParams::apply("kubectl").force(),
+                &Patch::Apply(o),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("install {} {name}: {e}", o["kind"]));
         }
     });
     for crd in of_kind(objects, "CustomResourceDefinition") {
         let name = crd["metadata"]["name"].as_str().unwrap();
         let live = cluster
-            .object("apiextensions.k8s.io", "customresourcedefinitions", "", name)
+            .object(
+                "apiextensions.k8s.io",
+                "customresourcedefinitions",
+                "",
+                name,
+            )
             .expect("CRD installed");
-        let established = live["status"]["conditions"]
-            .as_array()
-            .is_some_and(|c| {
-                c.iter()
-                    .any(|c| c["type"] == "Established" && c["status"] == "True")
-            });
+        let established = live["status"]["conditions"].as_array().is_some_and(|c| {
+            c.iter()
+                .any(|c| c["type"] == "Established" && c["status"] == "True")
+        });
         assert!(established, "CRD {name} is not Established");
     }
 }
@@ -404,7 +411,10 @@ fn container_env(objects: &[Value], cronjob: &Value) -> BTreeMap<String, String>
             env.insert(name, v.to_string());
         } else {
             let secret = &e["valueFrom"]["secretKeyRef"];
-            assert!(secret.is_object(), "env {name}: only values and Secret keys");
+            assert!(
+                secret.is_object(),
+                "env {name}: only values and Secret keys"
+            );
             assert_eq!(
                 secret["optional"], true,
                 "env {name}: the Secret is created by the user after the install"
@@ -417,7 +427,10 @@ fn container_env(objects: &[Value], cronjob: &Value) -> BTreeMap<String, String>
 
 /// Paths of the container's emptyDir mounts.
 fn empty_dir_mounts(cronjob: &Value) -> Vec<String> {
-    let volumes = pod_spec(cronjob)["volumes"].as_array().cloned().unwrap_or_default();
+    let volumes = pod_spec(cronjob)["volumes"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     container(cronjob)["volumeMounts"]
         .as_array()
         .into_iter()
@@ -625,15 +638,17 @@ fn cronjobs_are_locked_down() {
         let spec = &cj["spec"];
         assert_eq!(spec["concurrencyPolicy"], "Forbid", "{name}");
         assert!(spec["startingDeadlineSeconds"].as_u64().is_some(), "{name}");
-        assert!(spec["successfulJobsHistoryLimit"].as_u64().is_some(), "{name}");
+        assert!(
+            spec["successfulJobsHistoryLimit"].as_u64().is_some(),
+            "{name}"
+        );
         assert!(spec["failedJobsHistoryLimit"].as_u64().is_some(), "{name}");
         let pod = pod_spec(cj);
         assert_eq!(pod["restartPolicy"], "Never", "{name}");
         assert_eq!(pod["securityContext"]["runAsNonRoot"], true, "{name}");
         assert_eq!(pod["securityContext"]["runAsUser"], 65532, "{name}");
         assert_eq!(
-            pod["securityContext"]["seccompProfile"]["type"],
-            "RuntimeDefault",
+            pod["securityContext"]["seccompProfile"]["type"], "RuntimeDefault",
             "{name}"
         );
         assert!(pod["hostNetwork"].is_null() && pod["hostPID"].is_null());
@@ -695,7 +710,10 @@ fn cronjobs_are_locked_down() {
     let chaos = find(&objects, "CronJob", "tend-chaos");
     assert_eq!(chaos["spec"]["suspend"], true);
     let env = container_env(&objects, chaos);
-    assert_eq!(env.get("TEND_CHAOS_EXECUTE").map(String::as_str), Some("false"));
+    assert_eq!(
+        env.get("TEND_CHAOS_EXECUTE").map(String::as_str),
+        Some("false")
+    );
     assert!(env.contains_key("TEND_CHAOS_AGENT"));
     assert_ne!(
         pod_spec(chaos)["serviceAccountName"],
@@ -734,8 +752,13 @@ fn rbac_is_least_privilege() {
                 }
                 for res in &rule.resources {
                     assert!(
-                        !["clusterroles", "clusterrolebindings", "roles", "rolebindings"]
-                            .contains(&res.as_str())
+                        ![
+                            "clusterroles",
+                            "clusterrolebindings",
+                            "roles",
+                            "rolebindings"
+                        ]
+                        .contains(&res.as_str())
                             || !rule.verbs.iter().any(|v| v != "get" && v != "list"),
                         "{kind} {name}: tend cannot grant itself more rights"
                     );
@@ -762,8 +785,18 @@ fn rbac_is_least_privilege() {
         assert!(!apply.allows(&access("delete", group, resource, None)));
     }
     // State objects only in the state namespace.
-    assert!(apply.allows(&access("update", "coordination.k8s.io", "leases", Some("tend-system"))));
-    assert!(!apply.allows(&access("update", "coordination.k8s.io", "leases", Some("default"))));
+    assert!(apply.allows(&access(
+        "update",
+        "coordination.k8s.io",
+        "leases",
+        Some("tend-system")
+    )));
+    assert!(!apply.allows(&access(
+        "update",
+        "coordination.k8s.io",
+        "leases",
+        Some("default")
+    )));
     // The chaos identity cannot apply anything else, and the apply identity cannot run a chaos
     // pass's status write.
     assert!(!chaos.allows(&access("create", "", "pods", Some("default"))));
@@ -779,10 +812,16 @@ fn cronjob_args_and_env_are_real_flags() {
     for name in ["tend", "tend-chaos"] {
         let cj = find(&objects, "CronJob", name);
         let args = strs(&container(cj)["args"]);
-        let subcommand = args.first().expect("args start with the subcommand").clone();
+        let subcommand = args
+            .first()
+            .expect("args start with the subcommand")
+            .clone();
         // clap validates every flag and value before it handles --help.
         let (code, _, stderr) = run(tend().args(&args).arg("--help"));
-        assert_eq!(code, 0, "CronJob {name}: args {args:?} are not valid:\n{stderr}");
+        assert_eq!(
+            code, 0,
+            "CronJob {name}: args {args:?} are not valid:\n{stderr}"
+        );
         let (envs, _) = help_of(&subcommand);
         for key in container_env(&objects, cj).keys() {
             if key.starts_with("TEND_") {
@@ -825,29 +864,39 @@ fn dockerfile_builds_a_small_non_root_image() {
         .filter(|l| l.trim_start().starts_with("FROM "))
         .collect();
     assert!(froms.len() >= 2, "multi-stage: {froms:?}");
-    assert!(froms[0].contains("rust:"), "build stage from the Rust image");
-    let runtime = text
-        .lines()
-        .rev()
-        .find(|l| l.starts_with("FROM "))
-        .unwrap();
+    assert!(
+        froms[0].contains("rust:"),
+        "build stage from the Rust image"
+    );
+    let runtime = text.lines().rev().find(|l| l.starts_with("FROM ")).unwrap();
     assert!(
         runtime.contains("distroless/cc"),
         "the default (last) stage is the distroless runtime: {runtime}"
     );
-    assert!(text.contains("USER 65532:65532"), "non-root, as the CronJob expects");
+    assert!(
+        text.contains("USER 65532:65532"),
+        "non-root, as the CronJob expects"
+    );
     assert!(text.contains("--locked"), "builds exactly Cargo.lock");
     // git2 links OpenSSL and zlib dynamically (libssh2 and libgit2 are vendored, static).
-    assert!(text.contains("libz.so.1"), "zlib is provided in the runtime image");
+    assert!(
+        text.contains("libz.so.1"),
+        "zlib is provided in the runtime image"
+    );
     let ignore = std::fs::read_to_string(repo_root().join(".dockerignore")).unwrap();
     for entry in ["target", ".git"] {
         assert!(
-            ignore.lines().any(|l| l.trim().trim_start_matches('/') == entry),
+            ignore
+                .lines()
+                .any(|l| l.trim().trim_start_matches('/') == entry),
             ".dockerignore leaves out {entry}"
         );
     }
     // Every path the Dockerfile copies from the context is in the repository.
-    for line in text.lines().filter(|l| l.starts_with("COPY ") && !l.contains("--from")) {
+    for line in text
+        .lines()
+        .filter(|l| l.starts_with("COPY ") && !l.contains("--from"))
+    {
         let parts: Vec<&str> = line.split_whitespace().skip(1).collect();
         for src in &parts[..parts.len() - 1] {
             if *src != "." {
@@ -881,8 +930,18 @@ fn kubectl_apply_k_installs_into_the_test_server() {
         ("batch", "cronjobs", "tend-system", "tend"),
         ("batch", "cronjobs", "tend-system", "tend-chaos"),
         ("rbac.authorization.k8s.io", "clusterroles", "", "tend"),
-        ("rbac.authorization.k8s.io", "roles", "tend-system", "tend-state"),
-        ("apiextensions.k8s.io", "customresourcedefinitions", "", "copyrules.tend.dev"),
+        (
+            "rbac.authorization.k8s.io",
+            "roles",
+            "tend-system",
+            "tend-state",
+        ),
+        (
+            "apiextensions.k8s.io",
+            "customresourcedefinitions",
+            "",
+            "copyrules.tend.dev",
+        ),
     ] {
         assert!(
             cluster.object(group, resource, ns, name).is_some(),
@@ -937,7 +996,9 @@ fn cronjob_command_line_converges_on_the_example_site() {
         assert_eq!(code, 0, "run {run_no}:\n{stdout}\n{stderr}");
     }
     assert!(
-        cluster.object("apps", "deployments", "web", "nginx").is_some(),
+        cluster
+            .object("apps", "deployments", "web", "nginx")
+            .is_some(),
         "the site is applied"
     );
     let mut diff_args = vec!["diff".to_string()];
@@ -949,12 +1010,19 @@ fn cronjob_command_line_converges_on_the_example_site() {
     );
     let (code, stdout, stderr) = pod.run(&cluster, &diff_args);
     assert_eq!(code, 0, "converged: tend diff is clean\n{stdout}\n{stderr}");
-    assert!(!object_writes(&cluster).is_empty(), "runs 1 and 2 wrote the site");
+    assert!(
+        !object_writes(&cluster).is_empty(),
+        "runs 1 and 2 wrote the site"
+    );
     let before = cluster.requests().len();
     let (code, _, stderr) = pod.run(&cluster, &pod.args);
     assert_eq!(code, 0, "{stderr}");
     let writes = object_writes_since(&cluster, before);
-    assert_eq!(writes, Vec::<String>::new(), "a converged run writes nothing");
+    assert_eq!(
+        writes,
+        Vec::<String>::new(),
+        "a converged run writes nothing"
+    );
     let legacy = cluster
         .object("apps", "deployments", "default", "legacy")
         .unwrap();
@@ -999,8 +1067,12 @@ fn cronjob_command_line_converges_on_the_example_site() {
         .iter()
         .filter(|u| {
             !u.starts_with("delete ")
-                && !["get apps/deployments", "get apps/statefulsets", "get apps/daemonsets"]
-                    .contains(&u.as_str())
+                && ![
+                    "get apps/deployments",
+                    "get apps/statefulsets",
+                    "get apps/daemonsets",
+                ]
+                .contains(&u.as_str())
         })
         .collect();
     assert!(
@@ -1027,9 +1099,7 @@ fn prune_is_authorized_by_the_install() {
     std::fs::remove_dir_all(work.join("immortal")).unwrap();
     let repo = git2::Repository::open(&work).unwrap();
     let mut index = repo.index().unwrap();
-    index
-        .update_all(["*"].iter(), None)
-        .unwrap();
+    index.update_all(["*"].iter(), None).unwrap();
     index.write().unwrap();
     let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
     let sig = git2::Signature::now("Test", "test@example.com").unwrap();
@@ -1041,7 +1111,9 @@ fn prune_is_authorized_by_the_install() {
     let (code, stdout, stderr) = pod.run(&cluster, &pod.args);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     assert!(
-        cluster.object("apps", "deployments", "web", "nginx").is_none(),
+        cluster
+            .object("apps", "deployments", "web", "nginx")
+            .is_none(),
         "pruned"
     );
     assert!(cluster.count(Verb::Delete, "deployments") >= 1);
@@ -1139,9 +1211,694 @@ fn man_pages() {
     let out = dir.path().join("man1");
     let (code, _, stderr) = run(tend().arg("man").arg("--out-dir").arg(&out));
     assert_eq!(code, 0, "{stderr}");
-    for page in ["tend.1", "tend-apply.1", "tend-diff.1", "tend-render.1", "tend-chaos.1"] {
+    for page in [
+        "tend.1",
+        "tend-apply.1",
+        "tend-diff.1",
+        "tend-render.1",
+        "tend-chaos.1",
+    ] {
         let text = std::fs::read_to_string(out.join(page)).unwrap_or_default();
         assert!(text.starts_with(".ie") || text.contains(".TH"), "{page}");
     }
 }
 
+// ---------------------------------------------------------------------------------------
+// GitLab CI: the project's pipeline and the job template for users
+// ---------------------------------------------------------------------------------------
+
+fn yaml_file(path: &str) -> Value {
+    let text = std::fs::read_to_string(repo_root().join(path)).unwrap();
+    serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn script_of(job: &Value) -> String {
+    strs(&job["script"]).join("\n")
+}
+
+/// A directory with `tend` and a `kubectl` that adds `--validate=false` to `apply` (the test
+/// API server has no /openapi for kubectl's client-side validation).
+fn bin_dir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let tend = assert_cmd::cargo::cargo_bin("tend");
+    std::os::unix::fs::symlink(&tend, dir.path().join("tend")).unwrap();
+    if let Some(kubectl) = kubectl() {
+        let wrapper = dir.path().join("kubectl");
+        std::fs::write(
+            &wrapper,
+            format!(
+                "#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = apply ] && exec {k} \"$@\" --validate=false; done\nexec {k} \"$@\"\n",
+                k = kubectl.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    dir
+}
+
+/// Environment for a shell running tend against `cluster`: nothing from the developer's
+/// environment but PATH (with `bin` first).
+fn shell(
+    interpreter: &str,
+    bin: &Path,
+    home: &Path,
+    cluster: &TestCluster,
+    script: &str,
+) -> std::process::Command {
+    let mut cmd = std::process::Command::new(interpreter);
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    cmd.env_clear()
+        .env("PATH", path)
+        .env("HOME", home)
+        .env("LANG", "C.UTF-8")
+        .env("KUBECONFIG", cluster.kubeconfig_path())
+        .env("TEND_COLOR", "never")
+        .args(["-e", "-c", script]);
+    cmd
+}
+
+fn output(cmd: &mut std::process::Command) -> (i32, String, String) {
+    let out = cmd.output().expect("run sh");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn gitlab_template_plans_merge_requests_and_applies_the_default_branch() {
+    let template = yaml_file("docs/ci/tend.gitlab-ci.yml");
+    let plan = &template["tend-plan"];
+    let apply = &template["tend-apply"];
+    assert_eq!(plan["extends"], ".tend");
+    assert_eq!(apply["extends"], ".tend");
+    assert!(plan["rules"][0]["if"]
+        .as_str()
+        .unwrap()
+        .contains("merge_request_event"));
+    assert!(apply["rules"][0]["if"]
+        .as_str()
+        .unwrap()
+        .contains("$CI_DEFAULT_BRANCH"));
+    assert!(
+        apply["resource_group"]
+            .as_str()
+            .is_some_and(|g| g.contains("$TEND_CLUSTER")),
+        "two applies to one cluster never overlap"
+    );
+    assert_eq!(plan["artifacts"]["when"], "always");
+    assert!(strs(&plan["artifacts"]["paths"]).contains(&"tend-plan.md".to_string()));
+    assert_eq!(
+        template[".tend"]["image"]["entrypoint"],
+        serde_json::json!([""])
+    );
+    assert!(template["variables"]["TEND_IMAGE"]
+        .as_str()
+        .unwrap()
+        .ends_with(&format!(":{}-ci", env!("CARGO_PKG_VERSION"))));
+    let comment = &template["tend-comment"];
+    assert!(strs(&comment["needs"]).contains(&"tend-plan".to_string()));
+    assert!(script_of(comment).contains("body@tend-plan.md"));
+
+    // Run the jobs' scripts as GitLab would (sh, stop at the first failing line) in a
+    // checkout of the example site, against the test API server.
+    let cluster = TestCluster::start();
+    install(&cluster, &render_cronjob());
+    let bin = bin_dir();
+    let home = tempfile::tempdir().unwrap();
+    let checkout = tempfile::tempdir().unwrap();
+    copy_tree(&example_site(), checkout.path());
+    let job = |job: &Value| {
+        let mut cmd = shell("sh", bin.path(), home.path(), &cluster, &script_of(job));
+        // `.tend`'s variables, then the user's.
+        cmd.current_dir(checkout.path())
+            .env("CI_PROJECT_DIR", checkout.path())
+            .env("TEND_REPO", checkout.path())
+            .env("TEND_CLUSTER", "dc1");
+        output(&mut cmd)
+    };
+    let (code, stdout, stderr) = job(plan);
+    assert_eq!(
+        code, 0,
+        "differences do not fail the plan job\n{stdout}\n{stderr}"
+    );
+    let md = std::fs::read_to_string(checkout.path().join("tend-plan.md")).unwrap();
+    assert!(
+        md.contains("### tend diff") && md.contains("to create"),
+        "{md}"
+    );
+
+    let (code, stdout, stderr) = job(apply);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let report: Value = serde_json::from_str(
+        &std::fs::read_to_string(checkout.path().join("tend-report.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(report["command"], "apply");
+    assert_eq!(report["summary"]["failed"], 0);
+
+    // A second apply (CopyRule copies into new namespaces), then the plan is clean.
+    assert_eq!(job(apply).0, 0);
+    let (code, _, stderr) = job(plan);
+    assert_eq!(code, 0, "{stderr}");
+    let md = std::fs::read_to_string(checkout.path().join("tend-plan.md")).unwrap();
+    assert!(md.contains("0 to create, 0 to update, 0 to prune"), "{md}");
+
+    // An error (exit 2) fails the plan job.
+    std::fs::write(checkout.path().join("broken.yaml"), "kind: [\n").unwrap();
+    let (code, _, stderr) = job(plan);
+    assert_ne!(code, 0, "a broken site fails the plan job\n{stderr}");
+    assert!(stderr.contains("broken.yaml:"), "{stderr}");
+}
+
+#[test]
+fn gitlab_pipeline_checks_tests_builds_and_images() {
+    let ci = yaml_file(".gitlab-ci.yml");
+    let stages = strs(&ci["stages"]);
+    let jobs: Vec<(&String, &Value)> = ci
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(_, v)| v.get("script").is_some() || v.get("extends").is_some())
+        .collect();
+    for (name, job) in &jobs {
+        if let Some(stage) = job["stage"].as_str() {
+            assert!(stages.contains(&stage.to_string()), "{name}: stage {stage}");
+        }
+    }
+    let script = |name: &str| script_of(&ci[name]);
+    assert!(script("fmt").contains("cargo fmt --all -- --check"));
+    assert!(
+        script("clippy").contains("cargo clippy --workspace --all-targets --locked -- -D warnings")
+    );
+    assert!(script("test").contains("cargo test --workspace --locked"));
+    assert!(script("test").contains("render --repo examples/site --cluster dc1"));
+    assert!(script("build").contains("cargo build --release --locked"));
+    // The release job's uses of tend are real commands.
+    assert!(script("build").contains("tend man --out-dir"));
+    assert!(script("build").contains("tend completions \"$shell\""));
+    // Images: kaniko builds the Dockerfile's targets.
+    let dockerfile = std::fs::read_to_string(repo_root().join("Dockerfile")).unwrap();
+    let targets = strs(&ci[".kaniko"]["parallel"]["matrix"][0]["TARGET"]);
+    assert_eq!(targets, ["runtime", "ci"]);
+    for target in targets {
+        assert!(
+            dockerfile.contains(&format!(" AS {target}\n")),
+            "Dockerfile has no stage {target}"
+        );
+    }
+    for job in ["image:mr", "image:branch", "image:release"] {
+        assert_eq!(ci[job]["extends"], ".kaniko");
+        assert!(script(job).contains("--target \"$TARGET\""));
+    }
+    assert!(script("image:mr").contains("--no-push"));
+}
+
+// ---------------------------------------------------------------------------------------
+// README: every flag documented, every command run (or listed here with the reason)
+// ---------------------------------------------------------------------------------------
+
+fn readme() -> String {
+    std::fs::read_to_string(repo_root().join("README.md")).unwrap()
+}
+
+#[test]
+fn readme_documents_every_flag_and_variable() {
+    let readme = readme();
+    for sub in [
+        "render",
+        "diff",
+        "apply",
+        "chaos",
+        "crds",
+        "version",
+        "completions",
+        "man",
+    ] {
+        let (envs, flags) = help_of(sub);
+        for env in envs {
+            assert!(
+                readme.contains(&format!("`{env}`")),
+                "README lacks {env} ({sub})"
+            );
+        }
+        for flag in flags.iter().filter(|f| *f != "help") {
+            assert!(
+                readme.contains(&format!("--{flag}")),
+                "README lacks --{flag} ({sub})"
+            );
+        }
+        assert!(
+            readme.contains(&format!("tend {sub}")),
+            "README lacks tend {sub}"
+        );
+    }
+    for env in ENV_ONLY {
+        assert!(readme.contains(env));
+    }
+}
+
+/// README commands the tests do not run, by prefix, and why.
+const README_NOT_RUN: &[(&str, &str)] = &[
+    ("git clone ", "needs the network"),
+    ("cd tend", "follows the clone"),
+    (
+        "cargo install ",
+        "installs into ~/.cargo/bin; the tests use the binary cargo builds",
+    ),
+    (
+        "tend diff --repo https://gitlab.example.com/",
+        "needs a real git remote (git URLs are tested with local repositories)",
+    ),
+    ("ssh-keyscan ", "needs a real SSH host"),
+    (
+        "kubectl -n tend-system create secret generic tend-git --from-file",
+        "needs a deploy key; the --from-literal form is run",
+    ),
+    (
+        "kubectl -n tend-system create job ",
+        "kubectl create sends protobuf, which the test API server does not speak",
+    ),
+    (
+        "kubectl -n tend-system logs ",
+        "the test API server runs no pods",
+    ),
+    (
+        "kubectl auth can-i ",
+        "the test API server has no authorization API",
+    ),
+    (
+        "docker ",
+        "no Docker engine; CI builds the image with kaniko",
+    ),
+    ("man ", "man(1) is not on every machine; `tend man` is run"),
+    ("TEND_CONFORMANCE_KUBECONFIG=", "needs a real cluster"),
+];
+
+/// README commands that `.ci/run` and the CI pipeline run (the test command itself).
+const README_BY_CI: &[&str] = &[
+    "cargo test --workspace",
+    "cargo test -p tend-testserver --test conformance",
+];
+
+enum ReadmeStep {
+    /// A file shown in a ```yaml block whose first line is `# <path>`.
+    File(String, String),
+    Command(String),
+}
+
+fn readme_steps(text: &str) -> Vec<ReadmeStep> {
+    let mut steps = Vec::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        let Some(lang) = line.strip_prefix("```") else {
+            continue;
+        };
+        let block: Vec<&str> = lines
+            .by_ref()
+            .take_while(|l| !l.starts_with("```"))
+            .collect();
+        match lang.trim() {
+            "sh" => {
+                let mut pending = String::new();
+                for l in block {
+                    let l = l.trim_end();
+                    if pending.is_empty()
+                        && (l.trim().is_empty() || l.trim_start().starts_with('#'))
+                    {
+                        continue;
+                    }
+                    if let Some(cont) = l.strip_suffix('\\') {
+                        pending.push_str(cont);
+                        continue;
+                    }
+                    pending.push_str(l);
+                    steps.push(ReadmeStep::Command(std::mem::take(&mut pending)));
+                }
+            }
+            "yaml" => {
+                if let Some(path) = block.first().and_then(|l| l.strip_prefix("# ")) {
+                    if !path.contains(' ') && path.ends_with(".yaml") && !path.starts_with('.') {
+                        steps.push(ReadmeStep::File(path.to_string(), block.join("\n") + "\n"));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    steps
+}
+
+#[test]
+fn readme_commands_run() {
+    let cluster = TestCluster::start();
+    let bin = bin_dir();
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    copy_tree(&repo_root().join("examples"), &work.path().join("examples"));
+    copy_tree(&cronjob_dir(), &work.path().join("cronjob"));
+    let has_kubectl = kubectl().is_some();
+    let mut ran = 0;
+    let mut skipped = Vec::new();
+    let mut overlay_checked = false;
+    for step in readme_steps(&readme()) {
+        let command = match step {
+            ReadmeStep::File(path, text) => {
+                let path = work.path().join(path);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(path, text).unwrap();
+                continue;
+            }
+            ReadmeStep::Command(c) => c,
+        };
+        if let Some((_, why)) = README_NOT_RUN.iter().find(|(p, _)| command.starts_with(p)) {
+            skipped.push(format!("{command}  ({why})"));
+            continue;
+        }
+        if README_BY_CI.contains(&command.as_str()) {
+            continue;
+        }
+        let command = match command.strip_prefix("cargo run -- ") {
+            Some(rest) => format!("tend {rest}"),
+            None => command,
+        };
+        let first = command.split_whitespace().next().unwrap_or("");
+        assert!(
+            ["tend", "kubectl", "mkdir", "export"].contains(&first),
+            "README command `{command}` is neither run here nor listed in README_NOT_RUN"
+        );
+        if command.contains("kubectl") && !has_kubectl {
+            skipped.push(format!("{command}  (no kubectl on this machine)"));
+            continue;
+        }
+        // In a CI job: the checkout of the desired-state repository, for cluster dc1.
+        let mut cmd = shell(
+            "bash",
+            bin.path(),
+            home.path(),
+            &cluster,
+            &format!("set -o pipefail\n{command}"),
+        );
+        cmd.current_dir(work.path())
+            .env("TEND_REPO", work.path().join("examples/site"))
+            .env("TEND_CLUSTER", "dc1")
+            .env("GIT_TOKEN", "example-token");
+        let (code, stdout, stderr) = output(&mut cmd);
+        let ok = if command.starts_with("tend diff") && !command.contains("||") {
+            code == 0 || code == 1
+        } else {
+            code == 0
+        };
+        assert!(
+            ok,
+            "README command `{command}` exited {code}:\n{stdout}\n{stderr}"
+        );
+        ran += 1;
+        if command == "kubectl apply -k my-tend/" {
+            let settings = cluster
+                .object("", "configmaps", "tend-system", "tend-settings")
+                .expect("tend-settings installed");
+            assert_eq!(settings["data"]["TEND_CLUSTER"], "prod-eu1");
+            assert_eq!(
+                settings["data"]["TEND_MAX_DELETIONS"], "25",
+                "merged, not replaced"
+            );
+            overlay_checked = true;
+        }
+    }
+    assert!(ran >= 25, "only {ran} README commands ran");
+    eprintln!(
+        "note: {ran} README commands ran; not run here:\n  {}",
+        skipped.join("\n  ")
+    );
+    // What the README promised happened: the overlay's settings were installed (checked
+    // right after `kubectl apply -k my-tend/`), and "Uninstalling" removed everything.
+    if has_kubectl {
+        assert!(overlay_checked, "the README applies the my-tend/ overlay");
+        assert!(cluster
+            .object("batch", "cronjobs", "tend-system", "tend")
+            .is_none());
+        assert!(cluster
+            .objects("apiextensions.k8s.io", "customresourcedefinitions")
+            .is_empty());
+    }
+    assert!(cluster
+        .object("apps", "deployments", "web", "nginx")
+        .is_none());
+    assert!(home
+        .path()
+        .join(".local/share/man/man1/tend-apply.1")
+        .is_file());
+}
+
+/// A loopback HTTP server that answers every request with 401 (Basic auth), like a git host
+/// for a private repository.
+fn http_401() -> u16 {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let _ = stream.write_all(
+                b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"git\"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            );
+        }
+    });
+    port
+}
+
+#[test]
+fn readme_troubleshooting_quotes_real_errors() {
+    use tend_testserver::Fault;
+    let readme = readme();
+    let check = |what: &str, stderr: &str, fragments: &[&str]| {
+        for f in fragments {
+            assert!(
+                readme.contains(f),
+                "README troubleshooting lacks `{f}` ({what})"
+            );
+            assert!(
+                stderr.contains(f),
+                "{what}: tend no longer says `{f}`:\n{stderr}"
+            );
+        }
+    };
+    let kc = |c: &TestCluster| c.kubeconfig_path().to_path_buf();
+
+    // CRDs missing.
+    let cluster = TestCluster::start();
+    let (code, _, stderr) = run(tend()
+        .args(["diff", "--cluster", "dc1", "--repo"])
+        .arg(example_site())
+        .arg("--kubeconfig")
+        .arg(kc(&cluster)));
+    assert_eq!(code, 2);
+    check("missing CRDs", &stderr, &[
+        "error: the desired state does not match what the cluster serves; nothing was changed:",
+        "copy/shared-config.yaml:17: the cluster does not serve tend.dev/v1alpha1 CopyRule: tend's CRDs are not installed; install them with `tend crds | kubectl apply -f -`",
+    ]);
+    let other = tempfile::tempdir().unwrap();
+    std::fs::write(
+        other.path().join("sm.yaml"),
+        "apiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor\nmetadata:\n  name: x\n  namespace: default\nspec: {}\n",
+    )
+    .unwrap();
+    let (_, _, stderr) = run(tend()
+        .args(["diff", "--repo"])
+        .arg(other.path())
+        .arg("--kubeconfig")
+        .arg(kc(&cluster)));
+    check(
+        "unknown kind",
+        &stderr,
+        &["the cluster does not serve monitoring.coreos.com/v1 ServiceMonitor; check apiVersion and kind, or install the CRD that defines it"],
+    );
+
+    // Forbidden, conflicts, lock, prune guards: one small site.
+    let site = tempfile::tempdir().unwrap();
+    std::fs::write(
+        site.path().join("app.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: default\ndata:\n  k: v\n",
+    )
+    .unwrap();
+    let tend_on = |args: &[&str], dir: &Path, cluster: &TestCluster| {
+        run(tend()
+            .args(args)
+            .arg("--repo")
+            .arg(dir)
+            .arg("--kubeconfig")
+            .arg(kc(cluster)))
+    };
+    cluster.inject(
+        Fault::status(403)
+            .method("PATCH")
+            .path_contains("/configmaps/")
+            .message("configmaps \"app\" is forbidden: User \"system:serviceaccount:tend-system:tend\" cannot patch resource \"configmaps\" in API group \"\" in the namespace \"default\"")
+            .always(),
+    );
+    let (code, _, stderr) = tend_on(&["apply"], site.path(), &cluster);
+    assert_eq!(code, 2);
+    check("forbidden", &stderr, &["error: cannot apply ConfigMap default/app: configmaps \"app\" is forbidden: User \"system:serviceaccount:tend-system:tend\" cannot patch resource \"configmaps\" in API group \"\" in the namespace \"default\" (403 Forbidden)"]);
+    cluster.clear_faults();
+
+    assert_eq!(tend_on(&["apply"], site.path(), &cluster).0, 0);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        use kube::api::{Api, Patch, PatchParams};
+        let cms: Api<ConfigMap> = Api::namespaced(cluster.client().await, "default");
+        // As `kubectl edit` does: an update (not an apply) with its own field manager.
+        let params = PatchParams {
+            field_manager: Some("kubectl-edit".into()),
+            ..PatchParams::default()
+        };
+        cms.patch(
+            "app",
+            &params,
+            &Patch::Merge(serde_json::json!({"data": {"k": "edited"}})),
+        )
+        .await
+        .unwrap();
+    });
+    let (code, _, stderr) = tend_on(&["apply", "--no-force-conflicts"], site.path(), &cluster);
+    assert_eq!(code, 2);
+    check("conflict", &stderr, &["error: cannot apply ConfigMap default/app: Apply failed with 1 conflict: conflict with \"kubectl-edit\" using v1: .data.k (409 Conflict)"]);
+
+    rt.block_on(async {
+        use k8s_openapi::api::coordination::v1::Lease;
+        use kube::api::{Api, Patch, PatchParams};
+        let leases: Api<Lease> = Api::namespaced(cluster.client().await, "tend-system");
+        let now = k8s_openapi::jiff::Timestamp::now();
+        leases
+            .patch(
+                "tend-lock",
+                &PatchParams::default(),
+                &Patch::Merge(serde_json::json!({"spec": {
+                    "holderIdentity": "gitlab-runner-7/pid-41",
+                    "renewTime": now.to_string(),
+                    "leaseDurationSeconds": 600
+                }})),
+            )
+            .await
+            .unwrap();
+    });
+    let (code, _, stderr) = tend_on(&["apply", "--lock-timeout=1s"], site.path(), &cluster);
+    assert_eq!(code, 2);
+    check("lock", &stderr, &["error: another tend run holds the lock tend-system/tend-lock: holder gitlab-runner-7/pid-41, renewed "]);
+    rt.block_on(async {
+        use k8s_openapi::api::coordination::v1::Lease;
+        use kube::api::{Api, DeleteParams};
+        let leases: Api<Lease> = Api::namespaced(cluster.client().await, "tend-system");
+        leases
+            .delete("tend-lock", &DeleteParams::default())
+            .await
+            .unwrap();
+    });
+
+    let empty = tempfile::tempdir().unwrap();
+    let (code, _, stderr) = tend_on(&["apply"], empty.path(), &cluster);
+    assert_eq!(code, 2);
+    check("empty", &stderr, &["because the desired set is empty (a wrong --path or --ref?); pass --allow-empty to prune everything"]);
+    std::fs::write(
+        empty.path().join("other.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: other\n  namespace: default\n",
+    )
+    .unwrap();
+    let (code, _, stderr) = tend_on(&["apply", "--max-deletions", "0"], empty.path(), &cluster);
+    assert_eq!(code, 2);
+    check(
+        "max deletions",
+        &stderr,
+        &["more than --max-deletions", "; nothing was pruned"],
+    );
+
+    // Cluster access.
+    let nohome = tempfile::tempdir().unwrap();
+    let (code, _, stderr) = run(tend()
+        .env("HOME", nohome.path())
+        .args(["diff", "--repo"])
+        .arg(site.path()));
+    assert_eq!(code, 2);
+    check("no kubeconfig", &stderr, &["error: cannot configure cluster access: failed to infer config: in-cluster: (failed to read an incluster environment variable: environment variable not found), kubeconfig: (failed to read kubeconfig from", "pass --kubeconfig or set KUBECONFIG"]);
+    let dead = nohome.path().join("kubeconfig");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    std::fs::write(
+        &dead,
+        cluster
+            .kubeconfig_yaml()
+            .replace(&format!(":{}", cluster.port()), &format!(":{port}")),
+    )
+    .unwrap();
+    let (code, _, stderr) = run(tend()
+        .args(["diff", "--repo"])
+        .arg(site.path())
+        .arg("--kubeconfig")
+        .arg(&dead));
+    assert_eq!(code, 2);
+    check(
+        "unreachable",
+        &stderr,
+        &[
+            "error: API discovery failed: ServiceError: client error (Connect)",
+            "Connection refused",
+        ],
+    );
+
+    // Invalid input.
+    let bad = tempfile::tempdir().unwrap();
+    std::fs::write(
+        bad.path().join("a.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: web\ndata:\n  k: [1\n",
+    )
+    .unwrap();
+    std::fs::write(bad.path().join("b.yaml"), "apiVersion: tend.dev/v1alpha1\nkind: ImmortalContainer\nmetadata:\n  name: x\n  namespace: web\nspec:\n  image: nginx\n  restartPolicy: Never\n").unwrap();
+    let (code, _, stderr) = run(tend().args(["render", "--repo"]).arg(bad.path()));
+    assert_eq!(code, 2);
+    check("invalid input", &stderr, &[
+        "error: the desired state has 2 problems; nothing was rendered:",
+        "a.yaml:8: did not find expected ',' or ']'",
+        "b.yaml:8: spec: unknown field `restartPolicy`, expected one of `image`, `command`, `args`, `env`, `resources`",
+    ]);
+
+    // Git.
+    let port = http_401();
+    let url = format!("http://127.0.0.1:{port}/platform/desired-state.git");
+    let cache = tempfile::tempdir().unwrap();
+    let (code, _, stderr) = run(tend()
+        .args(["render", "--repo", &url, "--cache-dir"])
+        .arg(cache.path()));
+    assert_eq!(code, 2);
+    check("no token", &stderr, &["the remote asks for credentials (or the repository does not exist); set TEND_GIT_TOKEN to a token with read access"]);
+    let (code, _, stderr) = run(tend()
+        .env("TEND_GIT_TOKEN", "glpat-s3cr3t-t0k3n")
+        .args(["render", "--repo", &url, "--cache-dir"])
+        .arg(cache.path()));
+    assert_eq!(code, 2);
+    assert!(!stderr.contains("s3cr3t"), "the token is never printed");
+    check("bad token", &stderr, &["the remote rejected the token in TEND_GIT_TOKEN (expired, revoked, or without read access to this repository?)"]);
+    let git = tempfile::tempdir().unwrap();
+    let repo_url = example_site_git(git.path());
+    let (code, _, stderr) = run(tend()
+        .env("TEND_REF", "")
+        .args(["render", "--repo", &repo_url, "--cache-dir"])
+        .arg(cache.path()));
+    assert_eq!(code, 2);
+    check(
+        "empty ref",
+        &stderr,
+        &["error: cannot read the desired state: unknown ref ``: not a branch, tag or commit of "],
+    );
+}
