@@ -10,6 +10,7 @@
 pub mod builtin;
 pub mod config_hash;
 pub mod copies;
+pub mod file_modes;
 pub mod immortal;
 pub mod mirror;
 pub mod object;
@@ -91,8 +92,9 @@ pub fn render(files: &[SourceFile], opts: &RenderOptions) -> Result<Rendered, Re
     for file in files {
         let (docs, parse_problems) = yaml::parse_file(&file.path, &file.text);
         problems.extend(parse_problems);
-        for doc in docs {
+        for mut doc in docs {
             documents += 1;
+            file_modes::fix_octal_modes(&mut doc.value);
             let doc_problems = validate::check_document(&file.path, &doc);
             if !doc_problems.is_empty() {
                 problems.extend(doc_problems);
