@@ -383,8 +383,7 @@ pub async fn plan(
         if super::kinds::is_immortal_pod(&p.object) {
             match super::kinds::immortal_decision(&p.object, current) {
                 super::kinds::PodDecision::Keep => {
-                    let normal = current.map(normalize);
-                    changes.push(change(&p.object, Action::Unchanged, normal.clone(), normal));
+                    changes.push(change(&p.object, Action::Unchanged, None, None));
                 }
                 super::kinds::PodDecision::Conflict(message) => {
                     errors.insert(key.clone(), message);
@@ -418,13 +417,8 @@ pub async fn plan(
             (Some(_), Some(current))
                 if fast_path::is_unchanged(&p.object.value, current, crate::FIELD_MANAGER) =>
             {
-                let normal = normalize(current);
-                changes.push(change(
-                    &p.object,
-                    Action::Unchanged,
-                    Some(normal.clone()),
-                    Some(normal),
-                ));
+                // Unchanged objects need no diff: keep no copies (memory at 10k objects).
+                changes.push(change(&p.object, Action::Unchanged, None, None));
             }
             (Some(resource), current) => to_dry_run.push((p, resource.clone(), current.cloned())),
         }
@@ -553,9 +547,15 @@ pub async fn plan(
             c.key.clone(),
         )
     });
+    // Kept for tend's kinds only: their own status, their mirrors' StatefulSets, their pods.
     let live_desired: HashMap<ObjectKey, Value> = live
         .iter()
         .filter(|(k, _)| desired_keys.contains(*k))
+        .filter(|(k, _)| {
+            k.group == crate::GROUP
+                || (k.group == "apps" && k.kind == "StatefulSet")
+                || (k.group.is_empty() && k.kind == "Pod")
+        })
         .map(|(k, (_, v))| (k.clone(), v.clone()))
         .collect();
     Ok(Planned {
@@ -1085,9 +1085,9 @@ async fn apply_locked(
         )
         .await
         {
-            report.errors.push(format!(
-                "cannot record the run on the ApplySet parent: {err}"
-            ));
+            let message = format!("cannot record the run on the ApplySet parent: {err}");
+            tracing::error!("{message}");
+            report.errors.push(message);
         }
     }
 

@@ -25,9 +25,9 @@ pub enum ClusterError {
     },
     #[error("cannot configure cluster access: {0}")]
     Config(String),
-    #[error("cannot create a Kubernetes client: {0}")]
+    #[error("cannot create a Kubernetes client: {}", api_message(.0))]
     Client(#[source] kube::Error),
-    #[error("API discovery failed: {0}")]
+    #[error("API discovery failed: {}", api_message(.0))]
     Discovery(#[source] kube::Error),
     #[error("{what}: {}", api_message(.source))]
     Api {

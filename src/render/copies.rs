@@ -82,6 +82,14 @@ pub fn expand_rule(
         if in_git.contains(str_at(value, "/metadata/name")) {
             continue;
         }
+        // A source tend applied from git that git no longer has is being pruned this run.
+        let ours = str_at(
+            value,
+            &format!("/metadata/labels/{}", PART_OF_LABEL.replace('/', "~1")),
+        ) == live.applyset_id;
+        if ours {
+            continue;
+        }
         if spec.selector.matches(&labels_of(value)) {
             sources.insert(str_at(value, "/metadata/name").to_string(), value.clone());
         }

@@ -201,6 +201,17 @@ pub fn render(files: &[SourceFile], opts: &RenderOptions) -> Result<Rendered, Re
         if namespaced == Some(true) && object.namespace().is_none() {
             object.set_namespace(&opts.default_namespace);
         }
+        if namespaced == Some(false) && object.namespace().is_some() {
+            problems.push(Problem::new(
+                &object.origin.file,
+                doc.line_of(&["metadata".to_string(), "namespace".to_string()]),
+                format!(
+                    "{} is cluster-scoped (its CustomResourceDefinition says so) and cannot have metadata.namespace; remove it",
+                    object.kind()
+                ),
+            ));
+            continue;
+        }
         objects.push(object);
     }
 

@@ -3,7 +3,7 @@
 
 use super::builtin;
 use super::object::{split_api_version, Problem};
-use super::yaml::{dotted, Document, Step};
+use super::yaml::{dotted, one_line, Document, Step};
 use serde_json::Value;
 use std::path::Path;
 
@@ -12,7 +12,7 @@ pub fn check_document(file: &Path, doc: &Document) -> Vec<Problem> {
     let mut problems = Vec::new();
     let mut problem = |path: &[&str], message: String| {
         let owned: Vec<String> = path.iter().map(|s| s.to_string()).collect();
-        problems.push(Problem::new(file, doc.line_of(&owned), message));
+        problems.push(Problem::new(file, doc.line_of(&owned), one_line(&message)));
     };
     let Some(map) = doc.value.as_object() else {
         problem(
@@ -242,8 +242,16 @@ pub fn check_document(file: &Path, doc: &Document) -> Vec<Problem> {
                     );
                 }
             }
-        } else if !version.starts_with('v') || group.contains(char::is_whitespace) {
+        } else if !version.starts_with('v')
+            || !is_dns1123_label(version)
+            || !group.is_empty() && !is_dns1123_subdomain(group)
+        {
             problem(&["apiVersion"], format!("apiVersion {api_version:?} is not of the form <group>/<version> (e.g. apps/v1)"));
+        } else if !is_kind_name(kind) {
+            problem(
+                &["kind"],
+                format!("kind {kind:?} is not a valid kind: letters and digits, starting with a letter (e.g. ConfigMap)"),
+            );
         }
     }
     // Field types of well-known kinds, only for documents whose shape is otherwise fine (one
@@ -252,11 +260,17 @@ pub fn check_document(file: &Path, doc: &Document) -> Vec<Problem> {
         if let (Some(api_version), Some(kind)) = (api_version, kind) {
             let (group, version) = split_api_version(api_version);
             if let Some((path, message)) = typed::check(group, version, kind, &doc.value) {
-                problems.push(Problem::new(file, doc.line_at(&path), message));
+                problems.push(Problem::new(file, doc.line_at(&path), one_line(&message)));
             }
         }
     }
     problems
+}
+
+/// Kinds are CamelCase identifiers: `[A-Za-z][A-Za-z0-9]*`.
+fn is_kind_name(kind: &str) -> bool {
+    kind.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+        && kind.chars().all(|c| c.is_ascii_alphanumeric())
 }
 
 /// Bad entries reported per labels/annotations map.
@@ -463,6 +477,11 @@ mod typed {
             match self.value {
                 Value::Number(n) => visitor.visit_string(n.to_string()),
                 Value::Bool(b) => visitor.visit_string(b.to_string()),
+                // Go's base64 decoder (Secret `data`) skips line breaks, so wrapped base64
+                // is valid; only types are checked here, so the value may be changed.
+                Value::String(s) if s.contains(['\n', '\r']) => {
+                    visitor.visit_string(s.replace(['\n', '\r'], ""))
+                }
                 _ => self.deserialize_any(visitor),
             }
         }
@@ -696,6 +715,12 @@ mod tests {
         let p = problems_of("apiVersion: v1\nkind: Service\nmetadata:\n  name: a\nspec:\n  ports:\n  - port: 80\n    targetPort: http\n  - port: 443\n    targetPort: 8443\n");
         assert!(p.is_empty(), "{p:?}");
         let p = problems_of("apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\nspec:\n  containers:\n  - name: a\n    resources:\n      limits: {cpu: 1, memory: 1Gi}\n");
+        assert!(p.is_empty(), "{p:?}");
+    }
+
+    #[test]
+    fn wrapped_base64_is_valid_secret_data() {
+        let p = problems_of("apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\ndata:\n  crt: |\n    aGVsbG8g\n    d29ybGQ=\n");
         assert!(p.is_empty(), "{p:?}");
     }
 

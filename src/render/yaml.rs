@@ -41,9 +41,11 @@ impl Document {
 
     fn problem_from(&self, file: &Path, err: &serde_yaml::Error) -> Problem {
         let message = friendly_message(&clean_message(&err.to_string()));
+        // From the byte index, not libyaml's line: libyaml also breaks lines at a lone `\r`,
+        // NEL, U+2028 and U+2029, which editors (and `path:line`) do not.
         let mut line = self
             .line_of_offset(&message)
-            .or_else(|| err.location().map(|loc| self.start_line + loc.line() - 1))
+            .or_else(|| err.location().map(|loc| self.line_of_index(loc.index())))
             .unwrap_or(self.line);
         // Reader errors name a byte offset instead ("... at position 65"); say the line.
         let message = match message.find(" at position ") {
@@ -97,7 +99,7 @@ impl Document {
                 }
             }
         }
-        Problem::new(file, line, message)
+        Problem::new(file, line, one_line(&message))
     }
 
     /// The line of the byte offset in libyaml's reader errors ("... at position 65").
@@ -108,8 +110,17 @@ impl Document {
             .trim()
             .parse()
             .ok()?;
-        let before = self.text.get(..offset.min(self.text.len()))?;
-        Some(self.start_line + before.matches('\n').count())
+        Some(self.line_of_index(offset))
+    }
+
+    /// The file line of a byte index into this document's text.
+    fn line_of_index(&self, index: usize) -> usize {
+        let end = index.min(self.text.len());
+        let newlines = self.text.as_bytes()[..end]
+            .iter()
+            .filter(|b| **b == b'\n')
+            .count();
+        self.start_line + newlines
     }
 
     /// Best-effort line of a nested mapping key (e.g. `["spec", "eagerness"]`) in this
@@ -296,6 +307,29 @@ fn clean_message(msg: &str) -> String {
         Some(idx) => msg[..idx].to_string(),
         None => msg.to_string(),
     }
+}
+
+/// A message as one line: line breaks and other control characters (which a message can
+/// pick up from the input it quotes) escaped, so every problem stays one `path:line:` line.
+pub fn one_line(message: &str) -> String {
+    if !message
+        .chars()
+        .any(|c| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}'))
+    {
+        return message.to_string();
+    }
+    message
+        .chars()
+        .map(|c| match c {
+            '\n' => "\\n".to_string(),
+            '\r' => "\\r".to_string(),
+            '\t' => "\\t".to_string(),
+            c if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') => {
+                c.escape_unicode().to_string()
+            }
+            c => c.to_string(),
+        })
+        .collect()
 }
 
 /// The message for documents nested deeper than [`MAX_NESTING`].
@@ -607,7 +641,9 @@ pub fn parse_file(file: &Path, text: &str) -> (Vec<Document>, Vec<Problem>) {
                     doc.value = value;
                     docs.push(doc);
                 }
-                Err((path, msg)) => problems.push(Problem::new(file, doc.line_at(&path), msg)),
+                Err((path, msg)) => {
+                    problems.push(Problem::new(file, doc.line_at(&path), one_line(&msg)))
+                }
             },
             Err(e) => problems.push(doc.problem_from(file, &e)),
         }

@@ -348,7 +348,7 @@ const CLUSTER_CASES: &[(&str, &str)] = &[
 /// namespace. Known after the CRD is read, so it is an input error like any other.
 const CLUSTER_SCOPED_CUSTOM_KIND: (&str, &str) = (
     "custom-cluster-scoped-kind-with-namespace",
-    "widgets.yaml:20: Widget is cluster-scoped and cannot have metadata.namespace; remove it",
+    "widgets.yaml:25: Widget is cluster-scoped (its CustomResourceDefinition says so) and cannot have metadata.namespace; remove it",
 );
 
 #[test]
@@ -379,7 +379,6 @@ fn repos_the_cluster_cannot_serve_change_nothing() {
 }
 
 #[test]
-#[ignore = "bug: a namespace on a kind that a CRD of the same repo declares cluster-scoped is accepted by render and the first apply writes (reported)"]
 fn cluster_scoped_custom_kind_with_namespace_changes_nothing() {
     let (name, phrase) = CLUSTER_SCOPED_CUSTOM_KIND;
     let cluster = TestCluster::start();

@@ -1,12 +1,13 @@
 //! End-to-end tests of the `tend` binary, one module per area.
 
+mod canary;
 mod chaos;
 mod common;
 mod crds;
 mod engine;
 mod faults;
-mod kinds;
 mod git;
+mod kinds;
 mod load_errors;
 mod render;
 mod shipping;
