@@ -265,6 +265,18 @@ fn api_for(client: &Client, resource: &Resource, namespace: Option<&str>) -> Api
     }
 }
 
+/// An object's namespace (if any) and name.
+fn coordinates(object: &Value) -> (Option<&str>, &str) {
+    let namespace = object
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str);
+    let name = object
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    (namespace, name)
+}
+
 fn describe(resource: &Resource, namespace: Option<&str>, name: &str) -> String {
     let ns = namespace.map(|n| format!("{n}/")).unwrap_or_default();
     format!("{} {}{}", resource.api.kind, ns, name)
@@ -360,13 +372,7 @@ pub async fn apply(
     force: bool,
     dry_run: bool,
 ) -> Result<Value, ClusterError> {
-    let namespace = object
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str);
-    let name = object
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let (namespace, name) = coordinates(object);
     let api = api_for(client, resource, namespace);
     let mut params = PatchParams::apply(manager);
     params.force = force;
@@ -394,13 +400,7 @@ pub async fn apply_status(
     object: &Value,
     manager: &str,
 ) -> Result<Value, ClusterError> {
-    let namespace = object
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str);
-    let name = object
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let (namespace, name) = coordinates(object);
     let api = api_for(client, resource, namespace);
     let params = PatchParams::apply(manager).force();
     let patch = Patch::Apply(object);
@@ -444,13 +444,7 @@ pub async fn replace(
     resource: &Resource,
     object: &Value,
 ) -> Result<Value, ClusterError> {
-    let namespace = object
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str);
-    let name = object
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let (namespace, name) = coordinates(object);
     let api = api_for(client, resource, namespace);
     let obj: DynamicObject =
         serde_json::from_value(object.clone()).map_err(|e| ClusterError::Config(e.to_string()))?;
@@ -470,13 +464,7 @@ pub async fn create(
     resource: &Resource,
     object: &Value,
 ) -> Result<Value, ClusterError> {
-    let namespace = object
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str);
-    let name = object
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let (namespace, name) = coordinates(object);
     let api = api_for(client, resource, namespace);
     let obj: DynamicObject =
         serde_json::from_value(object.clone()).map_err(|e| ClusterError::Config(e.to_string()))?;
