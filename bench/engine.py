@@ -48,7 +48,8 @@ class Server:
     def close(self):
         self.proc.stdin.write("quit\n")
         self.proc.stdin.flush()
-        self.proc.wait(timeout=10)
+        # A server that held 10,000 objects (bench/scale.py) takes a moment to stop.
+        self.proc.wait(timeout=30)
 
 
 def gen(site, prefix, change=0, revision="1"):

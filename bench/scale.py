@@ -30,7 +30,6 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TEND = os.path.join(ROOT, "target", "release", "tend")
-SERVER = os.path.join(ROOT, "target", "release", "tend-testserver")
 MEMORY_TARGET_MB = 300
 # Namespaced kinds gen_site.py writes (ConfigMap, Deployment, Service) and cluster-scoped
 # ones (Namespace).
@@ -38,26 +37,9 @@ NAMESPACED_KINDS = 3
 CLUSTER_KINDS = 1
 
 
-class Server:
-    """The test API server binary, driven over stdin/stdout."""
-
-    def __init__(self):
-        env = dict(os.environ)
-        env.setdefault("TEND_TESTSERVER_LATENCY_MS", "2")
-        self.latency = env["TEND_TESTSERVER_LATENCY_MS"]
-        self.proc = subprocess.Popen([SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-        self.kubeconfig = json.loads(self.proc.stdout.readline())["kubeconfig"]
-
-    def call(self, command):
-        self.proc.stdin.write(command + "\n")
-        self.proc.stdin.flush()
-        return json.loads(self.proc.stdout.readline())
-
-    def close(self):
-        self.proc.stdin.write("quit\n")
-        self.proc.stdin.flush()
-        self.proc.wait(timeout=30)
-
+# The test API server driver is shared with bench/engine.py.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from engine import Server  # noqa: E402
 
 def gen(site, namespaces, configmaps, prefix, change=0, revision="1"):
     out = subprocess.run(
