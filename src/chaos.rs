@@ -1,7 +1,7 @@
 //! The decisions of one chaos pass (SPEC 3.5, seed 004 "Blackadder"), without I/O: given a
 //! [`ChaosAgentSpec`], the pods, Deployments and ConfigMaps of the cluster and a seed, which
 //! objects to hit and how. `tend chaos` (in `ops::chaos`) lists the objects, calls
-//! [`plan_pass`], and prints or carries out the result.
+//! [`choose_actions`], and prints or carries out the result.
 //!
 //! A pass is a pure function of its inputs: candidates are sorted (mode tantrum, cancer,
 //! ipsum; then namespace/name), shuffled with a seeded [`Rng`], and each is hit with
@@ -66,7 +66,7 @@ impl Rng {
 
 /// The three things a chaos agent does, in the order candidates are listed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Mode {
+pub enum ChaosMode {
     /// Delete pods.
     Tantrum,
     /// Double a Deployment's replicas.
@@ -75,17 +75,17 @@ pub enum Mode {
     Ipsum,
 }
 
-impl Mode {
+impl ChaosMode {
     pub fn as_str(self) -> &'static str {
         match self {
-            Mode::Tantrum => "tantrum",
-            Mode::Cancer => "cancer",
-            Mode::Ipsum => "ipsum",
+            ChaosMode::Tantrum => "tantrum",
+            ChaosMode::Cancer => "cancer",
+            ChaosMode::Ipsum => "ipsum",
         }
     }
 }
 
-impl fmt::Display for Mode {
+impl fmt::Display for ChaosMode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
@@ -93,7 +93,7 @@ impl fmt::Display for Mode {
 
 /// What an action does to its object.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Change {
+pub enum Mischief {
     /// DELETE the pod.
     Delete,
     /// Set `spec.replicas` from `from` to `to`.
@@ -105,23 +105,23 @@ pub enum Change {
 /// One planned action of a pass.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChaosAction {
-    pub mode: Mode,
+    pub mode: ChaosMode,
     /// `Pod`, `Deployment` or `ConfigMap`.
     pub kind: &'static str,
     pub namespace: String,
     pub name: String,
     /// For people: e.g. `replicas 3 → 6`, `2 keys: a, b`; empty for pods.
     pub detail: String,
-    pub change: Change,
+    pub mischief: Mischief,
 }
 
 impl ChaosAction {
     /// The verb, as in the JSON report: `delete`, `scale` or `write`.
     pub fn action(&self) -> &'static str {
-        match self.change {
-            Change::Delete => "delete",
-            Change::Scale { .. } => "scale",
-            Change::WriteData { .. } => "write",
+        match self.mischief {
+            Mischief::Delete => "delete",
+            Mischief::Scale { .. } => "scale",
+            Mischief::WriteData { .. } => "write",
         }
     }
 
@@ -137,11 +137,11 @@ impl ChaosAction {
 
     /// A report line: `would delete pod web/nginx-abc (tantrum)` (`Planned`), `deleted ...`
     /// (`Done`) or `failed to delete ...: <error>` (`Failed`).
-    pub fn line(&self, outcome: Outcome<'_>) -> String {
-        let (future, past, infinitive) = match self.change {
-            Change::Delete => ("would delete", "deleted", "delete"),
-            Change::Scale { .. } => ("would scale", "scaled", "scale"),
-            Change::WriteData { .. } => (
+    pub fn line(&self, outcome: ActionState<'_>) -> String {
+        let (future, past, infinitive) = match self.mischief {
+            Mischief::Delete => ("would delete", "deleted", "delete"),
+            Mischief::Scale { .. } => ("would scale", "scaled", "scale"),
+            Mischief::WriteData { .. } => (
                 "would write lorem ipsum into",
                 "wrote lorem ipsum into",
                 "write lorem ipsum into",
@@ -154,25 +154,25 @@ impl ChaosAction {
         };
         let head = format!("{}{detail} ({})", self.target(), self.mode);
         match outcome {
-            Outcome::Planned => format!("{future} {head}"),
-            Outcome::Done => format!("{past} {head}"),
-            Outcome::Failed(err) => format!("failed to {infinitive} {head}: {err}"),
+            ActionState::Planned => format!("{future} {head}"),
+            ActionState::Done => format!("{past} {head}"),
+            ActionState::Failed(err) => format!("failed to {infinitive} {head}: {err}"),
         }
     }
 
     /// The JSON merge patch that carries out a scale or write (`None` for a delete).
     pub fn patch(&self) -> Option<Value> {
-        match &self.change {
-            Change::Delete => None,
-            Change::Scale { to, .. } => Some(serde_json::json!({"spec": {"replicas": to}})),
-            Change::WriteData { data } => Some(serde_json::json!({"data": data})),
+        match &self.mischief {
+            Mischief::Delete => None,
+            Mischief::Scale { to, .. } => Some(serde_json::json!({"spec": {"replicas": to}})),
+            Mischief::WriteData { data } => Some(serde_json::json!({"data": data})),
         }
     }
 }
 
 /// How an action turned out, for [`ChaosAction::line`].
 #[derive(Debug, Clone, Copy)]
-pub enum Outcome<'a> {
+pub enum ActionState<'a> {
     Planned,
     Done,
     Failed(&'a str),
@@ -192,7 +192,7 @@ impl Candidates {
     }
 }
 
-/// The result of [`plan_pass`].
+/// The result of [`choose_actions`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Pass {
     /// Chosen actions, sorted by mode, namespace, name. At most `maxActions`.
@@ -222,7 +222,7 @@ pub fn excluded_namespaces(spec: &ChaosAgentSpec, own_namespace: &str) -> Vec<St
 /// replicas (unset counts as 1), doubled up to [`MAX_CANCER_REPLICAS`]. Ipsum: ConfigMaps
 /// that are not `immutable: true` and have `data`; every value is replaced by lorem ipsum of
 /// about the same length, keys unchanged (`binaryData` untouched).
-pub fn plan_pass(
+pub fn choose_actions(
     spec: &ChaosAgentSpec,
     own_namespace: &str,
     pods: &[Value],
@@ -241,7 +241,7 @@ pub fn plan_pass(
     };
 
     // (mode, namespace, name, object): sorted, so the order of the input does not matter.
-    let mut pool: Vec<(Mode, String, String, &Value)> = Vec::new();
+    let mut pool: Vec<(ChaosMode, String, String, &Value)> = Vec::new();
     if spec.tantrum_mode {
         let mut found: Vec<_> = pods.iter().filter(usable).collect();
         sort_by_id(&mut found);
@@ -255,7 +255,7 @@ pub fn plan_pass(
             )),
             Some(_) => {
                 candidates.pods = found.len();
-                pool.extend(found.into_iter().map(|o| entry(Mode::Tantrum, o)));
+                pool.extend(found.into_iter().map(|o| entry(ChaosMode::Tantrum, o)));
             }
         }
     }
@@ -270,7 +270,7 @@ pub fn plan_pass(
             .collect();
         sort_by_id(&mut found);
         candidates.deployments = found.len();
-        pool.extend(found.into_iter().map(|o| entry(Mode::Cancer, o)));
+        pool.extend(found.into_iter().map(|o| entry(ChaosMode::Cancer, o)));
     }
     if spec.ipsum_mode {
         let mut found: Vec<_> = configmaps
@@ -285,7 +285,7 @@ pub fn plan_pass(
             .collect();
         sort_by_id(&mut found);
         candidates.configmaps = found.len();
-        pool.extend(found.into_iter().map(|o| entry(Mode::Ipsum, o)));
+        pool.extend(found.into_iter().map(|o| entry(ChaosMode::Ipsum, o)));
     }
 
     let mut rng = Rng::new(seed);
@@ -300,18 +300,18 @@ pub fn plan_pass(
         if !rng.chance(eagerness) {
             continue;
         }
-        let (kind, detail, change) = match mode {
-            Mode::Tantrum => ("Pod", String::new(), Change::Delete),
-            Mode::Cancer => {
+        let (kind, detail, mischief) = match mode {
+            ChaosMode::Tantrum => ("Pod", String::new(), Mischief::Delete),
+            ChaosMode::Cancer => {
                 let from = replicas(obj);
                 let to = (from * 2).min(i64::from(MAX_CANCER_REPLICAS));
                 (
                     "Deployment",
                     format!("replicas {from} → {to}"),
-                    Change::Scale { from, to },
+                    Mischief::Scale { from, to },
                 )
             }
-            Mode::Ipsum => {
+            ChaosMode::Ipsum => {
                 let old = obj
                     .get("data")
                     .and_then(Value::as_object)
@@ -322,7 +322,7 @@ pub fn plan_pass(
                 (
                     "ConfigMap",
                     format!("{}: {}", plural(keys.len(), "key", "keys"), keys.join(", ")),
-                    Change::WriteData { data },
+                    Mischief::WriteData { data },
                 )
             }
         };
@@ -332,7 +332,7 @@ pub fn plan_pass(
             namespace,
             name,
             detail,
-            change,
+            mischief,
         });
     }
     actions.sort_by(|a, b| (a.mode, &a.namespace, &a.name).cmp(&(b.mode, &b.namespace, &b.name)));
@@ -343,7 +343,7 @@ pub fn plan_pass(
     }
 }
 
-fn entry(mode: Mode, obj: &Value) -> (Mode, String, String, &Value) {
+fn entry(mode: ChaosMode, obj: &Value) -> (ChaosMode, String, String, &Value) {
     (
         mode,
         namespace_of(obj).to_string(),
@@ -640,7 +640,7 @@ mod tests {
             ]
         );
         for seed in 0..50 {
-            let pass = plan_pass(&s, "tend-system", &pods, &deps, &cms, seed);
+            let pass = choose_actions(&s, "tend-system", &pods, &deps, &cms, seed);
             // eagerness 100, no limit: every candidate, and only those in web and api.
             assert_eq!(pass.actions.len(), 3 * 2 + 2 + 2, "{:?}", ids(&pass));
             assert!(pass
@@ -650,7 +650,7 @@ mod tests {
         }
         // tend's own namespace comes from the argument, whatever its name: with another
         // one, tend-system is fair game.
-        let pass = plan_pass(&s, "api", &pods, &deps, &cms, 1);
+        let pass = choose_actions(&s, "api", &pods, &deps, &cms, 1);
         assert!(pass.actions.iter().all(|a| a.namespace != "api"));
         assert!(pass.actions.iter().any(|a| a.namespace == "tend-system"));
     }
@@ -668,35 +668,35 @@ mod tests {
         s.ipsum_mode = false;
         for (tolerance, expected) in [(0, 5), (4, 5), (5, 5), (6, 0), (15, 0)] {
             s.pod_tolerance = Some(tolerance);
-            let pass = plan_pass(&s, "tend-system", &all, &[], &[], 3);
+            let pass = choose_actions(&s, "tend-system", &all, &[], &[], 3);
             assert_eq!(pass.actions.len(), expected, "tolerance {tolerance}");
             assert_eq!(pass.notes.is_empty(), expected > 0, "{:?}", pass.notes);
         }
         s.pod_tolerance = Some(6);
-        let pass = plan_pass(&s, "tend-system", &all, &[], &[], 3);
+        let pass = choose_actions(&s, "tend-system", &all, &[], &[], 3);
         assert_eq!(
             pass.notes,
             ["tantrum: 5 pods in non-excluded namespaces, fewer than podTolerance 6, so no pod is deleted"]
         );
         s.pod_tolerance = None;
-        assert!(plan_pass(&s, "tend-system", &all, &[], &[], 3)
+        assert!(choose_actions(&s, "tend-system", &all, &[], &[], 3)
             .actions
             .is_empty());
         // Pods already being deleted are neither counted nor chosen.
         let mut terminating = pods.clone();
         terminating[0]["metadata"]["deletionTimestamp"] = json!("2024-01-01T00:00:00Z");
         s.pod_tolerance = Some(5);
-        assert!(plan_pass(&s, "tend-system", &terminating, &[], &[], 3)
+        assert!(choose_actions(&s, "tend-system", &terminating, &[], &[], 3)
             .actions
             .is_empty());
         s.pod_tolerance = Some(4);
-        let pass = plan_pass(&s, "tend-system", &terminating, &[], &[], 3);
+        let pass = choose_actions(&s, "tend-system", &terminating, &[], &[], 3);
         assert_eq!(pass.actions.len(), 4);
         assert!(pass.actions.iter().all(|a| a.name != "p0"));
         assert!(pass
             .actions
             .iter()
-            .all(|a| a.change == Change::Delete && a.kind == "Pod"));
+            .all(|a| a.mischief == Mischief::Delete && a.kind == "Pod"));
     }
 
     #[test]
@@ -712,28 +712,28 @@ mod tests {
         let mut s = spec();
         s.tantrum_mode = false;
         s.ipsum_mode = false;
-        let pass = plan_pass(&s, "tend-system", &[], &deps, &[], 9);
-        let got: Vec<(String, Change, String)> = pass
+        let pass = choose_actions(&s, "tend-system", &[], &deps, &[], 9);
+        let got: Vec<(String, Mischief, String)> = pass
             .actions
             .iter()
-            .map(|a| (a.name.clone(), a.change.clone(), a.detail.clone()))
+            .map(|a| (a.name.clone(), a.mischief.clone(), a.detail.clone()))
             .collect();
         assert_eq!(
             got,
             [
                 (
                     "hundred".to_string(),
-                    Change::Scale { from: 100, to: 128 },
+                    Mischief::Scale { from: 100, to: 128 },
                     "replicas 100 → 128".to_string()
                 ),
                 (
                     "three".to_string(),
-                    Change::Scale { from: 3, to: 6 },
+                    Mischief::Scale { from: 3, to: 6 },
                     "replicas 3 → 6".to_string()
                 ),
                 (
                     "unset".to_string(),
-                    Change::Scale { from: 1, to: 2 },
+                    Mischief::Scale { from: 1, to: 2 },
                     "replicas 1 → 2".to_string()
                 ),
             ]
@@ -744,7 +744,7 @@ mod tests {
             Some(json!({"spec": {"replicas": 6}}))
         );
         assert_eq!(
-            pass.actions[1].line(Outcome::Planned),
+            pass.actions[1].line(ActionState::Planned),
             "would scale deployment web/three: replicas 3 → 6 (cancer)"
         );
     }
@@ -762,10 +762,10 @@ mod tests {
         let mut s = spec();
         s.tantrum_mode = false;
         s.cancer_mode = false;
-        let pass = plan_pass(&s, "tend-system", &[], &[], &cms, 5);
+        let pass = choose_actions(&s, "tend-system", &[], &[], &cms, 5);
         assert_eq!(ids(&pass), ["ipsum web/plain", "ipsum web/thawed"]);
         for action in &pass.actions {
-            let Change::WriteData { data } = &action.change else {
+            let Mischief::WriteData { data } = &action.mischief else {
                 panic!("not a write: {action:?}")
             };
             let keys: Vec<&String> = data.keys().collect();
@@ -806,15 +806,15 @@ mod tests {
         for max in [1, 2, 5] {
             s.max_actions = max;
             for seed in 0..30 {
-                let pass = plan_pass(&s, "tend-system", &pods, &deps, &cms, seed);
+                let pass = choose_actions(&s, "tend-system", &pods, &deps, &cms, seed);
                 // eagerness 100: exactly maxActions, there are more candidates than that.
                 assert_eq!(pass.actions.len(), max as usize, "seed {seed}");
             }
         }
         // Over many seeds, every mode gets its turn with maxActions 1.
         s.max_actions = 1;
-        let modes: BTreeSet<Mode> = (0..100)
-            .map(|seed| plan_pass(&s, "tend-system", &pods, &deps, &cms, seed).actions[0].mode)
+        let modes: BTreeSet<ChaosMode> = (0..100)
+            .map(|seed| choose_actions(&s, "tend-system", &pods, &deps, &cms, seed).actions[0].mode)
             .collect();
         assert_eq!(modes.len(), 3);
     }
@@ -823,16 +823,16 @@ mod tests {
     fn eagerness_100_hits_everything_and_1_hits_little() {
         let (pods, deps, cms) = world();
         let mut s = spec();
-        let pass = plan_pass(&s, "tend-system", &pods, &deps, &cms, 77);
+        let pass = choose_actions(&s, "tend-system", &pods, &deps, &cms, 77);
         // web, api and prod (not excluded here): 3 pods, a Deployment and a ConfigMap each.
         assert_eq!(pass.candidates.total(), 3 * (3 + 1 + 1));
         assert_eq!(pass.actions.len(), pass.candidates.total());
         s.eagerness = 1;
-        let pass = plan_pass(&s, "tend-system", &pods, &deps, &cms, 77);
+        let pass = choose_actions(&s, "tend-system", &pods, &deps, &cms, 77);
         assert!(pass.actions.len() <= 1, "{:?}", ids(&pass));
         let hits: usize = (0..100)
             .map(|seed| {
-                plan_pass(&s, "tend-system", &pods, &deps, &cms, seed)
+                choose_actions(&s, "tend-system", &pods, &deps, &cms, seed)
                     .actions
                     .len()
             })
@@ -853,8 +853,8 @@ mod tests {
         rev_cms.reverse();
         let mut distinct = BTreeSet::new();
         for seed in 0..40 {
-            let a = plan_pass(&s, "tend-system", &pods, &deps, &cms, seed);
-            let b = plan_pass(&s, "tend-system", &rev_pods, &deps, &rev_cms, seed);
+            let a = choose_actions(&s, "tend-system", &pods, &deps, &cms, seed);
+            let b = choose_actions(&s, "tend-system", &rev_pods, &deps, &rev_cms, seed);
             assert_eq!(a, b, "seed {seed}");
             distinct.insert(ids(&a));
         }
@@ -871,7 +871,7 @@ mod tests {
             s.eagerness = eagerness;
             let hits: usize = (0..200)
                 .map(|seed| {
-                    plan_pass(&s, "tend-system", &pods, &[], &[], seed)
+                    choose_actions(&s, "tend-system", &pods, &[], &[], seed)
                         .actions
                         .len()
                 })
@@ -888,20 +888,23 @@ mod tests {
     #[test]
     fn report_lines() {
         let a = ChaosAction {
-            mode: Mode::Tantrum,
+            mode: ChaosMode::Tantrum,
             kind: "Pod",
             namespace: "web".into(),
             name: "nginx-abc".into(),
             detail: String::new(),
-            change: Change::Delete,
+            mischief: Mischief::Delete,
         };
         assert_eq!(
-            a.line(Outcome::Planned),
+            a.line(ActionState::Planned),
             "would delete pod web/nginx-abc (tantrum)"
         );
-        assert_eq!(a.line(Outcome::Done), "deleted pod web/nginx-abc (tantrum)");
         assert_eq!(
-            a.line(Outcome::Failed("boom")),
+            a.line(ActionState::Done),
+            "deleted pod web/nginx-abc (tantrum)"
+        );
+        assert_eq!(
+            a.line(ActionState::Failed("boom")),
             "failed to delete pod web/nginx-abc (tantrum): boom"
         );
         assert_eq!(a.action(), "delete");

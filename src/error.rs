@@ -16,7 +16,7 @@ pub enum Error {
     #[error(transparent)]
     Render(#[from] RenderError),
     #[error(transparent)]
-    Engine(crate::apply::engine::EngineError),
+    Engine(#[from] crate::apply::engine::EngineError),
     #[error("{0}")]
     Usage(String),
     #[error("cannot write output")]

@@ -3,10 +3,11 @@
 //! object's status is written through the status subresource; live workloads that opted in
 //! with `tend.dev/reload: "true"` get their config-hash annotation patched.
 
-use super::engine::{key_of, Planned, Session};
 use super::live::Reload;
 use super::lock::Clock;
+use super::prepare::Prepared;
 use crate::cluster::{self, ClusterError, Resource};
+use crate::cluster::{key_of, Session};
 use crate::kinds::RegistryMirror;
 use crate::plan::{normalize::normalize, Action, Change};
 use crate::render::copies::CopyOutcome;
@@ -146,9 +147,12 @@ fn owner_of(object: &Object) -> Option<ObjectKey> {
 
 /// After all stages: ownerReferences, statuses, reloads. Returns run-level errors; none of
 /// them undoes what was applied.
+#[allow(clippy::too_many_arguments)]
 pub async fn after_apply(
     session: &Session,
-    planned: &Planned,
+    prepared: &[Prepared],
+    live_desired: &HashMap<ObjectKey, Value>,
+    recreate: &std::collections::BTreeMap<ObjectKey, String>,
     report: &mut RunReport,
     kinds: &KindsContext,
     applied_tend: &HashMap<ObjectKey, Value>,
@@ -156,15 +160,11 @@ pub async fn after_apply(
 ) -> Vec<String> {
     let client = &session.client;
     let mut errors = Vec::new();
-    let live_or_applied = |key: &ObjectKey| {
-        applied_tend
-            .get(key)
-            .or_else(|| planned.live_desired.get(key))
-    };
+    let live_or_applied = |key: &ObjectKey| applied_tend.get(key).or_else(|| live_desired.get(key));
     let failed = |key: &ObjectKey| report.outcomes.get(key).is_some_and(|o| o.error.is_some());
 
     // ownerReferences for objects whose owner did not exist when they were rendered.
-    for p in &planned.prepared {
+    for p in prepared {
         let key = p.object.key();
         let Some(owner) = owner_of(&p.object) else {
             continue;
@@ -203,7 +203,7 @@ pub async fn after_apply(
 
     // Status of every tend object.
     let now = clock.now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
-    for p in &planned.prepared {
+    for p in prepared {
         let key = p.object.key();
         if key.group != crate::GROUP || p.object.origin.generated_by.is_some() || failed(&key) {
             continue;
@@ -224,8 +224,7 @@ pub async fn after_apply(
                     namespace: key.namespace.clone(),
                     name: key.name.clone(),
                 };
-                let ready = planned
-                    .live_desired
+                let ready = live_desired
                     .get(&sts)
                     .and_then(|s| s.pointer("/status/readyReplicas"))
                     .and_then(Value::as_i64)
@@ -243,9 +242,9 @@ pub async fn after_apply(
                     namespace: key.namespace.clone(),
                     name: format!("{}-immortalpod", key.name),
                 };
-                let started = planned.recreate.contains_key(&pod) && !failed(&pod);
+                let started = recreate.contains_key(&pod) && !failed(&pod);
                 let before = old.get("startTimes").and_then(Value::as_i64).unwrap_or(0);
-                let exists = started || planned.live_desired.contains_key(&pod);
+                let exists = started || live_desired.contains_key(&pod);
                 json!({
                     // A pod that exists was started at least once, even if the status
                     // write that counted it failed.

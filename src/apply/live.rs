@@ -3,8 +3,9 @@
 //! ownerReferences); ConfigMaps/Secrets referenced by workloads but not in git; and the
 //! live workloads that opted in to config-hash reloads with `tend.dev/reload: "true"`.
 
-use super::engine::{EngineError, Session};
+use super::engine::EngineError;
 use super::inventory;
+use crate::cluster::Session;
 use crate::cluster::{self, Resource};
 use crate::kinds::TendObject;
 use crate::render::config_hash::{self, ConfigRef};
@@ -25,7 +26,7 @@ pub struct Reload {
 
 impl Reload {
     pub fn key(&self) -> ObjectKey {
-        super::engine::key_of(&self.live)
+        crate::cluster::key_of(&self.live)
     }
 
     pub fn current_hash(&self) -> Option<&str> {
@@ -120,7 +121,7 @@ pub async fn gather(
                 if let Some(uid) = item.pointer("/metadata/uid").and_then(Value::as_str) {
                     ctx.view
                         .uids
-                        .insert(super::engine::key_of(&item), uid.to_string());
+                        .insert(crate::cluster::key_of(&item), uid.to_string());
                 }
             }
         }
@@ -183,7 +184,7 @@ pub async fn gather(
                 {
                     ctx.view
                         .same_named
-                        .insert(super::engine::key_of(&item), item);
+                        .insert(crate::cluster::key_of(&item), item);
                 }
             }
             ctx.view.copy_sources.insert(name, sources);
@@ -204,7 +205,7 @@ pub async fn gather(
                 .and_then(Value::as_str)
                 == Some("true");
             if opted_in
-                && !desired_keys.contains(&super::engine::key_of(&item))
+                && !desired_keys.contains(&crate::cluster::key_of(&item))
                 && !inventory::is_member(&item, applyset_id)
             {
                 candidates.push((resource.clone(), item));

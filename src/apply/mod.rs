@@ -1,9 +1,20 @@
-//! Apply: the reconcile engine. Plans against the live cluster (LISTs, the fast path,
-//! server-side dry runs), then applies in stage order with bounded concurrency, prunes with
-//! guards, and records the run on the ApplySet parent, all under a Lease lock.
+//! Apply: the reconcile engine, one file per step. [`engine`] orchestrates; [`prepare`]
+//! resolves the desired set against discovery; [`observe`] reads the parent, LISTs and dry
+//! runs; the pure planner ([`crate::plan::planner`]) decides; [`stages`] applies in order;
+//! [`prune`] deletes; [`parent`] keeps the ApplySet inventory and run record; [`wait`] waits;
+//! [`lock`] serialises runs with a Lease.
 
 pub mod engine;
-pub mod inventory;
 pub mod kinds;
 pub mod live;
 pub mod lock;
+pub mod observe;
+pub mod parent;
+pub mod prepare;
+mod progress;
+pub mod prune;
+pub mod stages;
+pub mod wait;
+
+// Kept at its old path for the kinds code until it moves into src/kinds/.
+pub use crate::plan::inventory;

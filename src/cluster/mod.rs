@@ -3,6 +3,9 @@
 //! verbs tend uses on `DynamicObject`s, each wrapped in a retry with backoff.
 
 pub mod retry;
+mod session;
+
+pub use session::{key_of, Session};
 
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};

@@ -1,11 +1,11 @@
 //! `tend apply`: diff, then apply in order, prune, record the run.
 
-use super::engine_args::{parse_duration, EngineArgs};
-use crate::cli::GlobalArgs;
-use crate::ops::reconcile;
+use super::reconcile_args::{finish, parse_duration, report_format, ApplyFlags, EngineArgs};
+use super::GlobalArgs;
+use crate::ops::reconcile::{reconcile, Mode};
+use crate::ops::Verdict;
 use crate::Error;
 use clap::Args;
-use std::process::ExitCode;
 use std::time::Duration;
 
 #[derive(Debug, Clone, Args)]
@@ -26,15 +26,14 @@ pub struct ApplyArgs {
     pub lock_timeout: Duration,
 }
 
-pub fn run(global: &GlobalArgs, args: &ApplyArgs) -> Result<ExitCode, Error> {
-    reconcile::run(
-        global,
-        &args.engine,
-        reconcile::Mode::Apply {
-            dry_run: args.dry_run,
-            wait: args.wait,
-            timeout: args.timeout,
-            lock_timeout: args.lock_timeout,
-        },
-    )
+pub fn run(global: &GlobalArgs, args: &ApplyArgs) -> Result<Verdict, Error> {
+    let format = report_format(global, "apply")?;
+    let flags = ApplyFlags {
+        dry_run: args.dry_run,
+        wait: args.wait,
+        timeout: args.timeout,
+        lock_timeout: args.lock_timeout,
+    };
+    let opts = args.engine.options(global, Mode::Apply, Some(&flags));
+    finish(&reconcile(&opts)?, format)
 }

@@ -1,10 +1,10 @@
 //! `tend completions <shell>` and `tend man`: shell completion scripts and manual pages,
 //! generated from the clap definition of the command line, so they never drift from it.
 
+use crate::ops::Verdict;
 use crate::Error;
-use clap::{Args, CommandFactory};
+use clap::Args;
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 #[derive(Debug, Clone, Args)]
 pub struct CompletionsArgs {
@@ -21,21 +21,15 @@ pub struct ManArgs {
     pub out_dir: Option<PathBuf>,
 }
 
-/// The command line definition, as the binary parses it.
-fn command() -> clap::Command {
-    crate::cli::Cli::command()
-}
-
-pub fn completions(args: &CompletionsArgs) -> Result<ExitCode, Error> {
-    let mut cmd = command();
+/// `cmd` is the command line definition, as the binary parses it.
+pub fn completions(args: &CompletionsArgs, mut cmd: clap::Command) -> Result<Verdict, Error> {
     let mut out = Vec::new();
     clap_complete::generate(args.shell, &mut cmd, "tend", &mut out);
     super::print(&String::from_utf8_lossy(&out))?;
-    Ok(ExitCode::SUCCESS)
+    Ok(Verdict::Success)
 }
 
-pub fn man(args: &ManArgs) -> Result<ExitCode, Error> {
-    let cmd = command();
+pub fn man(args: &ManArgs, cmd: clap::Command) -> Result<Verdict, Error> {
     match &args.out_dir {
         Some(dir) => {
             std::fs::create_dir_all(dir).map_err(Error::Output)?;
@@ -62,5 +56,5 @@ pub fn man(args: &ManArgs) -> Result<ExitCode, Error> {
             super::print(&String::from_utf8_lossy(&out))?;
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Verdict::Success)
 }

@@ -1,13 +1,13 @@
 //! `tend crds`: the CustomResourceDefinitions of tend's kinds, generated from the Rust types.
 //! Install them with `tend crds | kubectl apply -f -`.
 
-use crate::cli::{GlobalArgs, OutputFormat};
+use super::{GlobalArgs, OutputFormat};
+use crate::ops::Verdict;
 use crate::render::object::{Object, Origin};
 use crate::report::objects::{format_objects, StreamFormat};
 use crate::Error;
-use std::process::ExitCode;
 
-pub fn run(global: &GlobalArgs) -> Result<ExitCode, Error> {
+pub fn run(global: &GlobalArgs) -> Result<Verdict, Error> {
     let format = match global.output {
         Some(OutputFormat::Json) => StreamFormat::Json,
         _ => StreamFormat::Yaml,
@@ -33,7 +33,7 @@ pub fn run(global: &GlobalArgs) -> Result<ExitCode, Error> {
         .map(|l| format!("{l}\n"))
         .collect();
     super::print(&text)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(Verdict::Success)
 }
 
 /// k8s-openapi types schema bounds as f64, so `maximum: 100` would print as `100.0`. The API

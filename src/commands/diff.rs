@@ -1,12 +1,12 @@
 //! `tend diff`: plan against the live cluster and print what would change.
 //! Exit 0 in sync, 1 differences, 2 error (as `kubectl diff`).
 
-use super::engine_args::EngineArgs;
-use crate::cli::GlobalArgs;
-use crate::ops::reconcile;
+use super::reconcile_args::{finish, report_format, EngineArgs};
+use super::GlobalArgs;
+use crate::ops::reconcile::{reconcile, Mode};
+use crate::ops::Verdict;
 use crate::Error;
 use clap::Args;
-use std::process::ExitCode;
 
 #[derive(Debug, Clone, Args)]
 pub struct DiffArgs {
@@ -14,6 +14,8 @@ pub struct DiffArgs {
     pub engine: EngineArgs,
 }
 
-pub fn run(global: &GlobalArgs, args: &DiffArgs) -> Result<ExitCode, Error> {
-    reconcile::run(global, &args.engine, reconcile::Mode::Diff)
+pub fn run(global: &GlobalArgs, args: &DiffArgs) -> Result<Verdict, Error> {
+    let format = report_format(global, "diff")?;
+    let opts = args.engine.options(global, Mode::Diff, None);
+    finish(&reconcile(&opts)?, format)
 }

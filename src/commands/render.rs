@@ -1,12 +1,12 @@
 //! `tend render`: print the desired objects, fully offline.
 
-use crate::cli::{GlobalArgs, OutputFormat};
+use super::{GlobalArgs, OutputFormat};
 use crate::ops::load;
+use crate::ops::Verdict;
 use crate::render::RenderOptions;
 use crate::report::objects::{format_objects, StreamFormat};
 use crate::Error;
 use clap::Args;
-use std::process::ExitCode;
 
 #[derive(Debug, Clone, Args)]
 pub struct RenderArgs {
@@ -15,7 +15,7 @@ pub struct RenderArgs {
     pub reveal_secrets: bool,
 }
 
-pub fn run(global: &GlobalArgs, args: &RenderArgs) -> Result<ExitCode, Error> {
+pub fn run(global: &GlobalArgs, args: &RenderArgs) -> Result<Verdict, Error> {
     let format = match global.output {
         None | Some(OutputFormat::Yaml) | Some(OutputFormat::Text) => StreamFormat::Yaml,
         Some(OutputFormat::Json) => StreamFormat::Json,
@@ -40,5 +40,5 @@ pub fn run(global: &GlobalArgs, args: &RenderArgs) -> Result<ExitCode, Error> {
         args.reveal_secrets,
     ))?;
     tracing::info!("{}", desired.summary(global.cluster.as_deref()));
-    Ok(ExitCode::SUCCESS)
+    Ok(Verdict::Success)
 }

@@ -1,15 +1,15 @@
 //! `tend version`: version, build commit, supported Kubernetes versions.
 
-use crate::cli::{GlobalArgs, OutputFormat};
+use super::{GlobalArgs, OutputFormat};
+use crate::ops::Verdict;
 use crate::Error;
-use std::process::ExitCode;
 
 /// Oldest Kubernetes minor version tend supports (server-side apply and ApplySet labels).
 pub const MIN_KUBERNETES: &str = "1.26";
 /// Newest Kubernetes version whose API types tend is built against (k8s-openapi feature).
 pub const MAX_KUBERNETES: &str = "1.33";
 
-pub fn run(global: &GlobalArgs) -> Result<ExitCode, Error> {
+pub fn run(global: &GlobalArgs) -> Result<Verdict, Error> {
     let version = env!("CARGO_PKG_VERSION");
     let commit = env!("TEND_BUILD_COMMIT");
     let text = match global.output {
@@ -32,5 +32,5 @@ pub fn run(global: &GlobalArgs) -> Result<ExitCode, Error> {
         ),
     };
     super::print(&text)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(Verdict::Success)
 }

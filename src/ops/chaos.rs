@@ -1,103 +1,89 @@
 //! `tend chaos --agent NAME`: one pass of a ChaosAgent (SPEC 3.5). Reads the agent and the
-//! cluster's pods, Deployments and ConfigMaps, lets [`crate::chaos::plan_pass`] decide, and
+//! cluster's pods, Deployments and ConfigMaps, lets [`crate::chaos::choose_actions`] decide, and
 //! prints the plan (dry run, the default: nothing is written at all) or carries it out
 //! (`--execute`: DELETE pods, merge-patch Deployments and ConfigMaps with the field manager
 //! `tend-chaos`, then record the pass in the agent's status).
 
-use crate::apply::engine::{EngineError, Session};
-use crate::chaos::{self, Change, ChaosAction, Outcome, Pass};
-use crate::cli::{GlobalArgs, OutputFormat};
-use crate::cluster::{self, Access, ClusterError, Resource};
-use crate::commands::chaos::ChaosArgs;
+use crate::apply::engine::EngineError;
+use crate::chaos::{self, ActionState, ChaosAction, Mischief, Pass};
+use crate::cluster::{self, Access, ClusterError, Resource, Session};
 use crate::kinds::{ChaosAgentSpec, ChaosAgentStatus};
+use crate::ops::Verdict;
 use crate::Error;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{json, Value};
-use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Field manager of everything `tend chaos` writes, distinct from `tend`'s own, so the next
 /// `tend apply` takes the fields back (it forces conflicts) and restores git's values.
 pub const CHAOS_FIELD_MANAGER: &str = "tend-chaos";
 
-/// What a pass did (or would do).
-struct Report {
-    agent: String,
-    seed: u64,
-    execute: bool,
-    excluded: Vec<String>,
-    spec: ChaosAgentSpec,
-    pass: Pass,
-    /// Per action, with `--execute`: Ok or the error message. Empty for a dry run.
-    results: Vec<Result<(), String>>,
-    warnings: Vec<String>,
+/// Everything one pass needs, built once by `tend chaos`.
+#[derive(Debug, Clone)]
+pub struct ChaosOptions {
+    pub access: Access,
+    /// Name of the ChaosAgent.
+    pub agent: String,
+    /// Really act; otherwise only report what would be done.
+    pub execute: bool,
+    /// Seed of the random choices; `None` draws one from the clock (and the report says which).
+    pub seed: Option<u64>,
+    /// tend's own namespace, always excluded.
+    pub state_namespace: String,
 }
 
-impl Report {
-    fn failed(&self) -> usize {
+/// What a pass did (or would do).
+#[derive(Debug)]
+pub struct ChaosReport {
+    pub agent: String,
+    pub seed: u64,
+    pub execute: bool,
+    pub excluded: Vec<String>,
+    pub spec: ChaosAgentSpec,
+    pub pass: Pass,
+    /// Per action, with `--execute`: Ok or the error message. Empty for a dry run.
+    pub results: Vec<Result<(), String>>,
+    pub warnings: Vec<String>,
+    /// `N API requests (...)`.
+    pub requests: String,
+}
+
+impl ChaosReport {
+    pub fn failed(&self) -> usize {
         self.results.iter().filter(|r| r.is_err()).count()
     }
 
-    fn done(&self) -> usize {
+    pub fn done(&self) -> usize {
         self.results.iter().filter(|r| r.is_ok()).count()
     }
 
-    fn outcome(&self, index: usize) -> Outcome<'_> {
+    pub fn state(&self, index: usize) -> ActionState<'_> {
         match self.results.get(index) {
-            None => Outcome::Planned,
-            Some(Ok(())) => Outcome::Done,
-            Some(Err(e)) => Outcome::Failed(e),
+            None => ActionState::Planned,
+            Some(Ok(())) => ActionState::Done,
+            Some(Err(e)) => ActionState::Failed(e),
+        }
+    }
+
+    pub fn verdict(&self) -> Verdict {
+        if self.failed() > 0 {
+            Verdict::Failed
+        } else {
+            Verdict::Success
         }
     }
 }
 
-pub fn run(global: &GlobalArgs, args: &ChaosArgs) -> Result<ExitCode, Error> {
-    let json_output = match global.output {
-        None | Some(OutputFormat::Text) => false,
-        Some(OutputFormat::Json) => true,
-        Some(_) => return Err(Error::Usage("tend chaos prints text or json".to_string())),
-    };
-    let seed = match args.seed {
-        Some(seed) => seed,
-        None => {
-            let seed = time_seed();
-            if json_output {
-                tracing::info!("seed {seed}; rerun with --seed {seed} to repeat");
-            }
-            seed
-        }
-    };
-    let access = Access {
-        kubeconfig: global.kubeconfig.clone(),
-        context: global.context.clone(),
-    };
+/// One pass: read the agent and the cluster, choose, and (with `execute`) act.
+pub fn run(opts: &ChaosOptions) -> Result<ChaosReport, Error> {
+    let seed = opts.seed.unwrap_or_else(time_seed);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(Error::Output)?;
-    let (report, stats) = runtime.block_on(pass(&access, args, seed))?;
-
-    let text = if json_output {
-        json_report(&report)
-    } else {
-        text_report(&report)
-    };
-    crate::commands::print(&text)?;
-    for warning in &report.warnings {
-        tracing::warn!("{warning}");
-    }
-    let failed = report.failed();
-    if failed > 0 {
-        tracing::error!(
-            "{failed} of {} chaos actions failed ({stats})",
-            report.results.len()
-        );
-        return Ok(ExitCode::from(crate::cli::EXIT_ERROR));
-    }
-    tracing::debug!("chaos: {stats}");
-    Ok(ExitCode::SUCCESS)
+    runtime.block_on(pass(opts, seed))
 }
 
 /// A seed for a pass without `--seed`: the clock, mixed, below 2^53 so that it survives
@@ -115,28 +101,13 @@ fn cluster_error(err: ClusterError) -> Error {
 }
 
 fn served(session: &Session, group: &str, kind: &str) -> Result<Resource, Error> {
-    session
-        .resources
-        .get(group, "v1", kind)
-        .cloned()
-        .ok_or_else(|| {
-            let api_version = if group.is_empty() {
-                "v1".to_string()
-            } else {
-                format!("{group}/v1")
-            };
-            cluster_error(ClusterError::Config(format!(
-                "the cluster does not serve {api_version} {kind}"
-            )))
-        })
+    session.served(group, "v1", kind).map_err(cluster_error)
 }
 
-async fn pass(
-    access: &Access,
-    args: &ChaosArgs,
-    seed: u64,
-) -> Result<(Report, std::sync::Arc<cluster::RequestStats>), Error> {
-    let session = Session::connect(access).await.map_err(cluster_error)?;
+async fn pass(args: &ChaosOptions, seed: u64) -> Result<ChaosReport, Error> {
+    let session = Session::connect(&args.access)
+        .await
+        .map_err(cluster_error)?;
     let client = &session.client;
     let name = args.agent.as_str();
     let agent_resource = session
@@ -178,21 +149,21 @@ async fn pass(
     let deployments = list_if(spec.cancer_mode, client, &deployments_resource).await?;
     let configmaps = list_if(spec.ipsum_mode, client, &configmaps_resource).await?;
     let own = args.state_namespace.as_str();
-    let plan = chaos::plan_pass(&spec, own, &pods, &deployments, &configmaps, seed);
+    let plan = chaos::choose_actions(&spec, own, &pods, &deployments, &configmaps, seed);
 
     let mut results = Vec::new();
     let mut warnings = Vec::new();
     if args.execute {
         for action in &plan.actions {
             let resource = match action.mode {
-                chaos::Mode::Tantrum => &pods_resource,
-                chaos::Mode::Cancer => &deployments_resource,
-                chaos::Mode::Ipsum => &configmaps_resource,
+                chaos::ChaosMode::Tantrum => &pods_resource,
+                chaos::ChaosMode::Cancer => &deployments_resource,
+                chaos::ChaosMode::Ipsum => &configmaps_resource,
             };
             let result = execute(client, resource, action).await;
             match &result {
-                Ok(()) => tracing::debug!("{}", action.line(Outcome::Done)),
-                Err(e) => tracing::debug!("{}", action.line(Outcome::Failed(e))),
+                Ok(()) => tracing::debug!("{}", action.line(ActionState::Done)),
+                Err(e) => tracing::debug!("{}", action.line(ActionState::Failed(e))),
             }
             results.push(result);
         }
@@ -216,7 +187,7 @@ async fn pass(
             ));
         }
     }
-    let report = Report {
+    Ok(ChaosReport {
         agent: name.to_string(),
         seed,
         execute: args.execute,
@@ -225,8 +196,8 @@ async fn pass(
         pass: plan,
         results,
         warnings,
-    };
-    Ok((report, session.stats.clone()))
+        requests: session.stats.to_string(),
+    })
 }
 
 async fn list_if(
@@ -248,9 +219,9 @@ async fn execute(
     action: &ChaosAction,
 ) -> Result<(), String> {
     let namespace = Some(action.namespace.as_str());
-    let result = match &action.change {
-        Change::Delete => cluster::delete(client, resource, namespace, &action.name, false).await,
-        Change::Scale { .. } | Change::WriteData { .. } => {
+    let result = match &action.mischief {
+        Mischief::Delete => cluster::delete(client, resource, namespace, &action.name, false).await,
+        Mischief::Scale { .. } | Mischief::WriteData { .. } => {
             let patch = action.patch().unwrap_or(Value::Null);
             cluster::merge_patch(
                 client,
@@ -265,121 +236,4 @@ async fn execute(
         }
     };
     result.map_err(|e| e.to_string())
-}
-
-fn count(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
-fn text_report(report: &Report) -> String {
-    let spec = &report.spec;
-    let mut out = format!(
-        "ChaosAgent {}: seed {seed}; rerun with --seed {seed} to repeat\n",
-        report.agent,
-        seed = report.seed
-    );
-    if !report.execute {
-        out.push_str("dry run: nothing is changed; pass --execute to act\n");
-    }
-    out.push_str(&format!(
-        "excluded namespaces: {}\n",
-        report.excluded.join(", ")
-    ));
-    let c = &report.pass.candidates;
-    let mut modes = Vec::new();
-    if spec.tantrum_mode {
-        modes.push(format!("{} (tantrum)", count(c.pods, "pod", "pods")));
-    }
-    if spec.cancer_mode {
-        modes.push(format!(
-            "{} (cancer)",
-            count(c.deployments, "Deployment", "Deployments")
-        ));
-    }
-    if spec.ipsum_mode {
-        modes.push(format!(
-            "{} (ipsum)",
-            count(c.configmaps, "ConfigMap", "ConfigMaps")
-        ));
-    }
-    if modes.is_empty() {
-        out.push_str("no mode is enabled (tantrumMode, cancerMode, ipsumMode): nothing to do\n");
-    } else {
-        out.push_str(&format!(
-            "candidates: {}; eagerness {}%, at most {}\n",
-            modes.join(", "),
-            spec.eagerness,
-            count(spec.max_actions.max(0) as usize, "action", "actions")
-        ));
-    }
-    for note in &report.pass.notes {
-        out.push_str(note);
-        out.push('\n');
-    }
-    for (i, action) in report.pass.actions.iter().enumerate() {
-        out.push_str(&action.line(report.outcome(i)));
-        out.push('\n');
-    }
-    let n = report.pass.actions.len();
-    let summary = if n == 0 {
-        "no action: no candidate was hit".to_string()
-    } else if !report.execute {
-        format!("{} planned", count(n, "action", "actions"))
-    } else if report.failed() == 0 {
-        format!("{} done", count(n, "action", "actions"))
-    } else {
-        format!(
-            "{}: {} done, {} failed",
-            count(n, "action", "actions"),
-            report.done(),
-            report.failed()
-        )
-    };
-    out.push_str(&summary);
-    out.push('\n');
-    out
-}
-
-fn json_report(report: &Report) -> String {
-    let actions: Vec<Value> = report
-        .pass
-        .actions
-        .iter()
-        .enumerate()
-        .map(|(i, a)| {
-            let (done, error) = match report.results.get(i) {
-                None => (false, Value::Null),
-                Some(Ok(())) => (true, Value::Null),
-                Some(Err(e)) => (false, Value::String(e.clone())),
-            };
-            json!({
-                "mode": a.mode.as_str(),
-                "action": a.action(),
-                "kind": a.kind,
-                "namespace": a.namespace,
-                "name": a.name,
-                "detail": a.detail,
-                "done": done,
-                "error": error,
-            })
-        })
-        .collect();
-    let c = &report.pass.candidates;
-    let doc = json!({
-        "agent": report.agent,
-        "seed": report.seed,
-        "execute": report.execute,
-        "excludedNamespaces": report.excluded,
-        "candidates": {
-            "pods": c.pods,
-            "deployments": c.deployments,
-            "configmaps": c.configmaps,
-        },
-        "notes": report.pass.notes,
-        "actions": actions,
-        "warnings": report.warnings,
-    });
-    let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
-    text.push('\n');
-    text
 }

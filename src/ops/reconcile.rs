@@ -1,170 +1,126 @@
-//! `diff` and `apply`: load the desired state, connect, run the engine, print the report.
+//! `diff` and `apply`: load the desired state, connect, complete tend's kinds with the
+//! cluster's view, run the engine, and return the report.
 
-use crate::apply::engine::{self, EngineError, Session};
+use crate::apply::engine::{self, EngineError, EngineOptions};
 use crate::apply::lock::SystemClock;
-use crate::cli::{GlobalArgs, OutputFormat};
-use crate::cluster::Access;
-use crate::commands::engine_args::EngineArgs;
-use crate::ops::load;
+use crate::cluster::{Access, Session};
+use crate::ops::{load, Verdict};
 use crate::render::RenderOptions;
-use crate::report;
+use crate::report::run::RunReport;
+use crate::source::SourceOptions;
 use crate::Error;
-use std::io::IsTerminal;
-use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
 
-#[derive(Debug, Clone, Copy)]
+/// What a reconcile does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     Diff,
-    Apply {
-        dry_run: bool,
-        wait: bool,
-        timeout: Duration,
-        lock_timeout: Duration,
-    },
+    Apply,
 }
 
-pub fn run(global: &GlobalArgs, args: &EngineArgs, mode: Mode) -> Result<ExitCode, Error> {
-    let render_opts = RenderOptions {
-        cluster: global.cluster.clone(),
-        default_namespace: global.namespace.clone(),
-        ..RenderOptions::default()
-    };
-    // Everything is loaded and validated before the cluster is even contacted.
-    let desired = load::desired_state(&global.source_options(), &render_opts)?;
-    tracing::debug!("offline: {}", desired.summary(global.cluster.as_deref()));
-    let mut opts = args.options(global, desired.checkout.commit.clone());
-    if let Mode::Apply {
-        dry_run,
-        wait,
-        timeout,
-        lock_timeout,
-    } = mode
-    {
-        opts.dry_run = dry_run;
-        opts.wait = wait;
-        opts.timeout = timeout;
-        opts.lock_timeout = lock_timeout;
+/// Everything `diff` and `apply` need, built once from flags and environment.
+#[derive(Debug, Clone)]
+pub struct ReconcileOptions {
+    pub mode: Mode,
+    pub source: SourceOptions,
+    pub render: RenderOptions,
+    pub access: Access,
+    pub engine: EngineOptions,
+}
+
+/// The result of a reconcile.
+#[derive(Debug)]
+pub struct Reconciled {
+    pub mode: Mode,
+    pub report: RunReport,
+    /// `N API requests (r reads, w writes, d dry runs)`.
+    pub requests: String,
+}
+
+impl Reconciled {
+    /// Objects that failed plus run-level errors.
+    pub fn failures(&self) -> usize {
+        self.report.failed() + self.report.errors.len()
     }
-    let access = Access {
-        kubeconfig: global.kubeconfig.clone(),
-        context: global.context.clone(),
-    };
+
+    pub fn verdict(&self) -> Verdict {
+        match self.mode {
+            _ if self.failures() > 0 => Verdict::Failed,
+            Mode::Diff if self.report.summary().has_differences() => Verdict::Differences,
+            _ => Verdict::Success,
+        }
+    }
+}
+
+/// Run a diff or an apply. Everything is loaded and validated before the cluster is even
+/// contacted.
+pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
+    let desired = load::desired_state(&opts.source, &opts.render)?;
+    tracing::debug!(
+        "offline: {}",
+        desired.summary(opts.render.cluster.as_deref())
+    );
+    let mut engine_opts = opts.engine.clone();
+    engine_opts.commit = desired.checkout.commit.clone();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(Error::Output)?;
-    let (report, stats) = runtime.block_on(async {
-        let session = Session::connect(&access).await.map_err(EngineError::from)?;
+    let engine_opts = &engine_opts;
+    let (report, requests) = runtime.block_on(async {
+        let session = Session::connect(&opts.access)
+            .await
+            .map_err(EngineError::from)?;
         // tend's kinds need the cluster's view (CopyRule sources and namespaces, owner uids,
         // referenced config not in git): read it, then render again. Still pure rendering.
-        let id = crate::apply::inventory::applyset_id(
-            &opts.applyset,
-            &opts.state_namespace,
-            "Secret",
-            "",
-        );
-        let live =
-            crate::apply::live::gather(&session, &desired.rendered, &id, &opts.state_namespace)
-                .await?;
+        let id = engine_opts.applyset_id();
+        let live = crate::apply::live::gather(
+            &session,
+            &desired.rendered,
+            &id,
+            &engine_opts.state_namespace,
+        )
+        .await?;
         let online = RenderOptions {
             live: Some(live.view),
             live_config: live.live_config,
-            ..render_opts.clone()
+            ..opts.render.clone()
         };
-        let rendered = crate::render::render(&desired.files, &online).map_err(Box::new)?;
+        let rendered = crate::render::render(&desired.files, &online)?;
         for note in &rendered.notes {
             tracing::warn!("{note}");
         }
-        let summary = crate::ops::load::Desired {
+        let summary = load::Desired {
             checkout: desired.checkout.clone(),
             files: Vec::new(),
             rendered: rendered.clone(),
         }
-        .summary(opts.cluster_name.as_deref());
+        .summary(engine_opts.cluster_name.as_deref());
         tracing::info!("{summary}");
         let kinds = crate::apply::kinds::KindsContext {
             reloads: live.reloads,
             copy_outcomes: rendered.copy_outcomes.clone(),
         };
         let objects = &rendered.objects;
-        let report = match mode {
-            Mode::Diff => engine::diff(&session, objects, &opts, &kinds).await,
-            Mode::Apply { .. } => {
-                engine::apply(&session, objects, &opts, &kinds, Arc::new(SystemClock)).await
+        let report = match opts.mode {
+            Mode::Diff => engine::diff(&session, objects, engine_opts, &kinds).await?,
+            Mode::Apply => {
+                engine::apply(
+                    &session,
+                    objects,
+                    engine_opts,
+                    &kinds,
+                    Arc::new(SystemClock),
+                )
+                .await?
             }
-        }?;
-        Ok::<_, OnlineError>((report, session.stats.clone()))
+        };
+        Ok::<_, Error>((report, session.stats.to_string()))
     })?;
-
-    let color = global.use_color(std::io::stdout().is_terminal());
-    let text = match global.output {
-        Some(OutputFormat::Json) => report::plan::json(&report),
-        Some(OutputFormat::Markdown) => report::plan::markdown(&report),
-        Some(OutputFormat::Yaml) => {
-            return Err(Error::Usage(format!(
-                "tend {} prints text, json or markdown",
-                report.command
-            )))
-        }
-        _ => report::plan::text(&report, color, global.verbose > 0),
-    };
-    crate::commands::print(&text)?;
-    let summary = report.summary();
-    let failed = report.failed() + report.errors.len();
-    tracing::info!(
-        "{}{summary}{} ({} ms, {stats})",
-        match mode {
-            Mode::Diff => "diff: ",
-            Mode::Apply { dry_run: true, .. } => "apply --dry-run: ",
-            Mode::Apply { .. } => "apply: ",
-        },
-        if failed > 0 {
-            format!(", {failed} failed")
-        } else {
-            String::new()
-        },
-        report.duration.as_millis()
-    );
-    Ok(match mode {
-        _ if failed > 0 => ExitCode::from(crate::cli::EXIT_ERROR),
-        Mode::Diff if summary.has_differences() => ExitCode::from(1),
-        _ => ExitCode::SUCCESS,
+    Ok(Reconciled {
+        mode: opts.mode,
+        report,
+        requests,
     })
-}
-
-/// Errors of the online part of a run.
-#[derive(Debug)]
-enum OnlineError {
-    Engine(EngineError),
-    Render(Box<crate::render::RenderError>),
-}
-
-impl From<EngineError> for OnlineError {
-    fn from(err: EngineError) -> Self {
-        OnlineError::Engine(err)
-    }
-}
-
-impl From<Box<crate::render::RenderError>> for OnlineError {
-    fn from(err: Box<crate::render::RenderError>) -> Self {
-        OnlineError::Render(err)
-    }
-}
-
-impl From<OnlineError> for Error {
-    fn from(err: OnlineError) -> Self {
-        match err {
-            OnlineError::Engine(e) => Error::Engine(e),
-            OnlineError::Render(e) => Error::Render(*e),
-        }
-    }
-}
-
-impl From<EngineError> for Error {
-    fn from(err: EngineError) -> Self {
-        Error::Engine(err)
-    }
 }

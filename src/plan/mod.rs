@@ -4,7 +4,9 @@
 
 pub mod diff;
 pub mod fast_path;
+pub mod inventory;
 pub mod normalize;
+pub mod planner;
 
 use crate::render::object::{ObjectKey, Origin};
 use serde_json::Value;

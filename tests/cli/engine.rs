@@ -253,8 +253,14 @@ fn prune_guards() {
     assert!(get(&cluster, "", "configmaps", "web", "a").is_some());
 
     // Allowed: a and b go, `keep` stays (annotation), the Namespace stays (protected).
-    let (code, _, stderr) = tend_on(&cluster, dir.path(), &["apply", "--max-deletions", "2"]);
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["apply", "--max-deletions", "2"]);
     assert_eq!(code, 0, "{stderr}");
+    // Guard-kept prunes are in the report as skipped, not only in a log line.
+    assert!(
+        stdout.contains("- v1 ConfigMap web/keep")
+            && stdout.contains("skipped: tend.dev/prune: disabled"),
+        "{stdout}"
+    );
     assert!(get(&cluster, "", "configmaps", "web", "a").is_none());
     assert!(get(&cluster, "", "configmaps", "web", "keep").is_some());
     assert!(
@@ -594,4 +600,26 @@ fn context_selects_the_kubeconfig_context() {
     );
     assert_eq!(code, 2);
     assert!(stderr.contains("no-such-context"), "{stderr}");
+}
+
+#[test]
+fn unsupported_output_formats_are_refused_before_any_work() {
+    let cluster = TestCluster::start();
+    let dir = site(&[("web.yaml", NS_WEB)]);
+    for command in ["apply", "diff"] {
+        let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &[command, "-o", "yaml"]);
+        assert_eq!(code, 2, "{stderr}");
+        assert!(stdout.is_empty(), "{stdout}");
+        assert!(
+            stderr.contains(&format!("tend {command} prints text, json or markdown")),
+            "{stderr}"
+        );
+        // Nothing was loaded or rendered (no summary line) and the cluster was not contacted.
+        assert!(!stderr.contains("rendered"), "{stderr}");
+    }
+    assert!(cluster.requests().is_empty(), "{:?}", cluster.requests());
+    // Before loading: even a repository that does not exist gives the -o error first.
+    let (code, _, stderr) = run(tend().args(["apply", "-o", "yaml", "--repo", "/does/not/exist"]));
+    assert_eq!(code, 2);
+    assert!(stderr.contains("prints text, json or markdown"), "{stderr}");
 }

@@ -706,15 +706,12 @@ fn cronjobs_are_locked_down() {
         "key readable by the pod's group only"
     );
 
-    // Chaos: suspended, and a dry run unless someone flips TEND_CHAOS_EXECUTE.
+    // Chaos: suspended, and a dry run unless someone flips TEND_EXECUTE.
     let chaos = find(&objects, "CronJob", "tend-chaos");
     assert_eq!(chaos["spec"]["suspend"], true);
     let env = container_env(&objects, chaos);
-    assert_eq!(
-        env.get("TEND_CHAOS_EXECUTE").map(String::as_str),
-        Some("false")
-    );
-    assert!(env.contains_key("TEND_CHAOS_AGENT"));
+    assert_eq!(env.get("TEND_EXECUTE").map(String::as_str), Some("false"));
+    assert!(env.contains_key("TEND_AGENT"));
     assert_ne!(
         pod_spec(chaos)["serviceAccountName"],
         pod_spec(apply)["serviceAccountName"],
@@ -1149,7 +1146,7 @@ fn chaos_cronjob_command_line_is_authorized() {
             .all(|w| w.contains("/chaosagents/")),
         "a dry-run pass writes nothing but the agent's status"
     );
-    // Then the way an operator enables it: TEND_CHAOS_EXECUTE=true. Seeds vary the actions;
+    // Then the way an operator enables it: TEND_EXECUTE=true. Seeds vary the actions;
     // enough pods for the agent's podTolerance (10) let tantrum mode act too.
     for i in 0..12 {
         cluster
@@ -1161,7 +1158,7 @@ fn chaos_cronjob_command_line_is_authorized() {
             .unwrap();
     }
     let mut pod = pod;
-    pod.env.insert("TEND_CHAOS_EXECUTE".into(), "true".into());
+    pod.env.insert("TEND_EXECUTE".into(), "true".into());
     for seed in 1..=8 {
         cluster.clear_requests();
         let mut args = pod.args.clone();

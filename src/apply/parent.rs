@@ -1,0 +1,103 @@
+//! The ApplySet parent Secret: widened before applying (a crash mid-run still leaves every
+//! member findable), narrowed after pruning to what is desired plus members that still exist,
+//! and carrying the record of the last run.
+
+use super::engine::EngineOptions;
+use crate::cluster::{self, ClusterError, Session};
+use crate::plan::inventory::{self, GroupKind, Inventory};
+use crate::plan::Summary;
+use crate::render::object::ObjectKey;
+
+/// The inventory (group-kinds, namespaces) of a set of objects, plus the state namespace.
+pub fn inventory_of(keys: impl Iterator<Item = ObjectKey>, state_namespace: &str) -> Inventory {
+    let mut inv = Inventory::default();
+    inv.namespaces.insert(state_namespace.to_string());
+    for key in keys {
+        inv.group_kinds
+            .insert(GroupKind::new(&key.group, &key.kind));
+        if let Some(ns) = key.namespace {
+            inv.namespaces.insert(ns);
+        }
+    }
+    inv
+}
+
+/// Widen the recorded inventory by the desired one; skip the write when nothing is new.
+pub async fn widen(
+    session: &Session,
+    opts: &EngineOptions,
+    applyset_id: &str,
+    has_parent: bool,
+    recorded: &Inventory,
+    desired: &Inventory,
+) -> Result<(), ClusterError> {
+    let widened = recorded.union(desired);
+    let mut current = recorded.clone();
+    current.namespaces.insert(opts.state_namespace.clone());
+    if has_parent && widened == current {
+        return Ok(());
+    }
+    write(session, opts, applyset_id, &widened, &[]).await
+}
+
+/// The run's record on the parent: commit, time, and counts.
+pub struct Record<'a> {
+    pub commit: Option<&'a str>,
+    /// RFC 3339 UTC, from the run's clock.
+    pub time: String,
+    pub summary: Summary,
+    pub failed: usize,
+}
+
+/// Narrow the parent to `inventory` and record the run.
+pub async fn narrow_and_record(
+    session: &Session,
+    opts: &EngineOptions,
+    applyset_id: &str,
+    inventory: &Inventory,
+    record: Record<'_>,
+) -> Result<(), ClusterError> {
+    let s = record.summary;
+    let annotations = [
+        (
+            inventory::LAST_COMMIT_ANNOTATION,
+            record.commit.unwrap_or_default().to_string(),
+        ),
+        (inventory::LAST_RUN_ANNOTATION, record.time),
+        (
+            inventory::LAST_SUMMARY_ANNOTATION,
+            format!(
+                "{} created, {} updated, {} pruned, {} unchanged, {} failed",
+                s.create, s.update, s.prune, s.unchanged, record.failed
+            ),
+        ),
+    ];
+    write(session, opts, applyset_id, inventory, &annotations).await
+}
+
+async fn write(
+    session: &Session,
+    opts: &EngineOptions,
+    applyset_id: &str,
+    inventory: &Inventory,
+    record: &[(&str, String)],
+) -> Result<(), ClusterError> {
+    let secret = session.core("Secret")?;
+    let parent = inventory::parent_object(
+        &opts.applyset,
+        &opts.state_namespace,
+        applyset_id,
+        inventory,
+        record,
+    );
+    cluster::apply(
+        &session.client,
+        &secret,
+        &parent,
+        crate::FIELD_MANAGER,
+        true,
+        false,
+    )
+    .await
+    .map(|_| ())
+}

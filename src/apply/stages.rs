@@ -1,0 +1,161 @@
+//! Apply the planned creates and updates stage by stage (CRDs, then Namespaces, then the
+//! rest; SPEC 4), with bounded concurrency within a stage. One object failing does not stop
+//! independent objects.
+
+use super::engine::{EngineError, EngineOptions};
+use super::prepare::Prepared;
+use super::progress::{self, Tick};
+use super::wait;
+use crate::cluster::{self, Resource, Session};
+use crate::plan::normalize::normalize;
+use crate::plan::planner::Plan;
+use crate::plan::Action;
+use crate::render::builtin::{stage_of, Stage};
+use crate::render::object::{split_api_version, ObjectKey};
+use crate::report::run::Outcome;
+use futures::stream::{self, StreamExt};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::Instant;
+
+/// What the stages wrote.
+#[derive(Debug, Default)]
+pub struct Applied {
+    /// Per object: how long it took, and its error if it failed.
+    pub outcomes: BTreeMap<ObjectKey, Outcome>,
+    /// The server's result for objects applied without a dry run, normalized.
+    pub pending_results: HashMap<ObjectKey, Value>,
+    /// tend's own objects as the server returned them (their uids, for ownerReferences).
+    pub tend_objects: HashMap<ObjectKey, Value>,
+    /// Every object applied, as the server returned it, with its resource (for `--wait`).
+    pub objects: Vec<(Resource, Value)>,
+}
+
+/// Apply every create and update of `plan` that has no planning error.
+pub async fn apply_stages(
+    session: &Session,
+    prepared: &[Prepared],
+    plan: &Plan,
+    existing: &BTreeSet<ObjectKey>,
+    opts: &EngineOptions,
+) -> Result<Applied, EngineError> {
+    let by_key: HashMap<ObjectKey, &Prepared> =
+        prepared.iter().map(|p| (p.object.key(), p)).collect();
+    let mut stages: BTreeMap<Stage, Vec<&Prepared>> = BTreeMap::new();
+    for c in &plan.changes {
+        if matches!(c.action, Action::Create | Action::Update) && !plan.errors.contains_key(&c.key)
+        {
+            if let Some(p) = by_key.get(&c.key) {
+                stages
+                    .entry(stage_of(&c.key.group, &c.key.kind))
+                    .or_default()
+                    .push(p);
+            }
+        }
+    }
+    // ImmortalContainer pods that exist and must be replaced (deleted, then created).
+    let recreate: BTreeSet<&ObjectKey> = plan
+        .recreate
+        .keys()
+        .filter(|k| existing.contains(*k))
+        .collect();
+    let recreate = &recreate;
+    let mut resources = session.resources.clone();
+    let mut applied = Applied::default();
+    for (stage, items) in stages {
+        let count = items.len();
+        let bar = progress::bar(opts.progress, count, &format!("{stage:?}").to_lowercase());
+        let results = stream::iter(items.into_iter().map(|p| {
+            let client = session.client.clone();
+            let bar = bar.clone();
+            // Kinds whose CRD was created in an earlier stage of this run are served now.
+            let resource = p.resource.clone().or_else(|| {
+                let (g, v) = split_api_version(p.object.api_version());
+                resources.get(g, v, p.object.kind()).cloned()
+            });
+            async move {
+                let _tick = Tick(&bar);
+                let started = Instant::now();
+                let result = match &resource {
+                    Some(r) if recreate.contains(&p.object.key()) => {
+                        crate::apply::kinds::recreate_pod(&client, r, &p.object.value, opts.timeout)
+                            .await
+                            .map_err(|e| e.to_string())
+                    }
+                    Some(r) => cluster::apply(
+                        &client,
+                        r,
+                        &p.object.value,
+                        crate::FIELD_MANAGER,
+                        opts.force_conflicts,
+                        false,
+                    )
+                    .await
+                    .map_err(|e| e.to_string()),
+                    None => Err(format!(
+                        "the cluster does not serve {} {} (its CRD did not become established)",
+                        p.object.api_version(),
+                        p.object.kind()
+                    )),
+                };
+                (p, resource, started.elapsed(), result)
+            }
+        }))
+        .buffer_unordered(opts.concurrency.max(1))
+        .collect::<Vec<_>>()
+        .await;
+        let mut failed = 0;
+        let mut crds = Vec::new();
+        for (p, resource, duration, result) in results {
+            let key = p.object.key();
+            let error = match result {
+                Ok(value) => {
+                    tracing::debug!("applied {key}");
+                    if plan.pending.contains(&key) {
+                        applied
+                            .pending_results
+                            .insert(key.clone(), normalize(&value));
+                    }
+                    if key.group == crate::GROUP {
+                        applied.tend_objects.insert(key.clone(), value.clone());
+                    }
+                    if key.kind == "CustomResourceDefinition" {
+                        crds.push(key.name.clone());
+                    }
+                    if let Some(resource) = resource {
+                        applied.objects.push((resource, value));
+                    }
+                    None
+                }
+                Err(error) => {
+                    failed += 1;
+                    tracing::error!("{error}");
+                    Some(error)
+                }
+            };
+            applied.outcomes.insert(
+                key,
+                Outcome {
+                    duration,
+                    error,
+                    ..Outcome::default()
+                },
+            );
+        }
+        tracing::info!(
+            "applied {} object{} in stage {stage:?}{}",
+            count - failed,
+            if count - failed == 1 { "" } else { "s" },
+            if failed > 0 {
+                format!(", {failed} failed")
+            } else {
+                String::new()
+            }
+        );
+        if stage == Stage::Crds && !crds.is_empty() {
+            wait::established(session, &crds, opts.timeout).await;
+            resources = cluster::discover(&session.client).await?;
+        }
+    }
+    Ok(applied)
+}

@@ -1,0 +1,177 @@
+//! Flags shared by `tend diff` and `tend apply` (SPEC 4), and the options they build.
+
+use super::{GlobalArgs, LogFormat, OutputFormat};
+use crate::apply::engine::EngineOptions;
+use crate::cluster::Access;
+use crate::ops::reconcile::{Mode, ReconcileOptions, Reconciled};
+use crate::ops::Verdict;
+use crate::plan::planner::PruneLimits;
+use crate::render::RenderOptions;
+use crate::report::ReportFormat;
+use crate::Error;
+use clap::Args;
+use std::io::IsTerminal;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Args)]
+pub struct EngineArgs {
+    /// Name of the ApplySet (its parent Secret in --state-namespace); sites sharing a cluster use different names.
+    #[arg(long, env = "TEND_APPLYSET", default_value = "tend")]
+    pub applyset: String,
+    /// Namespace holding tend's state: the ApplySet parent and the lock Lease.
+    #[arg(long, env = "TEND_STATE_NAMESPACE", default_value = "tend-system")]
+    pub state_namespace: String,
+    /// Requests in flight at once within a stage.
+    #[arg(long, env = "TEND_CONCURRENCY", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub concurrency: u16,
+    /// Report conflicts with other field managers instead of taking the fields over.
+    #[arg(long, env = "TEND_NO_FORCE_CONFLICTS")]
+    pub no_force_conflicts: bool,
+    /// Refuse to prune when more than N objects would be deleted.
+    #[arg(long, env = "TEND_MAX_DELETIONS", value_name = "N")]
+    pub max_deletions: Option<usize>,
+    /// Allow pruning everything when the desired set is empty.
+    #[arg(long, env = "TEND_ALLOW_EMPTY")]
+    pub allow_empty: bool,
+}
+
+/// Parse `30s`, `5m`, `1h`, `500ms` or plain seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit() && c != '.') {
+        Some(i) => text.split_at(i),
+        None => (text, "s"),
+    };
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("invalid duration {text:?}: use e.g. 30s, 5m, 1h"))?;
+    let seconds = match unit {
+        "ms" => value / 1000.0,
+        "s" => value,
+        "m" => value * 60.0,
+        "h" => value * 3600.0,
+        _ => {
+            return Err(format!(
+                "invalid duration unit in {text:?}: use ms, s, m or h"
+            ))
+        }
+    };
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+impl EngineArgs {
+    /// The options of a reconcile, built once; every flag is checked here, before any work.
+    pub fn options(
+        &self,
+        global: &GlobalArgs,
+        mode: Mode,
+        apply: Option<&ApplyFlags>,
+    ) -> ReconcileOptions {
+        let defaults = ApplyFlags::default();
+        let apply = apply.unwrap_or(&defaults);
+        ReconcileOptions {
+            mode,
+            source: global.source_options(),
+            render: RenderOptions {
+                cluster: global.cluster.clone(),
+                default_namespace: global.namespace.clone(),
+                ..RenderOptions::default()
+            },
+            access: Access {
+                kubeconfig: global.kubeconfig.clone(),
+                context: global.context.clone(),
+            },
+            engine: EngineOptions {
+                applyset: self.applyset.clone(),
+                state_namespace: self.state_namespace.clone(),
+                default_namespace: global.namespace.clone(),
+                force_conflicts: !self.no_force_conflicts,
+                dry_run: apply.dry_run,
+                concurrency: self.concurrency as usize,
+                prune_limits: PruneLimits {
+                    allow_empty: self.allow_empty,
+                    max_deletions: self.max_deletions,
+                },
+                lock_timeout: apply.lock_timeout,
+                wait: apply.wait,
+                timeout: apply.timeout,
+                commit: None,
+                cluster_name: global.cluster.clone(),
+                progress: std::io::stderr().is_terminal() && global.log_format == LogFormat::Text,
+            },
+        }
+    }
+}
+
+/// What only `apply` sets.
+#[derive(Debug, Clone)]
+pub struct ApplyFlags {
+    pub dry_run: bool,
+    pub wait: bool,
+    pub timeout: Duration,
+    pub lock_timeout: Duration,
+}
+
+impl Default for ApplyFlags {
+    fn default() -> Self {
+        ApplyFlags {
+            dry_run: false,
+            wait: false,
+            timeout: Duration::from_secs(300),
+            lock_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// The report format `-o` asks for; `diff` and `apply` print text, json or markdown. Checked
+/// before anything is loaded.
+pub fn report_format(global: &GlobalArgs, command: &str) -> Result<ReportFormat, Error> {
+    match global.output {
+        None | Some(OutputFormat::Text) => Ok(ReportFormat::Text {
+            color: global.use_color(std::io::stdout().is_terminal()),
+            verbose: global.verbose > 0,
+        }),
+        Some(OutputFormat::Json) => Ok(ReportFormat::Json),
+        Some(OutputFormat::Markdown) => Ok(ReportFormat::Markdown),
+        Some(OutputFormat::Yaml) => Err(Error::Usage(format!(
+            "tend {command} prints text, json or markdown; use -o text, -o json or -o markdown"
+        ))),
+    }
+}
+
+/// Print a reconcile's report and its summary line; the verdict decides the exit code.
+pub fn finish(result: &Reconciled, format: ReportFormat) -> Result<Verdict, Error> {
+    super::print(&crate::report::format_run(&result.report, format))?;
+    let failed = result.failures();
+    tracing::info!(
+        "{}{}{} ({} ms, {})",
+        match (result.mode, result.report.dry_run) {
+            (Mode::Diff, _) => "diff: ",
+            (Mode::Apply, true) => "apply --dry-run: ",
+            (Mode::Apply, false) => "apply: ",
+        },
+        result.report.summary(),
+        if failed > 0 {
+            format!(", {failed} failed")
+        } else {
+            String::new()
+        },
+        result.report.duration.as_millis(),
+        result.requests,
+    );
+    Ok(result.verdict())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
+        assert!(parse_duration("5x").is_err());
+    }
+}
