@@ -81,7 +81,11 @@ pub fn run(global: &GlobalArgs, args: &ChaosArgs) -> Result<Verdict, Error> {
             result.requests
         ),
     }
-    Ok(result.verdict())
+    Ok(if result.failed() > 0 {
+        Verdict::Failed
+    } else {
+        Verdict::Success
+    })
 }
 
 /// The old `TEND_CHAOS_*` names keep working (`true`/`1`, as clap reads booleans).

@@ -5,10 +5,9 @@
 //! `tend-chaos`, then record the pass in the agent's status).
 
 use crate::apply::engine::EngineError;
-use crate::chaos::{self, ActionState, ChaosAction, Mischief, Pass};
+use crate::chaos::{self, ActionState, ChaosAction, ChaosReport, Mischief};
 use crate::cluster::{self, Access, ClusterError, Resource, Session};
 use crate::kinds::{ChaosAgentSpec, ChaosAgentStatus};
-use crate::ops::Verdict;
 use crate::Error;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -31,48 +30,6 @@ pub struct ChaosOptions {
     pub seed: Option<u64>,
     /// tend's own namespace, always excluded.
     pub state_namespace: String,
-}
-
-/// What a pass did (or would do).
-#[derive(Debug)]
-pub struct ChaosReport {
-    pub agent: String,
-    pub seed: u64,
-    pub execute: bool,
-    pub excluded: Vec<String>,
-    pub spec: ChaosAgentSpec,
-    pub pass: Pass,
-    /// Per action, with `--execute`: Ok or the error message. Empty for a dry run.
-    pub results: Vec<Result<(), String>>,
-    pub warnings: Vec<String>,
-    /// `N API requests (...)`.
-    pub requests: String,
-}
-
-impl ChaosReport {
-    pub fn failed(&self) -> usize {
-        self.results.iter().filter(|r| r.is_err()).count()
-    }
-
-    pub fn done(&self) -> usize {
-        self.results.iter().filter(|r| r.is_ok()).count()
-    }
-
-    pub fn state(&self, index: usize) -> ActionState<'_> {
-        match self.results.get(index) {
-            None => ActionState::Planned,
-            Some(Ok(())) => ActionState::Done,
-            Some(Err(e)) => ActionState::Failed(e),
-        }
-    }
-
-    pub fn verdict(&self) -> Verdict {
-        if self.failed() > 0 {
-            Verdict::Failed
-        } else {
-            Verdict::Success
-        }
-    }
 }
 
 /// One pass: read the agent and the cluster, choose, and (with `execute`) act.

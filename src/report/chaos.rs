@@ -1,6 +1,6 @@
 //! The report of a `tend chaos` pass: text for people, json for machines.
 
-use crate::ops::chaos::ChaosReport;
+use crate::chaos::ChaosReport;
 use serde_json::{json, Value};
 
 fn count(n: usize, one: &str, many: &str) -> String {

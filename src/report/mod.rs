@@ -1,5 +1,5 @@
 //! Printing results for people and machines. Secret values are masked here, once, for every
-//! format: nothing that prints an object bypasses [`objects::mask_secret`].
+//! format: nothing that prints an object bypasses [`crate::plan::diff::mask_secret`].
 
 pub mod chaos;
 pub mod formats;

@@ -1,45 +1,9 @@
 //! Object streams: `tend render` output as YAML documents or a JSON `List`.
 
+use crate::plan::diff::mask_secret;
 use crate::render::object::Object;
 use crate::render::yaml;
-use serde_json::{json, Value};
-
-/// Placeholder printed instead of a Secret value.
-pub const MASK: &str = "***";
-
-/// Whether an object is a Secret, whose values must never be printed.
-pub fn is_secret(value: &Value) -> bool {
-    value.get("kind").and_then(Value::as_str) == Some("Secret")
-        && value
-            .get("apiVersion")
-            .and_then(Value::as_str)
-            .is_some_and(|v| v == "v1")
-}
-
-/// A copy of `value` with every Secret value replaced by [`MASK`]: `data`, `stringData`, and
-/// the `last-applied-configuration` annotation kubectl leaves behind (it embeds the data).
-pub fn mask_secret(value: &Value) -> Value {
-    let mut out = value.clone();
-    if !is_secret(value) {
-        return out;
-    }
-    for field in ["data", "stringData"] {
-        if let Some(map) = out.get_mut(field).and_then(Value::as_object_mut) {
-            for v in map.values_mut() {
-                *v = Value::String(MASK.into());
-            }
-        }
-    }
-    if let Some(annotations) = out
-        .pointer_mut("/metadata/annotations")
-        .and_then(Value::as_object_mut)
-    {
-        if let Some(v) = annotations.get_mut("kubectl.kubernetes.io/last-applied-configuration") {
-            *v = Value::String(MASK.into());
-        }
-    }
-    out
-}
+use serde_json::json;
 
 /// Output formats of an object stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
