@@ -79,7 +79,6 @@ async fn observe_and_plan(
 ) -> Result<Planned, EngineError> {
     let id = opts.applyset_id();
     let prepared = prepare(&session.resources, desired, &opts.default_namespace, &id)?;
-    let observed = observe::observe(session, &prepared, opts, &id).await?;
     let inputs: Vec<Desired<'_>> = prepared
         .iter()
         .map(|p| Desired {
@@ -87,10 +86,16 @@ async fn observe_and_plan(
             served: p.resource.is_some(),
         })
         .collect();
+    let settle = FastPath {
+        desired: inputs.iter().map(|d| (d.object.key(), *d)).collect(),
+    };
+    let observed = observe::observe(session, &prepared, opts, &id, &settle).await?;
     let needs_server: BTreeSet<ObjectKey> = inputs
         .iter()
-        .filter(|d| planner::triage(**d, observed.live.get(&d.object.key())) == Triage::NeedsServer)
-        .map(|d| d.object.key())
+        .map(|d| (d, d.object.key()))
+        .filter(|(_, key)| !observed.unchanged.contains(key))
+        .filter(|(d, key)| planner::triage(**d, observed.live.get(key)) == Triage::NeedsServer)
+        .map(|(_, key)| key)
         .collect();
     let (dry_runs, pending) = if dry_run_all {
         let answers =
@@ -102,6 +107,7 @@ async fn observe_and_plan(
     let plan = planner::plan(PlanInput {
         desired: &inputs,
         live: &observed.live,
+        unchanged: &observed.unchanged,
         dry_runs: &dry_runs,
         pending: &pending,
         applyset_id: &id,
@@ -111,6 +117,31 @@ async fn observe_and_plan(
         observed,
         plan,
     })
+}
+
+/// The planner's fast path, applied while LIST pages are read.
+struct FastPath<'a> {
+    desired: HashMap<ObjectKey, Desired<'a>>,
+}
+
+impl observe::Settle for FastPath<'_> {
+    fn unchanged(&self, key: &ObjectKey, live: &Value) -> bool {
+        self.desired
+            .get(key)
+            .is_some_and(|d| planner::triage(*d, Some(live)) == Triage::Unchanged)
+    }
+
+    fn keep(&self, key: &ObjectKey) -> bool {
+        needed_after_apply(key)
+    }
+}
+
+/// tend's kinds need their own objects (status), their mirrors' StatefulSets and their pods
+/// after applying; nothing else is kept (memory at 10k objects).
+fn needed_after_apply(key: &ObjectKey) -> bool {
+    key.group == crate::GROUP
+        || (key.group == "apps" && key.kind == "StatefulSet")
+        || (key.group.is_empty() && key.kind == "Pod")
 }
 
 /// The report as planned: changes, planning errors, guard-kept prunes.
@@ -278,13 +309,18 @@ async fn apply_locked(
     )
     .await?;
 
-    let existing: BTreeSet<ObjectKey> = observed.live.keys().cloned().collect();
+    let existing: BTreeSet<ObjectKey> = observed.existing.iter().cloned().collect();
     let applied = stages::apply_stages(session, &prepared, &plan, &existing, opts).await?;
     report.outcomes.extend(applied.outcomes.clone());
 
     // tend's kinds: ownerReferences for objects whose owner was created just now, status of
     // every tend object, config-hash reloads of opted-in live workloads.
-    let live_desired = tend_view(&observed.live, &prepared);
+    let live_desired: HashMap<ObjectKey, Value> = prepared
+        .iter()
+        .map(|p| p.object.key())
+        .filter(needed_after_apply)
+        .filter_map(|k| Some((k.clone(), observed.live.get(&k)?.clone())))
+        .collect();
     let errors = super::kinds::after_apply(
         session,
         &prepared,
@@ -359,19 +395,4 @@ async fn apply_locked(
             .extend(wait::rollouts(session, &applied.objects, opts.timeout).await);
     }
     Ok(report)
-}
-
-/// Live state that tend's kinds need after applying: their own objects (status), their
-/// mirrors' StatefulSets, their pods. Nothing else is kept (memory at 10k objects).
-fn tend_view(live: &HashMap<ObjectKey, Value>, prepared: &[Prepared]) -> HashMap<ObjectKey, Value> {
-    prepared
-        .iter()
-        .map(|p| p.object.key())
-        .filter(|k| {
-            k.group == crate::GROUP
-                || (k.group == "apps" && k.kind == "StatefulSet")
-                || (k.group.is_empty() && k.kind == "Pod")
-        })
-        .filter_map(|k| Some((k.clone(), live.get(&k)?.clone())))
-        .collect()
 }

@@ -1,17 +1,19 @@
 //! Observe: what the cluster holds for this run. The ApplySet parent (what earlier runs
-//! recorded), then LISTs of every (kind, namespace) the desired set or the recorded inventory
-//! touches; and, for objects the fast path cannot settle, server-side dry runs.
+//! recorded); label-selected LISTs of the members of every kind the desired set or the
+//! recorded inventory touches (reads scale with what tend manages, not with the cluster);
+//! a GET of each desired object that is not a member yet; and, for objects the fast path
+//! cannot settle, server-side dry runs.
 
 use super::engine::{EngineError, EngineOptions};
 use super::prepare::Prepared;
 use super::progress::{self, Tick};
-use crate::cluster::{self, key_of, Resource, Session};
+use crate::cluster::{self, key_of, ListQuery, Resource, Session};
 use crate::plan::inventory::{self, GroupKind, Inventory};
 use crate::plan::planner::DryRun;
 use crate::render::object::ObjectKey;
 use futures::stream::{self, StreamExt};
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// What the cluster holds for this run.
 #[derive(Debug, Default)]
@@ -20,23 +22,38 @@ pub struct Observed {
     pub has_parent: bool,
     /// The inventory the parent records.
     pub recorded: Inventory,
-    /// Live objects from the LISTs, by key.
+    /// Live objects, by key: members no longer desired, desired objects that may change, and
+    /// those the caller asked to keep. Unchanged objects are not kept (memory at 10k objects).
     pub live: HashMap<ObjectKey, Value>,
+    /// Desired objects that exist and that the fast path settled as unchanged.
+    pub unchanged: HashSet<ObjectKey>,
+    /// Desired objects that exist (kept in `live` or settled in `unchanged`).
+    pub existing: HashSet<ObjectKey>,
 }
 
-/// One LIST: a resource in a namespace (or cluster-wide), all objects or members only.
+/// How observation treats a desired object's live state.
+pub trait Settle: Sync {
+    /// Whether the live object already is as desired (the fast path).
+    fn unchanged(&self, key: &ObjectKey, live: &Value) -> bool;
+    /// Whether the live object is needed after planning even when unchanged.
+    fn keep(&self, key: &ObjectKey) -> bool;
+}
+
+/// One LIST of members: a resource in a namespace, or across all namespaces.
 struct Scan {
     resource: Resource,
     namespace: Option<String>,
-    unfiltered: bool,
 }
 
-/// Read the parent and LIST everything the run may compare with or prune.
+/// Read the parent; LIST the members of every kind the run desires or recorded, with the
+/// ApplySet label selector (per kind across namespaces when allowed, else per namespace);
+/// GET desired objects that are not members yet.
 pub async fn observe(
     session: &Session,
     prepared: &[Prepared],
     opts: &EngineOptions,
     applyset_id: &str,
+    settle: &dyn Settle,
 ) -> Result<Observed, EngineError> {
     let secret = session.core("Secret")?;
     let parent = cluster::get(
@@ -51,26 +68,22 @@ pub async fn observe(
         .map(Inventory::from_parent)
         .unwrap_or_default();
 
-    // Which LISTs: every (kind, namespace) with desired objects, unfiltered; every recorded
-    // group-kind in every recorded namespace, by label.
-    let mut scans: BTreeMap<(GroupKind, Option<String>), Scan> = BTreeMap::new();
+    // Which kinds, in which namespaces: every desired kind where it is desired, and every
+    // recorded kind in every recorded namespace (members may be anywhere the parent says).
+    let mut kinds: BTreeMap<GroupKind, (Resource, BTreeSet<String>)> = BTreeMap::new();
+    let mut recorded_namespaces = recorded.namespaces.clone();
+    recorded_namespaces.insert(opts.state_namespace.clone());
     for p in prepared {
         let Some(resource) = &p.resource else {
             continue;
         };
-        let gk = GroupKind::new(&resource.api.group, &resource.api.kind);
-        let ns = p.object.namespace().map(str::to_string);
-        scans.insert(
-            (gk, ns.clone()),
-            Scan {
-                resource: resource.clone(),
-                namespace: ns,
-                unfiltered: true,
-            },
-        );
+        let entry = kinds
+            .entry(GroupKind::new(&resource.api.group, &resource.api.kind))
+            .or_insert_with(|| (resource.clone(), BTreeSet::new()));
+        if let Some(ns) = p.object.namespace() {
+            entry.1.insert(ns.to_string());
+        }
     }
-    let mut namespaces: BTreeSet<String> = recorded.namespaces.clone();
-    namespaces.insert(opts.state_namespace.clone());
     for gk in &recorded.group_kinds {
         let Some(resource) = session.resources.any_version(&gk.group, &gk.kind) else {
             tracing::warn!(
@@ -79,47 +92,158 @@ pub async fn observe(
             );
             continue;
         };
-        let targets: Vec<Option<String>> = if resource.namespaced {
-            namespaces.iter().cloned().map(Some).collect()
-        } else {
-            vec![None]
-        };
-        for ns in targets {
-            scans.entry((gk.clone(), ns.clone())).or_insert(Scan {
-                resource: resource.clone(),
-                namespace: ns,
-                unfiltered: false,
-            });
+        kinds
+            .entry(gk.clone())
+            .or_insert_with(|| (resource.clone(), BTreeSet::new()));
+    }
+    for (resource, namespaces) in kinds.values_mut() {
+        if resource.namespaced {
+            namespaces.extend(recorded_namespaces.iter().cloned());
         }
     }
+    let scans = scans(session, kinds, opts.concurrency).await;
+
     let selector = format!("{}={}", inventory::PART_OF_LABEL, applyset_id);
-    let lists = stream::iter(scans.into_values().map(|scan| {
-        let client = session.client.clone();
-        let selector = selector.clone();
+    let desired: HashSet<ObjectKey> = prepared.iter().map(|p| p.object.key()).collect();
+    let observed = std::sync::Mutex::new(Observed {
+        has_parent: parent.is_some(),
+        recorded,
+        ..Observed::default()
+    });
+    let take = |item: Value| {
+        let key = key_of(&item);
+        if let Ok(mut o) = observed.lock() {
+            o.take(key, item, &desired, settle);
+        }
+    };
+    let lists = stream::iter(scans.iter().map(|scan| {
+        let query = ListQuery {
+            labels: Some(selector.as_str()),
+            ..ListQuery::default()
+        };
+        let take = &take;
         async move {
-            let sel = (!scan.unfiltered).then_some(selector.as_str());
-            match cluster::list(&client, &scan.resource, scan.namespace.as_deref(), sel).await {
-                Ok(items) => Ok(items),
+            let result = cluster::list_each(
+                &session.client,
+                &scan.resource,
+                scan.namespace.as_deref(),
+                query,
+                take,
+            )
+            .await;
+            match result {
                 // A namespace that does not exist (yet, or any more) holds nothing.
-                Err(err) if err.code() == Some(404) => Ok(Vec::new()),
-                Err(err) => Err(err),
+                Err(err) if err.code() == Some(404) => Ok(()),
+                other => other,
             }
         }
     }))
     .buffer_unordered(opts.concurrency.max(1))
     .collect::<Vec<_>>()
     .await;
-    let mut live = HashMap::new();
-    for items in lists {
-        for item in items? {
-            live.insert(key_of(&item), item);
+    for result in lists {
+        result?;
+    }
+
+    // Desired objects that are not members (new, or made by someone else): one GET each.
+    let missing: Vec<&Prepared> = {
+        let o = observed.lock().map_err(|_| poisoned())?;
+        prepared
+            .iter()
+            .filter(|p| p.resource.is_some() && !o.existing.contains(&p.object.key()))
+            .collect()
+    };
+    let gets = stream::iter(missing.into_iter().map(|p| async move {
+        let Some(resource) = &p.resource else {
+            return Ok(None);
+        };
+        cluster::get(
+            &session.client,
+            resource,
+            p.object.namespace(),
+            p.object.name(),
+        )
+        .await
+    }))
+    .buffer_unordered(opts.concurrency.max(1))
+    .collect::<Vec<_>>()
+    .await;
+    for result in gets {
+        match result {
+            Ok(Some(item)) => take(item),
+            Ok(None) => {}
+            // The namespace is created by this run.
+            Err(err) if err.code() == Some(404) => {}
+            Err(err) => return Err(err.into()),
         }
     }
-    Ok(Observed {
-        has_parent: parent.is_some(),
-        recorded,
-        live,
-    })
+    observed.into_inner().map_err(|_| poisoned())
+}
+
+fn poisoned() -> EngineError {
+    EngineError::Cluster(crate::cluster::ClusterError::Config(
+        "internal error: a LIST handler panicked".into(),
+    ))
+}
+
+impl Observed {
+    /// Record one live object: settle it, keep it, or ignore it.
+    fn take(
+        &mut self,
+        key: ObjectKey,
+        item: Value,
+        desired: &HashSet<ObjectKey>,
+        settle: &dyn Settle,
+    ) {
+        if desired.contains(&key) {
+            self.existing.insert(key.clone());
+            if settle.unchanged(&key, &item) {
+                self.unchanged.insert(key.clone());
+                if !settle.keep(&key) {
+                    return;
+                }
+            }
+        }
+        self.live.insert(key, item);
+    }
+}
+
+/// The LISTs for each kind: across all namespaces when the kind lives in several and the
+/// client may list it cluster-wide (one SelfSubjectAccessReview per such kind), else one per
+/// namespace.
+async fn scans(
+    session: &Session,
+    kinds: BTreeMap<GroupKind, (Resource, BTreeSet<String>)>,
+    concurrency: usize,
+) -> Vec<Scan> {
+    let decided = stream::iter(
+        kinds
+            .into_values()
+            .map(|(resource, namespaces)| async move {
+                let wide = !resource.namespaced
+                    || (namespaces.len() > 1
+                        && cluster::can_list_cluster_wide(&session.client, &resource).await);
+                (resource, namespaces, wide)
+            }),
+    )
+    .buffer_unordered(concurrency.max(1))
+    .collect::<Vec<_>>()
+    .await;
+    let mut scans = Vec::new();
+    for (resource, namespaces, wide) in decided {
+        if wide {
+            scans.push(Scan {
+                resource,
+                namespace: None,
+            });
+        } else {
+            scans.extend(namespaces.into_iter().map(|ns| Scan {
+                resource: resource.clone(),
+                namespace: Some(ns),
+            }));
+        }
+    }
+    scans
 }
 
 /// Server-side dry-run applies of `targets` (keys of prepared objects), concurrently.

@@ -9,7 +9,8 @@ mod verbs;
 
 pub use discovery::{discover, Resource, Resources};
 pub use verbs::{
-    apply, apply_status, create, delete, get, list, list_selected, merge_patch, replace,
+    apply, apply_status, can_list_cluster_wide, create, delete, get, list, list_each,
+    list_selected, merge_patch, replace, ListQuery,
 };
 
 pub use session::{key_of, Session};
@@ -112,7 +113,7 @@ pub async fn connect(access: &Access, stats: Arc<RequestStats>) -> Result<Client
     let counter = stats.clone();
     let counting =
         tower::util::MapRequestLayer::new(move |req: http::Request<kube::client::Body>| {
-            counter.record(req.method(), req.uri().query().unwrap_or(""));
+            counter.record(req.method(), req.uri());
             req
         });
     Ok(kube::client::ClientBuilder::try_from(config)
@@ -131,10 +132,13 @@ pub struct RequestStats {
 }
 
 impl RequestStats {
-    fn record(&self, method: &http::Method, query: &str) {
+    fn record(&self, method: &http::Method, uri: &http::Uri) {
+        let query = uri.query().unwrap_or("");
+        // Asking what one may do (SelfSubjectAccessReview) is a POST that writes nothing.
+        let asks = uri.path().ends_with("/selfsubjectaccessreviews");
         let counter = if query.contains("dryRun=All") {
             &self.dry_runs
-        } else if method == http::Method::GET {
+        } else if method == http::Method::GET || asks {
             &self.reads
         } else {
             &self.writes

@@ -51,7 +51,99 @@ fn describe(resource: &Resource, namespace: Option<&str>, name: &str) -> String 
     format!("{} {}{}", resource.api.kind, ns, name)
 }
 
-/// LIST every object of a resource in a namespace (or cluster-wide), following `continue`.
+/// What to LIST: label and field selectors, and whether only metadata is needed.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ListQuery<'a> {
+    pub labels: Option<&'a str>,
+    pub fields: Option<&'a str>,
+    /// Ask for `PartialObjectMetadataList` (names, labels, owners; no spec, data or status):
+    /// a fraction of the bytes when only metadata is needed.
+    pub metadata_only: bool,
+}
+
+/// One page of a LIST, parsed once: items stay JSON values, nothing else is kept.
+#[derive(serde::Deserialize)]
+struct Page {
+    #[serde(default)]
+    items: Vec<Value>,
+    #[serde(default)]
+    metadata: PageMeta,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct PageMeta {
+    #[serde(rename = "continue", default)]
+    next: Option<String>,
+}
+
+/// LIST a resource in a namespace (or cluster-wide), following `continue`, handing each item
+/// to `each` as soon as its page is parsed (so a caller can keep only what it needs). Items
+/// get the resource's apiVersion and kind, which LIST items lack.
+pub async fn list_each(
+    client: &Client,
+    resource: &Resource,
+    namespace: Option<&str>,
+    query: ListQuery<'_>,
+    mut each: impl FnMut(Value),
+) -> Result<(), ClusterError> {
+    let url = api_for(client, resource, namespace)
+        .resource_url()
+        .to_string();
+    let request = kube::core::Request::new(url);
+    let mut token: Option<String> = None;
+    loop {
+        let mut params = ListParams::default().limit(500);
+        if let Some(sel) = query.labels {
+            params = params.labels(sel);
+        }
+        if let Some(sel) = query.fields {
+            params = params.fields(sel);
+        }
+        if let Some(t) = &token {
+            params = params.continue_token(t);
+        }
+        let page: Page = call(
+            || {
+                format!(
+                    "cannot list {}{}",
+                    resource.api.plural,
+                    namespace
+                        .map(|n| format!(" in namespace {n}"))
+                        .unwrap_or_default()
+                )
+            },
+            || {
+                let built = if query.metadata_only {
+                    request.list_metadata(&params)
+                } else {
+                    request.list(&params)
+                };
+                async {
+                    let built = built.map_err(kube::Error::BuildRequest)?;
+                    client.request::<Page>(built).await
+                }
+            },
+        )
+        .await?;
+        for mut item in page.items {
+            if let Some(map) = item.as_object_mut() {
+                map.insert(
+                    "apiVersion".into(),
+                    Value::String(resource.api.api_version.clone()),
+                );
+                map.insert("kind".into(), Value::String(resource.api.kind.clone()));
+            }
+            each(item);
+        }
+        match page.metadata.next.filter(|c| !c.is_empty()) {
+            Some(next) => token = Some(next),
+            None => break,
+        }
+    }
+    Ok(())
+}
+
+/// LIST every object of a resource in a namespace (or cluster-wide) matching `label_selector`.
 pub async fn list(
     client: &Client,
     resource: &Resource,
@@ -69,51 +161,46 @@ pub async fn list_selected(
     label_selector: Option<&str>,
     field_selector: Option<&str>,
 ) -> Result<Vec<Value>, ClusterError> {
-    let api = api_for(client, resource, namespace);
     let mut out = Vec::new();
-    let mut token: Option<String> = None;
-    loop {
-        let mut params = ListParams::default().limit(500);
-        if let Some(sel) = label_selector {
-            params = params.labels(sel);
-        }
-        if let Some(sel) = field_selector {
-            params = params.fields(sel);
-        }
-        if let Some(t) = &token {
-            params = params.continue_token(t);
-        }
-        let page = call(
-            || {
-                format!(
-                    "cannot list {}{}",
-                    resource.api.plural,
-                    namespace
-                        .map(|n| format!(" in namespace {n}"))
-                        .unwrap_or_default()
-                )
-            },
-            || api.list(&params),
-        )
-        .await?;
-        for item in page.items {
-            let mut value = serde_json::to_value(&item).unwrap_or(Value::Null);
-            // LIST items carry no apiVersion/kind; the engine compares whole objects.
-            if let Some(map) = value.as_object_mut() {
-                map.insert(
-                    "apiVersion".into(),
-                    Value::String(resource.api.api_version.clone()),
-                );
-                map.insert("kind".into(), Value::String(resource.api.kind.clone()));
-            }
-            out.push(value);
-        }
-        match page.metadata.continue_.filter(|c| !c.is_empty()) {
-            Some(next) => token = Some(next),
-            None => break,
+    let query = ListQuery {
+        labels: label_selector,
+        fields: field_selector,
+        metadata_only: false,
+    };
+    list_each(client, resource, namespace, query, |item| out.push(item)).await?;
+    Ok(out)
+}
+
+/// Whether this client may LIST `resource` across all namespaces, asked once with a
+/// SelfSubjectAccessReview. Any failure to ask (an old or restricted server) counts as no.
+pub async fn can_list_cluster_wide(client: &Client, resource: &Resource) -> bool {
+    use k8s_openapi::api::authorization::v1::{
+        ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+    };
+    let review = SelfSubjectAccessReview {
+        spec: SelfSubjectAccessReviewSpec {
+            resource_attributes: Some(ResourceAttributes {
+                group: Some(resource.api.group.clone()),
+                resource: Some(resource.api.plural.clone()),
+                verb: Some("list".into()),
+                namespace: Some(String::new()),
+                ..ResourceAttributes::default()
+            }),
+            ..SelfSubjectAccessReviewSpec::default()
+        },
+        ..SelfSubjectAccessReview::default()
+    };
+    let api: Api<SelfSubjectAccessReview> = Api::all(client.clone());
+    match api.create(&kube::api::PostParams::default(), &review).await {
+        Ok(answer) => answer.status.is_some_and(|s| s.allowed),
+        Err(err) => {
+            tracing::debug!(
+                "cannot ask whether {} may be listed cluster-wide ({err}); listing per namespace",
+                resource.api.plural
+            );
+            false
         }
     }
-    Ok(out)
 }
 
 /// GET one object; `None` when it does not exist.

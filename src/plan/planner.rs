@@ -11,7 +11,7 @@ use crate::apply::kinds::{immortal_decision, is_immortal_pod, PodDecision};
 use crate::render::builtin::stage_of;
 use crate::render::object::{Object, ObjectKey};
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// Annotation controlling pruning of one object: `disabled` keeps it, `allow` lets tend
 /// delete a protected kind.
@@ -76,8 +76,11 @@ pub enum DryRun {
 #[derive(Debug)]
 pub struct PlanInput<'a> {
     pub desired: &'a [Desired<'a>],
-    /// Live objects from the LISTs (desired ones and ApplySet members), by key.
+    /// Live objects read (desired ones that may change, ApplySet members), by key.
     pub live: &'a HashMap<ObjectKey, Value>,
+    /// Desired objects already settled as unchanged while reading (their live state need not
+    /// be kept).
+    pub unchanged: &'a HashSet<ObjectKey>,
     /// Dry-run answers for the objects [`triage`] said need the server.
     pub dry_runs: &'a HashMap<ObjectKey, DryRun>,
     /// Objects that need the server but were not dry-run: a real apply writes them next and
@@ -111,7 +114,11 @@ pub fn plan(input: PlanInput<'_>) -> Plan {
     for d in input.desired {
         let key = d.object.key();
         let live = input.live.get(&key);
-        let change = match triage(*d, live) {
+        let triaged = match input.unchanged.contains(&key) {
+            true => Triage::Unchanged,
+            false => triage(*d, live),
+        };
+        let change = match triaged {
             Triage::Unchanged => change_of(d.object, Action::Unchanged, None, None),
             Triage::CreateUnserved => change_of(
                 d.object,
@@ -391,6 +398,7 @@ mod tests {
             plan(PlanInput {
                 desired: &desired,
                 live: &self.live,
+                unchanged: &HashSet::new(),
                 dry_runs: &self.dry_runs,
                 pending: &self.pending,
                 applyset_id: ID,
