@@ -73,12 +73,11 @@ struct Planned {
 /// `--dry-run`); otherwise leave them pending for the real apply.
 async fn observe_and_plan(
     session: &Session,
-    desired: &[Object],
+    prepared: Vec<Prepared>,
     opts: &EngineOptions,
     dry_run_all: bool,
 ) -> Result<Planned, EngineError> {
     let id = opts.applyset_id();
-    let prepared = prepare(&session.resources, desired, &opts.default_namespace, &id)?;
     let inputs: Vec<Desired<'_>> = prepared
         .iter()
         .map(|p| Desired {
@@ -180,16 +179,23 @@ fn base_report(command: &str, opts: &EngineOptions, plan: &Plan) -> RunReport {
 /// `tend diff`: plan and report, writing nothing.
 pub async fn diff(
     session: &Session,
-    desired: &[Object],
+    desired: Vec<Object>,
     opts: &EngineOptions,
     kinds: &super::kinds::KindsContext,
 ) -> Result<RunReport, EngineError> {
     let started = Instant::now();
-    let planned = observe_and_plan(session, desired, opts, true).await?;
+    let count = desired.len();
+    let prepared = prepare(
+        &session.resources,
+        desired,
+        &opts.default_namespace,
+        &opts.applyset_id(),
+    )?;
+    let planned = observe_and_plan(session, prepared, opts, true).await?;
     let mut report = base_report("diff", opts, &planned.plan);
     super::kinds::add_reload_changes(&mut report, kinds);
     if let Err(message) =
-        planner::check_prune_limits(planned.plan.prune.len(), desired.len(), opts.prune_limits)
+        planner::check_prune_limits(planned.plan.prune.len(), count, opts.prune_limits)
     {
         report.errors.push(message);
     }
@@ -200,14 +206,14 @@ pub async fn diff(
 /// `tend apply`: lock, plan, apply, prune, record.
 pub async fn apply(
     session: &Session,
-    desired: &[Object],
+    desired: Vec<Object>,
     opts: &EngineOptions,
     kinds: &super::kinds::KindsContext,
     clock: Arc<dyn Clock>,
 ) -> Result<RunReport, EngineError> {
     let started = Instant::now();
     // Validate against discovery before the first write (the lock and state namespace are writes).
-    prepare(
+    let prepared = prepare(
         &session.resources,
         desired,
         &opts.default_namespace,
@@ -217,7 +223,7 @@ pub async fn apply(
         true => None,
         false => Some(take_lock(session, opts, clock.clone()).await?),
     };
-    let result = apply_locked(session, desired, opts, kinds, clock.as_ref()).await;
+    let result = apply_locked(session, prepared, opts, kinds, clock.as_ref()).await;
     if let Some(lock) = lock {
         if let Err(err) = lock.release().await {
             tracing::warn!("cannot release the lock: {err}");
@@ -275,7 +281,7 @@ async fn ensure_namespace(session: &Session, namespace: &str) -> Result<(), Clus
 
 async fn apply_locked(
     session: &Session,
-    desired: &[Object],
+    prepared: Vec<Prepared>,
     opts: &EngineOptions,
     kinds: &super::kinds::KindsContext,
     clock: &dyn Clock,
@@ -285,11 +291,11 @@ async fn apply_locked(
         prepared,
         observed,
         plan,
-    } = observe_and_plan(session, desired, opts, opts.dry_run).await?;
+    } = observe_and_plan(session, prepared, opts, opts.dry_run).await?;
     let mut report = base_report("apply", opts, &plan);
     super::kinds::add_reload_changes(&mut report, kinds);
     let id = opts.applyset_id();
-    let limits = planner::check_prune_limits(plan.prune.len(), desired.len(), opts.prune_limits);
+    let limits = planner::check_prune_limits(plan.prune.len(), prepared.len(), opts.prune_limits);
     if opts.dry_run {
         if let Err(message) = limits {
             report.errors.push(message);

@@ -21,7 +21,7 @@ pub struct Prepared {
 /// Resolve every desired object against discovery, or report every problem at once.
 pub fn prepare(
     resources: &Resources,
-    desired: &[Object],
+    desired: Vec<Object>,
     default_namespace: &str,
     applyset_id: &str,
 ) -> Result<Vec<Prepared>, EngineError> {
@@ -39,8 +39,7 @@ pub fn prepare(
         .collect();
     let mut problems = Vec::new();
     let mut prepared = Vec::with_capacity(desired.len());
-    for object in desired {
-        let mut object = object.clone();
+    for mut object in desired {
         let (group, version) = split_api_version(object.api_version());
         let (group, version) = (group.to_string(), version.to_string());
         let resource = resources.get(&group, &version, object.kind()).cloned();

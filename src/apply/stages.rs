@@ -27,7 +27,7 @@ pub struct Applied {
     pub pending_results: HashMap<ObjectKey, Value>,
     /// tend's own objects as the server returned them (their uids, for ownerReferences).
     pub tend_objects: HashMap<ObjectKey, Value>,
-    /// Every object applied, as the server returned it, with its resource (for `--wait`).
+    /// With `--wait`: every object applied, as the server returned it, with its resource.
     pub objects: Vec<(Resource, Value)>,
 }
 
@@ -122,7 +122,8 @@ pub async fn apply_stages(
                     if key.kind == "CustomResourceDefinition" {
                         crds.push(key.name.clone());
                     }
-                    if let Some(resource) = resource {
+                    // Only `--wait` needs them afterwards (memory at 10k objects).
+                    if let (true, Some(resource)) = (opts.wait, resource) {
                         applied.objects.push((resource, value));
                     }
                     None

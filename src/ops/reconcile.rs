@@ -91,18 +91,18 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
         for note in &rendered.notes {
             tracing::warn!("{note}");
         }
-        let summary = load::Desired {
+        let desired = load::Desired {
             checkout: desired.checkout.clone(),
             files: Vec::new(),
-            rendered: rendered.clone(),
-        }
-        .summary(engine_opts.cluster_name.as_deref());
-        tracing::info!("{summary}");
+            rendered,
+        };
+        tracing::info!("{}", desired.summary(engine_opts.cluster_name.as_deref()));
+        let rendered = desired.rendered;
         let kinds = crate::apply::kinds::KindsContext {
             reloads: live.reloads,
-            copy_outcomes: rendered.copy_outcomes.clone(),
+            copy_outcomes: rendered.copy_outcomes,
         };
-        let objects = &rendered.objects;
+        let objects = rendered.objects;
         let report = match opts.mode {
             Mode::Diff => engine::diff(&session, objects, engine_opts, &kinds).await?,
             Mode::Apply => {
