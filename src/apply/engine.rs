@@ -132,21 +132,7 @@ impl Session {
 }
 
 pub fn key_of(value: &Value) -> ObjectKey {
-    let api_version = value["apiVersion"].as_str().unwrap_or("");
-    ObjectKey {
-        group: split_api_version(api_version).0.to_string(),
-        kind: value["kind"].as_str().unwrap_or("").to_string(),
-        namespace: value
-            .pointer("/metadata/namespace")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string),
-        name: value
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string(),
-    }
+    ObjectKey::of_value(value)
 }
 
 /// Resolve every desired object against discovery. Unknown kinds, scope mismatches and

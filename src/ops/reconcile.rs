@@ -29,7 +29,6 @@ pub fn run(global: &GlobalArgs, args: &EngineArgs, mode: Mode) -> Result<ExitCod
     let render_opts = RenderOptions {
         cluster: global.cluster.clone(),
         default_namespace: global.namespace.clone(),
-        ..RenderOptions::default()
     };
     // Everything is loaded and validated before the cluster is even contacted.
     let desired = load::desired_state(&global.source_options(), &render_opts)?;
@@ -58,29 +57,30 @@ pub fn run(global: &GlobalArgs, args: &EngineArgs, mode: Mode) -> Result<ExitCod
         .map_err(Error::Output)?;
     let (report, stats) = runtime.block_on(async {
         let session = Session::connect(&access).await.map_err(EngineError::from)?;
-        // tend's kinds need the cluster's view (CopyRule sources and namespaces, owner uids,
-        // referenced config not in git): read it, then render again. Still pure rendering.
+        // Read the cluster's view once (CopyRule sources and namespaces, owner uids, config
+        // not in git, reload candidates), then complete the rendered set with it: pure, and
+        // nothing is parsed again.
         let id = crate::apply::inventory::applyset_id(
             &opts.applyset,
             &opts.state_namespace,
             "Secret",
             "",
         );
-        let live =
-            crate::apply::live::gather(&session, &desired.rendered, &id, &opts.state_namespace)
-                .await?;
-        let online = RenderOptions {
-            live: Some(live.view),
-            live_config: live.live_config,
-            ..render_opts.clone()
-        };
-        let rendered = crate::render::render(&desired.files, &online).map_err(Box::new)?;
+        let live = crate::apply::live::gather(
+            &session.client,
+            &session.resources,
+            &desired.rendered,
+            &id,
+            &opts.state_namespace,
+        )
+        .await
+        .map_err(EngineError::from)?;
+        let rendered = crate::render::complete(desired.rendered, &live.view).map_err(Box::new)?;
         for note in &rendered.notes {
             tracing::warn!("{note}");
         }
         let summary = crate::ops::load::Desired {
             checkout: desired.checkout.clone(),
-            files: Vec::new(),
             rendered: rendered.clone(),
         }
         .summary(opts.cluster_name.as_deref());

@@ -2,7 +2,7 @@
 //! only stores it; chaos happens only in `tend chaos --agent NAME`.
 
 use super::checks::Problems;
-use super::FieldProblem;
+use super::{FieldProblem, Kind, TendKind};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -124,6 +124,18 @@ impl ChaosAgentSpec {
             None => {}
         }
         p.namespaces(&["spec", "excludedNamespaces"], &self.excluded_namespaces);
+    }
+}
+
+/// Expands to nothing; its status is written by `tend chaos`, not by `tend apply`.
+impl Kind for ChaosAgent {
+    const KIND: TendKind = TendKind::ChaosAgent;
+    type Status = ChaosAgentStatus;
+
+    fn validate(&self) -> Vec<FieldProblem> {
+        let mut problems = Vec::new();
+        self.spec.validate(&mut problems);
+        problems
     }
 }
 
