@@ -5,7 +5,7 @@
 //! same types that parse the repository), its validation, what it expands to, what it reads
 //! from the cluster and its status. The rest of tend reaches a kind through [`TendKind`] (the
 //! kind without data: name, CRD, scope) and [`TendObject`] (a parsed object), both generated
-//! from the one list in [`tend_kinds!`]. Adding a kind is a folder plus a line in that list.
+//! from the one list in `tend_kinds!` below. Adding a kind is a folder plus a line in that list.
 //!
 //! Everything here is pure: reading the cluster goes through [`view::Reader`] and writing
 //! statuses and late ownerReferences is the apply stage's, from what [`run`] computes.
@@ -48,6 +48,9 @@ use std::fmt;
 /// Annotation put on every object tend generates from one of its kinds, e.g.
 /// `RegistryMirror registries/dockerhub`.
 pub const GENERATED_BY_ANNOTATION: &str = "tend.dev/generated-by";
+/// The well-known label saying which tool manages an object; tend sets it on what it
+/// generates, with value [`crate::FIELD_MANAGER`].
+pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 
 /// Declares tend's kinds, one line each: `Variant => folder`, where the folder's module
 /// defines the type `Variant` and implements [`Kind`] for it. Generates the folder's module,
@@ -404,6 +407,17 @@ pub fn root_field_problems(doc: &serde_json::Value) -> Vec<FieldProblem> {
                 "unknown field `{k}` at the top level; a tend object has only apiVersion, kind, metadata and spec (did you mean to put it under spec?)"
             ),
         })
+        .collect()
+}
+
+/// The problems of an object, as displayed (`spec.eagerness: must be ...`).
+#[cfg(test)]
+pub(crate) fn displayed_problems(object: impl Into<TendObject>) -> Vec<String> {
+    object
+        .into()
+        .validate()
+        .iter()
+        .map(ToString::to_string)
         .collect()
 }
 

@@ -123,15 +123,6 @@ mod tests {
         )
     }
 
-    fn key(group: &str, kind: &str, ns: Option<&str>, name: &str) -> ObjectKey {
-        ObjectKey {
-            group: group.into(),
-            kind: kind.into(),
-            namespace: ns.map(str::to_string),
-            name: name.into(),
-        }
-    }
-
     struct Fixture {
         observed: HashMap<ObjectKey, Value>,
         applied: HashMap<ObjectKey, Value>,
@@ -168,14 +159,14 @@ mod tests {
         applied_mirror["metadata"]["generation"] = json!(2);
         Fixture {
             observed: HashMap::from([(
-                key("apps", "StatefulSet", Some("r"), "m"),
+                ObjectKey::new("apps", "StatefulSet", Some("r"), "m"),
                 json!({"status": {"readyReplicas": 1}}),
             )]),
             applied: HashMap::from([(
-                key(crate::GROUP, "RegistryMirror", Some("r"), "m"),
+                ObjectKey::new(crate::GROUP, "RegistryMirror", Some("r"), "m"),
                 applied_mirror,
             )]),
-            started: BTreeSet::from([key("", "Pod", Some("web"), "ic-immortalpod")]),
+            started: BTreeSet::from([ObjectKey::new("", "Pod", Some("web"), "ic-immortalpod")]),
             outcomes: vec![CopyOutcome {
                 rule: "r".into(),
                 copies: 2,
@@ -188,7 +179,7 @@ mod tests {
     #[test]
     fn owners_known_after_apply_are_set() {
         let f = fixture();
-        let owner = key(crate::GROUP, "RegistryMirror", Some("r"), "m");
+        let owner = ObjectKey::new(crate::GROUP, "RegistryMirror", Some("r"), "m");
         let svc = object(
             json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "m", "namespace": "r"}}),
             Some(owner.clone()),
@@ -197,7 +188,7 @@ mod tests {
         already.value["metadata"]["ownerReferences"] = json!([]);
         let copy = object(
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "a"}}),
-            Some(key(crate::GROUP, "CopyRule", None, "r")),
+            Some(ObjectKey::new(crate::GROUP, "CopyRule", None, "r")),
         );
         assert_eq!(with_owner(&already, &f.run()), None, "set ones stay");
         assert_eq!(with_owner(&copy, &f.run()), None, "copies have no owner");
@@ -259,17 +250,19 @@ mod tests {
         let mut live = immortal();
         live["status"] = json!({"currentPod": "ic-immortalpod", "startTimes": 3});
         f.observed.insert(
-            key(crate::GROUP, "ImmortalContainer", Some("web"), "ic"),
+            ObjectKey::new(crate::GROUP, "ImmortalContainer", Some("web"), "ic"),
             live,
         );
-        f.observed
-            .insert(key("", "Pod", Some("web"), "ic-immortalpod"), json!({}));
+        f.observed.insert(
+            ObjectKey::new("", "Pod", Some("web"), "ic-immortalpod"),
+            json!({}),
+        );
         f.started.clear();
         let ic = object(immortal(), None);
         assert_eq!(status_patch(&ic, &f.run()), None);
         // A start counts once more.
         f.started
-            .insert(key("", "Pod", Some("web"), "ic-immortalpod"));
+            .insert(ObjectKey::new("", "Pod", Some("web"), "ic-immortalpod"));
         let patch = status_patch(&ic, &f.run()).expect("changed");
         assert_eq!(patch.patch["status"]["startTimes"], 4);
         assert!(same_status(

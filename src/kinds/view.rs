@@ -74,7 +74,7 @@ pub trait Reader {
     fn list(
         &self,
         query: ListQuery<'_>,
-    ) -> impl Future<Output = Result<Option<Vec<Value>>, Self::Error>>;
+    ) -> impl Future<Output = Result<Option<Vec<Value>>, Self::Error>> + Send;
 
     /// Whether `error` is the API's 404 Not Found.
     fn is_not_found(error: &Self::Error) -> bool;

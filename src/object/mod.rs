@@ -71,6 +71,15 @@ impl fmt::Display for ObjectKey {
 }
 
 impl ObjectKey {
+    pub fn new(group: &str, kind: &str, namespace: Option<&str>, name: &str) -> Self {
+        ObjectKey {
+            group: group.to_string(),
+            kind: kind.to_string(),
+            namespace: namespace.map(str::to_string),
+            name: name.to_string(),
+        }
+    }
+
     /// `Kind namespace/name` (`Kind name` when cluster-scoped), without the group: how a
     /// tend object names itself as the producer of generated objects.
     pub fn kind_and_name(&self) -> String {

@@ -143,21 +143,11 @@ spec:
                 "data": {"ca.crt": "PEM"}})],
         );
         view.uids.insert(
-            ObjectKey {
-                group: crate::GROUP.into(),
-                kind: "ImmortalContainer".into(),
-                namespace: Some("web".into()),
-                name: "ic".into(),
-            },
+            ObjectKey::new(crate::GROUP, "ImmortalContainer", Some("web"), "ic"),
             "u-ic".into(),
         );
         view.live_config.insert(
-            ObjectKey {
-                group: String::new(),
-                kind: "Secret".into(),
-                namespace: Some("web".into()),
-                name: "live".into(),
-            },
+            ObjectKey::new("", "Secret", Some("web"), "live"),
             json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "live", "namespace": "web"},
                 "data": {"k": "dg=="}}),
         );

@@ -273,21 +273,11 @@ mod tests {
     fn foreign_objects_are_conflicts_and_our_copies_are_not() {
         let mut live = view();
         live.same_named.insert(
-            ObjectKey {
-                group: String::new(),
-                kind: "ConfigMap".into(),
-                namespace: Some("a".into()),
-                name: "ca".into(),
-            },
+            ObjectKey::new("", "ConfigMap", Some("a"), "ca"),
             json!({"metadata":{"name":"ca","namespace":"a"}}),
         );
         live.same_named.insert(
-            ObjectKey {
-                group: String::new(),
-                kind: "ConfigMap".into(),
-                namespace: Some("b".into()),
-                name: "ca".into(),
-            },
+            ObjectKey::new("", "ConfigMap", Some("b"), "ca"),
             json!({"metadata":{"name":"ca","namespace":"b","labels":{PART_OF_LABEL:"set-1"}}}),
         );
         let (copies, outcome) = expand_rule(

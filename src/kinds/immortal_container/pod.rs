@@ -3,7 +3,7 @@
 //! changed ([`decision`]).
 
 use super::{ImmortalContainer, POD_SUFFIX};
-use crate::kinds::{parse_quantity, GENERATED_BY_ANNOTATION};
+use crate::kinds::{parse_quantity, GENERATED_BY_ANNOTATION, MANAGED_BY_LABEL};
 use crate::object::Object;
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -42,8 +42,8 @@ pub fn pod(ic: &ImmortalContainer) -> Pod {
             labels: Some(BTreeMap::from([
                 (IMMORTAL_LABEL.to_string(), name.clone()),
                 (
-                    "app.kubernetes.io/managed-by".to_string(),
-                    "tend".to_string(),
+                    MANAGED_BY_LABEL.to_string(),
+                    crate::FIELD_MANAGER.to_string(),
                 ),
             ])),
             annotations: Some(BTreeMap::from([(
@@ -504,12 +504,7 @@ mod tests {
     #[test]
     fn decisions_name_the_owner() {
         let ic = ic();
-        let owner = ObjectKey {
-            group: crate::GROUP.into(),
-            kind: "ImmortalContainer".into(),
-            namespace: Some("web".into()),
-            name: "example".into(),
-        };
+        let owner = ObjectKey::new(crate::GROUP, "ImmortalContainer", Some("web"), "example");
         let object = Object::new(
             pod_value(&ic),
             Origin {

@@ -7,7 +7,7 @@
 //! compiler checks field names and types, and there is no quoting to get wrong.
 
 use super::RegistryMirror;
-use crate::kinds::GENERATED_BY_ANNOTATION;
+use crate::kinds::{GENERATED_BY_ANNOTATION, MANAGED_BY_LABEL};
 use k8s_openapi::api::apps::v1::{DaemonSet, DaemonSetSpec, StatefulSet, StatefulSetSpec};
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, ContainerPort, EnvVar, HTTPGetAction, PersistentVolumeClaim,
@@ -85,7 +85,7 @@ impl<'a> Mirror<'a> {
     fn labels(&self, component: &str) -> BTreeMap<String, String> {
         let mut labels = self.selector(component);
         labels.insert("app.kubernetes.io/part-of".into(), self.name.clone());
-        labels.insert("app.kubernetes.io/managed-by".into(), "tend".into());
+        labels.insert(MANAGED_BY_LABEL.into(), crate::FIELD_MANAGER.into());
         labels
     }
 
@@ -221,35 +221,30 @@ impl<'a> Mirror<'a> {
             resources: spec.resources.clone(),
             ..Default::default()
         };
+        let (selector, template) = self.pods(
+            "cache",
+            PodSpec {
+                containers: vec![container],
+                automount_service_account_token: Some(false),
+                volumes: Some(vec![Volume {
+                    name: "data".into(),
+                    persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                        claim_name: self.pvc_name(),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            },
+        );
         StatefulSet {
             metadata: self.meta(self.name.clone(), "cache"),
             spec: Some(StatefulSetSpec {
                 // One replica: the PVC is ReadWriteOnce and the cache is not shared.
                 replicas: Some(1),
                 service_name: Some(format!("{}-headless", self.name)),
-                selector: LabelSelector {
-                    match_labels: Some(self.selector("cache")),
-                    ..Default::default()
-                },
-                template: PodTemplateSpec {
-                    metadata: Some(ObjectMeta {
-                        labels: Some(self.labels("cache")),
-                        ..Default::default()
-                    }),
-                    spec: Some(PodSpec {
-                        containers: vec![container],
-                        automount_service_account_token: Some(false),
-                        volumes: Some(vec![Volume {
-                            name: "data".into(),
-                            persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
-                                claim_name: self.pvc_name(),
-                                ..Default::default()
-                            }),
-                            ..Default::default()
-                        }]),
-                        ..Default::default()
-                    }),
-                },
+                selector,
+                template,
                 ..Default::default()
             }),
             ..Default::default()
@@ -310,34 +305,45 @@ impl<'a> Mirror<'a> {
             }),
             ..Default::default()
         };
+        let (selector, template) = self.pods(
+            "node-proxy",
+            PodSpec {
+                containers: vec![container],
+                automount_service_account_token: Some(false),
+                // Every node pulls images, tainted ones (control plane, dedicated pools)
+                // included.
+                tolerations: Some(vec![Toleration {
+                    operator: Some("Exists".into()),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            },
+        );
         DaemonSet {
             metadata: self.meta(format!("{}-node-proxy", self.name), "node-proxy"),
             spec: Some(DaemonSetSpec {
-                selector: LabelSelector {
-                    match_labels: Some(self.selector("node-proxy")),
-                    ..Default::default()
-                },
-                template: PodTemplateSpec {
-                    metadata: Some(ObjectMeta {
-                        labels: Some(self.labels("node-proxy")),
-                        ..Default::default()
-                    }),
-                    spec: Some(PodSpec {
-                        containers: vec![container],
-                        automount_service_account_token: Some(false),
-                        // Every node pulls images, tainted ones (control plane, dedicated
-                        // pools) included.
-                        tolerations: Some(vec![Toleration {
-                            operator: Some("Exists".into()),
-                            ..Default::default()
-                        }]),
-                        ..Default::default()
-                    }),
-                },
+                selector,
+                template,
                 ..Default::default()
             }),
             ..Default::default()
         }
+    }
+
+    /// The selector of `component`'s pods, and their template running `spec`.
+    fn pods(&self, component: &str, spec: PodSpec) -> (LabelSelector, PodTemplateSpec) {
+        let selector = LabelSelector {
+            match_labels: Some(self.selector(component)),
+            ..Default::default()
+        };
+        let template = PodTemplateSpec {
+            metadata: Some(ObjectMeta {
+                labels: Some(self.labels(component)),
+                ..Default::default()
+            }),
+            spec: Some(spec),
+        };
+        (selector, template)
     }
 }
 

@@ -290,7 +290,7 @@ impl Kind for RegistryMirror {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kinds::TendObject;
+    use crate::kinds::displayed_problems;
 
     const VALID: &str = "
 apiVersion: tend.dev/v1alpha1
@@ -306,14 +306,6 @@ spec:
         serde_yaml::from_str(yaml)
     }
 
-    fn problems(m: RegistryMirror) -> Vec<String> {
-        TendObject::RegistryMirror(m)
-            .validate()
-            .iter()
-            .map(ToString::to_string)
-            .collect()
-    }
-
     #[test]
     fn defaults_fill_in() {
         let m = parse(VALID).expect("valid");
@@ -321,7 +313,7 @@ spec:
         assert_eq!(m.spec.port, 5000);
         assert_eq!(m.spec.storage.storage_class_name, None);
         assert_eq!(m.spec.clusters, None);
-        assert!(problems(m).is_empty());
+        assert!(displayed_problems(m).is_empty());
     }
 
     #[test]
@@ -353,7 +345,7 @@ spec:
         m.spec.storage.size = "10GB".into();
         m.spec.image = " ".into();
         m.spec.clusters = Some(vec!["dc1,dc2".into()]);
-        let got = problems(m);
+        let got = displayed_problems(m);
         assert_eq!(got.len(), 6, "{got:#?}");
         assert!(got.contains(&"spec.port: must be between 1 and 65535, got 70000".to_string()));
         assert!(got.contains(&"spec.hostPort: must be between 1 and 65535, got 0".to_string()));
@@ -378,11 +370,11 @@ spec:
     fn names_must_fit_generated_objects() {
         let mut m = parse(VALID).expect("valid");
         m.metadata.name = Some("1mirror".into());
-        assert_eq!(problems(m.clone()).len(), 1);
+        assert_eq!(displayed_problems(m.clone()).len(), 1);
         m.metadata.name = Some("m".repeat(53));
-        assert_eq!(problems(m.clone()).len(), 1);
+        assert_eq!(displayed_problems(m.clone()).len(), 1);
         m.metadata.name = Some("m".repeat(52));
-        assert!(problems(m).is_empty());
+        assert!(displayed_problems(m).is_empty());
     }
 
     #[test]
@@ -411,6 +403,6 @@ spec:
     fn empty_clusters_list_is_a_problem() {
         let mut m = parse(VALID).expect("valid");
         m.spec.clusters = Some(vec![]);
-        assert_eq!(problems(m).len(), 1);
+        assert_eq!(displayed_problems(m).len(), 1);
     }
 }
