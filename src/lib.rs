@@ -8,8 +8,9 @@
 //! | [`commands`]| one file per subcommand: parse its arguments, call its operation | — |
 //! | [`ops`]     | the operations: load the desired state; diff/apply (`reconcile`); one chaos pass | via the modules below |
 //! | [`source`]  | where desired state comes from: a local directory or a git commit; walking the tree (`.tendignore`, hidden files, symlinks) | files, git |
-//! | [`render`]  | YAML parsing (the only module that parses YAML), validation, targeting, tend's kinds expanded into plain objects (CopyRule copies given a [`render::copies::LiveView`]), config-hash annotations, stable ordering | none |
-//! | [`kinds`]   | the Rust types of tend's own kinds (`tend.dev/v1alpha1`) and their CRDs | none |
+//! | [`object`]  | the unit every stage works on: an object as JSON, its origin and identity; Kubernetes name syntax | none |
+//! | [`render`]  | YAML parsing (the only module that parses YAML), validation, targeting, tend's kinds expanded into plain objects, config-hash annotations, stable ordering; then completion with the cluster's view ([`render::complete`]: CopyRule copies, ownerReferences, config hashes of live config) | none |
+//! | [`kinds`]   | tend's own kinds (`tend.dev/v1alpha1`), one folder each behind [`kinds::Kind`]: type and CRD, validation, expansion, cluster reads (through [`kinds::view::Reader`]), status | none |
 //! | [`plan`]    | normalization, the fast path (unchanged from a LIST alone), masked unified diffs | none |
 //! | [`cluster`] | **the only module that talks to the Kubernetes API**: connect, discovery, list/get/apply/delete with retries, request counts | Kubernetes API |
 //! | [`apply`]   | the engine: plan against the cluster, apply in stages, prune with guards, ApplySet inventory, Lease lock, tend's kinds live (status, owners, recreation, reloads) | via [`cluster`] |
@@ -29,6 +30,7 @@ pub mod cluster;
 pub mod commands;
 pub mod error;
 pub mod kinds;
+pub mod object;
 pub mod ops;
 pub mod plan;
 pub mod problem;
@@ -46,3 +48,6 @@ pub const GROUP: &str = "tend.dev";
 pub const VERSION: &str = "v1alpha1";
 /// `GROUP/VERSION`, the apiVersion of tend's kinds.
 pub const API_VERSION: &str = "tend.dev/v1alpha1";
+/// The ApplySet membership label: every object tend applies carries
+/// `applyset.kubernetes.io/part-of: <id>`.
+pub const PART_OF_LABEL: &str = "applyset.kubernetes.io/part-of";

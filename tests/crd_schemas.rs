@@ -18,10 +18,7 @@
 use jsonschema::{Draft, Validator};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::{json, Value};
-use tend::kinds::{
-    crds, root_field_problems, ChaosAgent, CopyRule, ImmortalContainer, RegistryMirror, TendKind,
-    TendObject,
-};
+use tend::kinds::{crds, root_field_problems, TendKind, TendObject};
 
 fn crd(kind: TendKind) -> CustomResourceDefinition {
     crds()
@@ -91,16 +88,7 @@ fn as_apiserver(schema: &Value, strict: bool) -> Value {
 /// Whether tend accepts the document: serde (unknown fields, types, enums, required fields),
 /// then root-level keys and `validate()`.
 fn tend_accepts(kind: TendKind, doc: &Value) -> Result<(), String> {
-    let parsed: Result<TendObject, serde_json::Error> = match kind {
-        TendKind::CopyRule => serde_json::from_value::<CopyRule>(doc.clone()).map(Into::into),
-        TendKind::RegistryMirror => {
-            serde_json::from_value::<RegistryMirror>(doc.clone()).map(Into::into)
-        }
-        TendKind::ImmortalContainer => {
-            serde_json::from_value::<ImmortalContainer>(doc.clone()).map(Into::into)
-        }
-        TendKind::ChaosAgent => serde_json::from_value::<ChaosAgent>(doc.clone()).map(Into::into),
-    };
+    let parsed: Result<TendObject, serde_json::Error> = kind.parse(doc);
     let object = parsed.map_err(|e| e.to_string())?;
     let mut problems = root_field_problems(doc);
     problems.extend(object.validate());

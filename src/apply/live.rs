@@ -1,17 +1,15 @@
-//! What tend's kinds need to know about the cluster before they can be rendered online:
-//! CopyRule sources, namespaces and objects in the way; uids of tend's objects (for
-//! ownerReferences); ConfigMaps/Secrets referenced by workloads but not in git; and the
-//! live workloads that opted in to config-hash reloads with `tend.dev/reload: "true"`.
+//! What a run reads from the cluster before planning, in one place ([`gather`]): the view
+//! the rendered set is completed with ([`ClusterView`]: what tend's kinds read, and
+//! ConfigMaps/Secrets referenced by workloads but not in git), and the live workloads that
+//! opted in to config-hash reloads with `tend.dev/reload: "true"`.
 
-use super::engine::EngineError;
 use super::inventory;
-use crate::cluster::Session;
-use crate::cluster::{self, Resource};
-use crate::kinds::TendObject;
+use crate::cluster::{self, ClusterError, Resource, Resources};
+use crate::kinds::view::{self, ClusterView, ListQuery, Reader};
+use crate::object::{Object, ObjectKey};
 use crate::render::config_hash::{self, ConfigRef};
-use crate::render::copies::LiveView;
-use crate::render::object::{Object, ObjectKey};
 use crate::render::Rendered;
+use kube::Client;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -26,7 +24,7 @@ pub struct Reload {
 
 impl Reload {
     pub fn key(&self) -> ObjectKey {
-        crate::cluster::key_of(&self.live)
+        ObjectKey::of_value(&self.live)
     }
 
     pub fn current_hash(&self) -> Option<&str> {
@@ -62,140 +60,66 @@ impl Reload {
     }
 }
 
-/// Everything read for online rendering.
+/// Everything read before planning.
 #[derive(Debug, Default)]
 pub struct LiveContext {
-    pub view: LiveView,
-    pub live_config: BTreeMap<ObjectKey, Value>,
+    /// What [`crate::render::complete`] completes the rendered set with.
+    pub view: ClusterView,
+    /// Opted-in live workloads, with the config hash their pod template should carry.
     pub reloads: Vec<Reload>,
 }
 
-fn tend_objects(rendered: &Rendered) -> Vec<TendObject> {
-    rendered
-        .objects
-        .iter()
-        .filter(|o| o.group() == crate::GROUP && o.origin.generated_by.is_none())
-        .filter_map(|o| {
-            let value = o.value.clone();
-            Some(match o.kind() {
-                "CopyRule" => TendObject::CopyRule(serde_json::from_value(value).ok()?),
-                "RegistryMirror" => TendObject::RegistryMirror(serde_json::from_value(value).ok()?),
-                "ImmortalContainer" => {
-                    TendObject::ImmortalContainer(serde_json::from_value(value).ok()?)
-                }
-                "ChaosAgent" => TendObject::ChaosAgent(serde_json::from_value(value).ok()?),
-                _ => return None,
-            })
-        })
-        .collect()
+/// tend's kinds read the cluster through this: LISTs with the client, of what it serves.
+struct ClusterReader<'a> {
+    client: &'a Client,
+    resources: &'a Resources,
 }
 
-fn core(session: &Session, kind: &str) -> Option<Resource> {
-    session.resources.get("", "v1", kind).cloned()
+impl Reader for ClusterReader<'_> {
+    type Error = ClusterError;
+
+    async fn list(&self, query: ListQuery<'_>) -> Result<Option<Vec<Value>>, ClusterError> {
+        let Some(resource) = self.resources.get(query.group, query.version, query.kind) else {
+            return Ok(None);
+        };
+        cluster::list_selected(
+            self.client,
+            resource,
+            query.namespace,
+            query.label_selector,
+            query.field_selector,
+        )
+        .await
+        .map(Some)
+    }
+
+    fn is_not_found(error: &ClusterError) -> bool {
+        error.code() == Some(404)
+    }
 }
 
-/// Read what the offline rendering lacks. `rendered` is the offline result.
+/// Read what the offline `rendered` set lacks: what tend's kinds need (owner uids, CopyRule
+/// sources, namespaces and objects in the way), the live workloads that opted in to reloads,
+/// and the ConfigMaps/Secrets referenced by either but not in git.
 pub async fn gather(
-    session: &Session,
+    client: &Client,
+    resources: &Resources,
     rendered: &Rendered,
     applyset_id: &str,
     state_namespace: &str,
-) -> Result<LiveContext, EngineError> {
-    let client = &session.client;
-    let mut ctx = LiveContext::default();
-    ctx.view.applyset_id = applyset_id.to_string();
-    ctx.view
-        .reserved_namespaces
-        .insert(state_namespace.to_string());
-    let tend = tend_objects(rendered);
-
-    // uids of tend's objects that exist, per kind (one LIST each).
-    let kinds: BTreeSet<&str> = tend
-        .iter()
-        .map(|t| t.tend_kind().kind())
-        .filter(|k| matches!(*k, "RegistryMirror" | "ImmortalContainer"))
-        .collect();
-    for kind in kinds {
-        if let Some(resource) = session.resources.get(crate::GROUP, crate::VERSION, kind) {
-            for item in cluster::list(client, resource, None, None).await? {
-                if let Some(uid) = item.pointer("/metadata/uid").and_then(Value::as_str) {
-                    ctx.view
-                        .uids
-                        .insert(crate::cluster::key_of(&item), uid.to_string());
-                }
-            }
-        }
-    }
-
-    // CopyRules: namespaces, sources, and whatever sits where copies would go.
-    let rules: Vec<_> = tend
-        .iter()
-        .filter_map(|t| match t {
-            TendObject::CopyRule(r) => Some(r.clone()),
-            _ => None,
-        })
-        .collect();
-    if !rules.is_empty() {
-        if let Some(ns) = core(session, "Namespace") {
-            ctx.view.namespaces = cluster::list(client, &ns, None, None).await?;
-        }
-        for rule in &rules {
-            let kind = rule.spec.kind.as_str();
-            let Some(resource) = core(session, kind) else {
-                continue;
-            };
-            let name = rule.metadata.name.clone().unwrap_or_default();
-            let selector = rule.spec.selector.to_query();
-            let sources = match cluster::list(
-                client,
-                &resource,
-                Some(&rule.spec.source_namespace),
-                Some(&selector),
-            )
-            .await
-            {
-                Ok(items) => items,
-                Err(err) if err.code() == Some(404) => Vec::new(),
-                Err(err) => return Err(err.into()),
-            };
-            let mut names: BTreeSet<String> = sources
-                .iter()
-                .filter_map(|s| {
-                    s.pointer("/metadata/name")
-                        .and_then(Value::as_str)
-                        .map(str::to_string)
-                })
-                .collect();
-            names.extend(
-                rendered
-                    .objects
-                    .iter()
-                    .filter(|o| {
-                        o.group().is_empty()
-                            && o.kind() == kind
-                            && o.namespace() == Some(rule.spec.source_namespace.as_str())
-                    })
-                    .map(|o| o.name().to_string()),
-            );
-            for source_name in names {
-                let field = format!("metadata.name={source_name}");
-                for item in
-                    cluster::list_selected(client, &resource, None, None, Some(&field)).await?
-                {
-                    ctx.view
-                        .same_named
-                        .insert(crate::cluster::key_of(&item), item);
-                }
-            }
-            ctx.view.copy_sources.insert(name, sources);
-        }
-    }
+) -> Result<LiveContext, ClusterError> {
+    let mut ctx = LiveContext {
+        view: ClusterView::new(applyset_id, state_namespace),
+        reloads: Vec::new(),
+    };
+    let reader = ClusterReader { client, resources };
+    view::read(&reader, &rendered.tend, &rendered.objects, &mut ctx.view).await?;
 
     // Live workloads that opted in to reloads (three cluster-wide LISTs).
     let desired_keys: BTreeSet<ObjectKey> = rendered.objects.iter().map(Object::key).collect();
     let mut candidates = Vec::new();
     for kind in ["Deployment", "StatefulSet", "DaemonSet"] {
-        let Some(resource) = session.resources.get("apps", "v1", kind).cloned() else {
+        let Some(resource) = resources.get("apps", "v1", kind).cloned() else {
             continue;
         };
         for item in cluster::list(client, &resource, None, None).await? {
@@ -205,7 +129,7 @@ pub async fn gather(
                 .and_then(Value::as_str)
                 == Some("true");
             if opted_in
-                && !desired_keys.contains(&crate::cluster::key_of(&item))
+                && !desired_keys.contains(&ObjectKey::of_value(&item))
                 && !inventory::is_member(&item, applyset_id)
             {
                 candidates.push((resource.clone(), item));
@@ -216,70 +140,38 @@ pub async fn gather(
     // ConfigMaps/Secrets referenced but not in git: read them.
     let mut wanted: BTreeSet<ObjectKey> = rendered.missing_config.clone();
     for (resource, item) in &candidates {
-        let pointer = config_hash::pod_template_pointer(&resource.api.group, &resource.api.kind)
-            .unwrap_or("/spec/template");
-        let namespace = item
-            .pointer("/metadata/namespace")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        for ConfigRef { kind, name } in item
-            .pointer(pointer)
-            .map(config_hash::references)
-            .unwrap_or_default()
-        {
-            let key = ObjectKey {
-                group: String::new(),
-                kind: kind.to_string(),
-                namespace: namespace.clone(),
-                name,
-            };
-            if !desired_keys.contains(&key) {
-                wanted.insert(key);
-            }
-        }
+        wanted.extend(
+            config_keys(resource, item)
+                .into_iter()
+                .map(|(_, key)| key)
+                .filter(|key| !desired_keys.contains(key)),
+        );
     }
     for key in wanted {
-        let Some(resource) = core(session, &key.kind) else {
+        let Some(resource) = resources.get("", "v1", &key.kind) else {
             continue;
         };
-        match cluster::get(client, &resource, key.namespace.as_deref(), &key.name).await {
-            Ok(Some(value)) => {
-                ctx.live_config.insert(key, value);
-            }
-            Ok(None) => {}
-            Err(err) => return Err(err.into()),
+        if let Some(value) =
+            cluster::get(client, resource, key.namespace.as_deref(), &key.name).await?
+        {
+            ctx.view.live_config.insert(key, value);
         }
     }
 
-    let desired_config: BTreeMap<ObjectKey, Value> = rendered
+    let desired_config: BTreeMap<ObjectKey, &Value> = rendered
         .objects
         .iter()
         .filter(|o| o.group().is_empty() && matches!(o.kind(), "ConfigMap" | "Secret"))
-        .map(|o| (o.key(), o.value.clone()))
+        .map(|o| (o.key(), &o.value))
         .collect();
     for (resource, item) in candidates {
-        let pointer = config_hash::pod_template_pointer(&resource.api.group, &resource.api.kind)
-            .unwrap_or("/spec/template");
-        let namespace = item
-            .pointer("/metadata/namespace")
-            .and_then(Value::as_str)
-            .map(str::to_string);
         let mut found = BTreeMap::new();
-        for reference in item
-            .pointer(pointer)
-            .map(config_hash::references)
-            .unwrap_or_default()
-        {
-            let key = ObjectKey {
-                group: String::new(),
-                kind: reference.kind.to_string(),
-                namespace: namespace.clone(),
-                name: reference.name.clone(),
-            };
-            if let Some(v) = desired_config
+        for (reference, key) in config_keys(&resource, &item) {
+            let value = desired_config
                 .get(&key)
-                .or_else(|| ctx.live_config.get(&key))
-            {
+                .copied()
+                .or_else(|| ctx.view.live_config.get(&key));
+            if let Some(v) = value {
                 found.insert(reference, config_hash::content(v));
             }
         }
@@ -293,4 +185,14 @@ pub async fn gather(
         });
     }
     Ok(ctx)
+}
+
+/// The ConfigMaps/Secrets a live workload's pod template references, with their keys.
+fn config_keys(resource: &Resource, item: &Value) -> Vec<(ConfigRef, ObjectKey)> {
+    let pointer = config_hash::pod_template_pointer(&resource.api.group, &resource.api.kind)
+        .unwrap_or("/spec/template");
+    let namespace = item.pointer("/metadata/namespace").and_then(Value::as_str);
+    item.pointer(pointer)
+        .map(|template| config_hash::reference_keys(template, namespace))
+        .unwrap_or_default()
 }

@@ -1,7 +1,7 @@
 //! A run's connection to the cluster, and how a live object's identity is read.
 
 use super::{connect, discover, Access, ClusterError, RequestStats, Resource, Resources};
-use crate::render::object::{split_api_version, ObjectKey};
+use crate::object::ObjectKey;
 use kube::Client;
 use serde_json::Value;
 use std::sync::Arc;
@@ -49,19 +49,5 @@ impl Session {
 
 /// The identity of a live object (as read from the API: apiVersion, kind, metadata).
 pub fn key_of(value: &Value) -> ObjectKey {
-    let api_version = value["apiVersion"].as_str().unwrap_or("");
-    ObjectKey {
-        group: split_api_version(api_version).0.to_string(),
-        kind: value["kind"].as_str().unwrap_or("").to_string(),
-        namespace: value
-            .pointer("/metadata/namespace")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string),
-        name: value
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string(),
-    }
+    ObjectKey::of_value(value)
 }

@@ -75,7 +75,6 @@ impl EngineArgs {
             render: RenderOptions {
                 cluster: global.cluster.clone(),
                 default_namespace: global.namespace.clone(),
-                ..RenderOptions::default()
             },
             access: Access {
                 kubeconfig: global.kubeconfig.clone(),

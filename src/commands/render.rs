@@ -28,7 +28,6 @@ pub fn run(global: &GlobalArgs, args: &RenderArgs) -> Result<Verdict, Error> {
     let render_opts = RenderOptions {
         cluster: global.cluster.clone(),
         default_namespace: global.namespace.clone(),
-        ..RenderOptions::default()
     };
     let desired = load::desired_state(&global.source_options(), &render_opts)?;
     for note in &desired.rendered.notes {

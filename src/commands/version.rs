@@ -27,8 +27,9 @@ pub fn run(global: &GlobalArgs) -> Result<Verdict, Error> {
             }
         }
         _ => format!(
-            "tend {version}\ncommit: {commit}\nkubernetes: {MIN_KUBERNETES} to {MAX_KUBERNETES}\nkinds: {} (CopyRule, RegistryMirror, ImmortalContainer, ChaosAgent)\n",
-            crate::API_VERSION
+            "tend {version}\ncommit: {commit}\nkubernetes: {MIN_KUBERNETES} to {MAX_KUBERNETES}\nkinds: {} ({})\n",
+            crate::API_VERSION,
+            crate::kinds::TendKind::ALL.map(|k| k.kind()).join(", ")
         ),
     };
     super::print(&text)?;

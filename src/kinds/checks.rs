@@ -1,8 +1,9 @@
-//! Small validation helpers shared by the kinds: Kubernetes name syntax, quantities, ranges.
-//! They mirror the apiserver's rules (k8s.io/apimachinery/pkg/util/validation and
-//! pkg/api/resource), so tend rejects offline what the cluster would reject later.
+//! Small validation helpers shared by the kinds: problems under a field path, quantities,
+//! ranges. Name syntax is [`crate::object::names`]'s. They mirror the apiserver's rules
+//! (pkg/api/resource), so tend rejects offline what the cluster would reject later.
 
 use super::FieldProblem;
+use crate::object::names;
 use std::collections::BTreeMap;
 
 /// Collects problems under a fixed path prefix (`spec`, ...).
@@ -36,7 +37,7 @@ impl Problems<'_> {
     /// Every entry must be a namespace name (DNS-1123 label), no duplicates.
     pub fn namespaces(&mut self, path: &[&str], list: &[String]) {
         for (i, ns) in list.iter().enumerate() {
-            if let Err(why) = dns1123_label(ns) {
+            if let Err(why) = names::dns1123_label(ns) {
                 self.push(
                     path,
                     format!("item {i} ({ns:?}) is not a valid namespace name: {why}"),
@@ -50,10 +51,10 @@ impl Problems<'_> {
     /// Label selector `matchLabels`: keys and values must be valid label keys/values.
     pub fn labels(&mut self, path: &[&str], labels: &BTreeMap<String, String>) {
         for (k, v) in labels {
-            if let Err(why) = label_key(k) {
+            if let Err(why) = names::qualified_name(k) {
                 self.push(path, format!("label key {k:?} is invalid: {why}"));
             }
-            if let Err(why) = label_value(v) {
+            if let Err(why) = names::label_value(v) {
                 self.push(
                     path,
                     format!("value {v:?} of label {k:?} is invalid: {why}"),
@@ -61,78 +62,6 @@ impl Problems<'_> {
             }
         }
     }
-}
-
-fn is_alnum_lower(c: char) -> bool {
-    c.is_ascii_lowercase() || c.is_ascii_digit()
-}
-
-/// RFC 1123 label: at most 63 characters, lowercase alphanumerics or '-', starting and
-/// ending with an alphanumeric (namespace names, most object names).
-pub(crate) fn dns1123_label(s: &str) -> Result<(), String> {
-    if s.is_empty() {
-        return Err("must not be empty".into());
-    }
-    if s.len() > 63 {
-        return Err(format!("must be at most 63 characters, has {}", s.len()));
-    }
-    if !s.chars().all(|c| is_alnum_lower(c) || c == '-') {
-        return Err("must consist of lowercase letters, digits and '-'".into());
-    }
-    if !s.starts_with(is_alnum_lower) || !s.ends_with(is_alnum_lower) {
-        return Err("must start and end with a lowercase letter or digit".into());
-    }
-    Ok(())
-}
-
-/// RFC 1035 label: a DNS-1123 label that starts with a letter (Service names).
-pub(crate) fn dns1035_label(s: &str) -> Result<(), String> {
-    dns1123_label(s)?;
-    if !s.starts_with(|c: char| c.is_ascii_lowercase()) {
-        return Err("must start with a lowercase letter".into());
-    }
-    Ok(())
-}
-
-/// RFC 1123 subdomain: at most 253 characters, dot-separated DNS-1123 labels.
-pub(crate) fn dns1123_subdomain(s: &str) -> Result<(), String> {
-    if s.len() > 253 {
-        return Err(format!("must be at most 253 characters, has {}", s.len()));
-    }
-    s.split('.').try_for_each(dns1123_label)
-}
-
-fn label_value(v: &str) -> Result<(), String> {
-    if v.is_empty() {
-        return Ok(());
-    }
-    if v.len() > 63 {
-        return Err(format!("must be at most 63 characters, has {}", v.len()));
-    }
-    let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
-    if !v.chars().all(ok_char) {
-        return Err("must consist of letters, digits, '-', '_' and '.'".into());
-    }
-    if !v.starts_with(|c: char| c.is_ascii_alphanumeric())
-        || !v.ends_with(|c: char| c.is_ascii_alphanumeric())
-    {
-        return Err("must start and end with a letter or digit".into());
-    }
-    Ok(())
-}
-
-fn label_key(k: &str) -> Result<(), String> {
-    let (prefix, name) = match k.split_once('/') {
-        Some((p, n)) => (Some(p), n),
-        None => (None, k),
-    };
-    if let Some(p) = prefix {
-        dns1123_subdomain(p).map_err(|e| format!("prefix {p:?} {e}"))?;
-    }
-    if name.is_empty() {
-        return Err("name part must not be empty".into());
-    }
-    label_value(name)
 }
 
 /// Parse a Kubernetes resource quantity (`10Gi`, `500m`, `1e3`, `0.5`) into its value in
@@ -224,20 +153,5 @@ mod tests {
         ] {
             assert_eq!(parse_quantity(bad), None, "{bad:?}");
         }
-    }
-
-    #[test]
-    fn names() {
-        assert!(dns1123_label("kube-system").is_ok());
-        assert!(dns1123_label("0abc").is_ok());
-        assert!(dns1123_label("Default").is_err());
-        assert!(dns1123_label("-a").is_err());
-        assert!(dns1123_label(&"a".repeat(64)).is_err());
-        assert!(dns1035_label("0abc").is_err());
-        assert!(dns1123_subdomain("a.b-c.d").is_ok());
-        assert!(label_key("app.kubernetes.io/name").is_ok());
-        assert!(label_key("a/b/c").is_err());
-        assert!(label_value("Foo_bar.1").is_ok());
-        assert!(label_value("-x").is_err());
     }
 }

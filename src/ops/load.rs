@@ -8,8 +8,6 @@ use crate::Error;
 #[derive(Debug)]
 pub struct Desired {
     pub checkout: Checkout,
-    /// The files read, kept to render again with the cluster's view (tend's kinds online).
-    pub files: Vec<walk::SourceFile>,
     pub rendered: Rendered,
 }
 
@@ -78,9 +76,5 @@ pub fn desired_state(
             return Err(render::RenderError::Invalid(problems).into());
         }
     };
-    Ok(Desired {
-        checkout,
-        files: walked.files,
-        rendered,
-    })
+    Ok(Desired { checkout, rendered })
 }

@@ -46,7 +46,7 @@ impl Reconciled {
     pub fn verdict(&self) -> Verdict {
         match self.mode {
             _ if self.failures() > 0 => Verdict::Failed,
-            Mode::Diff if self.report.summary().has_differences() => Verdict::Differences,
+            Mode::Diff if self.report.has_differences() => Verdict::Differences,
             _ => Verdict::Success,
         }
     }
@@ -73,27 +73,23 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
             .await
             .map_err(EngineError::from)?;
         // tend's kinds need the cluster's view (CopyRule sources and namespaces, owner uids,
-        // referenced config not in git): read it, then render again. Still pure rendering.
+        // referenced config not in git): read it, then complete the rendered set with it.
         let id = engine_opts.applyset_id();
         let live = crate::apply::live::gather(
-            &session,
+            &session.client,
+            &session.resources,
             &desired.rendered,
             &id,
             &engine_opts.state_namespace,
         )
-        .await?;
-        let online = RenderOptions {
-            live: Some(live.view),
-            live_config: live.live_config,
-            ..opts.render.clone()
-        };
-        let rendered = crate::render::render(&desired.files, &online)?;
+        .await
+        .map_err(EngineError::from)?;
+        let rendered = crate::render::complete(desired.rendered, &live.view)?;
         for note in &rendered.notes {
             tracing::warn!("{note}");
         }
         let desired = load::Desired {
-            checkout: desired.checkout.clone(),
-            files: Vec::new(),
+            checkout: desired.checkout,
             rendered,
         };
         tracing::info!("{}", desired.summary(engine_opts.cluster_name.as_deref()));

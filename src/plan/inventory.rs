@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 
 pub const ID_LABEL: &str = "applyset.kubernetes.io/id";
-pub const PART_OF_LABEL: &str = "applyset.kubernetes.io/part-of";
+pub use crate::PART_OF_LABEL;
 pub const TOOLING_ANNOTATION: &str = "applyset.kubernetes.io/tooling";
 pub const GROUP_KINDS_ANNOTATION: &str = "applyset.kubernetes.io/contains-group-kinds";
 pub const NAMESPACES_ANNOTATION: &str = "applyset.kubernetes.io/additional-namespaces";

@@ -7,7 +7,9 @@
 //! everything into a [`Plan`], including prunes and the guards that keep some of them.
 
 use super::{fast_path, normalize::normalize, Action, Change};
-use crate::apply::kinds::{immortal_decision, is_immortal_pod, PodDecision};
+use crate::kinds::immortal_container::pod::{
+    decision as immortal_decision, is_immortal_pod, PodDecision,
+};
 use crate::render::builtin::stage_of;
 use crate::render::object::{Object, ObjectKey};
 use serde_json::Value;
@@ -563,9 +565,14 @@ mod tests {
     fn immortal_pod(image: &str) -> Object {
         let mut o = object(json!({"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": "web-immortalpod", "namespace": "web",
-                         "labels": {crate::render::immortal::IMMORTAL_LABEL: "web"}},
+                         "labels": {crate::kinds::immortal_container::pod::IMMORTAL_LABEL: "web"}},
             "spec": {"containers": [{"name": "main", "image": image}]}}));
-        o.origin.generated_by = Some("ImmortalContainer web/web".into());
+        o.origin.generated_by = Some(ObjectKey::new(
+            crate::GROUP,
+            "ImmortalContainer",
+            Some("web"),
+            "web",
+        ));
         o
     }
 

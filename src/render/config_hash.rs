@@ -3,7 +3,7 @@
 //! the template references. A change to that content changes the pod template, so the
 //! workload rolls; nothing else changes the hash.
 
-use super::object::{Object, ObjectKey};
+use crate::object::{Object, ObjectKey};
 use base64::Engine;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
@@ -65,6 +65,22 @@ pub fn references(template: &Value) -> BTreeSet<ConfigRef> {
         }
     }
     refs
+}
+
+/// [`references`] with the key of each referenced object (in the template's `namespace`).
+pub fn reference_keys(template: &Value, namespace: Option<&str>) -> Vec<(ConfigRef, ObjectKey)> {
+    references(template)
+        .into_iter()
+        .map(|reference| {
+            let key = ObjectKey {
+                group: String::new(),
+                kind: reference.kind.to_string(),
+                namespace: namespace.map(str::to_string),
+                name: reference.name.clone(),
+            };
+            (reference, key)
+        })
+        .collect()
 }
 
 fn list<'a>(parent: Option<&'a Value>, field: &str) -> impl Iterator<Item = &'a Value> {
@@ -144,16 +160,29 @@ pub fn hash(found: &BTreeMap<ConfigRef, BTreeMap<String, Vec<u8>>>) -> String {
 /// Set `tend.dev/config-hash` on every workload in `objects` that references at least one
 /// ConfigMap or Secret. References are looked up first in `objects`, then in `external`
 /// (objects read from the cluster; empty offline). Returns a note for each reference found in
-/// neither, which is left out of the hash.
-pub fn annotate(objects: &mut [Object], external: &BTreeMap<ObjectKey, Value>) -> Vec<String> {
-    annotate_reporting_missing(objects, external).0
-}
-
-/// [`annotate`], also returning the references found neither in `objects` nor in `external`
-/// (online, the engine reads those from the cluster and renders again).
+/// neither, which is left out of the hash, and those references.
 pub fn annotate_reporting_missing(
     objects: &mut [Object],
     external: &BTreeMap<ObjectKey, Value>,
+) -> (Vec<String>, BTreeSet<ObjectKey>) {
+    annotate_where(objects, external, |_| true)
+}
+
+/// [`annotate_reporting_missing`] for only the workloads that reference one of `changed`:
+/// the others' hashes and notes cannot differ from what they already have.
+pub fn reannotate(
+    objects: &mut [Object],
+    external: &BTreeMap<ObjectKey, Value>,
+    changed: &BTreeSet<ObjectKey>,
+) -> (Vec<String>, BTreeSet<ObjectKey>) {
+    annotate_where(objects, external, |key| changed.contains(key))
+}
+
+/// Annotate the workloads with a reference for which `affected` holds.
+fn annotate_where(
+    objects: &mut [Object],
+    external: &BTreeMap<ObjectKey, Value>,
+    affected: impl Fn(&ObjectKey) -> bool,
 ) -> (Vec<String>, BTreeSet<ObjectKey>) {
     let mut missing = BTreeSet::new();
     let desired: BTreeMap<ObjectKey, BTreeMap<String, Vec<u8>>> = objects
@@ -169,19 +198,13 @@ pub fn annotate_reporting_missing(
         let Some(template) = object.value.pointer(pointer) else {
             continue;
         };
-        let refs = references(template);
-        if refs.is_empty() {
+        let namespace = object.namespace().map(str::to_string);
+        let refs = reference_keys(template, namespace.as_deref());
+        if !refs.iter().any(|(_, key)| affected(key)) {
             continue;
         }
-        let namespace = object.namespace().map(str::to_string);
         let mut found = BTreeMap::new();
-        for reference in refs {
-            let key = ObjectKey {
-                group: String::new(),
-                kind: reference.kind.to_string(),
-                namespace: namespace.clone(),
-                name: reference.name.clone(),
-            };
+        for (reference, key) in refs {
             if let Some(data) = desired.get(&key) {
                 found.insert(reference, data.clone());
             } else if let Some(live) = external.get(&key) {
@@ -238,7 +261,7 @@ pub fn set_annotation(target: &mut Value, key: &str, value: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::object::Origin;
+    use crate::object::Origin;
     use serde_json::json;
 
     fn obj(value: Value) -> Object {
@@ -287,7 +310,7 @@ mod tests {
                 json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"unrelated","namespace":"ns"},"data":{"x":"1"}}),
             ),
         ];
-        let notes = annotate(&mut objects, &BTreeMap::new());
+        let (notes, _) = annotate_reporting_missing(&mut objects, &BTreeMap::new());
         assert_eq!(
             notes.len(),
             1,
@@ -334,7 +357,9 @@ mod tests {
     #[test]
     fn workloads_without_references_get_no_annotation() {
         let mut objects = vec![deployment(json!({"containers":[{"name":"c","image":"x"}]}))];
-        assert!(annotate(&mut objects, &BTreeMap::new()).is_empty());
+        assert!(annotate_reporting_missing(&mut objects, &BTreeMap::new())
+            .0
+            .is_empty());
         assert_eq!(hash_of(&objects), None);
     }
 }

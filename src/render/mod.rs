@@ -2,26 +2,32 @@
 //!
 //! Steps, in order: parse every document ([`yaml`]); check its shape ([`validate`]) and, for
 //! tend's kinds, its typed spec ([`tend_kinds`]); apply cluster targeting; default
-//! namespaces; expand tend's kinds ([`mirror`], [`immortal`]); reject duplicates; annotate
-//! workloads with their config hash ([`config_hash`]); sort into apply order
-//! ([`builtin::Stage`]). Every problem of every file is collected before anything is
+//! namespaces; expand tend's kinds (each kind's [`crate::kinds::Kind::expand`]); reject
+//! duplicates; annotate workloads with their config hash ([`config_hash`]); sort into apply
+//! order ([`builtin::Stage`]). Every problem of every file is collected before anything is
 //! returned, so one run reports them all.
+//!
+//! That is all `tend render` needs. `diff` and `apply` then read the cluster's view once and
+//! [`complete`] the rendered set with it (CopyRule copies, ownerReferences, config hashes of
+//! live config), without parsing anything again.
 
 pub mod builtin;
+mod complete;
 pub mod config_hash;
-pub mod copies;
 pub mod file_modes;
-pub mod immortal;
-pub mod mirror;
 pub mod object;
 pub mod tend_kinds;
 pub mod validate;
 pub mod yaml;
 
-use crate::kinds::TendKind;
-use crate::problem::Problems;
+pub use complete::complete;
+
+use crate::kinds::copy_rule::CopyOutcome;
+use crate::kinds::registry_mirror::HostPorts;
+use crate::kinds::{TendKind, TendObject};
+use crate::object::{split_api_version, Object, ObjectKey, Origin};
+use crate::problem::{Problem, Problems};
 use crate::source::walk::SourceFile;
-use object::{split_api_version, Object, ObjectKey, Origin, Problem};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -34,12 +40,6 @@ pub struct RenderOptions {
     pub cluster: Option<String>,
     /// Namespace given to namespaced objects that have none (`--namespace`).
     pub default_namespace: String,
-    /// ConfigMaps/Secrets read from the cluster, for config hashes of references that are not
-    /// in the desired set. Empty offline.
-    pub live_config: BTreeMap<ObjectKey, Value>,
-    /// What the engine read from the cluster for tend's kinds (CopyRule sources and targets,
-    /// uids for ownerReferences). `None` offline.
-    pub live: Option<copies::LiveView>,
 }
 
 impl Default for RenderOptions {
@@ -47,8 +47,6 @@ impl Default for RenderOptions {
         RenderOptions {
             cluster: None,
             default_namespace: "default".into(),
-            live_config: BTreeMap::new(),
-            live: None,
         }
     }
 }
@@ -64,10 +62,13 @@ pub struct Rendered {
     pub documents: usize,
     /// Documents left out because they target other clusters.
     pub skipped_by_targeting: usize,
-    /// Per CopyRule: copies, targets, conflicts (online only).
-    pub copy_outcomes: Vec<copies::CopyOutcome>,
-    /// ConfigMaps/Secrets referenced by workloads but found neither in the desired set nor in
-    /// `live_config`.
+    /// tend's own objects as parsed (namespace defaulted), with where they were defined:
+    /// what the cluster's view is read for and what completion expands.
+    pub tend: Vec<(TendObject, Origin)>,
+    /// Per CopyRule: copies, targets, conflicts (once completed).
+    pub copy_outcomes: Vec<CopyOutcome>,
+    /// ConfigMaps/Secrets referenced by workloads but found neither in the desired set nor
+    /// (once completed) in the cluster.
     pub missing_config: BTreeSet<ObjectKey>,
 }
 
@@ -107,8 +108,8 @@ pub fn render(files: &[SourceFile], opts: &RenderOptions) -> Result<Rendered, Re
         }
     }
 
-    let mut host_ports: BTreeMap<i32, (String, Origin)> = BTreeMap::new();
-    let mut rules = Vec::new();
+    let mut host_ports = HostPorts::default();
+    let mut tend = Vec::new();
     for (file, doc) in checked {
         let origin = Origin {
             file: file.path.clone(),
@@ -129,7 +130,7 @@ pub fn render(files: &[SourceFile], opts: &RenderOptions) -> Result<Rendered, Re
                     continue;
                 }
             };
-            let spec_targeted = match (tend_kinds::spec_clusters(&tend_object), &opts.cluster) {
+            let spec_targeted = match (tend_object.clusters(), &opts.cluster) {
                 (Some(clusters), Some(cluster)) => clusters.iter().any(|c| c == cluster),
                 (Some(_), None) => false,
                 (None, _) => true,
@@ -138,53 +139,19 @@ pub fn render(files: &[SourceFile], opts: &RenderOptions) -> Result<Rendered, Re
                 skipped_by_targeting += 1;
                 continue;
             }
-            if kind.namespaced() {
-                tend_kinds::default_namespace(&mut tend_object, &opts.default_namespace);
-            }
-            if let crate::kinds::TendObject::RegistryMirror(m) = &tend_object {
-                // Two mirrors on one hostPort would leave one node proxy unschedulable.
-                let id = format!(
-                    "{}/{}",
-                    m.metadata.namespace.as_deref().unwrap_or(""),
-                    m.metadata.name.as_deref().unwrap_or("")
-                );
-                if let Some((first_id, first_origin)) = host_ports.get(&m.spec.host_port) {
-                    problems.push(Problem::new(
-                        &file.path,
-                        doc.line_of(&["spec".to_string(), "hostPort".to_string()]),
-                        format!(
-                            "RegistryMirror {id} uses hostPort {} like RegistryMirror {first_id} ({first_origin}); give each mirror targeted at a cluster its own port",
-                            m.spec.host_port
-                        ),
-                    ));
-                } else {
-                    host_ports.insert(m.spec.host_port, (id, origin.clone()));
-                }
-            }
-            if let Some(live) = &opts.live {
-                let key = ObjectKey {
-                    group: crate::GROUP.to_string(),
-                    kind: kind.kind().to_string(),
-                    namespace: tend_object.meta().namespace.clone(),
-                    name: tend_object.meta().name.clone().unwrap_or_default(),
-                };
-                if let Some(uid) = live.uids.get(&key) {
-                    tend_object.meta_mut().uid = Some(uid.clone());
-                }
-            }
-            if let crate::kinds::TendObject::CopyRule(rule) = &tend_object {
-                rules.push((rule.clone(), origin.clone()));
-            }
-            objects.extend(tend_kinds::expand(
-                &tend_object,
-                &origin,
-                opts.live.is_some(),
-                &mut notes,
-            ));
-            // The uid is the cluster's; it is not part of the desired object.
+            tend_object.default_namespace(&opts.default_namespace);
+            // The uid is the cluster's: never part of desired state, nor an owner's uid.
             tend_object.meta_mut().uid = None;
-            object.value = tend_kinds::to_value(&tend_object);
+            if let TendObject::RegistryMirror(m) = &tend_object {
+                if let Err(message) = host_ports.claim(m, &origin) {
+                    let line = doc.line_of(&["spec".to_string(), "hostPort".to_string()]);
+                    problems.push(Problem::new(&file.path, line, message));
+                }
+            }
+            objects.extend(tend_kinds::expand(&tend_object, &origin, &mut notes));
+            object.value = tend_object.to_value();
             objects.push(object);
+            tend.push((tend_object, origin));
             continue;
         }
 
@@ -215,43 +182,7 @@ pub fn render(files: &[SourceFile], opts: &RenderOptions) -> Result<Rendered, Re
         objects.push(object);
     }
 
-    // CopyRules, online: copies depend on the whole desired set (sources and namespaces in
-    // git, objects git already defines at a copy's place).
-    let mut copy_outcomes = Vec::new();
-    if let Some(live) = &opts.live {
-        let mut all_copies = Vec::new();
-        for (rule, origin) in &rules {
-            let (copies, outcome) = copies::expand_rule(rule, origin, &objects, live);
-            all_copies.extend(copies);
-            copy_outcomes.push(outcome);
-        }
-        objects.extend(all_copies);
-    }
-
-    // Duplicates: same group/kind/namespace/name twice, after targeting and defaulting.
-    let mut seen: HashMap<ObjectKey, Origin> = HashMap::new();
-    for object in &objects {
-        if let Some(first) = seen.get(&object.key()) {
-            problems.push(Problem::new(
-                &object.origin.file,
-                object.origin.line,
-                format!(
-                    "duplicate object {}{}: first defined at {}; remove one of them",
-                    object.key(),
-                    object
-                        .origin
-                        .generated_by
-                        .as_ref()
-                        .map(|by| format!(" (generated by {by})"))
-                        .unwrap_or_default(),
-                    first
-                ),
-            ));
-        } else {
-            seen.insert(object.key(), object.origin.clone());
-        }
-    }
-
+    problems.extend(duplicates(&objects));
     if !problems.is_empty() {
         problems.sort();
         problems.dedup();
@@ -259,7 +190,7 @@ pub fn render(files: &[SourceFile], opts: &RenderOptions) -> Result<Rendered, Re
     }
 
     let (hash_notes, missing_config) =
-        config_hash::annotate_reporting_missing(&mut objects, &opts.live_config);
+        config_hash::annotate_reporting_missing(&mut objects, &BTreeMap::new());
     notes.extend(hash_notes);
     sort_for_apply(&mut objects);
     Ok(Rendered {
@@ -268,9 +199,37 @@ pub fn render(files: &[SourceFile], opts: &RenderOptions) -> Result<Rendered, Re
         files: files.len(),
         documents,
         skipped_by_targeting,
-        copy_outcomes,
+        tend,
+        copy_outcomes: Vec::new(),
         missing_config,
     })
+}
+
+/// Same group/kind/namespace/name twice, after targeting, defaulting and expansion.
+fn duplicates(objects: &[Object]) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    let mut seen: HashMap<ObjectKey, &Origin> = HashMap::new();
+    for object in objects {
+        let key = object.key();
+        if let Some(first) = seen.get(&key) {
+            problems.push(Problem::new(
+                &object.origin.file,
+                object.origin.line,
+                format!(
+                    "duplicate object {key}{}: first defined at {first}; remove one of them",
+                    object
+                        .origin
+                        .generated_by
+                        .as_ref()
+                        .map(|by| format!(" (generated by {})", by.kind_and_name()))
+                        .unwrap_or_default(),
+                ),
+            ));
+        } else {
+            seen.insert(key, &object.origin);
+        }
+    }
+    problems
 }
 
 /// Sort objects into apply order (stage, then identity), which is also the stable output

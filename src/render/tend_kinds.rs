@@ -1,18 +1,32 @@
 //! tend's own kinds in the render stage: parse each `tend.dev/v1alpha1` document into its
 //! Rust type (unknown fields and bad values are errors with a line), then expand it into the
-//! plain objects it stands for.
+//! plain objects it stands for. What each kind checks and expands to is its folder's
+//! ([`crate::kinds`]); this is where the problems get their file and line.
 
-use super::object::{Object, Origin, Problem};
 use super::yaml::Document;
-use super::{immortal, mirror};
-use crate::kinds::{ChaosAgent, CopyRule, ImmortalContainer, RegistryMirror, TendKind, TendObject};
-use serde_json::Value;
+use crate::kinds::{FieldProblem, TendKind, TendObject, TypedParser};
+use crate::object::{Object, Origin};
+use crate::problem::Problem;
+use serde::de::DeserializeOwned;
 use std::path::Path;
+
+/// A document of `file`, parsed into a typed object with serde's problem and its line.
+struct DocParser<'a> {
+    file: &'a Path,
+    doc: &'a Document,
+}
+
+impl TypedParser for DocParser<'_> {
+    type Error = Problem;
+    fn parse<T: DeserializeOwned>(&self) -> Result<T, Problem> {
+        self.doc.parse_typed(self.file)
+    }
+}
 
 /// Parse and semantically validate a tend document. The caller has already checked that its
 /// kind is one of tend's.
 pub fn parse(file: &Path, doc: &Document, kind: TendKind) -> Result<TendObject, Vec<Problem>> {
-    let to_problem = |fp: crate::kinds::FieldProblem| {
+    let to_problem = |fp: FieldProblem| {
         let dotted = fp.path.join(".");
         let message = if fp.message.contains(&dotted) || dotted.is_empty() {
             fp.message
@@ -26,19 +40,7 @@ pub fn parse(file: &Path, doc: &Document, kind: TendKind) -> Result<TendObject, 
         .into_iter()
         .map(to_problem)
         .collect();
-    let parsed = match kind {
-        TendKind::CopyRule => doc.parse_typed::<CopyRule>(file).map(TendObject::CopyRule),
-        TendKind::RegistryMirror => doc
-            .parse_typed::<RegistryMirror>(file)
-            .map(TendObject::RegistryMirror),
-        TendKind::ImmortalContainer => doc
-            .parse_typed::<ImmortalContainer>(file)
-            .map(TendObject::ImmortalContainer),
-        TendKind::ChaosAgent => doc
-            .parse_typed::<ChaosAgent>(file)
-            .map(TendObject::ChaosAgent),
-    };
-    match parsed {
+    match kind.parse(&DocParser { file, doc }) {
         Ok(object) => {
             problems.extend(object.validate().into_iter().map(to_problem));
             if problems.is_empty() {
@@ -54,98 +56,23 @@ pub fn parse(file: &Path, doc: &Document, kind: TendKind) -> Result<TendObject, 
     }
 }
 
-/// Set the namespace of a namespaced tend object if it has none.
-pub fn default_namespace(object: &mut TendObject, namespace: &str) {
-    let meta = match object {
-        TendObject::RegistryMirror(m) => &mut m.metadata,
-        TendObject::ImmortalContainer(i) => &mut i.metadata,
-        TendObject::CopyRule(_) | TendObject::ChaosAgent(_) => return,
-    };
-    if meta.namespace.as_deref().unwrap_or("").is_empty() {
-        meta.namespace = Some(namespace.to_string());
-    }
-}
-
-/// The clusters a RegistryMirror is limited to, if any (SPEC 2, targeting).
-pub fn spec_clusters(object: &TendObject) -> Option<&[String]> {
-    match object {
-        TendObject::RegistryMirror(m) => m.spec.clusters.as_deref(),
-        _ => None,
-    }
-}
-
-/// The plain objects a tend object expands to, offline. CopyRules need the cluster (their
-/// sources and namespaces live there), so offline they expand to nothing and say so.
-pub fn expand(
-    object: &TendObject,
-    origin: &Origin,
-    online: bool,
-    notes: &mut Vec<String>,
-) -> Vec<Object> {
-    let generated = |values: Vec<Value>, by: String| -> Vec<Object> {
-        values
-            .into_iter()
-            .map(|value| {
-                Object::new(
-                    value,
-                    Origin {
-                        generated_by: Some(by.clone()),
-                        ..origin.clone()
-                    },
-                )
-            })
-            .collect()
-    };
-    match object {
-        TendObject::RegistryMirror(m) => generated(
-            mirror::expand(m),
-            format!("RegistryMirror {}", ns_name(&m.metadata)),
-        ),
-        TendObject::ImmortalContainer(i) => generated(
-            vec![immortal::pod_value(i)],
-            format!("ImmortalContainer {}", ns_name(&i.metadata)),
-        ),
-        // Online, copies are expanded once the whole desired set is known (render/copies.rs).
-        TendObject::CopyRule(_) if online => Vec::new(),
-        TendObject::CopyRule(rule) => {
-            notes.push(format!(
-                "CopyRule {}: copies are computed from the cluster's {}s and namespaces, so offline only the rule itself is rendered",
-                rule.metadata.name.as_deref().unwrap_or(""),
-                kind_name(&rule.spec.kind)
-            ));
-            Vec::new()
-        }
-        TendObject::ChaosAgent(_) => Vec::new(),
-    }
-}
-
-fn kind_name<T: serde::Serialize>(kind: &T) -> String {
-    serde_json::to_value(kind)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
-}
-
-fn ns_name(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> String {
-    format!(
-        "{}/{}",
-        meta.namespace.as_deref().unwrap_or(""),
-        meta.name.as_deref().unwrap_or("")
-    )
-}
-
-/// The tend object back as JSON, as it will be applied (namespace defaulted, defaults filled).
-pub fn to_value(object: &TendObject) -> Value {
-    let value = match object {
-        TendObject::CopyRule(o) => serde_json::to_value(o),
-        TendObject::RegistryMirror(o) => serde_json::to_value(o),
-        TendObject::ImmortalContainer(o) => serde_json::to_value(o),
-        TendObject::ChaosAgent(o) => serde_json::to_value(o),
-    };
-    let mut value = value.unwrap_or(Value::Null);
-    // Status is the cluster's to write, never part of desired state.
-    if let Some(map) = value.as_object_mut() {
-        map.remove("status");
-    }
-    value
+/// The plain objects a tend object expands to offline, each generated by it (same file and
+/// line); its note, if any, goes to `notes`.
+pub fn expand(object: &TendObject, origin: &Origin, notes: &mut Vec<String>) -> Vec<Object> {
+    let expansion = object.expand();
+    notes.extend(expansion.note);
+    let owner = object.key();
+    expansion
+        .objects
+        .into_iter()
+        .map(|value| {
+            Object::new(
+                value,
+                Origin {
+                    generated_by: Some(owner.clone()),
+                    ..origin.clone()
+                },
+            )
+        })
+        .collect()
 }

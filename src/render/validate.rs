@@ -2,8 +2,9 @@
 //! has apiVersion, kind and metadata.name of the right shape, and its kind is plausible.
 
 use super::builtin;
-use super::object::{split_api_version, Problem};
 use super::yaml::{dotted, one_line, Document, Step};
+use crate::object::{names, split_api_version};
+use crate::problem::Problem;
 use serde_json::Value;
 use std::path::Path;
 
@@ -112,7 +113,7 @@ pub fn check_document(file: &Path, doc: &Document) -> Vec<Problem> {
         }
         match meta.get("namespace") {
             None => {}
-            Some(Value::String(ns)) if !is_dns1123_label(ns) => problem(
+            Some(Value::String(ns)) if names::dns1123_label(ns).is_err() => problem(
                 &["metadata", "namespace"],
                 format!("metadata.namespace {ns:?} is not a valid namespace name (lowercase letters, digits and '-', at most 63 characters)"),
             ),
@@ -142,7 +143,7 @@ pub fn check_document(file: &Path, doc: &Document) -> Vec<Problem> {
                             break;
                         }
                         total_bytes += key.len() + value.as_str().map_or(0, str::len);
-                        if let Some(why) = qualified_name_problem(key) {
+                        if let Some(why) = names::qualified_name(key).err() {
                             reported += 1;
                             problem(
                                 &["metadata", field, key],
@@ -159,7 +160,7 @@ pub fn check_document(file: &Path, doc: &Document) -> Vec<Problem> {
                             );
                         } else if field == "labels" {
                             let text = value.as_str().unwrap_or_default();
-                            if !is_label_value(text) {
+                            if names::label_value(text).is_err() {
                                 reported += 1;
                                 problem(
                                     &["metadata", field, key],
@@ -202,7 +203,10 @@ pub fn check_document(file: &Path, doc: &Document) -> Vec<Problem> {
             } else if crate::kinds::TendKind::from_kind(kind).is_none() {
                 problem(
                     &["kind"],
-                    format!("unknown kind {kind} in {api_version}; tend's kinds are CopyRule, RegistryMirror, ImmortalContainer and ChaosAgent"),
+                    format!(
+                        "unknown kind {kind} in {api_version}; tend's kinds are {}",
+                        crate::kinds::TendKind::names()
+                    ),
                 );
             }
         } else if builtin::is_builtin_group(group) {
@@ -243,8 +247,8 @@ pub fn check_document(file: &Path, doc: &Document) -> Vec<Problem> {
                 }
             }
         } else if !version.starts_with('v')
-            || !is_dns1123_label(version)
-            || !group.is_empty() && !is_dns1123_subdomain(group)
+            || names::dns1123_label(version).is_err()
+            || !group.is_empty() && names::dns1123_subdomain(group).is_err()
         {
             problem(&["apiVersion"], format!("apiVersion {api_version:?} is not of the form <group>/<version> (e.g. apps/v1)"));
         } else if !is_kind_name(kind) {
@@ -277,43 +281,6 @@ fn is_kind_name(kind: &str) -> bool {
 const MAX_PROBLEMS_PER_MAP: usize = 5;
 /// Kubernetes' limit on the total size of an object's annotations.
 const MAX_ANNOTATION_BYTES: usize = 256 * 1024;
-
-/// Why `key` is not a valid label or annotation key (`[prefix/]name`), if it is not.
-pub fn qualified_name_problem(key: &str) -> Option<String> {
-    let (prefix, name) = match key.rsplit_once('/') {
-        Some((prefix, name)) => (Some(prefix), name),
-        None => (None, key),
-    };
-    if let Some(prefix) = prefix {
-        if !is_dns1123_subdomain(prefix) {
-            return Some(format!("the prefix {prefix:?} must be a DNS subdomain (lowercase letters, digits, '-' and '.', at most 253 characters)"));
-        }
-    }
-    if name.is_empty() || name.len() > 63 || !is_qualified_part(name) {
-        return Some("the name part must be 1 to 63 characters: letters, digits, '-', '_' and '.', starting and ending with a letter or digit".into());
-    }
-    None
-}
-
-fn is_qualified_part(s: &str) -> bool {
-    let bytes = s.as_bytes();
-    !bytes.is_empty()
-        && bytes[0].is_ascii_alphanumeric()
-        && bytes[bytes.len() - 1].is_ascii_alphanumeric()
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-}
-
-/// Label values: empty, or at most 63 characters of `[A-Za-z0-9_.-]` with alphanumeric ends.
-pub fn is_label_value(s: &str) -> bool {
-    s.is_empty() || (s.len() <= 63 && is_qualified_part(s))
-}
-
-/// DNS-1035 label (Service names): like a DNS-1123 label, but starting with a letter.
-pub fn is_dns1035_label(s: &str) -> bool {
-    is_dns1123_label(s) && s.as_bytes()[0].is_ascii_lowercase()
-}
 
 /// Type checks of well-known built-in kinds against their k8s-openapi types: a string where
 /// a number belongs, a list where a map belongs, a missing required field. The document's
@@ -604,44 +571,22 @@ fn name_problem_full(group: &str, kind: &str, name: &str) -> Option<String> {
         }
         return None;
     }
-    if group.is_empty() && kind == "Service" && !is_dns1035_label(name) {
+    if group.is_empty() && kind == "Service" && names::dns1035_label(name).is_err() {
         return Some(format!(
             "metadata.name {name:?} is not a valid Service name: use lowercase letters, digits and '-', start with a letter, end with a letter or digit, at most 63 characters"
         ));
     }
-    if group.is_empty() && kind == "Namespace" && !is_dns1123_label(name) {
+    if group.is_empty() && kind == "Namespace" && names::dns1123_label(name).is_err() {
         return Some(format!(
             "metadata.name {name:?} is not a valid Namespace name: use lowercase letters, digits and '-', start and end with a letter or digit, at most 63 characters"
         ));
     }
-    if !is_dns1123_subdomain(name) {
+    if names::dns1123_subdomain(name).is_err() {
         return Some(format!(
             "metadata.name {name:?} is not a valid name: use lowercase letters, digits, '-' and '.', start and end with a letter or digit, at most 253 characters"
         ));
     }
     None
-}
-
-pub fn is_dns1123_label(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 63
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
-}
-
-pub fn is_dns1123_subdomain(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 253
-        && s.split('.').all(|part| {
-            !part.is_empty()
-                && part
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-                && !part.starts_with('-')
-                && !part.ends_with('-')
-        })
 }
 
 fn describe(value: &Value) -> &'static str {
@@ -667,22 +612,6 @@ mod tests {
             problems.extend(check_document(Path::new("x.yaml"), doc));
         }
         problems
-    }
-
-    #[test]
-    fn label_keys_and_values() {
-        assert!(qualified_name_problem("app.kubernetes.io/part-of").is_none());
-        assert!(qualified_name_problem("tend.dev/config-hash").is_none());
-        assert!(qualified_name_problem("Example.com/x").is_some());
-        assert!(qualified_name_problem("a/").is_some());
-        assert!(qualified_name_problem(&"a".repeat(64)).is_some());
-        assert!(is_label_value(""));
-        assert!(is_label_value("v1.2_3-x"));
-        assert!(!is_label_value("a b"));
-        assert!(!is_label_value("-a"));
-        assert!(!is_label_value(&"a".repeat(64)));
-        assert!(is_dns1035_label("web"));
-        assert!(!is_dns1035_label("1web"));
     }
 
     #[test]
@@ -738,15 +667,5 @@ mod tests {
             assert!(!p[0].message.contains("canary"), "{}", p[0]);
             assert!(p[0].message.contains("not shown"), "{}", p[0]);
         }
-    }
-
-    #[test]
-    fn dns_names() {
-        assert!(is_dns1123_subdomain("nginx.conf-1"));
-        assert!(!is_dns1123_subdomain("Nginx"));
-        assert!(!is_dns1123_subdomain("a..b"));
-        assert!(is_dns1123_label("web"));
-        assert!(!is_dns1123_label("web.x"));
-        assert!(!is_dns1123_label(&"a".repeat(64)));
     }
 }

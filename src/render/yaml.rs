@@ -122,42 +122,6 @@ impl Document {
             .count();
         self.start_line + newlines
     }
-
-    /// Best-effort line of a nested mapping key (e.g. `["spec", "eagerness"]`) in this
-    /// document, for pointing semantic errors at the offending field. Falls back to the
-    /// document's first line.
-    pub fn line_of(&self, path: &[String]) -> usize {
-        let mut indent: Option<usize> = None;
-        let mut depth = 0;
-        for (i, raw) in self.text.lines().enumerate() {
-            if depth == path.len() {
-                break;
-            }
-            let trimmed = raw.trim_start();
-            if trimmed.is_empty() || trimmed.starts_with('#') {
-                continue;
-            }
-            let this_indent = raw.len() - trimmed.len();
-            if let Some(parent) = indent {
-                if this_indent <= parent {
-                    // Left the parent mapping without finding the key.
-                    return self.line;
-                }
-            }
-            let key = &path[depth];
-            let candidate = trimmed.trim_start_matches("- ");
-            if candidate.starts_with(&format!("{key}:"))
-                || candidate.starts_with(&format!("\"{key}\":"))
-            {
-                depth += 1;
-                indent = Some(this_indent);
-                if depth == path.len() {
-                    return self.start_line + i;
-                }
-            }
-        }
-        self.line
-    }
 }
 
 /// One step of a path into a document: a mapping key or a sequence index.
@@ -193,6 +157,22 @@ impl Document {
     /// YAML. Where the path continues in flow style (`{a: 1}`, `[x, y]`) or cannot be
     /// followed, the line of the deepest node found; the document's first line at worst.
     pub fn line_at(&self, path: &[Step]) -> usize {
+        self.locate(path).0
+    }
+
+    /// Line of a nested mapping key (e.g. `["spec", "eagerness"]`), for pointing semantic
+    /// errors at the offending field; the document's first line when the key is not written
+    /// in block style (absent, or inside a flow mapping).
+    pub fn line_of(&self, keys: &[String]) -> usize {
+        let path: Vec<Step> = keys.iter().cloned().map(Step::Key).collect();
+        match self.locate(&path) {
+            (line, true) => line,
+            (_, false) => self.line,
+        }
+    }
+
+    /// [`Self::line_at`], and whether the whole path was found.
+    fn locate(&self, path: &[Step]) -> (usize, bool) {
         // Content lines: (0-based line, indentation, text after the indentation).
         let lines: Vec<(usize, usize, &str)> = self
             .text
@@ -221,6 +201,7 @@ impl Document {
                 _ => (lines[n].1, lines[n].2),
             }
         }
+        let mut resolved = 0;
         for step in path {
             if lo >= hi {
                 break;
@@ -244,6 +225,7 @@ impl Document {
                         end += 1;
                     }
                     (lo, hi, item_head) = (n + 1, end, None);
+                    resolved += 1;
                 }
                 Step::Index(index) => {
                     if !is_item(text) {
@@ -266,10 +248,11 @@ impl Document {
                         let rest_col = c + (t.len() - rest.len());
                         (lo, hi, item_head) = (n, next, Some((rest_col, rest)));
                     }
+                    resolved += 1;
                 }
             }
         }
-        found
+        (found, resolved == path.len())
     }
 }
 

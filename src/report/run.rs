@@ -36,6 +36,21 @@ impl RunReport {
     pub fn summary(&self) -> Summary {
         Summary::of(&self.changes)
     }
+    /// Prunes a guard kept (listed as prunes, with a `skipped` reason).
+    pub fn skipped(&self) -> usize {
+        self.outcomes
+            .values()
+            .filter(|o| o.skipped.is_some())
+            .count()
+    }
+
+    /// Whether the run changes (or, for `diff`, would change) anything: a guard-kept prune
+    /// changes nothing, so a site whose only difference is one stays "in sync".
+    pub fn has_differences(&self) -> bool {
+        let s = self.summary();
+        s.create + s.update + s.prune.saturating_sub(self.skipped()) > 0
+    }
+
     pub fn failed(&self) -> usize {
         self.outcomes.values().filter(|o| o.error.is_some()).count()
     }

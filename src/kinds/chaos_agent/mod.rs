@@ -2,7 +2,7 @@
 //! only stores it; chaos happens only in `tend chaos --agent NAME`.
 
 use super::checks::Problems;
-use super::FieldProblem;
+use super::{FieldProblem, Kind, TendKind};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -127,10 +127,22 @@ impl ChaosAgentSpec {
     }
 }
 
+/// Expands to nothing; its status is written by `tend chaos`, not by `tend apply`.
+impl Kind for ChaosAgent {
+    const KIND: TendKind = TendKind::ChaosAgent;
+    type Status = ChaosAgentStatus;
+
+    fn validate(&self) -> Vec<FieldProblem> {
+        let mut problems = Vec::new();
+        self.spec.validate(&mut problems);
+        problems
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kinds::TendObject;
+    use crate::kinds::displayed_problems;
 
     const VALID: &str = "
 apiVersion: tend.dev/v1alpha1
@@ -146,21 +158,13 @@ spec:
         serde_yaml::from_str(yaml)
     }
 
-    fn problems(a: ChaosAgent) -> Vec<String> {
-        TendObject::ChaosAgent(a)
-            .validate()
-            .iter()
-            .map(ToString::to_string)
-            .collect()
-    }
-
     #[test]
     fn defaults_fill_in() {
         let a = parse(VALID).expect("valid");
         assert!(a.spec.tantrum_mode && !a.spec.cancer_mode && !a.spec.ipsum_mode);
         assert_eq!(a.spec.max_actions, 1);
         assert!(a.spec.excluded_namespaces.is_empty());
-        assert!(problems(a).is_empty());
+        assert!(displayed_problems(a).is_empty());
     }
 
     #[test]
@@ -174,7 +178,7 @@ spec:
         ] {
             let a = parse(&VALID.replace("eagerness: 20", &format!("eagerness: {value}")))
                 .expect("parses");
-            let got = problems(a);
+            let got = displayed_problems(a);
             assert_eq!(got.is_empty(), ok, "{value}: {got:?}");
             if !ok {
                 assert_eq!(
@@ -193,9 +197,9 @@ spec:
         a.spec.max_actions = 0;
         a.spec.pod_tolerance = Some(-1);
         a.spec.excluded_namespaces = vec!["Not A Namespace".into()];
-        assert_eq!(problems(a.clone()).len(), 3);
+        assert_eq!(displayed_problems(a.clone()).len(), 3);
         a.spec.pod_tolerance = None;
-        let got = problems(a);
+        let got = displayed_problems(a);
         assert!(
             got.iter().any(|g| g.starts_with("spec.tantrumMode: ")),
             "{got:?}"

@@ -1,32 +1,16 @@
 //! CopyRule expansion (SPEC 3.2, seed 001 "Copyrator"): one copy of each selected source
-//! object per target namespace. Needs a view of the cluster ([`LiveView`]): the namespaces,
+//! object per target namespace. Needs a view of the cluster ([`CopyView`]): the namespaces,
 //! the source objects, and whatever already sits where a copy would go. Pure.
 
-use super::object::{Object, ObjectKey, Origin};
-use crate::kinds::{CopyKind, CopyRule};
+use super::{CopyRule, CopyView};
+use crate::kinds::Kind;
+use crate::object::{Object, ObjectKey, Origin};
+use crate::PART_OF_LABEL;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Annotation on every copy naming its source, `<namespace>/<name>`.
 pub const COPIED_FROM_ANNOTATION: &str = "tend.dev/copied-from";
-const PART_OF_LABEL: &str = "applyset.kubernetes.io/part-of";
-
-/// What tend read from the cluster to render tend's kinds online.
-#[derive(Debug, Clone, Default)]
-pub struct LiveView {
-    /// The ApplySet id of this run: objects labelled with it were created by tend.
-    pub applyset_id: String,
-    /// Live Namespace objects.
-    pub namespaces: Vec<Value>,
-    /// Live source objects of each CopyRule (by rule name), already label-selected.
-    pub copy_sources: BTreeMap<String, Vec<Value>>,
-    /// Live objects at the keys copies would have (same kind and name as a source).
-    pub same_named: BTreeMap<ObjectKey, Value>,
-    /// uids of live tend objects, for ownerReferences of what they expand to.
-    pub uids: BTreeMap<ObjectKey, String>,
-    /// Namespaces no rule copies into: tend's own state namespace.
-    pub reserved_namespaces: BTreeSet<String>,
-}
 
 /// The result of one rule, for its status.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -54,19 +38,27 @@ fn str_at<'a>(value: &'a Value, pointer: &str) -> &'a str {
     value.pointer(pointer).and_then(Value::as_str).unwrap_or("")
 }
 
-/// Expand one rule against the desired set and the live view.
+/// Whether a live object carries this run's ApplySet label, i.e. tend created it.
+fn is_ours(value: &Value, applyset_id: &str) -> bool {
+    str_at(
+        value,
+        &format!("/metadata/labels/{}", PART_OF_LABEL.replace('/', "~1")),
+    ) == applyset_id
+}
+
+/// Expand one rule against the desired set and the cluster's view. `applyset_id` is this
+/// run's: live objects labelled with it were created by tend.
 pub fn expand_rule(
     rule: &CopyRule,
     origin: &Origin,
     desired: &[Object],
-    live: &LiveView,
+    live: &CopyView,
+    applyset_id: &str,
 ) -> (Vec<Object>, CopyOutcome) {
     let spec = &rule.spec;
     let rule_name = rule.metadata.name.clone().unwrap_or_default();
-    let kind = match spec.kind {
-        CopyKind::ConfigMap => "ConfigMap",
-        CopyKind::Secret => "Secret",
-    };
+    let kind = spec.kind.as_str();
+    let owner = rule.key();
 
     // Sources: desired objects (git wins) plus live ones, selected by label.
     // A source that git defines is judged by git's version, even before it is applied (its
@@ -78,16 +70,12 @@ pub fn expand_rule(
         .map(Object::name)
         .collect();
     let mut sources: BTreeMap<String, Value> = BTreeMap::new();
-    for value in live.copy_sources.get(&rule_name).into_iter().flatten() {
+    for value in live.sources.get(&rule_name).into_iter().flatten() {
         if in_git.contains(str_at(value, "/metadata/name")) {
             continue;
         }
         // A source tend applied from git that git no longer has is being pruned this run.
-        let ours = str_at(
-            value,
-            &format!("/metadata/labels/{}", PART_OF_LABEL.replace('/', "~1")),
-        ) == live.applyset_id;
-        if ours {
+        if is_ours(value, applyset_id) {
             continue;
         }
         if spec.selector.matches(&labels_of(value)) {
@@ -156,12 +144,10 @@ pub fn expand_rule(
                 namespace: Some(target.clone()),
                 name: name.clone(),
             };
-            let ours = live.same_named.get(&key).is_none_or(|existing| {
-                str_at(
-                    existing,
-                    &format!("/metadata/labels/{}", PART_OF_LABEL.replace('/', "~1")),
-                ) == live.applyset_id
-            });
+            let ours = live
+                .same_named
+                .get(&key)
+                .is_none_or(|existing| is_ours(existing, applyset_id));
             if desired_keys.contains(&key) || !ours {
                 conflicts.push(format!("{target}/{name}"));
                 continue;
@@ -169,7 +155,7 @@ pub fn expand_rule(
             copies.push(Object::new(
                 copy_of(source, kind, target, &spec.source_namespace),
                 Origin {
-                    generated_by: Some(format!("CopyRule {rule_name}")),
+                    generated_by: Some(owner.clone()),
                     ..origin.clone()
                 },
             ));
@@ -245,14 +231,13 @@ mod tests {
         json!({"apiVersion":"v1","kind":"Namespace","metadata":{"name":name,"labels":{"team":name}},"status":{"phase":phase}})
     }
 
-    fn view() -> LiveView {
-        LiveView {
-            applyset_id: "set-1".into(),
+    fn view() -> CopyView {
+        CopyView {
             namespaces: vec![ns("default", "Active"), ns("a", "Active"), ns("b", "Active"), ns("gone", "Terminating"), ns("kube-system", "Active")],
-            copy_sources: [("r".to_string(), vec![
+            sources: [("r".to_string(), vec![
                 json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"ca","namespace":"default","labels":{"copyrator":"true"},"uid":"x","resourceVersion":"9"},"data":{"ca.crt":"PEM"}}),
             ])].into(),
-            ..LiveView::default()
+            ..CopyView::default()
         }
     }
 
@@ -263,6 +248,7 @@ mod tests {
             &origin(),
             &[],
             &view(),
+            "set-1",
         );
         let keys: Vec<String> = copies.iter().map(|c| c.key().to_string()).collect();
         assert_eq!(keys, vec!["ConfigMap a/ca", "ConfigMap b/ca"]);
@@ -277,28 +263,21 @@ mod tests {
             c["metadata"].get("uid").is_none() && c["metadata"].get("resourceVersion").is_none()
         );
         assert_eq!(c["metadata"]["labels"]["copyrator"], "true");
-        assert_eq!(copies[0].origin.generated_by.as_deref(), Some("CopyRule r"));
+        assert_eq!(
+            copies[0].origin.generated_by.as_ref().map(ObjectKey::kind_and_name),
+            Some("CopyRule r".to_string())
+        );
     }
 
     #[test]
     fn foreign_objects_are_conflicts_and_our_copies_are_not() {
         let mut live = view();
         live.same_named.insert(
-            ObjectKey {
-                group: String::new(),
-                kind: "ConfigMap".into(),
-                namespace: Some("a".into()),
-                name: "ca".into(),
-            },
+            ObjectKey::new("", "ConfigMap", Some("a"), "ca"),
             json!({"metadata":{"name":"ca","namespace":"a"}}),
         );
         live.same_named.insert(
-            ObjectKey {
-                group: String::new(),
-                kind: "ConfigMap".into(),
-                namespace: Some("b".into()),
-                name: "ca".into(),
-            },
+            ObjectKey::new("", "ConfigMap", Some("b"), "ca"),
             json!({"metadata":{"name":"ca","namespace":"b","labels":{PART_OF_LABEL:"set-1"}}}),
         );
         let (copies, outcome) = expand_rule(
@@ -306,6 +285,7 @@ mod tests {
             &origin(),
             &[],
             &live,
+            "set-1",
         );
         assert_eq!(copies.len(), 1);
         assert_eq!(copies[0].namespace(), Some("b"));
@@ -329,6 +309,7 @@ mod tests {
             &origin(),
             &desired,
             &view(),
+            "set-1",
         );
         assert_eq!(outcome.targets, vec!["new"]);
         let keys: Vec<String> = copies.iter().map(|c| c.key().to_string()).collect();

@@ -1,8 +1,20 @@
 //! `CopyRule` (SPEC 3.2, seed 001 "Copyrator"): copy labelled ConfigMaps or Secrets from one
 //! namespace into others. Cluster-scoped, since it reaches across namespaces.
+//!
+//! Its copies depend on the cluster (the sources and namespaces live there), so offline it
+//! expands to nothing; [`view`] reads what it needs and [`copies`] computes the copies when
+//! rendering is completed with that view.
+
+pub mod copies;
+pub mod view;
+
+pub use copies::{CopyOutcome, COPIED_FROM_ANNOTATION};
+pub use view::CopyView;
 
 use super::checks::Problems;
-use super::FieldProblem;
+use super::run::RunState;
+use super::{Expansion, FieldProblem, Kind, TendKind};
+use crate::object::names;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -156,7 +168,7 @@ impl CopyRuleStatus {
 impl CopyRuleSpec {
     pub(crate) fn validate(&self, out: &mut Vec<FieldProblem>) {
         let mut p = Problems { out };
-        if let Err(why) = super::checks::dns1123_label(&self.source_namespace) {
+        if let Err(why) = names::dns1123_label(&self.source_namespace) {
             p.push(
                 &["spec", "sourceNamespace"],
                 format!(
@@ -207,6 +219,39 @@ impl CopyRuleSpec {
         if let Some(excluded) = &self.exclude_namespaces {
             p.namespaces(&["spec", "excludeNamespaces"], excluded);
         }
+    }
+}
+
+impl Kind for CopyRule {
+    const KIND: TendKind = TendKind::CopyRule;
+    type Status = CopyRuleStatus;
+
+    fn validate(&self) -> Vec<FieldProblem> {
+        let mut problems = Vec::new();
+        self.spec.validate(&mut problems);
+        problems
+    }
+
+    fn expand(&self) -> Expansion {
+        Expansion {
+            objects: Vec::new(),
+            note: Some(format!(
+                "CopyRule {}: copies are computed from the cluster's {}s and namespaces, so offline only the rule itself is rendered",
+                self.metadata.name.as_deref().unwrap_or(""),
+                self.spec.kind.as_str()
+            )),
+        }
+    }
+
+    fn status(&self, run: &RunState<'_>) -> Option<CopyRuleStatus> {
+        let name = self.metadata.name.as_deref()?;
+        let outcome = run.copy_outcomes.iter().find(|o| o.rule == name)?;
+        Some(CopyRuleStatus::new(
+            outcome.copies,
+            outcome.targets.clone(),
+            outcome.conflicts.clone(),
+            Some(Time(run.now)),
+        ))
     }
 }
 

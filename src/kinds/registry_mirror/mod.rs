@@ -1,13 +1,18 @@
 //! `RegistryMirror` (SPEC 3.3, seed 002): a pull-through cache of an upstream registry,
-//! exposed on every node. Expanded into plain objects by [`crate::render::mirror`].
+//! exposed on every node. Expanded into plain objects by [`expand`]; owns them.
+
+pub mod expand;
 
 use super::checks::{self, Problems};
-use super::FieldProblem;
+use super::run::RunState;
+use super::{Expansion, FieldProblem, Kind, TendKind};
+use crate::object::{names, ObjectKey, Origin};
 use k8s_openapi::api::core::v1::ResourceRequirements;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Default registry image: the CNCF distribution registry, which supports proxy mode.
 pub const DEFAULT_IMAGE: &str = "registry:2";
@@ -136,7 +141,7 @@ impl RegistryMirrorSpec {
             Some(_) => {}
         }
         if let Some(class) = &self.storage.storage_class_name {
-            if let Err(why) = checks::dns1123_subdomain(class) {
+            if let Err(why) = names::dns1123_subdomain(class) {
                 p.push(
                     &["spec", "storage", "storageClassName"],
                     format!("{class:?} is not a valid StorageClass name: {why}"),
@@ -189,7 +194,7 @@ pub(crate) fn validate_name(meta: &ObjectMeta, out: &mut Vec<FieldProblem>) {
         return;
     };
     let mut p = Problems { out };
-    if let Err(why) = checks::dns1035_label(name) {
+    if let Err(why) = names::dns1035_label(name) {
         p.push(
             &["metadata", "name"],
             format!("{name:?} must be usable as a Service name: {why}"),
@@ -205,35 +210,87 @@ pub(crate) fn validate_name(meta: &ObjectMeta, out: &mut Vec<FieldProblem>) {
     }
 }
 
-/// Mirrors rendered for the same cluster must use different `hostPort`s: two node-proxy
-/// pods can't bind the same port on a node, so the second DaemonSet would never run. A
-/// check across objects, for the loader to run on the targeted set; one message per clash.
-pub fn host_port_clashes<'a>(mirrors: impl IntoIterator<Item = &'a RegistryMirror>) -> Vec<String> {
-    let mut seen: std::collections::BTreeMap<i32, String> = std::collections::BTreeMap::new();
-    let mut clashes = Vec::new();
-    for m in mirrors {
+/// The hostPorts of the mirrors rendered for one cluster. Each must have its own: two
+/// node-proxy pods can't bind the same port on a node, so the second DaemonSet would never
+/// run.
+#[derive(Debug, Default)]
+pub struct HostPorts {
+    /// hostPort → the first mirror using it (`namespace/name`) and where it is defined.
+    claimed: BTreeMap<i32, (String, Origin)>,
+}
+
+impl HostPorts {
+    /// Claim `mirror`'s hostPort, defined at `origin`; why not, if another mirror has it.
+    pub fn claim(&mut self, mirror: &RegistryMirror, origin: &Origin) -> Result<(), String> {
         let id = format!(
             "{}/{}",
-            m.metadata.namespace.as_deref().unwrap_or(""),
-            m.metadata.name.as_deref().unwrap_or("")
+            mirror.metadata.namespace.as_deref().unwrap_or(""),
+            mirror.metadata.name.as_deref().unwrap_or("")
         );
-        match seen.get(&m.spec.host_port) {
-            Some(first) => clashes.push(format!(
-                "RegistryMirrors {first} and {id} both use hostPort {}; give each mirror its own port",
-                m.spec.host_port
-            )),
-            None => {
-                seen.insert(m.spec.host_port, id);
-            }
+        let port = mirror.spec.host_port;
+        if let Some((first_id, first_origin)) = self.claimed.get(&port) {
+            return Err(format!(
+                "RegistryMirror {id} uses hostPort {port} like RegistryMirror {first_id} ({first_origin}); give each mirror targeted at a cluster its own port"
+            ));
+        }
+        self.claimed.insert(port, (id, origin.clone()));
+        Ok(())
+    }
+}
+
+impl Kind for RegistryMirror {
+    const KIND: TendKind = TendKind::RegistryMirror;
+    const OWNS_GENERATED: bool = true;
+    type Status = RegistryMirrorStatus;
+
+    fn validate(&self) -> Vec<FieldProblem> {
+        let mut problems = Vec::new();
+        validate_name(&self.metadata, &mut problems);
+        self.spec.validate(&mut problems);
+        problems
+    }
+
+    fn clusters(&self) -> Option<&[String]> {
+        self.spec.clusters.as_deref()
+    }
+
+    fn expand(&self) -> Expansion {
+        Expansion {
+            objects: expand::objects(self),
+            note: None,
         }
     }
-    clashes
+
+    /// Ready replicas of its StatefulSet as read before applying; the generation applied.
+    fn status(&self, run: &RunState<'_>) -> Option<RegistryMirrorStatus> {
+        let me = self.key();
+        let sts = ObjectKey {
+            group: "apps".into(),
+            kind: "StatefulSet".into(),
+            ..me.clone()
+        };
+        let ready = run
+            .observed
+            .get(&sts)
+            .and_then(|s| s.pointer("/status/readyReplicas"))
+            .and_then(serde_json::Value::as_i64)
+            .unwrap_or(0);
+        Some(RegistryMirrorStatus {
+            ready_replicas: i32::try_from(ready).unwrap_or(i32::MAX),
+            endpoint: Some(expand::endpoint(self)),
+            observed_generation: run
+                .current(&me)
+                .and_then(|l| l.pointer("/metadata/generation"))
+                .and_then(serde_json::Value::as_i64),
+            conditions: Vec::new(),
+        })
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kinds::TendObject;
+    use crate::kinds::displayed_problems;
 
     const VALID: &str = "
 apiVersion: tend.dev/v1alpha1
@@ -249,14 +306,6 @@ spec:
         serde_yaml::from_str(yaml)
     }
 
-    fn problems(m: RegistryMirror) -> Vec<String> {
-        TendObject::RegistryMirror(m)
-            .validate()
-            .iter()
-            .map(ToString::to_string)
-            .collect()
-    }
-
     #[test]
     fn defaults_fill_in() {
         let m = parse(VALID).expect("valid");
@@ -264,7 +313,7 @@ spec:
         assert_eq!(m.spec.port, 5000);
         assert_eq!(m.spec.storage.storage_class_name, None);
         assert_eq!(m.spec.clusters, None);
-        assert!(problems(m).is_empty());
+        assert!(displayed_problems(m).is_empty());
     }
 
     #[test]
@@ -296,7 +345,7 @@ spec:
         m.spec.storage.size = "10GB".into();
         m.spec.image = " ".into();
         m.spec.clusters = Some(vec!["dc1,dc2".into()]);
-        let got = problems(m);
+        let got = displayed_problems(m);
         assert_eq!(got.len(), 6, "{got:#?}");
         assert!(got.contains(&"spec.port: must be between 1 and 65535, got 70000".to_string()));
         assert!(got.contains(&"spec.hostPort: must be between 1 and 65535, got 0".to_string()));
@@ -321,33 +370,39 @@ spec:
     fn names_must_fit_generated_objects() {
         let mut m = parse(VALID).expect("valid");
         m.metadata.name = Some("1mirror".into());
-        assert_eq!(problems(m.clone()).len(), 1);
+        assert_eq!(displayed_problems(m.clone()).len(), 1);
         m.metadata.name = Some("m".repeat(53));
-        assert_eq!(problems(m.clone()).len(), 1);
+        assert_eq!(displayed_problems(m.clone()).len(), 1);
         m.metadata.name = Some("m".repeat(52));
-        assert!(problems(m).is_empty());
+        assert!(displayed_problems(m).is_empty());
     }
 
     #[test]
-    fn host_port_clashes_are_found() {
+    fn host_ports_are_claimed_once() {
         let a = parse(VALID).expect("valid");
         let mut b = a.clone();
         b.metadata.name = Some("quay".into());
         let mut c = a.clone();
         c.metadata.name = Some("gcr".into());
         c.spec.host_port = 5002;
-        let clashes = host_port_clashes([&a, &b, &c]);
+        let origin = Origin {
+            file: "m.yaml".into(),
+            line: 2,
+            generated_by: None,
+        };
+        let mut ports = HostPorts::default();
+        assert_eq!(ports.claim(&a, &origin), Ok(()));
+        assert_eq!(ports.claim(&c, &origin), Ok(()));
         assert_eq!(
-            clashes,
-            ["RegistryMirrors registries/dockerhub and registries/quay both use hostPort 5001; give each mirror its own port"]
+            ports.claim(&b, &origin),
+            Err("RegistryMirror registries/quay uses hostPort 5001 like RegistryMirror registries/dockerhub (m.yaml:2); give each mirror targeted at a cluster its own port".into())
         );
-        assert!(host_port_clashes([&a, &c]).is_empty());
     }
 
     #[test]
     fn empty_clusters_list_is_a_problem() {
         let mut m = parse(VALID).expect("valid");
         m.spec.clusters = Some(vec![]);
-        assert_eq!(problems(m).len(), 1);
+        assert_eq!(displayed_problems(m).len(), 1);
     }
 }

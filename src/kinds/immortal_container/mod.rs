@@ -1,8 +1,12 @@
 //! `ImmortalContainer` (SPEC 3.4, seed 003): a container that tend recreates whenever its pod
-//! is gone or has terminated. The pod is built by [`crate::render::immortal`].
+//! is gone or has terminated. The pod, and whether to recreate it, is [`pod`]'s; it owns it.
+
+pub mod pod;
 
 use super::checks::{self, Problems};
-use super::FieldProblem;
+use super::run::RunState;
+use super::{Expansion, FieldProblem, Kind, TendKind};
+use crate::object::{names, ObjectKey};
 use k8s_openapi::api::core::v1::{EnvVar, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::CustomResource;
@@ -136,7 +140,7 @@ pub(crate) fn validate_name(meta: &ObjectMeta, out: &mut Vec<FieldProblem>) {
         return;
     };
     let mut p = Problems { out };
-    if let Err(why) = checks::dns1123_subdomain(name) {
+    if let Err(why) = names::dns1123_subdomain(name) {
         p.push(
             &["metadata", "name"],
             format!("{name:?} is not a valid object name: {why}"),
@@ -149,6 +153,49 @@ pub(crate) fn validate_name(meta: &ObjectMeta, out: &mut Vec<FieldProblem>) {
                 name.len()
             ),
         );
+    }
+}
+
+impl Kind for ImmortalContainer {
+    const KIND: TendKind = TendKind::ImmortalContainer;
+    const OWNS_GENERATED: bool = true;
+    type Status = ImmortalContainerStatus;
+
+    fn validate(&self) -> Vec<FieldProblem> {
+        let mut problems = Vec::new();
+        validate_name(&self.metadata, &mut problems);
+        self.spec.validate(&mut problems);
+        problems
+    }
+
+    fn expand(&self) -> Expansion {
+        Expansion {
+            objects: vec![pod::pod_value(self)],
+            note: None,
+        }
+    }
+
+    /// Every pod this run started counts once; a pod that exists was started at least once,
+    /// even if the status write that counted it failed.
+    fn status(&self, run: &RunState<'_>) -> Option<ImmortalContainerStatus> {
+        let me = self.key();
+        let pod = ObjectKey {
+            group: String::new(),
+            kind: "Pod".into(),
+            namespace: me.namespace.clone(),
+            name: pod::pod_name(self),
+        };
+        let before = run
+            .current(&me)
+            .and_then(|l| l.get("status"))
+            .and_then(|s| ImmortalContainerStatus::deserialize(s).ok())
+            .map_or(0, |s| s.start_times);
+        let started = run.started.contains(&pod);
+        let exists = started || run.observed.contains_key(&pod);
+        Some(ImmortalContainerStatus {
+            start_times: (before + i64::from(started)).max(i64::from(exists)),
+            current_pod: exists.then_some(pod.name),
+        })
     }
 }
 

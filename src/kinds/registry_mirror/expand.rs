@@ -6,7 +6,8 @@
 //! Built as typed k8s-openapi objects, not text templates (seed 002's own conclusion): the
 //! compiler checks field names and types, and there is no quoting to get wrong.
 
-use crate::kinds::{RegistryMirror, GENERATED_BY_ANNOTATION};
+use super::RegistryMirror;
+use crate::kinds::{GENERATED_BY_ANNOTATION, MANAGED_BY_LABEL};
 use k8s_openapi::api::apps::v1::{DaemonSet, DaemonSetSpec, StatefulSet, StatefulSetSpec};
 use k8s_openapi::api::core::v1::{
     Capabilities, Container, ContainerPort, EnvVar, HTTPGetAction, PersistentVolumeClaim,
@@ -15,7 +16,7 @@ use k8s_openapi::api::core::v1::{
     Toleration, Volume, VolumeMount, VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -39,8 +40,9 @@ pub fn endpoint(mirror: &RegistryMirror) -> String {
 }
 
 /// The five objects of a mirror, as JSON with `apiVersion` and `kind`, in apply order
-/// (Services, PVC, StatefulSet, DaemonSet).
-pub fn expand(mirror: &RegistryMirror) -> Vec<Value> {
+/// (Services, PVC, StatefulSet, DaemonSet). Without ownerReferences: the mirror's uid is the
+/// cluster's, added when rendering is completed.
+pub fn objects(mirror: &RegistryMirror) -> Vec<Value> {
     let m = Mirror::new(mirror);
     vec![
         json(&m.service()),
@@ -83,7 +85,7 @@ impl<'a> Mirror<'a> {
     fn labels(&self, component: &str) -> BTreeMap<String, String> {
         let mut labels = self.selector(component);
         labels.insert("app.kubernetes.io/part-of".into(), self.name.clone());
-        labels.insert("app.kubernetes.io/managed-by".into(), "tend".into());
+        labels.insert(MANAGED_BY_LABEL.into(), crate::FIELD_MANAGER.into());
         labels
     }
 
@@ -108,7 +110,6 @@ impl<'a> Mirror<'a> {
                 GENERATED_BY_ANNOTATION.to_string(),
                 format!("RegistryMirror {}/{}", self.namespace, self.name),
             )])),
-            owner_references: owner_reference(self.cr).map(|r| vec![r]),
             ..Default::default()
         }
     }
@@ -220,35 +221,30 @@ impl<'a> Mirror<'a> {
             resources: spec.resources.clone(),
             ..Default::default()
         };
+        let (selector, template) = self.pods(
+            "cache",
+            PodSpec {
+                containers: vec![container],
+                automount_service_account_token: Some(false),
+                volumes: Some(vec![Volume {
+                    name: "data".into(),
+                    persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                        claim_name: self.pvc_name(),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            },
+        );
         StatefulSet {
             metadata: self.meta(self.name.clone(), "cache"),
             spec: Some(StatefulSetSpec {
                 // One replica: the PVC is ReadWriteOnce and the cache is not shared.
                 replicas: Some(1),
                 service_name: Some(format!("{}-headless", self.name)),
-                selector: LabelSelector {
-                    match_labels: Some(self.selector("cache")),
-                    ..Default::default()
-                },
-                template: PodTemplateSpec {
-                    metadata: Some(ObjectMeta {
-                        labels: Some(self.labels("cache")),
-                        ..Default::default()
-                    }),
-                    spec: Some(PodSpec {
-                        containers: vec![container],
-                        automount_service_account_token: Some(false),
-                        volumes: Some(vec![Volume {
-                            name: "data".into(),
-                            persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
-                                claim_name: self.pvc_name(),
-                                ..Default::default()
-                            }),
-                            ..Default::default()
-                        }]),
-                        ..Default::default()
-                    }),
-                },
+                selector,
+                template,
                 ..Default::default()
             }),
             ..Default::default()
@@ -309,49 +305,46 @@ impl<'a> Mirror<'a> {
             }),
             ..Default::default()
         };
+        let (selector, template) = self.pods(
+            "node-proxy",
+            PodSpec {
+                containers: vec![container],
+                automount_service_account_token: Some(false),
+                // Every node pulls images, tainted ones (control plane, dedicated pools)
+                // included.
+                tolerations: Some(vec![Toleration {
+                    operator: Some("Exists".into()),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            },
+        );
         DaemonSet {
             metadata: self.meta(format!("{}-node-proxy", self.name), "node-proxy"),
             spec: Some(DaemonSetSpec {
-                selector: LabelSelector {
-                    match_labels: Some(self.selector("node-proxy")),
-                    ..Default::default()
-                },
-                template: PodTemplateSpec {
-                    metadata: Some(ObjectMeta {
-                        labels: Some(self.labels("node-proxy")),
-                        ..Default::default()
-                    }),
-                    spec: Some(PodSpec {
-                        containers: vec![container],
-                        automount_service_account_token: Some(false),
-                        // Every node pulls images, tainted ones (control plane, dedicated
-                        // pools) included.
-                        tolerations: Some(vec![Toleration {
-                            operator: Some("Exists".into()),
-                            ..Default::default()
-                        }]),
-                        ..Default::default()
-                    }),
-                },
+                selector,
+                template,
                 ..Default::default()
             }),
             ..Default::default()
         }
     }
-}
 
-/// Controller reference to the RegistryMirror, when its uid is known (objects read from or
-/// applied to the cluster). Offline rendering has no uid; the apply engine fills it in.
-fn owner_reference(cr: &RegistryMirror) -> Option<OwnerReference> {
-    let uid = cr.metadata.uid.clone()?;
-    Some(OwnerReference {
-        api_version: crate::API_VERSION.into(),
-        kind: "RegistryMirror".into(),
-        name: cr.metadata.name.clone().unwrap_or_default(),
-        uid,
-        controller: Some(true),
-        block_owner_deletion: Some(true),
-    })
+    /// The selector of `component`'s pods, and their template running `spec`.
+    fn pods(&self, component: &str, spec: PodSpec) -> (LabelSelector, PodTemplateSpec) {
+        let selector = LabelSelector {
+            match_labels: Some(self.selector(component)),
+            ..Default::default()
+        };
+        let template = PodTemplateSpec {
+            metadata: Some(ObjectMeta {
+                labels: Some(self.labels(component)),
+                ..Default::default()
+            }),
+            spec: Some(spec),
+        };
+        (selector, template)
+    }
 }
 
 #[cfg(test)]
@@ -360,7 +353,7 @@ mod tests {
     use crate::kinds::{MirrorStorage, RegistryMirrorSpec};
     use serde_json::json;
 
-    fn mirror(uid: Option<&str>) -> RegistryMirror {
+    fn mirror() -> RegistryMirror {
         let mut m = RegistryMirror::new(
             "dockerhub",
             RegistryMirrorSpec {
@@ -383,7 +376,6 @@ mod tests {
             },
         );
         m.metadata.namespace = Some("registries".into());
-        m.metadata.uid = uid.map(str::to_string);
         m
     }
 
@@ -393,7 +385,7 @@ mod tests {
 
     #[test]
     fn expands_to_exactly_five_objects() {
-        let objects = expand(&mirror(None));
+        let objects = objects(&mirror());
         assert_eq!(objects.len(), 5);
         let names = |kind| -> Vec<&str> {
             by_kind(&objects, kind)
@@ -422,13 +414,13 @@ mod tests {
                 meta["annotations"]["tend.dev/generated-by"],
                 "RegistryMirror registries/dockerhub"
             );
-            assert!(meta.get("ownerReferences").is_none(), "no uid, no owner");
+            assert!(meta.get("ownerReferences").is_none(), "owners are the cluster's");
         }
     }
 
     #[test]
     fn services_select_the_cache() {
-        let objects = expand(&mirror(None));
+        let objects = objects(&mirror());
         let services = by_kind(&objects, "Service");
         assert!(services[0]["spec"].get("clusterIP").is_none());
         assert_eq!(services[1]["spec"]["clusterIP"], "None");
@@ -444,7 +436,7 @@ mod tests {
 
     #[test]
     fn stateful_set_runs_the_registry_in_proxy_mode() {
-        let objects = expand(&mirror(None));
+        let objects = objects(&mirror());
         let sts = by_kind(&objects, "StatefulSet")[0];
         assert_eq!(sts["spec"]["replicas"], 1);
         assert_eq!(sts["spec"]["serviceName"], "dockerhub-headless");
@@ -475,7 +467,7 @@ mod tests {
 
     #[test]
     fn pvc_requests_the_storage() {
-        let objects = expand(&mirror(None));
+        let objects = objects(&mirror());
         let pvc = by_kind(&objects, "PersistentVolumeClaim")[0];
         assert_eq!(pvc["spec"]["accessModes"], json!(["ReadWriteOnce"]));
         assert_eq!(pvc["spec"]["resources"]["requests"]["storage"], "10Gi");
@@ -484,7 +476,7 @@ mod tests {
 
     #[test]
     fn daemon_set_exposes_host_port_on_every_node() {
-        let objects = expand(&mirror(None));
+        let objects = objects(&mirror());
         let ds = by_kind(&objects, "DaemonSet")[0];
         assert_eq!(
             ds["metadata"]["labels"]["app.kubernetes.io/component"],
@@ -503,34 +495,15 @@ mod tests {
                 "TCP:dockerhub.registries.svc:5000"
             ])
         );
-        assert_eq!(endpoint(&mirror(None)), "localhost:5001");
-    }
-
-    #[test]
-    fn owner_reference_only_with_uid() {
-        let objects = expand(&mirror(Some("1234-abcd")));
-        assert_eq!(objects.len(), 5);
-        for o in &objects {
-            assert_eq!(
-                o["metadata"]["ownerReferences"],
-                json!([{
-                    "apiVersion": "tend.dev/v1alpha1",
-                    "kind": "RegistryMirror",
-                    "name": "dockerhub",
-                    "uid": "1234-abcd",
-                    "controller": true,
-                    "blockOwnerDeletion": true,
-                }])
-            );
-        }
+        assert_eq!(endpoint(&mirror()), "localhost:5001");
     }
 
     #[test]
     fn no_storage_class_means_cluster_default() {
-        let mut m = mirror(None);
+        let mut m = mirror();
         m.spec.storage.storage_class_name = None;
         m.spec.resources = None;
-        let objects = expand(&m);
+        let objects = objects(&m);
         let pvc = by_kind(&objects, "PersistentVolumeClaim")[0];
         assert!(pvc["spec"].get("storageClassName").is_none());
         let sts = by_kind(&objects, "StatefulSet")[0];

@@ -1,9 +1,12 @@
-//! The pod of an `ImmortalContainer` (SPEC 3.4, seed 003), and the checks the apply engine
-//! uses to decide whether to (delete and) recreate it.
+//! The pod of an `ImmortalContainer` (SPEC 3.4, seed 003), and what a run does about it:
+//! pods are recreated, never patched (a pod's spec is immutable), when gone, terminated or
+//! changed ([`decision`]).
 
-use crate::kinds::{parse_quantity, ImmortalContainer, GENERATED_BY_ANNOTATION};
+use super::{ImmortalContainer, POD_SUFFIX};
+use crate::kinds::{parse_quantity, GENERATED_BY_ANNOTATION, MANAGED_BY_LABEL};
+use crate::object::Object;
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -17,11 +20,13 @@ pub fn pod_name(ic: &ImmortalContainer) -> String {
     format!(
         "{}{}",
         ic.metadata.name.as_deref().unwrap_or_default(),
-        crate::kinds::immortal_container::POD_SUFFIX
+        POD_SUFFIX
     )
 }
 
-/// The pod tend creates for `ic`, in the CR's namespace (the loader has defaulted it).
+/// The pod tend creates for `ic`, in the CR's namespace (the loader has defaulted it),
+/// without its ownerReference (the CR's uid is the cluster's, added when rendering is
+/// completed).
 pub fn pod(ic: &ImmortalContainer) -> Pod {
     let name = ic.metadata.name.clone().unwrap_or_default();
     let namespace = ic
@@ -37,15 +42,14 @@ pub fn pod(ic: &ImmortalContainer) -> Pod {
             labels: Some(BTreeMap::from([
                 (IMMORTAL_LABEL.to_string(), name.clone()),
                 (
-                    "app.kubernetes.io/managed-by".to_string(),
-                    "tend".to_string(),
+                    MANAGED_BY_LABEL.to_string(),
+                    crate::FIELD_MANAGER.to_string(),
                 ),
             ])),
             annotations: Some(BTreeMap::from([(
                 GENERATED_BY_ANNOTATION.to_string(),
                 format!("ImmortalContainer {namespace}/{name}"),
             )])),
-            owner_references: owner_reference(ic).map(|r| vec![r]),
             ..Default::default()
         },
         spec: Some(PodSpec {
@@ -74,18 +78,6 @@ pub fn pod(ic: &ImmortalContainer) -> Pod {
 pub fn pod_value(ic: &ImmortalContainer) -> Value {
     // A k8s-openapi Pod always serializes (string keys, infallible impls).
     serde_json::to_value(pod(ic)).expect("k8s-openapi objects serialize to JSON")
-}
-
-fn owner_reference(ic: &ImmortalContainer) -> Option<OwnerReference> {
-    let uid = ic.metadata.uid.clone()?;
-    Some(OwnerReference {
-        api_version: crate::API_VERSION.into(),
-        kind: "ImmortalContainer".into(),
-        name: ic.metadata.name.clone().unwrap_or_default(),
-        uid,
-        controller: Some(true),
-        block_owner_deletion: Some(true),
-    })
 }
 
 /// Why the engine must (delete and) create the pod, or `None` when the live pod is fine.
@@ -139,6 +131,53 @@ pub fn recreate(desired: &Pod, live: Option<&Value>) -> Option<Recreate> {
         return Some(Recreate::SpecChanged);
     }
     None
+}
+
+/// Whether a desired object is the pod of an ImmortalContainer.
+pub fn is_immortal_pod(object: &Object) -> bool {
+    object.group().is_empty()
+        && object.kind() == "Pod"
+        && object
+            .value
+            .pointer("/metadata/labels")
+            .and_then(|l| l.get(IMMORTAL_LABEL))
+            .is_some()
+        && object.origin.generated_by.as_ref().is_some_and(|by| {
+            by.group == crate::GROUP && by.kind == super::TendKind::ImmortalContainer.kind()
+        })
+}
+
+/// What to do with an ImmortalContainer's pod this run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PodDecision {
+    Keep,
+    /// A pod of that name that tend did not create is in the way.
+    Conflict(String),
+    /// (Re)create it, for this reason.
+    Create(String),
+}
+
+/// What to do about the desired pod `object` given the `live` pod of that name, if any.
+pub fn decision(object: &Object, live: Option<&Value>) -> PodDecision {
+    let Ok(desired) = serde_json::from_value::<Pod>(object.value.clone()) else {
+        return PodDecision::Conflict(format!("cannot read the desired pod {}", object.key()));
+    };
+    match recreate(&desired, live) {
+        None => PodDecision::Keep,
+        Some(Recreate::Missing) => PodDecision::Create("missing".into()),
+        Some(Recreate::Foreign) => PodDecision::Conflict(format!(
+            "conflict: pod {} exists but was not created by {}; delete or rename it",
+            object.key(),
+            object
+                .origin
+                .generated_by
+                .as_ref()
+                .map_or_else(|| "its ImmortalContainer".to_string(), |by| by.kind_and_name())
+        )),
+        Some(Recreate::Terminating) => PodDecision::Create("terminating".into()),
+        Some(Recreate::Terminated { phase }) => PodDecision::Create(format!("phase {phase}")),
+        Some(Recreate::SpecChanged) => PodDecision::Create("spec changed".into()),
+    }
 }
 
 /// Whether the live pod still runs what `desired` asks for, comparing only what tend sets
@@ -260,13 +299,14 @@ fn resources_match(want: Value, have: Option<&Value>) -> bool {
 mod tests {
     use super::*;
     use crate::kinds::ImmortalContainerSpec;
+    use crate::object::{ObjectKey, Origin};
     use k8s_openapi::api::core::v1::{
         EnvVar, EnvVarSource, ObjectFieldSelector, ResourceRequirements,
     };
     use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
     use serde_json::json;
 
-    fn ic(uid: Option<&str>) -> ImmortalContainer {
+    fn ic() -> ImmortalContainer {
         let mut ic = ImmortalContainer::new(
             "example",
             ImmortalContainerSpec {
@@ -305,7 +345,6 @@ mod tests {
             },
         );
         ic.metadata.namespace = Some("web".into());
-        ic.metadata.uid = uid.map(str::to_string);
         ic
     }
 
@@ -337,7 +376,7 @@ mod tests {
 
     #[test]
     fn pod_shape() {
-        let v = pod_value(&ic(None));
+        let v = pod_value(&ic());
         assert_eq!(v["apiVersion"], "v1");
         assert_eq!(v["kind"], "Pod");
         assert_eq!(v["metadata"]["name"], "example-immortalpod");
@@ -361,22 +400,12 @@ mod tests {
         assert_eq!(c["args"], json!(["-g", "daemon off;"]));
         assert_eq!(c["env"][0], json!({"name": "MODE", "value": "prod"}));
         assert_eq!(c["resources"]["limits"]["memory"], "1024Mi");
-        assert_eq!(pod_name(&ic(None)), "example-immortalpod");
-    }
-
-    #[test]
-    fn owner_reference_only_with_uid() {
-        let v = pod_value(&ic(Some("u-1")));
-        assert_eq!(
-            v["metadata"]["ownerReferences"],
-            json!([{"apiVersion": "tend.dev/v1alpha1", "kind": "ImmortalContainer",
-                    "name": "example", "uid": "u-1", "controller": true, "blockOwnerDeletion": true}])
-        );
+        assert_eq!(pod_name(&ic()), "example-immortalpod");
     }
 
     #[test]
     fn live_pod_with_server_defaults_matches() {
-        let ic = ic(None);
+        let ic = ic();
         let desired = pod(&ic);
         assert!(spec_matches(&desired, &live(&ic)));
         assert_eq!(recreate(&desired, Some(&live(&ic))), None);
@@ -384,7 +413,7 @@ mod tests {
 
     #[test]
     fn changes_are_detected() {
-        let ic = ic(None);
+        let ic = ic();
         let desired = pod(&ic);
         let c = "/spec/containers/0";
         let cases = [
@@ -428,7 +457,7 @@ mod tests {
 
     #[test]
     fn empty_values_equal_absent_ones() {
-        let mut ic = ic(None);
+        let mut ic = ic();
         ic.spec.command = Some(vec![]);
         ic.spec.env = Some(vec![EnvVar {
             name: "EMPTY".into(),
@@ -449,7 +478,7 @@ mod tests {
 
     #[test]
     fn recreate_reasons() {
-        let ic = ic(None);
+        let ic = ic();
         let desired = pod(&ic);
         assert_eq!(recreate(&desired, None), Some(Recreate::Missing));
         for phase in ["Succeeded", "Failed"] {
@@ -470,5 +499,34 @@ mod tests {
         let mut v = live(&ic);
         v["metadata"]["labels"] = json!({"app": "someone-else"});
         assert_eq!(recreate(&desired, Some(&v)), Some(Recreate::Foreign));
+    }
+
+    #[test]
+    fn decisions_name_the_owner() {
+        let ic = ic();
+        let owner = ObjectKey::new(crate::GROUP, "ImmortalContainer", Some("web"), "example");
+        let object = Object::new(
+            pod_value(&ic),
+            Origin {
+                file: "ic.yaml".into(),
+                line: 1,
+                generated_by: Some(owner),
+            },
+        );
+        assert!(is_immortal_pod(&object));
+        assert_eq!(decision(&object, Some(&live(&ic))), PodDecision::Keep);
+        assert_eq!(
+            decision(&object, None),
+            PodDecision::Create("missing".into())
+        );
+        let mut foreign = live(&ic);
+        foreign["metadata"]["labels"] = json!({});
+        assert_eq!(
+            decision(&object, Some(&foreign)),
+            PodDecision::Conflict("conflict: pod Pod web/example-immortalpod exists but was not created by ImmortalContainer web/example; delete or rename it".into())
+        );
+        let mut plain = object.clone();
+        plain.origin.generated_by = None;
+        assert!(!is_immortal_pod(&plain), "a pod in git with the label is not tend's");
     }
 }
