@@ -16,8 +16,8 @@
 //!    → InProgress; `Available` not True → InProgress; `Ready=False` → Failed unless its
 //!    reason says "not yet". The rule, case-insensitive on substrings of the reason: empty →
 //!    InProgress (nothing to name); containing `fail`, `error`, `invalid`, `exceeded`,
-//!    `denied`, `forbidden`, `timeout`, `timedout`, `rejected`, `unauthorized`, `crash` or `backoff` →
-//!    Failed; else containing `progress`, `pending`, `wait`, `reconcil`, `creating`,
+//!    `denied`, `forbidden`, `timeout`, `timedout`, `rejected`, `unauthorized`, `crash` or
+//!    `backoff` → Failed; else containing `progress`, `pending`, `wait`, `reconcil`, `creating`,
 //!    `provisioning`, `installing`, `initializ`, `starting`, `updating`, `upgrading`,
 //!    `scaling`, `deploying`, `issuing`, `notready`, `unavailable`, `doesnotexist` or
 //!    `unknown` → InProgress; any other reason → Failed. So `InvalidConfig`,
