@@ -14,6 +14,7 @@
 //! | [`plan`]    | normalization, the fast path (unchanged from a LIST alone), masked unified diffs | none |
 //! | [`cluster`] | **the only module that talks to the Kubernetes API**: connect, discovery, list/get/apply/delete with retries, request counts | Kubernetes API |
 //! | [`apply`]   | the engine: plan against the cluster, apply in stages, prune with guards, ApplySet inventory, Lease lock, tend's kinds live (status, owners, recreation, reloads) | via [`cluster`] |
+//! | [`kstatus`] | whether a live object is ready for `--wait`, in kstatus terms (Current / InProgress / Failed / Unknown, with a reason); the `tend.dev/wait` annotation | none |
 //! | [`chaos`]   | the decisions of one `tend chaos` pass: candidates, exclusions, seeded random hits, lorem ipsum | none |
 //! | [`report`]  | printing results: YAML/JSON object streams, text/json/markdown run reports, secret masking | stdout |
 //!
@@ -30,6 +31,7 @@ pub mod cluster;
 pub mod commands;
 pub mod error;
 pub mod kinds;
+pub mod kstatus;
 pub mod object;
 pub mod ops;
 pub mod plan;
