@@ -3,10 +3,10 @@
 //! ConfigMaps/Secrets referenced by workloads but not in git), and the live workloads that
 //! opted in to config-hash reloads with `tend.dev/reload: "true"`.
 
-use super::inventory;
 use crate::cluster::{self, ClusterError, Resource, Resources};
 use crate::kinds::view::{self, ClusterView, ListQuery, Reader};
 use crate::object::{Object, ObjectKey};
+use crate::plan::inventory;
 use crate::render::config_hash::{self, ConfigRef};
 use crate::render::Rendered;
 use kube::Client;

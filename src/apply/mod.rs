@@ -15,6 +15,3 @@ mod progress;
 pub mod prune;
 pub mod stages;
 pub mod wait;
-
-// Kept at its old path for the kinds code until it moves into src/kinds/.
-pub use crate::plan::inventory;

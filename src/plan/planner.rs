@@ -158,9 +158,7 @@ pub fn plan(input: PlanInput<'_>) -> Plan {
 
     let desired_keys: BTreeSet<ObjectKey> = input.desired.iter().map(|d| d.object.key()).collect();
     for (key, value) in input.live {
-        if desired_keys.contains(key)
-            || !crate::apply::inventory::is_member(value, input.applyset_id)
-        {
+        if desired_keys.contains(key) || !super::inventory::is_member(value, input.applyset_id) {
             continue;
         }
         match prune_guard(key, value) {
