@@ -1,9 +1,9 @@
 //! What a run reads from the cluster before planning, in one place ([`gather`]): the view
 //! the rendered set is completed with ([`ClusterView`]: what tend's kinds read, and
 //! ConfigMaps/Secrets referenced by workloads but not in git), and the live workloads that
-//! opted in to config-hash reloads with `tend.dev/reload: "true"`.
+//! opted in to config-hash reloads with the label `tend.dev/reload: "true"`.
 
-use crate::cluster::{self, ClusterError, Resource, Resources};
+use crate::cluster::{self, ClusterError, Resource, Resources, Session};
 use crate::kinds::view::{self, ClusterView, ListQuery, Reader};
 use crate::object::{Object, ObjectKey};
 use crate::plan::inventory;
@@ -82,15 +82,17 @@ impl Reader for ClusterReader<'_> {
         let Some(resource) = self.resources.get(query.group, query.version, query.kind) else {
             return Ok(None);
         };
-        cluster::list_selected(
-            self.client,
-            resource,
-            query.namespace,
-            query.label_selector,
-            query.field_selector,
-        )
-        .await
-        .map(Some)
+        let mut items = Vec::new();
+        let wanted = cluster::ListQuery {
+            labels: query.label_selector,
+            fields: query.field_selector,
+            metadata_only: query.metadata_only,
+        };
+        cluster::list_each(self.client, resource, query.namespace, wanted, |item| {
+            items.push(item)
+        })
+        .await?;
+        Ok(Some(items))
     }
 
     fn is_not_found(error: &ClusterError) -> bool {
@@ -102,8 +104,7 @@ impl Reader for ClusterReader<'_> {
 /// sources, namespaces and objects in the way), the live workloads that opted in to reloads,
 /// and the ConfigMaps/Secrets referenced by either but not in git.
 pub async fn gather(
-    client: &Client,
-    resources: &Resources,
+    session: &Session,
     rendered: &Rendered,
     applyset_id: &str,
     state_namespace: &str,
@@ -112,24 +113,30 @@ pub async fn gather(
         view: ClusterView::new(applyset_id, state_namespace),
         reloads: Vec::new(),
     };
+    let (client, resources) = (&session.client, &session.resources);
     let reader = ClusterReader { client, resources };
     view::read(&reader, &rendered.tend, &rendered.objects, &mut ctx.view).await?;
 
     // Live workloads that opted in to reloads (three cluster-wide LISTs).
     let desired_keys: BTreeSet<ObjectKey> = rendered.objects.iter().map(Object::key).collect();
+    // Live workloads not in git that opted in with the label: one label-selected LIST per
+    // workload kind across all namespaces, where the client may list them so.
     let mut candidates = Vec::new();
+    let selector = format!("{}=true", config_hash::RELOAD_LABEL);
     for kind in ["Deployment", "StatefulSet", "DaemonSet"] {
         let Some(resource) = resources.get("apps", "v1", kind).cloned() else {
             continue;
         };
-        for item in cluster::list(client, &resource, None, None).await? {
-            let opted_in = item
-                .pointer("/metadata/annotations")
-                .and_then(|a| a.get(config_hash::RELOAD_ANNOTATION))
-                .and_then(Value::as_str)
-                == Some("true");
-            if opted_in
-                && !desired_keys.contains(&ObjectKey::of_value(&item))
+        if !session.may_list_cluster_wide(&resource).await {
+            tracing::debug!(
+                "not looking for {} opted in to config-hash reloads: listing {} across namespaces is not allowed",
+                resource.api.plural,
+                resource.api.plural
+            );
+            continue;
+        }
+        for item in cluster::list(client, &resource, None, Some(&selector)).await? {
+            if !desired_keys.contains(&ObjectKey::of_value(&item))
                 && !inventory::is_member(&item, applyset_id)
             {
                 candidates.push((resource.clone(), item));
@@ -137,7 +144,6 @@ pub async fn gather(
         }
     }
 
-    // ConfigMaps/Secrets referenced but not in git: read them.
     let mut wanted: BTreeSet<ObjectKey> = rendered.missing_config.clone();
     for (resource, item) in &candidates {
         wanted.extend(

@@ -221,8 +221,7 @@ async fn scans(
             .into_values()
             .map(|(resource, namespaces)| async move {
                 let wide = !resource.namespaced
-                    || (namespaces.len() > 1
-                        && cluster::can_list_cluster_wide(&session.client, &resource).await);
+                    || (namespaces.len() > 1 && session.may_list_cluster_wide(&resource).await);
                 (resource, namespaces, wide)
             }),
     )

@@ -4,7 +4,8 @@ use super::{connect, discover, Access, ClusterError, RequestStats, Resource, Res
 use crate::object::ObjectKey;
 use kube::Client;
 use serde_json::Value;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 /// Everything a run needs from the cluster side: a client, what the server serves, and the
 /// request counters.
@@ -12,6 +13,8 @@ pub struct Session {
     pub client: Client,
     pub resources: Resources,
     pub stats: Arc<RequestStats>,
+    /// Answers of [`Session::may_list_cluster_wide`], by resource: asked once per run.
+    list_rights: Mutex<HashMap<String, bool>>,
 }
 
 impl Session {
@@ -23,7 +26,27 @@ impl Session {
             client,
             resources,
             stats,
+            list_rights: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// Whether this client may LIST `resource` across all namespaces: one
+    /// SelfSubjectAccessReview per resource and run; any failure to ask counts as no.
+    pub async fn may_list_cluster_wide(&self, resource: &Resource) -> bool {
+        let id = format!("{}/{}", resource.api.group, resource.api.plural);
+        if let Some(known) = self
+            .list_rights
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&id).copied())
+        {
+            return known;
+        }
+        let allowed = super::can_list_cluster_wide(&self.client, resource).await;
+        if let Ok(mut rights) = self.list_rights.lock() {
+            rights.insert(id, allowed);
+        }
+        allowed
     }
 
     /// A core (`v1`) resource the run cannot do without.

@@ -49,6 +49,9 @@ pub struct ListQuery<'a> {
     pub namespace: Option<&'a str>,
     pub label_selector: Option<&'a str>,
     pub field_selector: Option<&'a str>,
+    /// Only metadata is needed (names, labels, uids): the reader may fetch
+    /// `PartialObjectMetadata`, a fraction of the bytes.
+    pub metadata_only: bool,
 }
 
 impl<'a> ListQuery<'a> {
@@ -61,6 +64,7 @@ impl<'a> ListQuery<'a> {
             namespace: None,
             label_selector: None,
             field_selector: None,
+            metadata_only: false,
         }
     }
 }
@@ -95,7 +99,10 @@ pub async fn read<R: Reader>(
         .filter(|k| k.owns_generated())
         .collect();
     for kind in owners {
-        let query = ListQuery::all(crate::GROUP, crate::VERSION, kind.kind());
+        let query = ListQuery {
+            metadata_only: true,
+            ..ListQuery::all(crate::GROUP, crate::VERSION, kind.kind())
+        };
         for item in reader.list(query).await?.unwrap_or_default() {
             if let Some(uid) = item.pointer("/metadata/uid").and_then(Value::as_str) {
                 view.uids

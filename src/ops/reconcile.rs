@@ -76,8 +76,7 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
         // referenced config not in git): read it, then complete the rendered set with it.
         let id = engine_opts.applyset_id();
         let live = crate::apply::live::gather(
-            &session.client,
-            &session.resources,
+            &session,
             &desired.rendered,
             &id,
             &engine_opts.state_namespace,

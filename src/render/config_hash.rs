@@ -10,8 +10,9 @@ use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 
 pub const CONFIG_HASH_ANNOTATION: &str = "tend.dev/config-hash";
-/// Opt-in for workloads that live in the cluster but not in git (SPEC 3.1).
-pub const RELOAD_ANNOTATION: &str = "tend.dev/reload";
+/// Opt-in label (value `"true"`) for workloads that live in the cluster but not in git
+/// (SPEC 3.1): a label, so the server can select them.
+pub const RELOAD_LABEL: &str = "tend.dev/reload";
 
 /// A ConfigMap or Secret referenced by a pod template, by kind and name (same namespace).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]

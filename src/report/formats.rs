@@ -591,7 +591,9 @@ mod tests {
         assert_no_secret(&out);
         assert!(out.contains("  ! failed: admission webhook denied the request\n"));
         assert!(out.contains("- v1 Namespace legacy\n  skipped: Namespaces are never pruned"));
-        assert!(out.contains("1 to create, 2 to update, 2 to prune, 2 unchanged, 1 failed\n"));
+        assert!(out.contains(
+            "1 to create, 2 to update, 2 to prune, 2 unchanged, 1 of them skipped by a guard, 1 failed\n"
+        ));
         assert!(out.ends_with("error: lease renewal failed | retrying\n"));
     }
 

@@ -75,7 +75,7 @@ fn live_workloads_opt_in_to_reloads_and_tend_owns_only_the_hash() {
         .unwrap();
     cluster
         .seed(json!({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"old-app","namespace":"legacy",
-            "annotations":{"tend.dev/reload":"true"}},
+            "labels":{"tend.dev/reload":"true"}},
             "spec":{"selector":{"matchLabels":{"app":"old"}},"template":{"metadata":{"labels":{"app":"old"}},
             "spec":{"containers":[{"name":"c","image":"busybox","envFrom":[{"configMapRef":{"name":"settings"}}]}]}}}}))
         .unwrap();

@@ -976,7 +976,7 @@ fn cronjob_command_line_converges_on_the_example_site() {
         .seed(serde_json::json!({
             "apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"name": "legacy", "namespace": "default",
-                         "annotations": {"tend.dev/reload": "true"}},
+                         "labels": {"tend.dev/reload": "true"}},
             "spec": {
                 "selector": {"matchLabels": {"app": "legacy"}},
                 "template": {

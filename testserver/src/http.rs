@@ -27,6 +27,9 @@ pub(crate) struct Shared {
     pub faults: Mutex<Vec<Fault>>,
     pub log: Mutex<Vec<RequestRecord>>,
     pub aggregated_discovery: bool,
+    /// When set, the client may not LIST namespaced resources across all namespaces: such
+    /// LISTs are 403 and SelfSubjectAccessReviews for them say so.
+    pub deny_cluster_wide_lists: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -224,6 +227,42 @@ fn discovery_doc(shared: &Shared, core: bool, accept: &str) -> Outcome {
     json_outcome(Ok((200, body)))
 }
 
+/// `POST selfsubjectaccessreviews`: the requester may do everything, except LIST namespaced
+/// resources across all namespaces when [`Shared::deny_cluster_wide_lists`] is set. Nothing is
+/// stored (as on a real server).
+fn access_review(shared: &Shared, r: &Incoming2) -> Result<(u16, Value), ApiError> {
+    if r.method != "POST" {
+        return Err(ApiError::method_not_allowed());
+    }
+    let mut review: Value = serde_json::from_slice(r.body)
+        .map_err(|e| ApiError::bad_request(format!("invalid SelfSubjectAccessReview: {e}")))?;
+    let attrs = review
+        .pointer("/spec/resourceAttributes")
+        .cloned()
+        .unwrap_or(Value::Null);
+    let cluster_wide_list = attrs["verb"] == "list"
+        && attrs["namespace"].as_str().unwrap_or("").is_empty()
+        && namespaced(
+            shared,
+            attrs["group"].as_str().unwrap_or(""),
+            attrs["resource"].as_str().unwrap_or(""),
+        );
+    let denied = cluster_wide_list
+        && shared
+            .deny_cluster_wide_lists
+            .load(std::sync::atomic::Ordering::Relaxed);
+    review["status"] = serde_json::json!({"allowed": !denied});
+    Ok((201, review))
+}
+
+/// Whether a served resource (any version) is namespaced.
+fn namespaced(shared: &Shared, group: &str, plural: &str) -> bool {
+    let st = shared.state.lock();
+    st.defs
+        .iter()
+        .any(|d| d.group == group && d.plural == plural && d.namespaced)
+}
+
 fn dispatch(shared: &Shared, r: &Incoming2) -> Outcome {
     if r.verb == Verb::Discovery && r.method != "GET" {
         return json_outcome(Err(ApiError::method_not_allowed()));
@@ -240,6 +279,14 @@ fn dispatch(shared: &Shared, r: &Incoming2) -> Outcome {
         Route::Unknown => json_outcome(Err(ApiError::no_route())),
         Route::Resource {
             group,
+            plural,
+            namespace: None,
+            ..
+        } if group == "authorization.k8s.io" && plural == "selfsubjectaccessreviews" => {
+            json_outcome(access_review(shared, r))
+        }
+        Route::Resource {
+            group,
             version,
             plural,
             namespace,
@@ -250,6 +297,25 @@ fn dispatch(shared: &Shared, r: &Incoming2) -> Outcome {
             let Some(def) = st.find_def(group, version, plural) else {
                 return json_outcome(Err(ApiError::no_route()));
             };
+            if def.namespaced
+                && namespace.is_none()
+                && matches!(r.verb, Verb::List | Verb::Watch)
+                && shared
+                    .deny_cluster_wide_lists
+                    .load(std::sync::atomic::Ordering::Relaxed)
+            {
+                let what = if group.is_empty() {
+                    plural.clone()
+                } else {
+                    format!("{plural}.{group}")
+                };
+                return json_outcome(Err(ApiError::from_code(
+                    403,
+                    Some(format!(
+                        "{what} is forbidden: User \"test\" cannot list resource \"{plural}\" in API group \"{group}\" at the cluster scope"
+                    )),
+                )));
+            }
             // Scope mismatches are unknown paths on a real server.
             if (!def.namespaced && namespace.is_some())
                 || (def.namespaced && namespace.is_none() && name.is_some())

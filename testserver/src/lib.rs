@@ -82,6 +82,7 @@ impl TestCluster {
             faults: Mutex::new(Vec::new()),
             log: Mutex::new(Vec::new()),
             aggregated_discovery: opts.aggregated_discovery,
+            deny_cluster_wide_lists: std::sync::atomic::AtomicBool::new(false),
         });
         let (tx, rx) = oneshot::channel();
         let s2 = shared.clone();
@@ -144,6 +145,14 @@ impl TestCluster {
     /// Every request served so far (including faulted ones), oldest first.
     pub fn requests(&self) -> Vec<RequestRecord> {
         self.shared.log.lock().clone()
+    }
+
+    /// Forbid (or allow again) LISTs of namespaced resources across all namespaces, as RBAC
+    /// with only namespaced RoleBindings would; SelfSubjectAccessReviews answer accordingly.
+    pub fn deny_cluster_wide_lists(&self, deny: bool) {
+        self.shared
+            .deny_cluster_wide_lists
+            .store(deny, std::sync::atomic::Ordering::Relaxed);
     }
 
     pub fn clear_requests(&self) {

@@ -63,8 +63,10 @@ pub async fn read<R: Reader>(
         );
         for source_name in names {
             let field = format!("metadata.name={source_name}");
+            // Whose it is shows in its labels: metadata is enough.
             let query = ListQuery {
                 field_selector: Some(&field),
+                metadata_only: true,
                 ..ListQuery::all("", "v1", kind)
             };
             for item in reader.list(query).await?.unwrap_or_default() {
