@@ -3,6 +3,7 @@
 //! it starts on, and serde_yaml's own error locations are shifted to file lines.
 
 use super::object::Problem;
+use crate::source::walk::SourceFile;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::cell::Cell;
@@ -30,13 +31,28 @@ pub struct Document {
     /// The document's text (`---` marker blanked out, so lines and columns stay put).
     pub text: String,
     pub value: Value,
+    /// Whether typed parsing must take `value` rather than `text`: set when the value was
+    /// changed after parsing (kustomize's build annotations removed), so the text would put
+    /// them back.
+    typed_from_value: bool,
 }
 
 impl Document {
     /// Parse this document's text again into a typed value, reporting serde's error with the
     /// file line it points at (used for tend's kinds, whose unknown fields are errors).
     pub fn parse_typed<T: DeserializeOwned>(&self, file: &Path) -> Result<T, Problem> {
-        serde_yaml::from_str::<T>(&self.text).map_err(|e| self.problem_from(file, &e))
+        let typed = serde_yaml::from_str::<T>(&self.text).map_err(|e| self.problem_from(file, &e));
+        if !self.typed_from_value || typed.is_err() {
+            return typed;
+        }
+        // The text has told where any error is; the value is what is meant.
+        serde_json::from_value::<T>(self.value.clone())
+            .map_err(|e| Problem::new(file, self.line, one_line(&e.to_string())))
+    }
+
+    /// The file lines this document's text covers (its `---` line included).
+    pub fn lines(&self) -> std::ops::Range<usize> {
+        self.start_line..self.start_line + self.text.lines().count()
     }
 
     fn problem_from(&self, file: &Path, err: &serde_yaml::Error) -> Problem {
@@ -613,6 +629,7 @@ pub fn parse_file(file: &Path, text: &str) -> (Vec<Document>, Vec<Problem>) {
             start_line,
             text: chunk,
             value: Value::Null,
+            typed_from_value: false,
         };
         if doc.text.contains('\t') {
             if let Some(tab_line) = leading_tab_line(&doc.text) {
@@ -639,7 +656,7 @@ pub fn parse_file(file: &Path, text: &str) -> (Vec<Document>, Vec<Problem>) {
                 Ok(Value::Null) => continue,
                 Ok(value) => {
                     doc.value = value;
-                    docs.push(doc);
+                    expand_lists(file, doc, 0, &mut docs, &mut problems);
                 }
                 Err((path, msg)) => {
                     problems.push(Problem::new(file, doc.line_at(&path), one_line(&msg)))
@@ -649,6 +666,230 @@ pub fn parse_file(file: &Path, text: &str) -> (Vec<Document>, Vec<Problem>) {
         }
     }
     (docs, problems)
+}
+
+/// Parse one source file: [`parse_file`], and for text that kustomize built, without
+/// kustomize's build annotations (SPEC 2: they describe the build, not the object).
+pub fn parse_source(file: &SourceFile) -> (Vec<Document>, Vec<Problem>) {
+    let (mut docs, problems) = parse_file(&file.path, &file.text);
+    if file.unit.is_some() {
+        for doc in &mut docs {
+            if strip_build_annotations(&mut doc.value) {
+                doc.typed_from_value = true;
+            }
+        }
+    }
+    (docs, problems)
+}
+
+/// Annotations kustomize (and kyaml) add while building, never meant for the cluster: the
+/// origin and transformer records of `buildMetadata`, and kyaml's internal bookkeeping.
+pub fn is_build_annotation(key: &str) -> bool {
+    matches!(
+        key,
+        "config.kubernetes.io/origin"
+            | "alpha.config.kubernetes.io/transformations"
+            | "config.kubernetes.io/path"
+            | "config.kubernetes.io/index"
+            | "config.k8s.io/id"
+            | "kustomize.config.k8s.io/id"
+    ) || key.starts_with("internal.config.kubernetes.io/")
+}
+
+/// Remove kustomize's build annotations (and an `annotations` mapping left empty by that).
+/// Whether anything was removed.
+fn strip_build_annotations(value: &mut Value) -> bool {
+    let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return false;
+    };
+    let Some(annotations) = meta.get_mut("annotations").and_then(Value::as_object_mut) else {
+        return false;
+    };
+    let before = annotations.len();
+    annotations.retain(|key, _| !is_build_annotation(key));
+    if annotations.len() == before {
+        return false;
+    }
+    if annotations.is_empty() {
+        meta.remove("annotations");
+    }
+    true
+}
+
+/// Parse a small YAML text (an annotation's value) into JSON; `None` if it is not YAML.
+pub fn parse_value(text: &str) -> Option<Value> {
+    let yaml = serde_yaml::from_str::<serde_yaml::Value>(text).ok()?;
+    yaml_to_json(yaml, &mut Vec::new()).ok()
+}
+
+/// Whether a parsed document is a list of objects (as `kubectl apply` reads them): `kind:
+/// List`, or any `<Kind>List` with an `items` sequence. `Err` for a `kind: List` whose
+/// `items` is not a sequence.
+fn list_items(value: &Value) -> Result<Option<&[Value]>, String> {
+    let Some(kind) = value.get("kind").and_then(Value::as_str) else {
+        return Ok(None);
+    };
+    if !kind.ends_with("List") {
+        return Ok(None);
+    }
+    match value.get("items") {
+        Some(Value::Array(items)) => Ok(Some(items)),
+        // `items:` with nothing after it, or no items at all: an empty List.
+        None | Some(Value::Null) if kind == "List" => Ok(Some(&[])),
+        Some(Value::Null) => Ok(Some(&[])),
+        Some(other) if kind == "List" => Err(format!(
+            "items of a List must be a sequence of objects, found {}",
+            match other {
+                Value::Object(_) => "a mapping",
+                Value::String(_) => "a string",
+                _ => "a scalar",
+            }
+        )),
+        // `<Kind>List` without an items sequence: a kind of its own (e.g. a custom resource).
+        _ => Ok(None),
+    }
+}
+
+/// Push `doc`, or, if it is a List, its items, each as a document at its own line.
+fn expand_lists(
+    file: &Path,
+    doc: Document,
+    depth: usize,
+    out: &mut Vec<Document>,
+    problems: &mut Vec<Problem>,
+) {
+    let items = match list_items(&doc.value) {
+        Ok(Some(items)) if depth < MAX_NESTING => items,
+        Ok(_) => {
+            out.push(doc);
+            return;
+        }
+        Err(message) => {
+            problems.push(Problem::new(
+                file,
+                doc.line_at(&[Step::Key("items".into())]),
+                message,
+            ));
+            return;
+        }
+    };
+    let list_kind = doc.value["kind"].as_str().unwrap_or("List");
+    // Items of a typed list (`RoleList`) may leave out apiVersion and kind, as the API server
+    // returns them: they are the list's apiVersion and its kind without `List`.
+    let inherited = match (list_kind.strip_suffix("List"), doc.value.get("apiVersion")) {
+        (Some(kind), Some(Value::String(api_version))) if !kind.is_empty() => {
+            Some((api_version.clone(), kind.to_string()))
+        }
+        _ => None,
+    };
+    let spans = item_spans(&doc, items.len());
+    for (i, item) in items.iter().enumerate() {
+        let line = doc.line_at(&[Step::Key("items".into()), Step::Index(i)]);
+        let mut value = item.clone();
+        let mut needs_own_text = false;
+        if let (Some((api_version, kind)), Value::Object(map)) = (&inherited, &mut value) {
+            if !map.contains_key("apiVersion") && !map.contains_key("kind") {
+                map.insert("apiVersion".into(), Value::String(api_version.clone()));
+                map.insert("kind".into(), Value::String(kind.clone()));
+                needs_own_text = true;
+            }
+        }
+        // The item's own lines, so that messages about its fields point into it; where they
+        // cannot be cut out (flow style, JSON, aliases across items), its value as one line
+        // of JSON at the item's line.
+        let sliced = spans
+            .as_ref()
+            .filter(|_| !needs_own_text)
+            .and_then(|spans| item_text(&doc, spans[i]))
+            .filter(|(_, text)| {
+                serde_yaml::from_str::<serde_yaml::Value>(text)
+                    .ok()
+                    .and_then(|y| yaml_to_json(y, &mut Vec::new()).ok())
+                    .as_ref()
+                    == Some(item)
+            });
+        let (start_line, text) = match sliced {
+            Some((start, text)) => (start, text),
+            None => (
+                line,
+                serde_json::to_string(&value).unwrap_or_default() + "\n",
+            ),
+        };
+        let item_doc = Document {
+            line,
+            start_line,
+            text,
+            value,
+            typed_from_value: false,
+        };
+        expand_lists(file, item_doc, depth + 1, out, problems);
+    }
+}
+
+/// For a document whose top-level `items` is a block sequence of `count` entries: each
+/// entry's 0-based first text line, end (exclusive) and the column of its `-`.
+fn item_spans(doc: &Document, count: usize) -> Option<Vec<(usize, usize, usize)>> {
+    let lines: Vec<&str> = doc.text.lines().collect();
+    let content = |l: &str| {
+        let t = l.trim_start_matches(' ');
+        !(t.trim().is_empty() || t.starts_with('#'))
+    };
+    let indent = |l: &str| l.len() - l.trim_start_matches(' ').len();
+    let is_item = |t: &str| t == "-" || t.starts_with("- ");
+    let first = lines.iter().position(|l| content(l))?;
+    let root = indent(lines[first]);
+    let key = (first..lines.len()).find(|&n| {
+        let l = lines[n];
+        if !content(l) || indent(l) != root {
+            return false;
+        }
+        let t = &l[root..];
+        key_matches(t, "items") && {
+            let rest = t["items".len()..].trim_start_matches(':').trim();
+            rest.is_empty() || rest.starts_with('#')
+        }
+    })?;
+    let mut spans: Vec<(usize, usize, usize)> = Vec::new();
+    let mut col = None;
+    let mut end = lines.len();
+    for (n, l) in lines.iter().enumerate().skip(key + 1) {
+        if !content(l) {
+            continue;
+        }
+        let (c, t) = (indent(l), &l[indent(l)..]);
+        let col = *col.get_or_insert(c);
+        if c < col || (c == col && !is_item(t)) {
+            end = n;
+            break;
+        }
+        if c == col {
+            if let Some(last) = spans.last_mut() {
+                last.1 = n;
+            }
+            spans.push((n, lines.len(), c));
+        }
+    }
+    if let Some(last) = spans.last_mut() {
+        last.1 = end;
+    }
+    (spans.len() == count).then_some(spans)
+}
+
+/// The text of one list entry as a document of its own: its lines, with the entry's `-`
+/// blanked, and the file line it starts on. Trailing comment lines stay; they are harmless.
+fn item_text(doc: &Document, (start, end, col): (usize, usize, usize)) -> Option<(usize, String)> {
+    let mut text = String::new();
+    for (n, line) in doc.text.lines().enumerate().take(end).skip(start) {
+        if n == start {
+            text.push_str(line.get(..col)?);
+            text.push(' ');
+            text.push_str(line.get(col + 1..)?);
+        } else {
+            text.push_str(line);
+        }
+        text.push('\n');
+    }
+    Some((doc.start_line + start, text))
 }
 
 /// Split on `---` document markers (and `...` end markers) at column 0, returning each chunk
