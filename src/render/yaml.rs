@@ -783,8 +783,16 @@ fn expand_lists(
         _ => None,
     };
     let spans = item_spans(&doc, items.len());
+    // Items in flow style (JSON, `[{...}, {...}]`): the line each starts on.
+    let flow_lines = match spans {
+        Some(_) => None,
+        None => flow_item_lines(&doc, items.len()),
+    };
     for (i, item) in items.iter().enumerate() {
-        let line = doc.line_at(&[Step::Key("items".into()), Step::Index(i)]);
+        let line = match &flow_lines {
+            Some(lines) => lines[i],
+            None => doc.line_at(&[Step::Key("items".into()), Step::Index(i)]),
+        };
         let mut value = item.clone();
         let mut needs_own_text = false;
         if let (Some((api_version, kind)), Value::Object(map)) = (&inherited, &mut value) {
@@ -824,6 +832,122 @@ fn expand_lists(
         };
         expand_lists(file, item_doc, depth + 1, out, problems);
     }
+}
+
+/// Walk flow-style YAML (JSON included) from byte `from`, calling `at(depth, offset, line)`
+/// where a node starts (`depth` counts the open `[`/`{` around it), until the collection
+/// that starts at `from` closes or `at` returns true. Quoted scalars and comments are
+/// skipped; in flow context plain scalars cannot hold `[]{},`.
+fn scan_flow(text: &str, from: usize, mut at: impl FnMut(usize, usize, usize) -> bool) {
+    let bytes = text.as_bytes();
+    let mut line = 1 + bytes[..from].iter().filter(|b| **b == b'\n').count();
+    let (mut depth, mut quote, mut node_start) = (0usize, None::<u8>, true);
+    let mut i = from;
+    while i < bytes.len() {
+        let c = bytes[i];
+        if c == b'\n' {
+            line += 1;
+        }
+        if let Some(q) = quote {
+            if q == b'"' && c == b'\\' {
+                if bytes.get(i + 1) == Some(&b'\n') {
+                    line += 1;
+                }
+                i += 2;
+                continue;
+            }
+            if c == q {
+                if q == b'\'' && bytes.get(i + 1) == Some(&b'\'') {
+                    i += 2;
+                    continue;
+                }
+                quote = None;
+            }
+            i += 1;
+            continue;
+        }
+        match c {
+            b' ' | b'\t' | b'\r' | b'\n' => {}
+            b'#' if i == 0 || matches!(bytes[i - 1], b' ' | b'\t' | b'\n') => {
+                while i + 1 < bytes.len() && bytes[i + 1] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'[' | b'{' => {
+                if node_start && at(depth, i, line) {
+                    return;
+                }
+                depth += 1;
+                node_start = true;
+            }
+            b']' | b'}' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return;
+                }
+                node_start = false;
+            }
+            b',' | b':' => node_start = true,
+            _ => {
+                if node_start && at(depth, i, line) {
+                    return;
+                }
+                if matches!(c, b'"' | b'\'') && node_start {
+                    quote = Some(c);
+                }
+                node_start = false;
+            }
+        }
+        i += 1;
+    }
+}
+
+/// Byte offset of the `[` that opens the top-level `items` of a document, when it is in flow
+/// style: in a flow (JSON) document, or after a block `items:` key.
+fn flow_items_open(doc: &Document) -> Option<usize> {
+    let text = &doc.text;
+    let first = text.find(|c: char| !c.is_whitespace())?;
+    // `[` after `items` + `:` (and spaces), from a key's offset.
+    let open_after_key = |offset: usize| -> Option<usize> {
+        let rest = &text[offset..];
+        let key_len = ["\"items\"", "'items'", "items"]
+            .iter()
+            .find(|k| rest.starts_with(*k))?
+            .len();
+        let after = rest[key_len..].trim_start_matches([' ', '\t']);
+        let after = after.strip_prefix(':')?;
+        let value = after.trim_start();
+        value.starts_with('[').then(|| text.len() - value.len())
+    };
+    if text[first..].starts_with('{') {
+        let mut open = None;
+        scan_flow(text, first, |depth, offset, _| {
+            if depth == 1 {
+                open = open_after_key(offset);
+            }
+            open.is_some()
+        });
+        return open;
+    }
+    let line = doc.line_at(&[Step::Key("items".into())]);
+    let index = line.checked_sub(doc.start_line)?;
+    let line_offset: usize = text.split_inclusive('\n').take(index).map(str::len).sum();
+    let line_text = text[line_offset..].lines().next()?;
+    let indent = line_text.len() - line_text.trim_start_matches(' ').len();
+    open_after_key(line_offset + indent)
+}
+
+/// The file line of each entry of a flow-style top-level `items` sequence.
+fn flow_item_lines(doc: &Document, count: usize) -> Option<Vec<usize>> {
+    let open = flow_items_open(doc)?;
+    let mut lines = Vec::new();
+    scan_flow(&doc.text, open, |depth, _, line| {
+        if depth == 1 {
+            lines.push(doc.start_line + line - 1);
+        }
+        false
+    });
+    (lines.len() == count).then_some(lines)
 }
 
 /// For a document whose top-level `items` is a block sequence of `count` entries: each
@@ -1244,6 +1368,66 @@ mod tests {
         let (docs, _) = parse("a:\n  b: {c: [1, 2]}\n");
         assert_eq!(docs[0].line_at(&path(&["a", "b", "c", "1"])), 2);
         assert_eq!(dotted(&path(&["a", "b", "0", "c"])), "a.b[0].c");
+    }
+
+    #[test]
+    fn lists_expand_into_items_at_their_lines() {
+        let text = "# c\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleList\nitems:\n- apiVersion: rbac.authorization.k8s.io/v1\n  kind: Role\n  metadata:\n    name: a\n\n  # between\n- metadata:\n    name: b\n    labels:\n      x: |\n        - not an item\n-\n  apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: c}\nmetadata: {}\n";
+        let (docs, problems) = parse(text);
+        assert!(problems.is_empty(), "{problems:?}");
+        let lines: Vec<usize> = docs.iter().map(|d| d.line).collect();
+        assert_eq!(lines, vec![5, 11, 16]);
+        // Inherited from the typed list.
+        assert_eq!(docs[1].value["kind"], "Role");
+        assert_eq!(docs[1].value["apiVersion"], "rbac.authorization.k8s.io/v1");
+        assert_eq!(docs[2].value["kind"], "ConfigMap");
+        // Lines inside an item point into the file.
+        let name = vec!["metadata".to_string(), "name".to_string()];
+        assert_eq!(docs[0].line_of(&name), 8);
+        assert_eq!(docs[2].line_of(&["apiVersion".to_string()]), 17);
+        #[derive(serde::Deserialize)]
+        struct Named {
+            metadata: serde_json::Map<String, Value>,
+        }
+        let typed: Named = docs[0].parse_typed(Path::new("f.yaml")).unwrap();
+        assert_eq!(typed.metadata["name"], "a");
+    }
+
+    #[test]
+    fn list_shapes() {
+        // JSON: each item at the line it starts on.
+        let (docs, _) = parse("{\"kind\": \"List\", \"apiVersion\": \"v1\",\n \"items\": [\n  {\"kind\": \"A\", \"s\": \"[{,\\\"\"},\n  {\"kind\": \"B\"}]}\n");
+        assert_eq!(docs.iter().map(|d| d.line).collect::<Vec<_>>(), vec![3, 4]);
+        // Empty and absent items; a kind that only ends in List is not a list.
+        let (docs, problems) =
+            parse("kind: List\nitems: []\n---\nkind: List\n---\nkind: AllowList\nspec: {}\n");
+        assert!(problems.is_empty());
+        assert_eq!(docs.len(), 1);
+        assert_eq!(docs[0].value["kind"], "AllowList");
+        let (_, problems) = parse("kind: List\nitems: nope\n");
+        assert_eq!(problems[0].line, 2);
+        assert!(problems[0].message.contains("sequence"), "{}", problems[0]);
+    }
+
+    #[test]
+    fn built_documents_lose_build_annotations() {
+        let file = SourceFile {
+            path: "x (kustomize build)".into(),
+            text: "kind: A\nmetadata:\n  name: a\n  annotations:\n    config.kubernetes.io/origin: |\n      path: a.yaml\n    internal.config.kubernetes.io/x: y\n---\nkind: B\nmetadata:\n  annotations:\n    keep: me\n    config.kubernetes.io/origin: x\n".into(),
+            unit: Some("x".into()),
+        };
+        let (docs, _) = parse_source(&file);
+        assert!(docs[0].value["metadata"].get("annotations").is_none());
+        assert_eq!(
+            docs[1].value["metadata"]["annotations"],
+            serde_json::json!({"keep": "me"})
+        );
+        let typed: Value = docs[0].parse_typed(Path::new("x")).unwrap();
+        assert!(typed["metadata"].get("annotations").is_none());
+        // A plain file keeps them.
+        let plain = SourceFile { unit: None, ..file };
+        let (docs, _) = parse_source(&plain);
+        assert!(docs[0].value["metadata"]["annotations"].is_object());
     }
 
     #[test]

@@ -417,6 +417,11 @@ fn build(root: &Path, unit: &Unit, words: &[String]) -> Result<Vec<SourceFile>, 
             format!("`{shown}` failed: {message}"),
         ));
     }
+    // Deprecation notices and the like: worth seeing, not worth failing for.
+    let notes = builder_message(&String::from_utf8_lossy(&ran.stderr), root);
+    if !ran.stderr.iter().all(u8::is_ascii_whitespace) {
+        tracing::warn!("`{shown}`: {notes}");
+    }
     if ran.truncated {
         return Err(Problem::new(
             &unit.file,
