@@ -715,3 +715,57 @@ fn a_tendignored_kustomization_file_makes_a_plain_directory() {
         "{stderr}"
     );
 }
+
+/// The README's "Kustomize" example, checked for what the README says about it (the README
+/// test runs its commands; this one looks at what they print).
+#[test]
+fn the_readme_example_renders_as_the_readme_says() {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let section = readme
+        .split("\n## Kustomize\n")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("README has a Kustomize section");
+    let work = tempfile::tempdir().unwrap();
+    let mut blocks = section.split("```yaml\n").skip(1);
+    let mut written = 0;
+    for block in blocks.by_ref() {
+        let block = block.split("```").next().unwrap();
+        let path = block.lines().next().unwrap().trim_start_matches("# ");
+        let path = work.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, block).unwrap();
+        written += 1;
+    }
+    assert_eq!(written, 4);
+    let shop = work.path().join("shop");
+    let overlay = render(&["--repo", shop.to_str().unwrap(), "--path", "overlays/prod"]);
+    assert_same_objects(&overlay, &kubectl_kustomize(&shop.join("overlays/prod")));
+    // The whole tree: the overlay once, the base not on its own.
+    let tree = render(&[
+        "--repo",
+        shop.to_str().unwrap(),
+        "--kustomize-command",
+        "kubectl kustomize",
+    ]);
+    assert_eq!(ids(&tree), ids(&overlay));
+    assert!(section.contains("tend render --repo shop --kustomize-command \"kubectl kustomize\""));
+
+    // The failure the README quotes.
+    let file = shop.join("overlays/prod/kustomization.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.replace("- namespace.yaml", "- namespaces.yaml")).unwrap();
+    let (code, _, stderr) = run(tend_k().arg("render").arg("--repo").arg(&shop));
+    assert_eq!(code, 2);
+    let quoted = section
+        .split("```text\n")
+        .nth(1)
+        .and_then(|t| t.split("...").next())
+        .unwrap();
+    for line in quoted.lines() {
+        assert!(
+            stderr.contains(line),
+            "README quotes `{line}`; tend says:\n{stderr}"
+        );
+    }
+}
