@@ -538,8 +538,14 @@ fn builder_message(stderr: &str, root: &Path) -> String {
         if line.is_empty() {
             continue;
         }
+        let line = line.strip_prefix("# ").unwrap_or(line);
         if let Some(err) = klog_err(line) {
-            parts.push(err);
+            parts.extend(
+                err.lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .map(str::to_string),
+            );
         } else if let Some(rest) = line.strip_prefix("Error: ") {
             parts.push(rest.to_string());
         } else if !line.starts_with("Usage:") {
@@ -805,6 +811,14 @@ mod tests {
         assert_eq!(
             builder_message("Error: invalid Kustomization: bad\n", root),
             "invalid Kustomization: bad"
+        );
+        assert_eq!(
+            builder_message("E1 run.go:72] \"command failed\" err=\"a\\n  b\"\n", root),
+            "a; b"
+        );
+        assert_eq!(
+            builder_message("# Warning: 'commonLabels' is deprecated.\n", root),
+            "Warning: 'commonLabels' is deprecated."
         );
         let long = format!("Error: {}\n", "x".repeat(5000));
         assert!(builder_message(&long, root).ends_with("(cut; run with -v for the whole message)"));
