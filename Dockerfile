@@ -17,9 +17,18 @@
 # every distroless/cc release ships it). Build and runtime are both Debian 12, so glibc and
 # OpenSSL match. No git binary is needed: all git access is libgit2, credentials included
 # (TEND_GIT_TOKEN, --ssh-key). The Kubernetes client uses rustls.
+#
+# kustomize: tend builds kustomize directories with the `kustomize` binary (README,
+# "Kustomize"). The image carries the static binary of kustomize's official release image
+# (CGO_ENABLED=0, so it runs on distroless) at /usr/local/bin/kustomize. Remote bases
+# (`github.com/...?ref=`) need a git binary, which this image does not have: vendor them into
+# the repository, or build an image with git.
 
 ARG RUST_VERSION=1.95
 ARG DEBIAN=bookworm
+# The kustomize release to ship (the one kubectl 1.32 embeds). Pin a digest in addition if
+# your policy asks for it: registry.k8s.io/kustomize/kustomize:v5.5.0@sha256:...
+ARG KUSTOMIZE_VERSION=v5.5.0
 
 # ---- build ---------------------------------------------------------------------------
 FROM docker.io/library/rust:${RUST_VERSION}-${DEBIAN} AS build
@@ -53,10 +62,15 @@ RUN cargo build --release --locked --bin tend \
  && for shell in bash zsh fish; do /out/bin/tend completions "$shell" > "/out/share/completions/tend.$shell"; done \
  && /out/bin/tend version
 
+# ---- kustomize: the official release image; only its binary is used --------------------
+FROM registry.k8s.io/kustomize/kustomize:${KUSTOMIZE_VERSION} AS kustomize
+RUN ["/app/kustomize", "version"]
+
 # ---- ci: the runtime plus busybox sh, for GitLab CI jobs (image: ...-ci, entrypoint: [""]) -
 FROM gcr.io/distroless/cc-debian12:debug-nonroot AS ci
 COPY --from=build /out/lib/ /lib/
 COPY --from=build /out/bin/tend /usr/local/bin/tend
+COPY --from=kustomize /app/kustomize /usr/local/bin/kustomize
 COPY --from=build /out/share/man/man1 /usr/local/share/man/man1
 USER 65532:65532
 ENTRYPOINT ["/usr/local/bin/tend"]
@@ -65,6 +79,7 @@ ENTRYPOINT ["/usr/local/bin/tend"]
 FROM gcr.io/distroless/cc-debian12:nonroot AS runtime
 COPY --from=build /out/lib/ /lib/
 COPY --from=build /out/bin/tend /usr/local/bin/tend
+COPY --from=kustomize /app/kustomize /usr/local/bin/kustomize
 COPY --from=build /out/share/man/man1 /usr/local/share/man/man1
 COPY --from=build /out/share/completions /usr/local/share/tend/completions
 USER 65532:65532

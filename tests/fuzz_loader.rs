@@ -83,6 +83,7 @@ fn one(text: String) -> Vec<SourceFile> {
     vec![SourceFile {
         path: PathBuf::from("fuzz.yaml"),
         text,
+        unit: None,
     }]
 }
 

@@ -194,6 +194,7 @@ fn files_of(objects: &[Value], chunk: usize) -> Vec<SourceFile> {
         .map(|(i, docs)| SourceFile {
             path: PathBuf::from(format!("f{i:03}.yaml")),
             text: docs.iter().map(yaml).collect::<Vec<_>>().join("---\n"),
+            unit: None,
         })
         .collect()
 }

@@ -48,6 +48,14 @@ pub struct GlobalArgs {
     /// known_hosts file for SSH host key checking (default ~/.ssh/known_hosts).
     #[arg(long, global = true, env = "TEND_KNOWN_HOSTS")]
     pub known_hosts: Option<PathBuf>,
+    /// Command that builds kustomize directories, as words; the directory is appended (default: `kustomize build` if kustomize is on PATH, else `kubectl kustomize`).
+    #[arg(
+        long,
+        global = true,
+        env = "TEND_KUSTOMIZE_COMMAND",
+        value_name = "COMMAND"
+    )]
+    pub kustomize_command: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -89,6 +97,7 @@ impl GlobalArgs {
             cache_dir: self.cache_dir.clone(),
             ssh_key: self.ssh_key.clone(),
             known_hosts: self.known_hosts.clone(),
+            kustomize_command: self.kustomize_command.clone(),
             // Environment only: a token on the command line would show up in `ps`.
             token: std::env::var("TEND_GIT_TOKEN")
                 .ok()

@@ -59,10 +59,11 @@ pub fn desired_state(
 ) -> Result<Desired, Error> {
     let checkout = source::resolve(source_opts)?;
     tracing::debug!("reading desired state from {}", checkout.dir.display());
-    let walked = walk::walk(&checkout.dir).map_err(|source| Error::Walk {
-        path: checkout.dir.clone(),
-        source,
-    })?;
+    let walked =
+        walk::walk_with(&checkout.dir, &checkout.kustomize).map_err(|source| Error::Walk {
+            path: checkout.dir.clone(),
+            source,
+        })?;
     let rendered = match render::render(&walked.files, render_opts) {
         Ok(rendered) if walked.problems.is_empty() => rendered,
         Ok(_) => {

@@ -97,6 +97,7 @@ mod tests {
         let files = [SourceFile {
             path: "site.yaml".into(),
             text: text.to_string(),
+            unit: None,
         }];
         match render(&files, &RenderOptions::default()) {
             Ok(r) => r,

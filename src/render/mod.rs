@@ -91,7 +91,7 @@ pub fn render(files: &[SourceFile], opts: &RenderOptions) -> Result<Rendered, Re
     let mut checked = Vec::new();
     let mut repo_scopes: HashMap<(String, String), bool> = HashMap::new();
     for file in files {
-        let (docs, parse_problems) = yaml::parse_file(&file.path, &file.text);
+        let (docs, parse_problems) = yaml::parse_source(file);
         problems.extend(parse_problems);
         for mut doc in docs {
             documents += 1;

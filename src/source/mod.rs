@@ -2,6 +2,7 @@
 //! fetched into a cache; then the walk over its YAML files.
 
 pub mod git;
+pub mod kustomize;
 pub mod walk;
 
 use git::{GitError, GitSpec};
@@ -21,6 +22,8 @@ pub struct SourceOptions {
     pub ssh_key: Option<PathBuf>,
     pub known_hosts: Option<PathBuf>,
     pub token: Option<String>,
+    /// The kustomize builder's command words (`--kustomize-command`); default: found on PATH.
+    pub kustomize_command: Option<String>,
 }
 
 /// Desired state on disk, ready to walk.
@@ -32,6 +35,8 @@ pub struct Checkout {
     pub commit: Option<String>,
     /// Human description for messages: the path, or the redacted URL and ref.
     pub description: String,
+    /// How to build the kustomize directories found in `dir`.
+    pub kustomize: kustomize::KustomizeOptions,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -99,6 +104,9 @@ pub fn resolve(opts: &SourceOptions) -> Result<Checkout, SourceError> {
         dir,
         commit,
         description,
+        kustomize: kustomize::KustomizeOptions {
+            command: opts.kustomize_command.clone(),
+        },
     })
 }
 

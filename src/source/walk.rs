@@ -1,7 +1,9 @@
 //! Walk a desired-state directory: every `*.yaml`/`*.yml` file, skipping hidden entries and
 //! `.tendignore` patterns, rejecting symlinks that leave the directory. Reads the files; all
-//! parsing happens later in `render`.
+//! parsing happens later in `render`. Kustomize directories are not read file by file but
+//! built ([`super::kustomize`]); their output is read like a file.
 
+use super::kustomize::{self, KustomizeOptions, Unit};
 use crate::problem::Problem;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use std::collections::BTreeSet;
@@ -12,12 +14,15 @@ use std::path::{Path, PathBuf};
 /// a file much larger than that is a mistake (a build artefact, a dump), not desired state.
 pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
-/// One YAML file of the desired state.
+/// One YAML file of the desired state, or the output of one kustomize build.
 #[derive(Debug, Clone)]
 pub struct SourceFile {
-    /// Path relative to the walked directory, used in every message.
+    /// Path relative to the walked directory, used in every message; for a build,
+    /// `<dir> (kustomize build)` (lines are those of the build output).
     pub path: PathBuf,
     pub text: String,
+    /// For a build: the kustomize unit's directory, relative to the walked directory.
+    pub unit: Option<PathBuf>,
 }
 
 /// The result of a walk: readable files, plus problems with the others.
@@ -27,9 +32,14 @@ pub struct Walked {
     pub problems: Vec<Problem>,
 }
 
-/// Walk `dir`. Fails only when `dir` itself cannot be read; problems with single files are
-/// collected so that all of them are reported at once.
+/// Walk `dir`, building kustomize directories with the builder found on PATH.
 pub fn walk(dir: &Path) -> std::io::Result<Walked> {
+    walk_with(dir, &KustomizeOptions::default())
+}
+
+/// Walk `dir`. Fails only when `dir` itself cannot be read; problems with single files (and
+/// failed kustomize builds) are collected so that all of them are reported at once.
+pub fn walk_with(dir: &Path, kustomize: &KustomizeOptions) -> std::io::Result<Walked> {
     let root = dir.canonicalize()?;
     if !root.is_dir() {
         return Err(std::io::Error::new(
@@ -41,14 +51,26 @@ pub fn walk(dir: &Path) -> std::io::Result<Walked> {
     let ignore = load_tendignore(&root, &mut walked.problems);
     let mut visited = BTreeSet::new();
     visited.insert(root.clone());
+    let mut units = Vec::new();
     visit(
         &root,
         &root,
         Path::new(""),
         &ignore,
         &mut visited,
+        &mut units,
         &mut walked,
     );
+    // What a unit refers to outside its own tree is kustomize's to read, not a plain file.
+    let claimed: Vec<&PathBuf> = units.iter().flat_map(|u: &Unit| u.refs.iter()).collect();
+    let is_claimed = |path: &Path| claimed.iter().any(|c| path.starts_with(c));
+    walked.files.retain(|f| !is_claimed(&f.path));
+    walked.problems.retain(|p| !is_claimed(&p.file));
+    let (build, problems) = kustomize::select(&units);
+    walked.problems.extend(problems);
+    let (built, problems) = kustomize::build_all(&root, &build, kustomize);
+    walked.files.extend(built);
+    walked.problems.extend(problems);
     walked.files.sort_by(|a, b| a.path.cmp(&b.path));
     walked.problems.sort();
     Ok(walked)
@@ -110,8 +132,34 @@ fn visit(
     rel: &Path,
     ignore: &Gitignore,
     visited: &mut BTreeSet<PathBuf>,
+    units: &mut Vec<Unit>,
     out: &mut Walked,
 ) {
+    // A kustomize directory is built as a whole (a `.tendignore`d kustomization file makes
+    // it a plain directory again).
+    for name in kustomize::KUSTOMIZATION_FILES {
+        let file = dir.join(name);
+        let rel_file = rel.join(name);
+        if !file.is_file() || ignore.matched(&rel_file, false).is_ignore() {
+            continue;
+        }
+        if !file.canonicalize().is_ok_and(|t| t.starts_with(root)) {
+            break; // a symlink out of the repository: reported as such below
+        }
+        match read_text(&file, &rel_file) {
+            Ok(text) => {
+                if let Some(unit) = kustomize::detect(root, rel, &rel_file, &text) {
+                    units.push(unit);
+                    return;
+                }
+            }
+            Err(problem) => {
+                out.problems.push(problem);
+                return;
+            }
+        }
+        break;
+    }
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(err) => {
@@ -177,7 +225,7 @@ fn visit(
         if is_dir {
             // A symlinked directory could loop back; visit each real directory once.
             if visited.insert(real.clone()) {
-                visit(root, &real, &rel_path, ignore, visited, out);
+                visit(root, &real, &rel_path, ignore, visited, units, out);
             }
         } else if is_yaml(&name_str) {
             read_file(&real, rel_path, out);
@@ -194,20 +242,31 @@ fn is_dir_or_yaml(target: &Path, name: &str) -> bool {
 }
 
 fn read_file(path: &Path, rel: PathBuf, out: &mut Walked) {
+    match read_text(path, &rel) {
+        Ok(text) => out.files.push(SourceFile {
+            path: rel,
+            text,
+            unit: None,
+        }),
+        Err(problem) => out.problems.push(problem),
+    }
+}
+
+/// A file's text: a regular file, at most [`MAX_FILE_BYTES`], UTF-8.
+fn read_text(path: &Path, rel: &Path) -> Result<String, Problem> {
     match fs::metadata(path) {
         // A FIFO, socket or device named *.yaml: opening a FIFO would block forever, and
         // a device could be endless.
         Ok(meta) if !meta.is_file() => {
-            out.problems.push(Problem::new(
-                &rel,
+            return Err(Problem::new(
+                rel,
                 1,
                 "not a regular file (a pipe, socket or device); remove it or add it to .tendignore",
             ));
-            return;
         }
         Ok(meta) if meta.len() > MAX_FILE_BYTES => {
-            out.problems.push(Problem::new(
-                &rel,
+            return Err(Problem::new(
+                rel,
                 1,
                 format!(
                     "file is {:.1} MiB; tend reads YAML files up to {} MiB (a Kubernetes object is at most about 1.5 MiB); split it or add it to .tendignore",
@@ -215,14 +274,9 @@ fn read_file(path: &Path, rel: PathBuf, out: &mut Walked) {
                     MAX_FILE_BYTES / (1024 * 1024)
                 ),
             ));
-            return;
         }
         Ok(_) => {}
-        Err(err) => {
-            out.problems
-                .push(Problem::new(&rel, 1, format!("cannot read file: {err}")));
-            return;
-        }
+        Err(err) => return Err(Problem::new(rel, 1, format!("cannot read file: {err}"))),
     }
     // Read at most one byte past the limit: a file that grew after the size check is still
     // refused instead of read whole.
@@ -232,36 +286,30 @@ fn read_file(path: &Path, rel: PathBuf, out: &mut Walked) {
         f.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)
     });
     if let Err(err) = read {
-        out.problems
-            .push(Problem::new(&rel, 1, format!("cannot read file: {err}")));
-        return;
+        return Err(Problem::new(rel, 1, format!("cannot read file: {err}")));
     }
     if bytes.len() as u64 > MAX_FILE_BYTES {
-        out.problems.push(Problem::new(
-            &rel,
+        return Err(Problem::new(
+            rel,
             1,
             format!(
                 "file is larger than {} MiB; split it or add it to .tendignore",
                 MAX_FILE_BYTES / (1024 * 1024)
             ),
         ));
-        return;
     }
-    match String::from_utf8(bytes) {
-        Ok(text) => out.files.push(SourceFile { path: rel, text }),
-        Err(err) => {
-            let offset = err.utf8_error().valid_up_to();
-            let line = 1 + err.as_bytes()[..offset]
-                .iter()
-                .filter(|b| **b == b'\n')
-                .count();
-            out.problems.push(Problem::new(
-                &rel,
-                line,
-                "file is not valid UTF-8 (binary or another encoding); save it as UTF-8 or add it to .tendignore",
-            ));
-        }
-    }
+    String::from_utf8(bytes).map_err(|err| {
+        let offset = err.utf8_error().valid_up_to();
+        let line = 1 + err.as_bytes()[..offset]
+            .iter()
+            .filter(|b| **b == b'\n')
+            .count();
+        Problem::new(
+            rel,
+            line,
+            "file is not valid UTF-8 (binary or another encoding); save it as UTF-8 or add it to .tendignore",
+        )
+    })
 }
 
 #[cfg(test)]

@@ -8,6 +8,8 @@ mod engine;
 mod faults;
 mod git;
 mod kinds;
+mod kustomize;
+mod lists;
 mod load_errors;
 mod render;
 mod shipping;

@@ -19,7 +19,7 @@ fn cronjob_dir() -> PathBuf {
     repo_root().join("cronjob")
 }
 
-/// `cronjob/` as tend's own loader renders it (kustomization.yaml skipped by .tendignore).
+/// `cronjob/` as tend renders it (a kustomize directory: built with its kustomization.yaml).
 fn render_cronjob() -> Vec<Value> {
     let (code, stdout, stderr) = run(tend()
         .args(["render", "-o", "json", "--repo"])
