@@ -91,16 +91,16 @@ impl ObjectKey {
 
     /// The key of a live object, as the API returns it (apiVersion, kind, metadata).
     pub fn of_value(value: &Value) -> ObjectKey {
-        let str_at = |pointer: &str| value.pointer(pointer).and_then(Value::as_str);
+        let str_at = |path: &[&str]| at(value, path).and_then(Value::as_str);
         ObjectKey {
-            group: split_api_version(str_at("/apiVersion").unwrap_or(""))
+            group: split_api_version(str_at(&["apiVersion"]).unwrap_or(""))
                 .0
                 .to_string(),
-            kind: str_at("/kind").unwrap_or("").to_string(),
-            namespace: str_at("/metadata/namespace")
+            kind: str_at(&["kind"]).unwrap_or("").to_string(),
+            namespace: str_at(&["metadata", "namespace"])
                 .filter(|s| !s.is_empty())
                 .map(str::to_string),
-            name: str_at("/metadata/name").unwrap_or("").to_string(),
+            name: str_at(&["metadata", "name"]).unwrap_or("").to_string(),
         }
     }
 }
@@ -117,15 +117,12 @@ impl Object {
         Object { value, origin }
     }
 
-    fn str_at(&self, pointer: &str) -> &str {
-        self.value
-            .pointer(pointer)
-            .and_then(Value::as_str)
-            .unwrap_or("")
+    fn str_at(&self, path: &[&str]) -> &str {
+        at(&self.value, path).and_then(Value::as_str).unwrap_or("")
     }
 
     pub fn api_version(&self) -> &str {
-        self.str_at("/apiVersion")
+        self.str_at(&["apiVersion"])
     }
 
     /// The API group: the part of apiVersion before `/`, empty for the core group.
@@ -134,16 +131,15 @@ impl Object {
     }
 
     pub fn kind(&self) -> &str {
-        self.str_at("/kind")
+        self.str_at(&["kind"])
     }
 
     pub fn name(&self) -> &str {
-        self.str_at("/metadata/name")
+        self.str_at(&["metadata", "name"])
     }
 
     pub fn namespace(&self) -> Option<&str> {
-        self.value
-            .pointer("/metadata/namespace")
+        at(&self.value, &["metadata", "namespace"])
             .and_then(Value::as_str)
             .filter(|ns| !ns.is_empty())
     }
@@ -174,6 +170,12 @@ impl Object {
             name: self.name().to_string(),
         }
     }
+}
+
+/// The value at `path` (object keys from the root). Unlike `Value::pointer`, it allocates
+/// nothing, which matters on paths taken for every object of a 10,000-object run.
+pub fn at<'a>(value: &'a Value, path: &[&str]) -> Option<&'a Value> {
+    path.iter().try_fold(value, |v, key| v.get(key))
 }
 
 /// Split `apps/v1` into (`apps`, `v1`) and `v1` into (``, `v1`).

@@ -9,6 +9,7 @@
 //! 2. and tend owns no field the desired object no longer sets ([`owned_paths_dropped`]):
 //!    server-side apply removes such fields, so their mere presence live means a change.
 
+use crate::object::at;
 use serde_json::{Map, Number, Value};
 use std::borrow::Cow;
 
@@ -178,11 +179,12 @@ fn same_value(a: &Value, b: &Value) -> bool {
 /// `metadata.managedFields`) would change nothing: [`contains`] and not
 /// [`owned_paths_dropped`]. An object being deleted (`deletionTimestamp`) is never unchanged.
 pub fn is_unchanged(desired: &Value, live: &Value, manager: &str) -> bool {
-    if live.pointer("/metadata/deletionTimestamp").is_some() {
+    if at(live, &["metadata", "deletionTimestamp"]).is_some() {
         return false;
     }
     let managed = live
-        .pointer("/metadata/managedFields")
+        .get("metadata")
+        .and_then(|m| m.get("managedFields"))
         .unwrap_or(&Value::Null);
     contains(&without_ignored(desired), live) && !owned_paths_dropped(managed, manager, desired)
 }

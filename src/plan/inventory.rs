@@ -169,7 +169,8 @@ pub fn label_member(object: &mut Value, id: &str) {
 /// Whether a live object is a member of the ApplySet `id`.
 pub fn is_member(object: &Value, id: &str) -> bool {
     object
-        .pointer("/metadata/labels")
+        .get("metadata")
+        .and_then(|m| m.get("labels"))
         .and_then(|l| l.get(PART_OF_LABEL))
         .and_then(Value::as_str)
         == Some(id)

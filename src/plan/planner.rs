@@ -252,7 +252,8 @@ fn change_of(
 /// protected kind (Namespace, PVC, PV, CRD) without `tend.dev/prune: allow`.
 pub fn prune_guard(key: &ObjectKey, live: &Value) -> Option<String> {
     let annotation = live
-        .pointer("/metadata/annotations")
+        .get("metadata")
+        .and_then(|m| m.get("annotations"))
         .and_then(|a| a.get(PRUNE_ANNOTATION))
         .and_then(Value::as_str);
     if annotation == Some("disabled") {

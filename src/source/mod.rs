@@ -75,9 +75,14 @@ pub fn resolve(opts: &SourceOptions) -> Result<Checkout, SourceError> {
         if !local.is_dir() {
             return Err(SourceError::MissingDir(local.to_path_buf()));
         }
+        // Outside a git work tree there is no commit, and libgit2 need not start (its TLS
+        // set-up alone costs tens of milliseconds on every run).
+        let in_work_tree = local
+            .canonicalize()
+            .is_ok_and(|dir| dir.ancestors().any(|d| d.join(".git").exists()));
         (
             local.to_path_buf(),
-            git::head_commit(local),
+            in_work_tree.then(|| git::head_commit(local)).flatten(),
             opts.repo.clone(),
         )
     };
