@@ -304,7 +304,7 @@ async fn apply_locked(
     }
 
     let desired_keys: Vec<ObjectKey> = prepared.iter().map(|p| p.object.key()).collect();
-    let desired_inventory = inventory_of(desired_keys.iter().cloned(), &opts.state_namespace);
+    let desired_inventory = inventory_of(desired_keys.iter().cloned());
     parent::widen(
         session,
         opts,
@@ -379,10 +379,7 @@ async fn apply_locked(
     }
 
     // Narrow the parent to what is desired plus members that still exist, and record the run.
-    let narrowed = inventory_of(
-        desired_keys.into_iter().chain(still_members),
-        &opts.state_namespace,
-    );
+    let narrowed = inventory_of(desired_keys.into_iter().chain(still_members));
     let record = Record {
         commit: opts.commit.as_deref(),
         time: clock.now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),

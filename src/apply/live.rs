@@ -73,6 +73,7 @@ pub struct LiveContext {
 struct ClusterReader<'a> {
     client: &'a Client,
     resources: &'a Resources,
+    stats: &'a cluster::RequestStats,
 }
 
 impl Reader for ClusterReader<'_> {
@@ -87,6 +88,7 @@ impl Reader for ClusterReader<'_> {
             labels: query.label_selector,
             fields: query.field_selector,
             metadata_only: query.metadata_only,
+            stats: Some(self.stats),
         };
         cluster::list_each(self.client, resource, query.namespace, wanted, |item| {
             items.push(item)
@@ -114,28 +116,49 @@ pub async fn gather(
         reloads: Vec::new(),
     };
     let (client, resources) = (&session.client, &session.resources);
-    let reader = ClusterReader { client, resources };
+    let reader = ClusterReader {
+        client,
+        resources,
+        stats: &session.stats,
+    };
     view::read(&reader, &rendered.tend, &rendered.objects, &mut ctx.view).await?;
 
-    // Live workloads that opted in to reloads (three cluster-wide LISTs).
     let desired_keys: BTreeSet<ObjectKey> = rendered.objects.iter().map(Object::key).collect();
     // Live workloads not in git that opted in with the label: one label-selected LIST per
-    // workload kind across all namespaces, where the client may list them so.
+    // workload kind across all namespaces.
     let mut candidates = Vec::new();
     let selector = format!("{}=true", config_hash::RELOAD_LABEL);
     for kind in ["Deployment", "StatefulSet", "DaemonSet"] {
         let Some(resource) = resources.get("apps", "v1", kind).cloned() else {
             continue;
         };
-        if !session.may_list_cluster_wide(&resource).await {
+        // Without the right to list them across namespaces, reloads are skipped (asking
+        // costs as much as trying; a 403 answers too).
+        let skip = |why: &str| {
             tracing::debug!(
-                "not looking for {} opted in to config-hash reloads: listing {} across namespaces is not allowed",
-                resource.api.plural,
+                "not looking for {} labelled {selector}: {why}",
                 resource.api.plural
-            );
+            )
+        };
+        if session.known_list_right(&resource) == Some(false) {
+            skip("listing them across namespaces is not allowed");
             continue;
         }
-        for item in cluster::list(client, &resource, None, Some(&selector)).await? {
+        let mut items = Vec::new();
+        let query = cluster::ListQuery {
+            labels: Some(&selector),
+            stats: Some(&session.stats),
+            ..cluster::ListQuery::default()
+        };
+        match cluster::list_each(client, &resource, None, query, |item| items.push(item)).await {
+            Ok(()) => {}
+            Err(err) if err.code() == Some(403) => {
+                skip("listing them across namespaces is forbidden");
+                continue;
+            }
+            Err(err) => return Err(err),
+        }
+        for item in items {
             if !desired_keys.contains(&ObjectKey::of_value(&item))
                 && !inventory::is_member(&item, applyset_id)
             {

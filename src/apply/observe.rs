@@ -71,8 +71,7 @@ pub async fn observe(
     // Which kinds, in which namespaces: every desired kind where it is desired, and every
     // recorded kind in every recorded namespace (members may be anywhere the parent says).
     let mut kinds: BTreeMap<GroupKind, (Resource, BTreeSet<String>)> = BTreeMap::new();
-    let mut recorded_namespaces = recorded.namespaces.clone();
-    recorded_namespaces.insert(opts.state_namespace.clone());
+    let recorded_namespaces = recorded.namespaces.clone();
     for p in prepared {
         let Some(resource) = &p.resource else {
             continue;
@@ -119,6 +118,7 @@ pub async fn observe(
     let lists = stream::iter(scans.iter().map(|scan| {
         let query = ListQuery {
             labels: Some(selector.as_str()),
+            stats: Some(&session.stats),
             ..ListQuery::default()
         };
         let take = &take;

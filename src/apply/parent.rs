@@ -8,10 +8,10 @@ use crate::plan::inventory::{self, GroupKind, Inventory};
 use crate::plan::Summary;
 use crate::render::object::ObjectKey;
 
-/// The inventory (group-kinds, namespaces) of a set of objects, plus the state namespace.
-pub fn inventory_of(keys: impl Iterator<Item = ObjectKey>, state_namespace: &str) -> Inventory {
+/// The inventory (group-kinds, namespaces) of a set of objects. The parent's namespace is
+/// recorded only when members live there, so a run scans only namespaces with members.
+pub fn inventory_of(keys: impl Iterator<Item = ObjectKey>) -> Inventory {
     let mut inv = Inventory::default();
-    inv.namespaces.insert(state_namespace.to_string());
     for key in keys {
         inv.group_kinds
             .insert(GroupKind::new(&key.group, &key.kind));
@@ -32,9 +32,7 @@ pub async fn widen(
     desired: &Inventory,
 ) -> Result<(), ClusterError> {
     let widened = recorded.union(desired);
-    let mut current = recorded.clone();
-    current.namespaces.insert(opts.state_namespace.clone());
-    if has_parent && widened == current {
+    if has_parent && widened == *recorded {
         return Ok(());
     }
     write(session, opts, applyset_id, &widened, &[]).await

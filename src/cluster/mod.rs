@@ -129,9 +129,20 @@ pub struct RequestStats {
     reads: AtomicUsize,
     writes: AtomicUsize,
     dry_runs: AtomicUsize,
+    /// Bytes of LIST responses read (the bulk of what a run reads).
+    list_bytes: AtomicUsize,
 }
 
 impl RequestStats {
+    /// Count the body of one LIST page.
+    pub fn record_list_bytes(&self, bytes: usize) {
+        self.list_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    pub fn list_bytes(&self) -> usize {
+        self.list_bytes.load(Ordering::Relaxed)
+    }
+
     fn record(&self, method: &http::Method, uri: &http::Uri) {
         let query = uri.query().unwrap_or("");
         // Asking what one may do (SelfSubjectAccessReview) is a POST that writes nothing.
@@ -164,11 +175,12 @@ impl std::fmt::Display for RequestStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} API requests ({} reads, {} writes, {} dry runs)",
+            "{} API requests ({} reads, {} writes, {} dry runs), {} KiB listed",
             self.total(),
             self.reads(),
             self.writes(),
-            self.dry_runs()
+            self.dry_runs(),
+            self.list_bytes().div_ceil(1024)
         )
     }
 }

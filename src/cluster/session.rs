@@ -30,6 +30,12 @@ impl Session {
         })
     }
 
+    /// What [`Session::may_list_cluster_wide`] already found out about `resource`, if anything.
+    pub fn known_list_right(&self, resource: &Resource) -> Option<bool> {
+        let id = format!("{}/{}", resource.api.group, resource.api.plural);
+        self.list_rights.lock().ok()?.get(&id).copied()
+    }
+
     /// Whether this client may LIST `resource` across all namespaces: one
     /// SelfSubjectAccessReview per resource and run; any failure to ask counts as no.
     pub async fn may_list_cluster_wide(&self, resource: &Resource) -> bool {

@@ -54,6 +54,8 @@ fn describe(resource: &Resource, namespace: Option<&str>, name: &str) -> String 
 /// What to LIST: label and field selectors, and whether only metadata is needed.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ListQuery<'a> {
+    /// Where to count the bytes read, if anywhere.
+    pub stats: Option<&'a super::RequestStats>,
     pub labels: Option<&'a str>,
     pub fields: Option<&'a str>,
     /// Ask for `PartialObjectMetadataList` (names, labels, owners; no spec, data or status):
@@ -120,7 +122,11 @@ pub async fn list_each(
                 };
                 async {
                     let built = built.map_err(kube::Error::BuildRequest)?;
-                    client.request::<Page>(built).await
+                    let text = client.request_text(built).await?;
+                    if let Some(stats) = query.stats {
+                        stats.record_list_bytes(text.len());
+                    }
+                    serde_json::from_str::<Page>(&text).map_err(kube::Error::SerdeError)
                 }
             },
         )
@@ -165,7 +171,7 @@ pub async fn list_selected(
     let query = ListQuery {
         labels: label_selector,
         fields: field_selector,
-        metadata_only: false,
+        ..ListQuery::default()
     };
     list_each(client, resource, namespace, query, |item| out.push(item)).await?;
     Ok(out)

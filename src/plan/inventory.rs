@@ -67,7 +67,7 @@ impl GroupKind {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Inventory {
     pub group_kinds: BTreeSet<GroupKind>,
-    /// Namespaces members may be in (the parent's own included).
+    /// Namespaces members may be in.
     pub namespaces: BTreeSet<String>,
 }
 
@@ -123,13 +123,9 @@ pub fn parent_object(
         .map(GroupKind::encode)
         .collect();
     group_kinds.sort();
-    // additional-namespaces excludes the parent's own namespace, as kubectl writes it.
-    let namespaces: Vec<&str> = inventory
-        .namespaces
-        .iter()
-        .map(String::as_str)
-        .filter(|n| *n != namespace)
-        .collect();
+    // Every namespace with members, the parent's own included when members live there (tend
+    // then scans exactly these; kubectl reads the list the same way).
+    let namespaces: Vec<&str> = inventory.namespaces.iter().map(String::as_str).collect();
     let mut annotations = serde_json::Map::new();
     annotations.insert(
         TOOLING_ANNOTATION.into(),
@@ -209,7 +205,7 @@ mod tests {
                 GroupKind::new("apps", "Deployment"),
             ]
             .into(),
-            namespaces: ["tend-system".to_string(), "web".to_string()].into(),
+            namespaces: ["web".to_string()].into(),
         };
         let parent = parent_object("tend", "tend-system", "id", &inv, &[]);
         assert_eq!(
