@@ -1,7 +1,6 @@
 //! Reads scale with what tend manages (SPEC 4): label-selected LISTs, GETs only for objects
 //! that are not members yet, whatever else lives in the cluster.
 
-use crate::common::*;
 use crate::engine::{site, tend_on};
 use serde_json::json;
 use tend_testserver::{TestCluster, Verb};
