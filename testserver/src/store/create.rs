@@ -118,11 +118,15 @@ impl State {
         };
         validate_name(&c.def, &name)?;
         self.ensure_namespace(&c.def, ns.as_deref())?;
-        if self
-            .get_obj(&c.def, ns.as_deref().unwrap_or(""), &name)
-            .is_some()
-        {
-            return Err(ApiError::already_exists(&c.def.group, &c.def.plural, &name));
+        // Admission sees the name as sent: empty for generateName.
+        let sent_name = meta_str(&body, "name").unwrap_or("").to_string();
+        self.admit_create(&c.def, ns.as_deref(), &sent_name, &body)?;
+        if let Some(existing) = self.get_obj(&c.def, ns.as_deref().unwrap_or(""), &name) {
+            let mut err = ApiError::already_exists(&c.def.group, &c.def.plural, &name);
+            if meta(existing).is_some_and(|m| m.contains_key("deletionTimestamp")) {
+                err.message = format!("object is being deleted: {}", err.message);
+            }
+            return Err(err);
         }
         let manager = Self::field_manager(c);
         self.create_object(&c.def, ns, name, body, &manager, dry)
@@ -273,16 +277,10 @@ impl State {
         }
         match def.plural.as_str() {
             "customresourcedefinitions" => self.register_crd(body),
-            "namespaces" if self.simulate_controllers => {
+            "namespaces" => {
                 let ns = meta_str(body, "name").unwrap_or("").to_string();
-                let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount",
-                                "metadata": {"name": "default", "namespace": ns}});
-                let _ = self.seed(sa, "kube-controller-manager");
-                let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
-                    "metadata": {"name": "kube-root-ca.crt", "namespace": ns,
-                                 "annotations": {"kubernetes.io/description": "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters."}},
-                    "data": {"ca.crt": "-----BEGIN CERTIFICATE-----\ntend-testserver\n-----END CERTIFICATE-----\n"}});
-                let _ = self.seed(cm, "kube-controller-manager");
+                let uid = meta_str(body, "uid").unwrap_or("").to_string();
+                self.namespace_created(&ns, &uid);
             }
             _ => {}
         }

@@ -46,6 +46,9 @@ impl State {
     ) -> (u16, Value) {
         let ns = meta_str(&existing, "namespace").unwrap_or("").to_string();
         let name = meta_str(&existing, "name").unwrap_or("").to_string();
+        if def.crd.is_none() && def.plural == "namespaces" && self.namespaces_terminate() {
+            return self.terminate_namespace(def, existing, dry);
+        }
         let has_finalizers = meta(&existing)
             .and_then(|m| m.get("finalizers"))
             .and_then(Value::as_array)

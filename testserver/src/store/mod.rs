@@ -13,14 +13,18 @@ use crate::ssa::{self, Ctx, Manager, Scope, SsaError};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
+mod controllers;
 mod crd;
 mod create;
 mod delete;
 mod read;
 mod update;
+mod update_rules;
 mod validation;
 mod watch;
 
+pub use controllers::Controllers;
+use controllers::Work;
 use crd::crd_status;
 use update::scope_of;
 use validation::{validate_labels, validate_name};
@@ -35,8 +39,11 @@ pub struct Query {
 }
 
 impl Query {
+    /// Parses a query string as Go's `url.ParseQuery` does for kube-apiserver: a pair whose
+    /// key or value has a malformed %-escape, or whose key contains `;`, is dropped (the
+    /// request goes on without it), so `?continue=%%%garbage` lists everything.
     pub fn parse(raw: &str) -> Query {
-        let decode = |s: &str| -> String {
+        let decode = |s: &str| -> Option<String> {
             let bytes = s.as_bytes();
             let hex = |b: u8| (b as char).to_digit(16);
             let mut out = Vec::with_capacity(bytes.len());
@@ -44,25 +51,27 @@ impl Query {
             while i < bytes.len() {
                 match bytes[i] {
                     b'+' => out.push(b' '),
-                    b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                        (Some(h), Some(l)) => {
-                            out.push((h * 16 + l) as u8);
-                            i += 2;
-                        }
-                        _ => out.push(b'%'),
-                    },
+                    b'%' => {
+                        let h = bytes.get(i + 1).and_then(|b| hex(*b))?;
+                        let l = bytes.get(i + 2).and_then(|b| hex(*b))?;
+                        out.push((h * 16 + l) as u8);
+                        i += 2;
+                    }
                     b => out.push(b),
                 }
                 i += 1;
             }
-            String::from_utf8_lossy(&out).into_owned()
+            Some(String::from_utf8_lossy(&out).into_owned())
         };
         let pairs = raw
             .split('&')
             .filter(|p| !p.is_empty())
-            .map(|p| match p.split_once('=') {
-                Some((k, v)) => (decode(k), decode(v)),
-                None => (decode(p), String::new()),
+            .filter_map(|p| {
+                let (k, v) = p.split_once('=').unwrap_or((p, ""));
+                if k.contains(';') {
+                    return None;
+                }
+                Some((decode(k)?, decode(v)?))
             })
             .collect();
         Query { pairs }
@@ -219,20 +228,27 @@ pub struct State {
     rv: u64,
     next_ip: u32,
     next_node_port: u32,
-    simulate_controllers: bool,
+    controllers: Controllers,
+    /// Controller work waiting for its time, in no particular order.
+    pending: Vec<(std::time::Instant, Work)>,
     events: tokio::sync::broadcast::Sender<Event>,
     history: std::collections::VecDeque<Event>,
 }
 
 impl State {
-    pub fn new(simulate_controllers: bool) -> State {
+    pub fn new(controllers: Controllers) -> State {
         let mut s = State {
             defs: discovery::builtin_resources(),
             objects: BTreeMap::new(),
             rv: 100,
             next_ip: 2,
             next_node_port: 30000,
-            simulate_controllers,
+            // The built-in namespaces are set up already when a cluster is handed out.
+            controllers: Controllers {
+                setup_delay: std::time::Duration::ZERO,
+                ..controllers
+            },
+            pending: Vec::new(),
             events: tokio::sync::broadcast::channel(4096).0,
             history: Default::default(),
         };
@@ -247,6 +263,7 @@ impl State {
             "spec": {"ports": [{"name": "https", "port": 443, "targetPort": 6443}], "clusterIP": "10.96.0.1"}
         });
         let _ = s.seed(svc, "kube-apiserver");
+        s.controllers = controllers;
         s
     }
 
@@ -284,18 +301,13 @@ impl State {
     fn put_obj(&mut self, def: &ResourceDef, v: Value) {
         let ns = meta_str(&v, "namespace").unwrap_or("").to_string();
         let name = meta_str(&v, "name").unwrap_or("").to_string();
-        let existed = self
+        let prev = self
             .objects
             .entry(def.store_key())
             .or_default()
-            .insert((ns.clone(), name), v.clone())
-            .is_some();
-        self.emit(
-            def.store_key(),
-            ns,
-            if existed { "MODIFIED" } else { "ADDED" },
-            v,
-        );
+            .insert((ns.clone(), name), v.clone());
+        let kind = if prev.is_some() { "MODIFIED" } else { "ADDED" };
+        self.emit(def.store_key(), ns, kind, v, prev);
     }
 
     fn remove_obj(&mut self, def: &ResourceDef, ns: &str, name: &str) {

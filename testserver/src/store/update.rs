@@ -198,6 +198,7 @@ impl State {
         managers: Vec<Manager>,
         dry: bool,
     ) -> Res {
+        update_rules::validate_update(def, &existing, &new)?;
         if def.generation || def.crd.is_some() {
             let strip = |v: &Value| {
                 let mut c = v.clone();
@@ -240,7 +241,13 @@ impl State {
         if !dry {
             let rv = self.bump();
             meta_mut(&mut new).insert("resourceVersion".into(), rv.into());
-            if meta(&new).is_some_and(|m| m.contains_key("deletionTimestamp")) && finalizers_done {
+            // A Terminating namespace goes when the namespace controller has emptied it.
+            let controller_finalizes =
+                def.crd.is_none() && def.plural == "namespaces" && self.namespaces_terminate();
+            if meta(&new).is_some_and(|m| m.contains_key("deletionTimestamp"))
+                && finalizers_done
+                && !controller_finalizes
+            {
                 // The last finalizer is gone: the pending deletion completes.
                 self.remove_with_cascade(def, &ns, &name);
             } else {
@@ -389,6 +396,7 @@ impl State {
             }
             validate_name(&def, name)?;
             self.ensure_namespace(&def, ns.as_deref())?;
+            self.admit_create(&def, ns.as_deref(), name, &config)?;
             let live = Self::skeleton(&def, ns.as_deref(), name);
             let (mut obj, mut managers) =
                 ssa::apply(&live, &[], &config, &manager, force, &ctx).map_err(ssa_error)?;

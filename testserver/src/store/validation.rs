@@ -18,14 +18,14 @@ pub(super) fn is_dns_subdomain(s: &str) -> bool {
 
 pub(super) const SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 pub(super) const LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
-pub(super) const DNS1035_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
 
 /// Name validation as each kind's ValidateObjectMeta does it.
 pub(super) fn validate_name(def: &ResourceDef, name: &str) -> Result<(), ApiError> {
     let problem = match def.plural.as_str() {
-        "namespaces" => (!is_dns_label(name)).then_some(LABEL_MSG),
-        "services" => (!(is_dns_label(name) && name.as_bytes()[0].is_ascii_lowercase()))
-            .then_some(DNS1035_MSG),
+        // Services were DNS-1035 labels (no leading digit) until KEP-5311
+        // (RelaxedServiceNameValidation, beta and on by default in 1.36) made them RFC 1123
+        // labels like namespaces.
+        "namespaces" | "services" => (!is_dns_label(name)).then_some(LABEL_MSG),
         // RBAC names are path segments (e.g. "system:controller:foo").
         "roles" | "rolebindings" | "clusterroles" | "clusterrolebindings" => {
             (name.contains('/') || name.contains('%') || name == "." || name == "..")

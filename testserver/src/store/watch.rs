@@ -9,6 +9,9 @@ pub struct Event {
     pub namespace: String,
     pub kind: &'static str,
     pub object: Value,
+    /// The object before this change (None for creations): a watch whose selectors matched
+    /// it but not the new object sees a DELETED event, as from kube-apiserver's watch cache.
+    pub prev: Option<Value>,
     pub rv: u64,
 }
 
@@ -20,6 +23,8 @@ pub struct WatchStart {
     pub initial: Vec<Value>,
     pub feed: tokio::sync::broadcast::Receiver<Event>,
     pub filter: WatchFilter,
+    /// The cluster's resourceVersion when the watch started (for bookmarks).
+    pub rv: u64,
 }
 
 pub struct WatchFilter {
@@ -30,28 +35,53 @@ pub struct WatchFilter {
 }
 
 impl WatchFilter {
-    /// The JSON watch event for `e`, if this watch wants it.
+    fn selects(&self, obj: &Value) -> bool {
+        self.labels.matches(obj) && self.fields.matches(obj)
+    }
+
+    /// The JSON watch event for `e`, if this watch wants it. As in the watch cache
+    /// (cacher's convertToWatchEvent), an object that starts matching the selectors is
+    /// ADDED and one that stops matching is DELETED (with its previous content).
     pub fn render(&self, e: &Event) -> Option<Value> {
         if e.key != self.def.store_key()
             || self
                 .namespace
                 .as_deref()
                 .is_some_and(|ns| ns != e.namespace)
-            || !self.labels.matches(&e.object)
-            || !self.fields.matches(&e.object)
         {
             return None;
         }
-        Some(json!({"type": e.kind, "object": State::present(&self.def, &e.object)}))
+        let now = e.kind != "DELETED" && self.selects(&e.object);
+        let before = e.prev.as_ref().is_some_and(|p| self.selects(p));
+        let (kind, object) = match (now, before) {
+            (true, false) => ("ADDED", e.object.clone()),
+            (true, true) => ("MODIFIED", e.object.clone()),
+            (false, true) => {
+                let mut old = e.prev.clone().unwrap_or(Value::Null);
+                meta_mut(&mut old).insert("resourceVersion".into(), e.rv.to_string().into());
+                ("DELETED", old)
+            }
+            (false, false) => return None,
+        };
+        Some(json!({"type": kind, "object": State::present(&self.def, &object)}))
+    }
+
+    /// A BOOKMARK event: the resource's kind with only a resourceVersion, which tells the
+    /// client where to resume.
+    pub fn bookmark(&self, rv: u64) -> Value {
+        json!({"type": "BOOKMARK", "object": {
+            "kind": self.def.kind, "apiVersion": self.def.api_version(),
+            "metadata": {"resourceVersion": rv.to_string()}}})
     }
 }
 
 impl State {
-    pub(super) fn emit_deleted(&mut self, key: (String, String), mut old: Value) {
+    pub(super) fn emit_deleted(&mut self, key: (String, String), old: Value) {
         let ns = meta_str(&old, "namespace").unwrap_or("").to_string();
         // A deletion is itself a write with its own resourceVersion.
-        meta_mut(&mut old).insert("resourceVersion".into(), self.rv.to_string().into());
-        self.emit(key, ns, "DELETED", old);
+        let mut gone = old.clone();
+        meta_mut(&mut gone).insert("resourceVersion".into(), self.rv.to_string().into());
+        self.emit(key, ns, "DELETED", gone, Some(old));
     }
 
     pub(super) fn emit(
@@ -60,12 +90,14 @@ impl State {
         namespace: String,
         kind: &'static str,
         object: Value,
+        prev: Option<Value>,
     ) {
         let e = Event {
             key,
             namespace,
             kind,
             object,
+            prev,
             rv: self.rv,
         };
         if self.history.len() == HISTORY {
@@ -84,7 +116,7 @@ impl State {
             namespace: c.namespace.clone(),
             labels: LabelSelector::parse(c.query.get("labelSelector").unwrap_or(""))
                 .map_err(ApiError::bad_request)?,
-            fields: FieldSelector::parse(c.query.get("fieldSelector").unwrap_or(""), &c.def.kind)
+            fields: FieldSelector::parse(c.query.get("fieldSelector").unwrap_or(""), &c.def)
                 .map_err(ApiError::bad_request)?,
         };
         let feed = self.events.subscribe();
@@ -99,6 +131,7 @@ impl State {
                         namespace: meta_str(v, "namespace").unwrap_or("").to_string(),
                         kind: "ADDED",
                         object: v.clone(),
+                        prev: None,
                         rv: self.rv,
                     };
                     initial.extend(filter.render(&e));
@@ -133,6 +166,7 @@ impl State {
             initial,
             feed,
             filter,
+            rv: self.rv,
         })
     }
 }
