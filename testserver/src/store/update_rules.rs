@@ -1,7 +1,7 @@
 //! Validation of updates that kube-apiserver's registry strategies apply: immutable fields
 //! (a Job's pod template and selector, workload selectors, immutable ConfigMaps and
-//! Secrets) and the Job status transitions it accepts (pkg/apis/batch/validation with the
-//! JobManagedBy options, on by default since 1.32).
+//! Secrets), the Job status transitions it accepts (pkg/apis/batch/validation with the
+//! JobManagedBy options, on by default since 1.32) and consistent Deployment status counts.
 
 use super::*;
 
@@ -237,6 +237,52 @@ fn job_status_causes(old: &Value, new: &Value) -> Vec<Cause> {
     causes
 }
 
+/// ValidateDeploymentStatus: counts are non-negative and consistent with each other.
+fn deployment_status_causes(new: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let num = |k: &str| new.pointer(&format!("/status/{k}")).and_then(Value::as_i64);
+    for (k, field) in [
+        ("observedGeneration", "status.observedGeneration"),
+        ("replicas", "status.replicas"),
+        ("updatedReplicas", "status.updatedReplicas"),
+        ("readyReplicas", "status.readyReplicas"),
+        ("availableReplicas", "status.availableReplicas"),
+        ("unavailableReplicas", "status.unavailableReplicas"),
+        ("collisionCount", "status.collisionCount"),
+    ] {
+        if let Some(n) = num(k).filter(|n| *n < 0) {
+            causes.push((
+                field,
+                "FieldValueInvalid",
+                format!("Invalid value: {n}: must be greater than or equal to 0"),
+            ));
+        }
+    }
+    let replicas = num("replicas").unwrap_or(0);
+    for (k, field) in [
+        ("updatedReplicas", "status.updatedReplicas"),
+        ("readyReplicas", "status.readyReplicas"),
+        ("availableReplicas", "status.availableReplicas"),
+    ] {
+        if let Some(n) = num(k).filter(|n| *n > replicas) {
+            causes.push((
+                field,
+                "FieldValueInvalid",
+                format!("Invalid value: {n}: cannot be greater than status.replicas"),
+            ));
+        }
+    }
+    let available = num("availableReplicas").unwrap_or(0);
+    if available > num("readyReplicas").unwrap_or(0) {
+        causes.push((
+            "status.availableReplicas",
+            "FieldValueInvalid",
+            format!("Invalid value: {available}: cannot be greater than readyReplicas"),
+        ));
+    }
+    causes
+}
+
 /// The causes kube-apiserver would refuse this update with (422), if any.
 pub(super) fn validate_update(def: &ResourceDef, old: &Value, new: &Value) -> Result<(), ApiError> {
     if def.crd.is_some() {
@@ -245,6 +291,9 @@ pub(super) fn validate_update(def: &ResourceDef, old: &Value, new: &Value) -> Re
     let mut causes = immutable_causes(def, old, new);
     if def.plural == "jobs" {
         causes.extend(job_status_causes(old, new));
+    }
+    if def.plural == "deployments" && old.get("status") != new.get("status") {
+        causes.extend(deployment_status_causes(new));
     }
     if causes.is_empty() {
         return Ok(());
