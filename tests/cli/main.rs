@@ -9,6 +9,7 @@ mod faults;
 mod git;
 mod kinds;
 mod load_errors;
+mod namespace_race;
 mod render;
 mod shipping;
 mod version;

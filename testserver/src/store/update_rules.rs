@@ -94,13 +94,11 @@ fn immutable_causes(def: &ResourceDef, old: &Value, new: &Value) -> Vec<Cause> {
                 causes.push(immutable("spec.completionMode", m.to_string()));
             }
         }
-        "deployments" | "replicasets" | "daemonsets" => {
-            if changed("/spec/selector") {
-                causes.push(immutable(
-                    "spec.selector",
-                    go_selector(new.pointer("/spec/selector")),
-                ));
-            }
+        "deployments" | "replicasets" | "daemonsets" if changed("/spec/selector") => {
+            causes.push(immutable(
+                "spec.selector",
+                go_selector(new.pointer("/spec/selector")),
+            ));
         }
         "configmaps" | "secrets" if old.get("immutable") == Some(&json!(true)) => {
             let msg = "Forbidden: field is immutable when `immutable` is set".to_string();
