@@ -13,6 +13,7 @@ mod defaults;
 mod discovery;
 mod errors;
 mod http;
+mod negotiate;
 mod patch;
 mod schema;
 mod selectors;
