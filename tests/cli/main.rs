@@ -11,6 +11,7 @@ mod kinds;
 mod kustomize;
 mod lists;
 mod load_errors;
+mod namespace_race;
 mod reads;
 mod render;
 mod shipping;

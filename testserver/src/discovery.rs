@@ -210,16 +210,16 @@ pub fn builtin_resources() -> Vec<ResourceDef> {
 pub fn version_info() -> Value {
     json!({
         "major": "1",
-        "minor": "33",
+        "minor": "36",
         "emulationMajor": "1",
-        "emulationMinor": "33",
+        "emulationMinor": "36",
         "minCompatibilityMajor": "1",
-        "minCompatibilityMinor": "32",
-        "gitVersion": "v1.33.0-tend-testserver",
+        "minCompatibilityMinor": "35",
+        "gitVersion": "v1.36.0-tend-testserver",
         "gitCommit": "0000000000000000000000000000000000000000",
         "gitTreeState": "clean",
-        "buildDate": "2025-04-23T00:00:00Z",
-        "goVersion": "go1.24.2",
+        "buildDate": "2026-04-22T00:00:00Z",
+        "goVersion": "go1.25.8",
         "compiler": "gc",
         "platform": "linux/amd64"
     })

@@ -10,6 +10,8 @@ pub struct ApiError {
     pub details: Option<Value>,
     /// Extra response headers (Retry-After for injected 429s).
     pub headers: Vec<(String, String)>,
+    /// The Status's ListMeta (a fresh `continue` token with 410 Expired), else `{}`.
+    pub metadata: Option<Value>,
 }
 
 /// `configmaps` or `deployments.apps`, as Kubernetes prints a group-qualified resource.
@@ -41,6 +43,7 @@ impl ApiError {
             message: message.into(),
             details: None,
             headers: Vec::new(),
+            metadata: None,
         }
     }
 
@@ -98,6 +101,20 @@ impl ApiError {
             name,
             "the object has been modified; please apply your changes to the latest version and try again",
         )
+    }
+
+    /// 403 as admission plugins refuse a request (`pods "x" is forbidden: why`).
+    pub fn forbidden(group: &str, resource: &str, name: &str, why: &str) -> Self {
+        let what = qualified(group, resource);
+        let message = if name.is_empty() {
+            format!("{what} is forbidden: {why}")
+        } else {
+            format!("{what} {name:?} is forbidden: {why}")
+        };
+        ApiError {
+            details: Some(details(group, resource, name)),
+            ..Self::new(403, "Forbidden", message)
+        }
     }
 
     pub fn bad_request(message: impl Into<String>) -> Self {
@@ -188,7 +205,10 @@ impl ApiError {
         let mut s = Map::new();
         s.insert("kind".into(), "Status".into());
         s.insert("apiVersion".into(), "v1".into());
-        s.insert("metadata".into(), json!({}));
+        s.insert(
+            "metadata".into(),
+            self.metadata.clone().unwrap_or_else(|| json!({})),
+        );
         s.insert("status".into(), "Failure".into());
         s.insert("message".into(), self.message.clone().into());
         if !self.reason.is_empty() {

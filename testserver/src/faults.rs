@@ -36,6 +36,20 @@ impl Verb {
             Verb::Other => "other",
         }
     }
+
+    /// Whether requests with this verb write (create, update, patch, apply, delete,
+    /// deletecollection). A dry-run write stores nothing: see [`RequestRecord::dry_run`].
+    pub fn is_mutating(self) -> bool {
+        matches!(
+            self,
+            Verb::Create
+                | Verb::Update
+                | Verb::Patch
+                | Verb::Apply
+                | Verb::Delete
+                | Verb::DeleteCollection
+        )
+    }
 }
 
 impl fmt::Display for Verb {
@@ -70,6 +84,8 @@ pub struct RequestRecord {
     pub status: Option<u16>,
     /// True when a fault (status or drop) produced the outcome.
     pub faulted: bool,
+    /// Bytes of the response body sent (for a watch: so far).
+    pub response_bytes: u64,
 }
 
 #[derive(Debug, Clone)]

@@ -1,8 +1,9 @@
 //! The HTTP layer: hyper server, routing, fault injection and the request log.
 
-use crate::discovery;
+use crate::discovery::{self, ResourceDef};
 use crate::errors::ApiError;
 use crate::faults::{Fault, FaultAction, RequestRecord, Verb};
+use crate::negotiate::{content_type_of, negotiate, partial, represent, Representation};
 use crate::store::{Call, Query, State, WatchStart};
 use bytes::Bytes;
 use http_body_util::BodyExt;
@@ -13,9 +14,10 @@ use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use parking_lot::Mutex;
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::convert::Infallible;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -25,11 +27,46 @@ use tokio::sync::{broadcast, mpsc, oneshot, Notify};
 pub(crate) struct Shared {
     pub state: Mutex<State>,
     pub faults: Mutex<Vec<Fault>>,
-    pub log: Mutex<Vec<RequestRecord>>,
+    pub log: Mutex<Vec<Logged>>,
     pub aggregated_discovery: bool,
     /// When set, the client may not LIST namespaced resources across all namespaces: such
     /// LISTs are 403 and SelfSubjectAccessReviews for them say so.
     pub deny_cluster_wide_lists: std::sync::atomic::AtomicBool,
+    /// Bytes of response bodies sent since the last reset.
+    pub response_bytes: Arc<AtomicU64>,
+    /// Woken when the simulated controllers have new work queued.
+    pub controllers: Notify,
+}
+
+/// A request log entry. A watch's body is still streaming when it is logged, so its byte
+/// count lives in a counter the stream updates.
+pub(crate) struct Logged {
+    pub record: RequestRecord,
+    pub streamed: Option<Arc<AtomicU64>>,
+}
+
+impl Logged {
+    pub fn snapshot(&self) -> RequestRecord {
+        let mut r = self.record.clone();
+        if let Some(n) = &self.streamed {
+            r.response_bytes = n.load(Ordering::Relaxed);
+        }
+        r
+    }
+}
+
+/// Counts bytes of a response body: the server-wide total and this request's own.
+#[derive(Clone)]
+struct ByteCount {
+    total: Arc<AtomicU64>,
+    this: Arc<AtomicU64>,
+}
+
+impl ByteCount {
+    fn add(&self, n: usize) {
+        self.total.fetch_add(n as u64, Ordering::Relaxed);
+        self.this.fetch_add(n as u64, Ordering::Relaxed);
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -145,49 +182,100 @@ impl hyper::body::Body for Body {
 
 type Resp = Response<Body>;
 
-fn respond(code: u16, body: &Value, content_type: &str, headers: &[(String, String)]) -> Resp {
-    let mut b = Response::builder()
-        .status(code)
-        .header("content-type", content_type)
-        .header("cache-control", "no-cache, private");
-    for (k, v) in headers {
-        b = b.header(k.as_str(), v.as_str());
-    }
-    let bytes = serde_json::to_vec(body).unwrap_or_default();
-    b.body(Body::Full(Some(Bytes::from(bytes))))
-        .unwrap_or_else(|_| Response::new(Body::Full(None)))
+/// What a response carries.
+enum Payload {
+    Json(Value),
+    /// A non-JSON body (the plain `404 page not found` of paths no API serves).
+    Text(&'static str),
+    /// A watch's event stream.
+    Stream(mpsc::Receiver<Bytes>),
 }
 
 struct Outcome {
     code: u16,
-    body: Value,
+    payload: Payload,
     content_type: String,
     headers: Vec<(String, String)>,
-    /// Set for watches: the event stream replaces `body`.
-    stream: Option<mpsc::Receiver<Bytes>>,
+}
+
+impl Outcome {
+    fn into_response(self, count: &ByteCount) -> Resp {
+        let mut b = Response::builder()
+            .status(self.code)
+            .header("content-type", self.content_type.as_str())
+            .header("cache-control", "no-cache, private");
+        for (k, v) in &self.headers {
+            b = b.header(k.as_str(), v.as_str());
+        }
+        let body = match self.payload {
+            Payload::Json(v) => {
+                let bytes = serde_json::to_vec(&v).unwrap_or_default();
+                count.add(bytes.len());
+                Body::Full(Some(Bytes::from(bytes)))
+            }
+            Payload::Text(t) => {
+                count.add(t.len());
+                Body::Full(Some(Bytes::from_static(t.as_bytes())))
+            }
+            Payload::Stream(rx) => Body::Stream(rx),
+        };
+        b.body(body)
+            .unwrap_or_else(|_| Response::new(Body::Full(None)))
+    }
 }
 
 fn json_outcome(r: Result<(u16, Value), ApiError>) -> Outcome {
     match r {
         Ok((code, body)) => Outcome {
             code,
-            body,
+            payload: Payload::Json(body),
             content_type: "application/json".into(),
             headers: vec![],
-            stream: None,
         },
         Err(e) => Outcome {
             code: e.code,
-            body: e.to_json(),
+            payload: Payload::Json(e.to_json()),
             content_type: "application/json".into(),
             headers: e.headers.clone(),
-            stream: None,
         },
+    }
+}
+
+/// kube-apiserver's answer for a path outside every API it serves: the Go mux's plain
+/// text, not a Status (unknown resources inside a served group version get a Status).
+fn page_not_found() -> Outcome {
+    Outcome {
+        code: 404,
+        payload: Payload::Text("404 page not found\n"),
+        content_type: "text/plain; charset=utf-8".into(),
+        headers: vec![],
+    }
+}
+
+/// Whether go-restful, which answers unknown routes with a Status, owns `path`: the core
+/// API under `/api`, `/version`, and the groups compiled into the server (`/apis/<group>`).
+/// Groups served from CRDs, unknown groups and everything else fall through to the plain
+/// 404 handler (the apiextensions server delegates what no CRD claims).
+fn under_builtin_root(defs: &[ResourceDef], path: &str) -> bool {
+    let segs: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    match segs.as_slice() {
+        ["api", ..] | ["version", ..] => true,
+        ["apis", g, ..] => defs.iter().any(|d| d.group == *g && d.crd.is_none()),
+        _ => false,
+    }
+}
+
+fn not_found(defs: &[ResourceDef], path: &str) -> Outcome {
+    if under_builtin_root(defs, path) {
+        json_outcome(Err(ApiError::no_route()))
+    } else {
+        page_not_found()
     }
 }
 
 struct Incoming2<'a> {
     method: &'a str,
+    path: &'a str,
     route: &'a Route,
     verb: Verb,
     query: &'a Query,
@@ -203,12 +291,11 @@ fn discovery_doc(shared: &Shared, core: bool, accept: &str) -> Outcome {
         if let Some(v) = discovery::wants_aggregated(accept) {
             return Outcome {
                 code: 200,
-                body: discovery::aggregated(&defs, core, v),
+                payload: Payload::Json(discovery::aggregated(&defs, core, v)),
                 content_type: format!(
                     "application/json;g=apidiscovery.k8s.io;v={v};as=APIGroupDiscoveryList"
                 ),
                 headers: vec![],
-                stream: None,
             };
         }
     }
@@ -263,12 +350,15 @@ fn namespaced(shared: &Shared, group: &str, plural: &str) -> bool {
         .any(|d| d.group == group && d.plural == plural && d.namespaced)
 }
 
-fn dispatch(shared: &Shared, r: &Incoming2) -> Outcome {
+fn dispatch(shared: &Shared, r: &Incoming2, count: &ByteCount) -> Outcome {
     if r.verb == Verb::Discovery && r.method != "GET" {
         return json_outcome(Err(ApiError::method_not_allowed()));
     }
     let defs = || shared.state.lock().defs.clone();
-    let found = |v: Option<Value>| json_outcome(v.map(|v| (200, v)).ok_or_else(ApiError::no_route));
+    let found = |v: Option<Value>| match v {
+        Some(v) => json_outcome(Ok((200, v))),
+        None => not_found(&defs(), r.path),
+    };
     match r.route {
         Route::Version => json_outcome(Ok((200, discovery::version_info()))),
         Route::Api => discovery_doc(shared, true, r.accept),
@@ -276,7 +366,7 @@ fn dispatch(shared: &Shared, r: &Incoming2) -> Outcome {
         Route::CoreV1 => found(discovery::resource_list(&defs(), "", "v1")),
         Route::Group(g) => found(discovery::api_group(&defs(), g)),
         Route::GroupVersion(g, v) => found(discovery::resource_list(&defs(), g, v)),
-        Route::Unknown => json_outcome(Err(ApiError::no_route())),
+        Route::Unknown => not_found(&defs(), r.path),
         Route::Resource {
             group,
             plural,
@@ -293,9 +383,13 @@ fn dispatch(shared: &Shared, r: &Incoming2) -> Outcome {
             name,
             sub,
         } => {
+            let rep = match negotiate(r.accept) {
+                Ok(rep) => rep,
+                Err(e) => return json_outcome(Err(e)),
+            };
             let mut st = shared.state.lock();
             let Some(def) = st.find_def(group, version, plural) else {
-                return json_outcome(Err(ApiError::no_route()));
+                return not_found(&st.defs, r.path);
             };
             if def.namespaced
                 && namespace.is_none()
@@ -316,7 +410,11 @@ fn dispatch(shared: &Shared, r: &Incoming2) -> Outcome {
                     )),
                 )));
             }
-            // Scope mismatches are unknown paths on a real server.
+            // Scope mismatches are unknown paths on a real server; the apiextensions
+            // server hands a namespaced path to a cluster-scoped CRD to the 404 page.
+            if def.crd.is_some() && !def.namespaced && namespace.is_some() {
+                return page_not_found();
+            }
             if (!def.namespaced && namespace.is_some())
                 || (def.namespaced && namespace.is_none() && name.is_some())
                 || (def.namespaced && namespace.is_none() && r.verb == Verb::Create)
@@ -335,56 +433,107 @@ fn dispatch(shared: &Shared, r: &Incoming2) -> Outcome {
             };
             if r.verb == Verb::Watch {
                 return match st.watch(&call) {
-                    Ok(start) => watch_outcome(start, r.query),
+                    Ok(start) => watch_outcome(start, r.query, rep, count.clone()),
                     Err(e) => json_outcome(Err(e)),
                 };
             }
-            json_outcome(st.handle(&call, r.verb).map(|rep| (rep.code, rep.body)))
+            let result = st.handle(&call, r.verb);
+            let controller_work = st.next_controller_due().is_some();
+            drop(st);
+            if controller_work {
+                shared.controllers.notify_one();
+            }
+            let mut out = json_outcome(
+                result.and_then(|reply| Ok((reply.code, represent(reply.body, rep)?))),
+            );
+            if out.code < 300 {
+                out.content_type = content_type_of(rep);
+            }
+            out
         }
     }
 }
 
+/// How often a watch that allows bookmarks gets one (kube-apiserver's cacher: every
+/// minute, and once 2 s before the watch's timeout).
+const BOOKMARK_INTERVAL: Duration = Duration::from_secs(60);
+
 /// Streams watch events as JSON lines until `timeoutSeconds` (default 30 min) or the
-/// client goes away.
-fn watch_outcome(start: WatchStart, query: &Query) -> Outcome {
+/// client goes away. With `allowWatchBookmarks`, BOOKMARK events carry the latest
+/// resourceVersion every minute and 2 s before the timeout.
+fn watch_outcome(
+    start: WatchStart,
+    query: &Query,
+    rep: Representation,
+    count: ByteCount,
+) -> Outcome {
     let timeout = query
         .get("timeoutSeconds")
         .and_then(|t| t.parse::<u64>().ok())
         .unwrap_or(1800);
+    let bookmarks = matches!(
+        query.get("allowWatchBookmarks"),
+        Some("true" | "1" | "t" | "T" | "TRUE" | "True")
+    );
     let (tx, rx) = mpsc::channel::<Bytes>(64);
     let WatchStart {
         initial,
         mut feed,
         filter,
+        rv,
     } = start;
-    let line = |v: &Value| {
-        let mut b = serde_json::to_vec(v).unwrap_or_default();
+    let line = move |mut v: Value| {
+        if let Representation::Partial { version, .. } = rep {
+            if v["type"] != "ERROR" {
+                v["object"] = partial(&v["object"], version);
+            }
+        }
+        let mut b = serde_json::to_vec(&v).unwrap_or_default();
         b.push(b'\n');
+        count.add(b.len());
         Bytes::from(b)
     };
     tokio::spawn(async move {
-        for v in &initial {
+        for v in initial {
             if tx.send(line(v)).await.is_err() {
                 return;
             }
         }
-        let deadline = tokio::time::sleep(Duration::from_secs(timeout));
-        tokio::pin!(deadline);
+        let started = tokio::time::Instant::now();
+        let deadline = started + Duration::from_secs(timeout);
+        let pretimeout = deadline.checked_sub(Duration::from_secs(2));
+        let next_after = |now: tokio::time::Instant| {
+            let t = match pretimeout {
+                Some(p) => (now + BOOKMARK_INTERVAL).min(p),
+                None => now + BOOKMARK_INTERVAL,
+            };
+            (bookmarks && t > now).then_some(t)
+        };
+        let mut next_bookmark = next_after(started);
+        let mut last_rv = rv;
         loop {
+            let bookmark_at = next_bookmark.unwrap_or(deadline);
             tokio::select! {
-                _ = &mut deadline => return,
+                _ = tokio::time::sleep_until(deadline) => return,
                 _ = tx.closed() => return,
+                _ = tokio::time::sleep_until(bookmark_at), if next_bookmark.is_some() => {
+                    if tx.send(line(filter.bookmark(last_rv))).await.is_err() {
+                        return;
+                    }
+                    next_bookmark = next_after(tokio::time::Instant::now());
+                }
                 ev = feed.recv() => match ev {
                     Ok(e) => {
+                        last_rv = last_rv.max(e.rv);
                         if let Some(v) = filter.render(&e) {
-                            if tx.send(line(&v)).await.is_err() {
+                            if tx.send(line(v)).await.is_err() {
                                 return;
                             }
                         }
                     }
                     Err(broadcast::error::RecvError::Lagged(_)) => {
                         let gone = ApiError::new(410, "Expired", "watch fell behind; resume with a new list");
-                        let _ = tx.send(line(&serde_json::json!({"type": "ERROR", "object": gone.to_json()}))).await;
+                        let _ = tx.send(line(json!({"type": "ERROR", "object": gone.to_json()}))).await;
                         return;
                     }
                     Err(broadcast::error::RecvError::Closed) => return,
@@ -394,10 +543,9 @@ fn watch_outcome(start: WatchStart, query: &Query) -> Outcome {
     });
     Outcome {
         code: 200,
-        body: Value::Null,
-        content_type: "application/json".into(),
+        payload: Payload::Stream(rx),
+        content_type: content_type_of(rep),
         headers: vec![],
-        stream: Some(rx),
     }
 }
 
@@ -494,6 +642,11 @@ async fn handle(
         user_agent: (!user_agent.is_empty()).then(|| user_agent.clone()),
         status: None,
         faulted: false,
+        response_bytes: 0,
+    };
+    let count = ByteCount {
+        total: shared.response_bytes.clone(),
+        this: Arc::new(AtomicU64::new(0)),
     };
 
     let (delay, action) = take_faults(&shared, &method, verb, &path);
@@ -503,7 +656,10 @@ async fn handle(
     match action {
         Some(FaultAction::Drop) => {
             record.faulted = true;
-            shared.log.lock().push(record);
+            shared.log.lock().push(Logged {
+                record,
+                streamed: None,
+            });
             // Closing the connection: the connection task drops the socket when notified.
             kill.notify_one();
             std::future::pending::<()>().await;
@@ -521,47 +677,75 @@ async fn handle(
             }
             record.faulted = true;
             record.status = Some(code);
-            shared.log.lock().push(record);
-            return Ok(respond(
-                code,
-                &err.to_json(),
-                "application/json",
-                &err.headers,
-            ));
+            let resp = json_outcome(Err(err)).into_response(&count);
+            record.response_bytes = count.this.load(Ordering::Relaxed);
+            shared.log.lock().push(Logged {
+                record,
+                streamed: None,
+            });
+            return Ok(resp);
         }
         _ => {}
     }
 
-    let out = dispatch(
-        &shared,
-        &Incoming2 {
-            method: &method,
-            route: &route,
-            verb,
-            query: &query,
-            body: &body,
-            content_type: &content_type,
-            accept: &accept,
-            user_agent: &user_agent,
-        },
-    );
-    record.status = Some(out.code);
-    shared.log.lock().push(record);
-    if let Some(rx) = out.stream {
-        let resp = Response::builder()
-            .status(200)
-            .header("content-type", "application/json")
-            .header("cache-control", "no-cache, private")
-            .body(Body::Stream(rx))
-            .unwrap_or_else(|_| Response::new(Body::Full(None)));
-        return Ok(resp);
+    let incoming = Incoming2 {
+        method: &method,
+        path: &path,
+        route: &route,
+        verb,
+        query: &query,
+        body: &body,
+        content_type: &content_type,
+        accept: &accept,
+        user_agent: &user_agent,
+    };
+    let mut out = dispatch(&shared, &incoming, &count);
+    // The ServiceAccount admission plugin looks a missing `default` ServiceAccount up
+    // again, live, 10 times 100-200 ms apart (the controller is expected to create it any
+    // moment) before it refuses the Pod.
+    for _ in 1..SA_LOOKUP_ATTEMPTS {
+        if !default_service_account_missing(&out) {
+            break;
+        }
+        tokio::time::sleep(SA_LOOKUP_INTERVAL).await;
+        out = dispatch(&shared, &incoming, &count);
     }
-    Ok(respond(
-        out.code,
-        &out.body,
-        &out.content_type,
-        &out.headers,
-    ))
+    record.status = Some(out.code);
+    let streamed = matches!(out.payload, Payload::Stream(_)).then(|| count.this.clone());
+    let resp = out.into_response(&count);
+    record.response_bytes = count.this.load(Ordering::Relaxed);
+    shared.log.lock().push(Logged { record, streamed });
+    Ok(resp)
+}
+
+const SA_LOOKUP_ATTEMPTS: u32 = 10;
+const SA_LOOKUP_INTERVAL: Duration = Duration::from_millis(150);
+
+fn default_service_account_missing(out: &Outcome) -> bool {
+    out.code == 403
+        && matches!(&out.payload, Payload::Json(s) if s["message"].as_str().is_some_and(|m| {
+            m.ends_with("serviceaccount \"default\" not found")
+        }))
+}
+
+/// Runs the simulated controllers' queued work when it is due.
+async fn controllers(shared: Arc<Shared>) {
+    loop {
+        let due = shared.state.lock().next_controller_due();
+        match due {
+            Some(at) => {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(tokio::time::Instant::from_std(at)) => {}
+                    _ = shared.controllers.notified() => {}
+                }
+            }
+            None => shared.controllers.notified().await,
+        }
+        shared
+            .state
+            .lock()
+            .run_controllers(std::time::Instant::now());
+    }
 }
 
 pub(crate) async fn serve(
@@ -569,6 +753,7 @@ pub(crate) async fn serve(
     shared: Arc<Shared>,
     mut shutdown: oneshot::Receiver<()>,
 ) {
+    let controllers = tokio::spawn(controllers(shared.clone()));
     loop {
         tokio::select! {
             _ = &mut shutdown => break,
@@ -589,6 +774,7 @@ pub(crate) async fn serve(
             }
         }
     }
+    controllers.abort();
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ mod defaults;
 mod discovery;
 mod errors;
 mod http;
+mod negotiate;
 mod patch;
 mod schema;
 mod selectors;
@@ -23,14 +24,16 @@ pub mod faults;
 
 pub use faults::{Fault, FaultAction, RequestRecord, Verb};
 
-use http::Shared;
+use http::{Logged, Shared};
 use parking_lot::Mutex;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Duration;
 use tokio::sync::oneshot;
 
 /// Options for [`TestCluster::start_with`].
@@ -40,9 +43,22 @@ pub struct TestClusterOptions {
     /// kube-apiserver 1.30+ does. When false, the server behaves like a pre-1.26 server:
     /// it answers with the legacy documents (or 406 if the client accepts nothing else).
     pub aggregated_discovery: bool,
-    /// Do synchronously what controllers do asynchronously on a real cluster: create the
-    /// `default` ServiceAccount and the `kube-root-ca.crt` ConfigMap in new namespaces.
+    /// Simulate what kube-controller-manager and the admission plugins around it do to
+    /// namespaces: each new namespace gets the `default` ServiceAccount and the
+    /// `kube-root-ca.crt` ConfigMap (after [`Self::namespace_setup_delay`]); a Pod is
+    /// refused (403) until its ServiceAccount exists; a deleted namespace stays Terminating
+    /// while its contents are deleted (see [`Self::namespace_cleanup_delay`]). When false,
+    /// none of that happens and namespaces are deleted at once with their contents.
     pub simulate_controllers: bool,
+    /// How long after a namespace is created its ServiceAccount and CA ConfigMap appear.
+    /// Zero (the default) creates them in the namespace's own create; on a real cluster it
+    /// takes from milliseconds to seconds, and a Pod created in between gets
+    /// `403 ... serviceaccount "default" not found`.
+    pub namespace_setup_delay: Duration,
+    /// How long the namespace controller takes per pass over a Terminating namespace
+    /// (delete its contents; the next pass, once it is empty, deletes the namespace).
+    /// Default 50 ms. Zero deletes a namespace and its contents within the DELETE.
+    pub namespace_cleanup_delay: Duration,
 }
 
 impl Default for TestClusterOptions {
@@ -50,6 +66,8 @@ impl Default for TestClusterOptions {
         TestClusterOptions {
             aggregated_discovery: true,
             simulate_controllers: true,
+            namespace_setup_delay: Duration::ZERO,
+            namespace_cleanup_delay: Duration::from_millis(50),
         }
     }
 }
@@ -78,11 +96,17 @@ impl TestCluster {
             .expect("set listener non-blocking");
         let addr = listener.local_addr().expect("listener address");
         let shared = Arc::new(Shared {
-            state: Mutex::new(store::State::new(opts.simulate_controllers)),
+            state: Mutex::new(store::State::new(store::Controllers {
+                enabled: opts.simulate_controllers,
+                setup_delay: opts.namespace_setup_delay,
+                cleanup_delay: opts.namespace_cleanup_delay,
+            })),
             faults: Mutex::new(Vec::new()),
             log: Mutex::new(Vec::new()),
             aggregated_discovery: opts.aggregated_discovery,
             deny_cluster_wide_lists: std::sync::atomic::AtomicBool::new(false),
+            response_bytes: Arc::new(AtomicU64::new(0)),
+            controllers: tokio::sync::Notify::new(),
         });
         let (tx, rx) = oneshot::channel();
         let s2 = shared.clone();
@@ -144,7 +168,12 @@ impl TestCluster {
 
     /// Every request served so far (including faulted ones), oldest first.
     pub fn requests(&self) -> Vec<RequestRecord> {
-        self.shared.log.lock().clone()
+        self.shared
+            .log
+            .lock()
+            .iter()
+            .map(Logged::snapshot)
+            .collect()
     }
 
     /// Forbid (or allow again) LISTs of namespaced resources across all namespaces, as RBAC
@@ -162,7 +191,7 @@ impl TestCluster {
     /// Request counts by (verb, resource plural); non-resource paths count under "".
     pub fn counts(&self) -> BTreeMap<(Verb, String), usize> {
         let mut m = BTreeMap::new();
-        for r in self.shared.log.lock().iter() {
+        for r in self.shared.log.lock().iter().map(|l| &l.record) {
             *m.entry((r.verb, r.resource.clone())).or_insert(0) += 1;
         }
         m
@@ -174,8 +203,19 @@ impl TestCluster {
             .log
             .lock()
             .iter()
-            .filter(|r| r.verb == verb && r.resource == resource)
+            .filter(|l| l.record.verb == verb && l.record.resource == resource)
             .count()
+    }
+
+    /// Bytes of response bodies the server has sent since it started or since
+    /// [`Self::reset_response_bytes`] (watch streams count as they go; faulted responses
+    /// count their Status body). Per request: [`RequestRecord::response_bytes`].
+    pub fn response_bytes(&self) -> u64 {
+        self.shared.response_bytes.load(Ordering::Relaxed)
+    }
+
+    pub fn reset_response_bytes(&self) {
+        self.shared.response_bytes.store(0, Ordering::Relaxed);
     }
 
     /// Adds a fault rule; rules are checked in the order they were added.
@@ -191,11 +231,15 @@ impl TestCluster {
     /// The object needs apiVersion, kind and metadata.name (namespace defaults to
     /// `default` for namespaced kinds). Returns the stored object or the error message.
     pub fn seed(&self, obj: Value) -> Result<Value, String> {
-        self.shared
+        let result = self
+            .shared
             .state
             .lock()
             .seed(obj, "tend-testserver-seed")
-            .map_err(|e| e.message)
+            .map_err(|e| e.message);
+        // A seeded namespace may have queued controller work.
+        self.shared.controllers.notify_one();
+        result
     }
 
     /// Reads an object directly. `group` is "" for the core group; `ns` "" when cluster-scoped.

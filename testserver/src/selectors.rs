@@ -1,6 +1,7 @@
 //! Label selectors (`=`, `==`, `!=`, `in`, `notin`, `key`, `!key`) and field selectors
 //! (`=`, `==`, `!=` on a per-resource list of supported fields).
 
+use crate::discovery::ResourceDef;
 use serde_json::Value;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -130,34 +131,68 @@ pub struct FieldSelector {
     reqs: Vec<(String, bool, String)>,
 }
 
-/// Field selectors every resource supports, plus the per-kind ones tend may use.
-fn supported(kind: &str, field: &str) -> bool {
-    if matches!(field, "metadata.name" | "metadata.namespace") {
-        return true;
+/// The fields a built-in kind's own field-label conversion accepts beyond `metadata.name` and
+/// `metadata.namespace` (kube-apiserver registers one for these kinds only), or None for
+/// kinds that use the default conversion.
+fn kind_fields(kind: &str) -> Option<&'static [&'static str]> {
+    Some(match kind {
+        "Pod" => &[
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "spec.hostNetwork",
+            "status.phase",
+            "status.podIP",
+            "status.podIPs",
+            "status.nominatedNodeName",
+        ],
+        "Event" => &[
+            "involvedObject.kind",
+            "involvedObject.namespace",
+            "involvedObject.name",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+            "reason",
+            "reportingComponent",
+            "source",
+            "type",
+        ],
+        "Secret" => &["type"],
+        "Namespace" => &["status.phase"],
+        "ReplicaSet" => &["status.replicas"],
+        "Job" => &["status.successful"],
+        _ => return None,
+    })
+}
+
+/// Whether `field` may be selected on, or the error kube-apiserver gives (a 400 with this
+/// message). Kinds with their own conversion say `field label not supported: F` (custom
+/// resources too); the others use apimachinery's DefaultMetaV1FieldSelectorConversion.
+fn check_field(def: &ResourceDef, field: &str) -> Result<(), String> {
+    if def.crd.is_some() {
+        return match field {
+            "metadata.name" => Ok(()),
+            "metadata.namespace" if def.namespaced => Ok(()),
+            _ => Err(format!("field label not supported: {field}")),
+        };
     }
-    match kind {
-        "Pod" => matches!(
-            field,
-            "spec.nodeName"
-                | "spec.restartPolicy"
-                | "spec.schedulerName"
-                | "spec.serviceAccountName"
-                | "status.phase"
-                | "status.podIP"
-        ),
-        "Event" => {
-            field.starts_with("involvedObject.")
-                || matches!(field, "reason" | "source" | "type" | "reportingComponent")
-        }
-        "Secret" => field == "type",
-        "Namespace" => field == "status.phase",
-        "Job" => field == "status.successful",
-        _ => false,
+    if matches!(field, "metadata.name" | "metadata.namespace") {
+        return Ok(());
+    }
+    match kind_fields(&def.kind) {
+        Some(fields) if fields.contains(&field) => Ok(()),
+        Some(_) => Err(format!("field label not supported: {field}")),
+        None => Err(format!(
+            "{field:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+        )),
     }
 }
 
 impl FieldSelector {
-    pub fn parse(s: &str, kind: &str) -> Result<Self, String> {
+    pub fn parse(s: &str, def: &ResourceDef) -> Result<Self, String> {
         let mut reqs = Vec::new();
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (field, eq, value) = if let Some((f, v)) = part.split_once("!=") {
@@ -170,9 +205,7 @@ impl FieldSelector {
                 ));
             };
             let field = field.trim();
-            if !supported(kind, field) {
-                return Err(format!("field label not supported: {field}"));
-            }
+            check_field(def, field)?;
             reqs.push((field.to_string(), eq, value.trim().to_string()));
         }
         Ok(FieldSelector { reqs })

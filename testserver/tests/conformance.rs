@@ -117,6 +117,22 @@ impl Env {
         headers: &[(&str, &str)],
         body: Vec<u8>,
     ) -> (u16, Value, http::HeaderMap) {
+        let (code, bytes, headers) = self.raw_bytes(method, path, ct, headers, body).await;
+        (
+            code,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+            headers,
+        )
+    }
+
+    async fn raw_bytes(
+        &self,
+        method: &str,
+        path: &str,
+        ct: Option<&str>,
+        headers: &[(&str, &str)],
+        body: Vec<u8>,
+    ) -> (u16, Vec<u8>, http::HeaderMap) {
         let mut b = http::Request::builder().method(method).uri(path);
         if let Some(ct) = ct {
             b = b.header("content-type", ct);
@@ -129,11 +145,7 @@ impl Env {
         let code = resp.status().as_u16();
         let headers = resp.headers().clone();
         let bytes = resp.into_body().collect_bytes().await.expect("body");
-        (
-            code,
-            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-            headers,
-        )
+        (code, bytes.to_vec(), headers)
     }
 
     /// Creates a CRD `widgets.<group>` (kind Widget) and waits until it is Established.
@@ -227,6 +239,23 @@ fn managed(obj: &impl ResourceExt) -> Vec<Value> {
 fn entry<'a>(mf: &'a [Value], manager: &str, op: &str) -> Option<&'a Value> {
     mf.iter()
         .find(|e| e["manager"] == manager && e["operation"] == op && e.get("subresource").is_none())
+}
+
+/// Unpadded URL-safe base64 of a JSON document, as continue tokens are encoded.
+fn base64_url(doc: &Value) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let bytes = doc.to_string().into_bytes();
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | (*b as u32) << (16 - 8 * i));
+        for i in 0..=chunk.len() {
+            out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+        }
+    }
+    out
 }
 
 fn apply_cm(name: &str, data: Value) -> Value {
@@ -423,22 +452,40 @@ conformance!(discovery_documents_have_kubernetes_shape, |env| {
 });
 
 conformance!(unknown_resources_are_404, |env| {
-    let (code, body, _) = env
-        .raw(
-            "GET",
-            "/apis/nonexistent.tend.dev/v1/namespaces/default/things",
-            None,
-            &[],
-            vec![],
-        )
-        .await;
-    assert_eq!(code, 404);
-    assert_eq!(body["kind"], "Status");
-    assert_eq!(body["reason"], "NotFound");
-    let (code, _, _) = env
-        .raw("GET", "/api/v1/nonexistents", None, &[], vec![])
-        .await;
-    assert_eq!(code, 404);
+    // A path no API group serves falls through kube-apiserver's handler chain to the Go
+    // mux's plain 404, not a Status.
+    for path in [
+        "/apis/nonexistent.tend.dev/v1/namespaces/default/things",
+        "/apis/nonexistent.tend.dev",
+        "/nonexistent",
+    ] {
+        let (code, body, headers) = env.raw_bytes("GET", path, None, &[], vec![]).await;
+        assert_eq!(code, 404, "{path}");
+        let ct = headers["content-type"].to_str().unwrap();
+        assert!(ct.starts_with("text/plain"), "{path}: {ct}");
+        assert_eq!(
+            String::from_utf8_lossy(&body),
+            "404 page not found\n",
+            "{path}"
+        );
+    }
+    // Unknown resources inside a served group version are go-restful's Status.
+    for path in ["/api/v1/nonexistents", "/apis/apps/v1/nonexistents"] {
+        let (code, body, _) = env.raw("GET", path, None, &[], vec![]).await;
+        assert_eq!(code, 404, "{path}");
+        assert_eq!(body["kind"], "Status", "{path}: {body}");
+        assert_eq!(body["reason"], "NotFound", "{path}: {body}");
+    }
+    // kube's client still reports the plain 404 as an API error with the code.
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        env.client.clone(),
+        &env.ns,
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("nonexistent.tend.dev", "v1", "Thing"),
+            "things",
+        ),
+    );
+    assert_eq!(api_err(api.get("x").await).code, 404);
 });
 
 // ------------------------------------------------------------------------------------
@@ -541,16 +588,48 @@ conformance!(invalid_names_are_422, |env| {
         api_err(nss.create(&PostParams::default(), &ns).await).code,
         422
     );
-    // Services must be DNS-1035 labels: no leading digit.
+    // Services must be RFC 1123 labels: no dots. Until 1.36 they had to be DNS-1035
+    // labels (no leading digit either); KEP-5311 (RelaxedServiceNameValidation, on by
+    // default in 1.36) allows `1svc`.
     let svcs: Api<Service> = env.api();
-    let svc: Service = serde_json::from_value(
-        json!({"metadata": {"name": "1svc"}, "spec": {"ports": [{"port": 80}]}}),
-    )
-    .unwrap();
-    assert_eq!(
-        api_err(svcs.create(&PostParams::default(), &svc).await).code,
-        422
+    let svc = |name: &str| -> Service {
+        serde_json::from_value(
+            json!({"metadata": {"name": name}, "spec": {"ports": [{"port": 80}]}}),
+        )
+        .unwrap()
+    };
+    let s = api_err(
+        svcs.create(&PostParams::default(), &svc("svc.dotted"))
+            .await,
     );
+    assert_eq!(s.code, 422);
+    assert!(
+        s.message.starts_with(
+            r#"Service "svc.dotted" is invalid: metadata.name: Invalid value: "svc.dotted""#
+        ),
+        "{}",
+        s.message
+    );
+    let minor: u32 = env
+        .client
+        .apiserver_version()
+        .await
+        .unwrap()
+        .minor
+        .trim_end_matches('+')
+        .parse()
+        .unwrap();
+    let leading_digit = svcs.create(&PostParams::default(), &svc("1svc")).await;
+    if minor >= 36 {
+        assert_eq!(
+            leading_digit
+                .expect("1svc is a valid Service name")
+                .name_any(),
+            "1svc"
+        );
+    } else {
+        assert_eq!(api_err(leading_digit).code, 422);
+    }
 });
 
 conformance!(generate_name_appends_a_suffix, |env| {
@@ -732,11 +811,23 @@ conformance!(field_selectors_on_metadata, |env| {
     );
     assert_eq!(s.code, 400);
     assert_eq!(s.reason, "BadRequest");
-    assert!(
-        s.message.contains("field label not supported"),
-        "{}",
-        s.message
+    // Kinds without their own field-label conversion use apimachinery's
+    // DefaultMetaV1FieldSelectorConversion; kinds with one (Pods) say "not supported".
+    assert_eq!(
+        s.message,
+        r#""data.foo" is not a known field selector: only "metadata.name", "metadata.namespace""#
     );
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = env.api();
+    let s = api_err(
+        pods.list(&ListParams::default().fields("spec.foo=bar"))
+            .await,
+    );
+    assert_eq!(s.code, 400);
+    assert_eq!(s.message, "field label not supported: spec.foo");
+    assert!(pods
+        .list(&ListParams::default().fields("status.phase=Running"))
+        .await
+        .is_ok());
 });
 
 conformance!(pagination_with_limit_and_continue, |env| {
@@ -2287,21 +2378,24 @@ conformance!(seeded_objects_are_visible_over_http, |env| {
 type EventStream =
     futures::stream::BoxStream<'static, kube::Result<kube::api::WatchEvent<ConfigMap>>>;
 
-/// The next watch event as "TYPE name".
+/// The next watch event as "TYPE name", skipping BOOKMARKs: kube's clients ask for them
+/// (allowWatchBookmarks=true) and kube-apiserver sends them whenever it likes.
 async fn next_event(s: &mut EventStream) -> String {
     use futures::TryStreamExt;
     use kube::api::WatchEvent;
-    let e = tokio::time::timeout(Duration::from_secs(20), s.try_next())
-        .await
-        .expect("watch event in time")
-        .expect("watch ok")
-        .expect("stream open");
-    match e {
-        WatchEvent::Added(o) => format!("ADDED {}", o.name_any()),
-        WatchEvent::Modified(o) => format!("MODIFIED {}", o.name_any()),
-        WatchEvent::Deleted(o) => format!("DELETED {}", o.name_any()),
-        WatchEvent::Bookmark(_) => "BOOKMARK".into(),
-        WatchEvent::Error(e) => format!("ERROR {}", e.code),
+    loop {
+        let e = tokio::time::timeout(Duration::from_secs(20), s.try_next())
+            .await
+            .expect("watch event in time")
+            .expect("watch ok")
+            .expect("stream open");
+        return match e {
+            WatchEvent::Added(o) => format!("ADDED {}", o.name_any()),
+            WatchEvent::Modified(o) => format!("MODIFIED {}", o.name_any()),
+            WatchEvent::Deleted(o) => format!("DELETED {}", o.name_any()),
+            WatchEvent::Bookmark(_) => continue,
+            WatchEvent::Error(e) => format!("ERROR {}", e.code),
+        };
     }
 }
 
@@ -2359,9 +2453,10 @@ conformance!(malformed_requests_get_status_errors, |env| {
         ("POST", base.clone(), json_ct, b"{not json".to_vec(), 400),
         ("POST", base.clone(), json_ct, b"[1,2]".to_vec(), 400),
         ("GET", format!("{base}?limit=abc"), None, vec![], 400),
+        // Well-formed in the URL, but not a continue token.
         (
             "GET",
-            format!("{base}?continue=%%%garbage"),
+            format!("{base}?continue=garbage!"),
             None,
             vec![],
             400,
@@ -2394,10 +2489,66 @@ conformance!(malformed_requests_get_status_errors, |env| {
         assert_eq!(s["status"], "Failure");
         assert_eq!(s["code"], want);
     }
+    let (_, s, _) = env
+        .raw(
+            "GET",
+            &format!("{base}?continue=garbage!"),
+            None,
+            &[],
+            vec![],
+        )
+        .await;
+    assert!(
+        s["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("invalid continue token: continue key is not valid"),
+        "{s}"
+    );
     let api: Api<ConfigMap> = env.api();
     api.create(&PostParams::default(), &cm("x", json!({})))
         .await
         .unwrap();
+    // A malformed query string is not an error: Go's url.ParseQuery drops the pair, so
+    // this is a plain LIST.
+    let (code, list, _) = env
+        .raw(
+            "GET",
+            &format!("{base}?continue=%%%garbage"),
+            None,
+            &[],
+            vec![],
+        )
+        .await;
+    assert_eq!(code, 200, "{list}");
+    assert!(list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|i| i["metadata"]["name"] == "x"));
+    // A token for a resourceVersion compacted away is 410 Expired, with a fresh token to
+    // carry on from (etcd may not have compacted revision 1 yet on a young cluster).
+    let start =
+        base64_url(&json!({"v": "meta.k8s.io/v1", "rv": 1, "start": format!("{}/a\u{0}", env.ns)}));
+    let (code, s, _) = env
+        .raw(
+            "GET",
+            &format!("{base}?limit=1&continue={start}"),
+            None,
+            &[],
+            vec![],
+        )
+        .await;
+    if env.cluster.is_some() || code != 200 {
+        assert_eq!(code, 410, "{s}");
+        assert_eq!(s["reason"], "Expired");
+        assert!(
+            s["metadata"]["continue"]
+                .as_str()
+                .is_some_and(|c| !c.is_empty()),
+            "{s}"
+        );
+    }
     for (ct, body) in [
         ("application/json-patch+json", br#"{"op":"add"}"#.to_vec()),
         ("application/merge-patch+json", b"{broken".to_vec()),
@@ -2418,4 +2569,807 @@ conformance!(malformed_requests_get_status_errors, |env| {
         // The server is still up.
         assert!(api.get("x").await.is_ok());
     }
+});
+
+// ------------------------------------------------------------------------------------
+// What tend's inventory, replace and wait logic rely on
+// ------------------------------------------------------------------------------------
+
+/// `key=value` etc. for a URL query.
+fn query_escape(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+fn item_ids(list: &Value) -> Vec<String> {
+    let mut ids: Vec<String> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            format!(
+                "{}/{}",
+                i["metadata"]["namespace"].as_str().unwrap(),
+                i["metadata"]["name"].as_str().unwrap()
+            )
+        })
+        .collect();
+    ids.sort();
+    ids
+}
+
+conformance!(label_selected_lists_across_namespaces, |env| {
+    let other = env.extra_namespace("conf-sel").await;
+    let run = format!("sel-{}", env.suffix);
+    for ns in [env.ns.clone(), other.clone()] {
+        let cms: Api<ConfigMap> = Api::namespaced(env.client.clone(), &ns);
+        for (name, labels) in [
+            ("member", json!({"run": run, "tier": "a"})),
+            ("other-tier", json!({"run": run, "tier": "b"})),
+            ("stranger", json!({"run": format!("x{run}")})),
+        ] {
+            let obj: ConfigMap =
+                serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}}))
+                    .unwrap();
+            cms.create(&PostParams::default(), &obj).await.unwrap();
+        }
+        let deploys: Api<Deployment> = Api::namespaced(env.client.clone(), &ns);
+        let mut d = deployment("web", json!([{"name": "c", "image": "nginx"}]));
+        d["metadata"]["labels"]["run"] = run.clone().into();
+        deploys
+            .patch("web", &PatchParams::apply("tend"), &Patch::Apply(d))
+            .await
+            .unwrap();
+    }
+    let mut want = vec![
+        format!("{}/member", env.ns),
+        format!("{other}/member"),
+        format!("{}/other-tier", env.ns),
+        format!("{other}/other-tier"),
+    ];
+    want.sort();
+    let sel = query_escape(&format!("run={run}"));
+    let (code, list, _) = env
+        .raw(
+            "GET",
+            &format!("/api/v1/configmaps?labelSelector={sel}"),
+            None,
+            &[],
+            vec![],
+        )
+        .await;
+    assert_eq!(code, 200, "{list}");
+    assert_eq!(list["kind"], "ConfigMapList");
+    assert_eq!(list["apiVersion"], "v1");
+    assert!(list["metadata"]["resourceVersion"]
+        .as_str()
+        .is_some_and(|rv| !rv.is_empty()));
+    assert_eq!(item_ids(&list), want);
+    // Set-based requirements, across namespaces too.
+    let sel = query_escape(&format!("run in ({run}),tier notin (b)"));
+    let (_, list, _) = env
+        .raw(
+            "GET",
+            &format!("/api/v1/configmaps?labelSelector={sel}"),
+            None,
+            &[],
+            vec![],
+        )
+        .await;
+    let mut members = vec![format!("{}/member", env.ns), format!("{other}/member")];
+    members.sort();
+    assert_eq!(item_ids(&list), members);
+    // Pages of a selected list across namespaces.
+    let sel = query_escape(&format!("run={run}"));
+    let mut seen = Vec::new();
+    let mut next = String::new();
+    for page in 0.. {
+        assert!(page < 10, "too many pages");
+        let cont = if next.is_empty() {
+            String::new()
+        } else {
+            format!("&continue={}", query_escape(&next))
+        };
+        let (code, list, _) = env
+            .raw(
+                "GET",
+                &format!("/api/v1/configmaps?labelSelector={sel}&limit=3{cont}"),
+                None,
+                &[],
+                vec![],
+            )
+            .await;
+        assert_eq!(code, 200, "{list}");
+        assert!(list["items"].as_array().unwrap().len() <= 3);
+        seen.extend(item_ids(&list));
+        next = list["metadata"]["continue"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        if next.is_empty() {
+            break;
+        }
+    }
+    seen.sort();
+    assert_eq!(seen, want);
+    let (code, list, _) = env
+        .raw(
+            "GET",
+            &format!("/apis/apps/v1/deployments?labelSelector={sel}"),
+            None,
+            &[],
+            vec![],
+        )
+        .await;
+    assert_eq!(code, 200, "{list}");
+    assert_eq!(list["kind"], "DeploymentList");
+    let mut webs = vec![format!("{}/web", env.ns), format!("{other}/web")];
+    webs.sort();
+    assert_eq!(item_ids(&list), webs);
+});
+
+const PARTIAL_LIST: &str = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+const PARTIAL: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+
+conformance!(partial_object_metadata_lists_and_gets, |env| {
+    let api = labelled(&env).await;
+    let base = format!("/api/v1/namespaces/{}/configmaps", env.ns);
+    let accept = format!("{PARTIAL_LIST},application/json");
+    let (code, list, headers) = env
+        .raw(
+            "GET",
+            &format!("{base}?labelSelector=app"),
+            None,
+            &[("accept", accept.as_str())],
+            vec![],
+        )
+        .await;
+    assert_eq!(code, 200, "{list}");
+    assert!(headers["content-type"]
+        .to_str()
+        .unwrap()
+        .contains("as=PartialObjectMetadataList"));
+    assert_eq!(list["kind"], "PartialObjectMetadataList");
+    assert_eq!(list["apiVersion"], "meta.k8s.io/v1");
+    assert!(list["metadata"]["resourceVersion"]
+        .as_str()
+        .is_some_and(|rv| !rv.is_empty()));
+    let items = list["items"].as_array().unwrap();
+    assert_eq!(items.len(), 3);
+    for item in items {
+        assert_eq!(item["kind"], "PartialObjectMetadata");
+        assert_eq!(item["apiVersion"], "meta.k8s.io/v1");
+        assert!(item["metadata"]["labels"]["app"].is_string(), "{item}");
+        assert!(item["metadata"]["managedFields"].is_array(), "{item}");
+        let keys: Vec<&String> = item.as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            ["kind", "apiVersion", "metadata"],
+            "metadata only: {item}"
+        );
+    }
+    let (code, one, _) = env
+        .raw(
+            "GET",
+            &format!("{base}/web"),
+            None,
+            &[("accept", PARTIAL)],
+            vec![],
+        )
+        .await;
+    assert_eq!(code, 200, "{one}");
+    assert_eq!(one["kind"], "PartialObjectMetadata");
+    assert_eq!(one["metadata"]["name"], "web");
+    assert!(one.get("data").is_none(), "{one}");
+    // kube's metadata API asks the same way.
+    let metas = api
+        .list_metadata(&ListParams::default().labels("app"))
+        .await
+        .unwrap();
+    let mut names: Vec<String> = metas.items.iter().map(|m| m.name_any()).collect();
+    names.sort();
+    assert_eq!(names, ["api", "db", "web"]);
+    assert_eq!(api.get_metadata("db").await.unwrap().labels()["app"], "db");
+    // Errors stay Status objects.
+    let (code, s, _) = env
+        .raw(
+            "GET",
+            &format!("{base}/ghost"),
+            None,
+            &[("accept", PARTIAL)],
+            vec![],
+        )
+        .await;
+    assert_eq!(code, 404);
+    assert_eq!(s["kind"], "Status");
+});
+
+fn job(name: &str, image: &str, suspend: bool) -> Value {
+    json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
+        "spec": {"suspend": suspend, "backoffLimit": 0,
+                 "template": {"spec": {"restartPolicy": "Never",
+                                       "containers": [{"name": "c", "image": image}]}}}})
+}
+
+conformance!(job_template_and_deployment_selector_are_immutable, |env| {
+    let jobs: Api<k8s_openapi::api::batch::v1::Job> = env.api();
+    jobs.patch(
+        "once",
+        &PatchParams::apply("tend"),
+        &Patch::Apply(job("once", "busybox:1.36", true)),
+    )
+    .await
+    .unwrap();
+    let s = api_err(
+        jobs.patch(
+            "once",
+            &PatchParams::apply("tend").force(),
+            &Patch::Apply(job("once", "busybox:1.37", true)),
+        )
+        .await,
+    );
+    assert_eq!(s.code, 422, "{}", s.message);
+    assert_eq!(s.reason, "Invalid");
+    assert!(
+        s.message
+            .starts_with(r#"Job.batch "once" is invalid: spec.template: Invalid value: "#),
+        "{}",
+        s.message
+    );
+    assert!(s.message.ends_with(": field is immutable"), "{}", s.message);
+    let d = s.details.unwrap();
+    assert_eq!(d.kind, "Job");
+    assert_eq!(d.group, "batch");
+    assert!(d
+        .causes
+        .iter()
+        .any(|c| c.field == "spec.template" && c.reason == "FieldValueInvalid"));
+    // A dry run is refused the same way, and nothing changed.
+    let s = api_err(
+        jobs.patch(
+            "once",
+            &PatchParams::apply("tend").force().dry_run(),
+            &Patch::Apply(job("once", "busybox:1.37", true)),
+        )
+        .await,
+    );
+    assert_eq!(s.code, 422);
+    let live = jobs.get("once").await.unwrap();
+    assert_eq!(
+        live.spec.unwrap().template.spec.unwrap().containers[0]
+            .image
+            .as_deref(),
+        Some("busybox:1.36")
+    );
+
+    let deploys: Api<Deployment> = env.api();
+    deploys
+        .patch(
+            "sel",
+            &PatchParams::apply("tend"),
+            &Patch::Apply(deployment("sel", json!([{"name": "c", "image": "nginx"}]))),
+        )
+        .await
+        .unwrap();
+    let mut changed = deployment("sel", json!([{"name": "c", "image": "nginx"}]));
+    changed["spec"]["selector"]["matchLabels"] = json!({"app": "sel", "tier": "web"});
+    changed["spec"]["template"]["metadata"]["labels"] = json!({"app": "sel", "tier": "web"});
+    let s = api_err(
+        deploys
+            .patch(
+                "sel",
+                &PatchParams::apply("tend").force(),
+                &Patch::Apply(changed),
+            )
+            .await,
+    );
+    assert_eq!(s.code, 422, "{}", s.message);
+    assert!(
+        s.message
+            .starts_with(r#"Deployment.apps "sel" is invalid: spec.selector: Invalid value: "#),
+        "{}",
+        s.message
+    );
+    assert!(s.message.ends_with(": field is immutable"), "{}", s.message);
+    // Other spec changes are fine.
+    let mut scaled = deployment("sel", json!([{"name": "c", "image": "nginx"}]));
+    scaled["spec"]["replicas"] = json!(3);
+    deploys
+        .patch("sel", &PatchParams::apply("tend"), &Patch::Apply(scaled))
+        .await
+        .unwrap();
+});
+
+fn condition(ty: &str, status: &str, reason: &str, message: &str) -> Value {
+    json!({"type": ty, "status": status, "reason": reason, "message": message,
+           "lastProbeTime": "2026-01-01T00:01:00Z", "lastTransitionTime": "2026-01-01T00:01:00Z"})
+}
+
+conformance!(job_status_shapes_round_trip, |env| {
+    let jobs: Api<k8s_openapi::api::batch::v1::Job> = env.api();
+    // Suspended, so a real cluster's Job controller starts no pods for them.
+    for name in ["done", "broken", "bad"] {
+        jobs.patch(
+            name,
+            &PatchParams::apply("tend"),
+            &Patch::Apply(job(name, "busybox", true)),
+        )
+        .await
+        .unwrap();
+    }
+    let pp = PatchParams {
+        field_manager: Some("job-controller".into()),
+        ..Default::default()
+    };
+    let complete = json!({"status": {
+    "startTime": "2026-01-01T00:00:00Z", "completionTime": "2026-01-01T00:01:00Z",
+    "succeeded": 1, "active": 0,
+    "conditions": [
+        condition("SuccessCriteriaMet", "True", "CompletionsReached", "Reached expected number of succeeded pods"),
+        condition("Complete", "True", "CompletionsReached", "Reached expected number of succeeded pods"),
+    ]}});
+    let j = jobs
+        .patch_status("done", &pp, &Patch::Merge(&complete))
+        .await
+        .unwrap();
+    let st = j.status.unwrap();
+    assert_eq!(st.succeeded, Some(1));
+    assert!(st.completion_time.is_some() && st.start_time.is_some());
+    let conds = st.conditions.unwrap();
+    let c = conds
+        .iter()
+        .find(|c| c.type_ == "Complete")
+        .expect("Complete condition");
+    assert_eq!(
+        (c.status.as_str(), c.reason.as_deref()),
+        ("True", Some("CompletionsReached"))
+    );
+    let failed = json!({"status": {
+    "startTime": "2026-01-01T00:00:00Z", "failed": 1, "active": 0,
+    "conditions": [
+        condition("FailureTarget", "True", "BackoffLimitExceeded", "Job has reached the specified backoff limit"),
+        condition("Failed", "True", "BackoffLimitExceeded", "Job has reached the specified backoff limit"),
+    ]}});
+    let j = jobs
+        .patch_status("broken", &pp, &Patch::Merge(&failed))
+        .await
+        .unwrap();
+    let st = j.status.unwrap();
+    assert_eq!(st.failed, Some(1));
+    let conds = st.conditions.unwrap();
+    let c = conds
+        .iter()
+        .find(|c| c.type_ == "Failed")
+        .expect("Failed condition");
+    assert_eq!(c.reason.as_deref(), Some("BackoffLimitExceeded"));
+    assert_eq!(
+        c.message.as_deref(),
+        Some("Job has reached the specified backoff limit")
+    );
+    // Since 1.32 (JobManagedBy) a terminal condition needs its companion and its times.
+    let minor: u32 = env
+        .client
+        .apiserver_version()
+        .await
+        .unwrap()
+        .minor
+        .trim_end_matches('+')
+        .parse()
+        .unwrap();
+    if minor >= 32 {
+        let bare = json!({"status": {"conditions": [condition("Complete", "True", "CompletionsReached", "done")]}});
+        let s = api_err(jobs.patch_status("bad", &pp, &Patch::Merge(&bare)).await);
+        assert_eq!(s.code, 422);
+        assert!(
+            s.message.starts_with(r#"Job.batch "bad" is invalid: "#),
+            "{}",
+            s.message
+        );
+        assert!(
+            s.message.contains(
+                "cannot set Complete=True condition without the SuccessCriteriaMet=true condition"
+            ),
+            "{}",
+            s.message
+        );
+        // A terminal condition cannot be taken back.
+        let undo = json!({"status": {"conditions": [condition("SuccessCriteriaMet", "True", "CompletionsReached", "x")]}});
+        let s = api_err(jobs.patch_status("done", &pp, &Patch::Merge(&undo)).await);
+        assert_eq!(s.code, 422);
+        assert!(
+            s.message
+                .contains("cannot disable the terminal Complete=True condition"),
+            "{}",
+            s.message
+        );
+    }
+});
+
+conformance!(deployment_status_shapes_round_trip, |env| {
+    let api: Api<Deployment> = env.api();
+    api.patch(
+        "stuck",
+        &PatchParams::apply("tend"),
+        &Patch::Apply(deployment(
+            "stuck",
+            json!([{"name": "c", "image": "nginx"}]),
+        )),
+    )
+    .await
+    .unwrap();
+    let pp = PatchParams {
+        field_manager: Some("deployment-controller".into()),
+        ..Default::default()
+    };
+    let status = json!({"status": {
+    "observedGeneration": 1, "replicas": 2, "updatedReplicas": 2, "readyReplicas": 1,
+    "availableReplicas": 1, "unavailableReplicas": 1,
+    "conditions": [
+        {"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable",
+         "message": "Deployment does not have minimum availability.",
+         "lastUpdateTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+        {"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded",
+         "message": "ReplicaSet \"stuck-5d4f8c7b9\" has timed out progressing.",
+         "lastUpdateTime": "2026-01-01T00:10:00Z", "lastTransitionTime": "2026-01-01T00:10:00Z"}
+    ]}});
+    let d = api
+        .patch_status("stuck", &pp, &Patch::Merge(&status))
+        .await
+        .unwrap();
+    let st = d.status.unwrap();
+    assert_eq!(st.observed_generation, Some(1));
+    assert_eq!(
+        (
+            st.replicas,
+            st.updated_replicas,
+            st.ready_replicas,
+            st.available_replicas
+        ),
+        (Some(2), Some(2), Some(1), Some(1))
+    );
+    assert_eq!(st.unavailable_replicas, Some(1));
+    let conds = st.conditions.unwrap();
+    let p = conds
+        .iter()
+        .find(|c| c.type_ == "Progressing")
+        .expect("Progressing");
+    assert_eq!(
+        (p.status.as_str(), p.reason.as_deref()),
+        ("False", Some("ProgressDeadlineExceeded"))
+    );
+    assert!(p.last_update_time.is_some());
+    // Counts must be consistent: no more ready replicas than replicas.
+    let bad = json!({"status": {"replicas": 1, "readyReplicas": 3, "availableReplicas": 3}});
+    let s = api_err(api.patch_status("stuck", &pp, &Patch::Merge(&bad)).await);
+    assert_eq!(s.code, 422);
+    assert!(
+        s.message.contains(
+            "status.readyReplicas: Invalid value: 3: cannot be greater than status.replicas"
+        ),
+        "{}",
+        s.message
+    );
+});
+
+// ------------------------------------------------------------------------------------
+// Watch bookmarks and selections
+// ------------------------------------------------------------------------------------
+
+/// Every event of a watch until the server ends it, as "TYPE name" (BOOKMARK with its
+/// resourceVersion).
+async fn drain(s: &mut EventStream) -> Vec<String> {
+    use futures::TryStreamExt;
+    use kube::api::WatchEvent;
+    let mut out = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while let Some(e) = tokio::time::timeout_at(deadline.into(), s.try_next())
+        .await
+        .expect("the server ends the watch at its timeout")
+        .expect("watch ok")
+    {
+        out.push(match e {
+            WatchEvent::Added(o) => format!("ADDED {}", o.name_any()),
+            WatchEvent::Modified(o) => format!("MODIFIED {}", o.name_any()),
+            WatchEvent::Deleted(o) => format!("DELETED {}", o.name_any()),
+            WatchEvent::Bookmark(b) => format!("BOOKMARK {}", b.metadata.resource_version),
+            WatchEvent::Error(e) => format!("ERROR {}", e.code),
+        });
+    }
+    out
+}
+
+conformance!(watch_sends_bookmarks_when_allowed, |env| {
+    use futures::StreamExt;
+    use kube::api::WatchParams;
+    let api: Api<ConfigMap> = env.api();
+    let created = api
+        .create(&PostParams::default(), &cm("marked", json!({})))
+        .await
+        .unwrap();
+    let start: u64 = created.resource_version().unwrap().parse().unwrap();
+    // kube-apiserver sends a bookmark 2 s before a watch's timeout (and every minute).
+    let with = WatchParams::default().timeout(5);
+    let without = WatchParams::default().timeout(4).disable_bookmarks();
+    let (mut a, mut b) = (
+        api.watch(&with, "0").await.unwrap().boxed(),
+        api.watch(&without, "0").await.unwrap().boxed(),
+    );
+    let (events, plain) = futures::join!(drain(&mut a), drain(&mut b));
+    assert!(events.contains(&"ADDED marked".to_string()), "{events:?}");
+    let bookmarks: Vec<u64> = events
+        .iter()
+        .filter_map(|e| e.strip_prefix("BOOKMARK "))
+        .map(|rv| rv.parse().expect("numeric resourceVersion"))
+        .collect();
+    assert!(!bookmarks.is_empty(), "{events:?}");
+    assert!(bookmarks.iter().all(|rv| *rv >= start), "{events:?}");
+    assert!(
+        plain.iter().all(|e| !e.starts_with("BOOKMARK")),
+        "{plain:?}"
+    );
+    assert!(plain.contains(&"ADDED marked".to_string()), "{plain:?}");
+});
+
+conformance!(
+    watch_reports_objects_entering_and_leaving_the_selection,
+    |env| {
+        use futures::StreamExt;
+        use kube::api::WatchParams;
+        let api: Api<ConfigMap> = env.api();
+        api.create(&PostParams::default(), &cm("mover", json!({})))
+            .await
+            .unwrap();
+        let start = api.get("mover").await.unwrap().resource_version().unwrap();
+        let wp = WatchParams::default().labels("watched=yes").timeout(20);
+        let mut stream = api.watch(&wp, &start).await.unwrap().boxed();
+        let label = |v: Value| Patch::Merge(json!({"metadata": {"labels": {"watched": v}}}));
+        api.patch("mover", &PatchParams::default(), &label(json!("yes")))
+            .await
+            .unwrap();
+        assert_eq!(next_event(&mut stream).await, "ADDED mover");
+        api.patch(
+            "mover",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"k": "v"}})),
+        )
+        .await
+        .unwrap();
+        assert_eq!(next_event(&mut stream).await, "MODIFIED mover");
+        api.patch("mover", &PatchParams::default(), &label(json!("no")))
+            .await
+            .unwrap();
+        assert_eq!(next_event(&mut stream).await, "DELETED mover");
+    }
+);
+
+// ------------------------------------------------------------------------------------
+// Namespaces with a controller-manager
+// ------------------------------------------------------------------------------------
+
+conformance!(new_namespaces_get_service_account_and_root_ca, |env| {
+    let ns = env.extra_namespace("conf-setup").await;
+    let sas: Api<k8s_openapi::api::core::v1::ServiceAccount> =
+        Api::namespaced(env.client.clone(), &ns);
+    let cms: Api<ConfigMap> = Api::namespaced(env.client.clone(), &ns);
+    eventually("default ServiceAccount", || async {
+        sas.get("default").await.ok()
+    })
+    .await;
+    let ca = eventually("kube-root-ca.crt", || async {
+        cms.get("kube-root-ca.crt").await.ok()
+    })
+    .await;
+    assert!(ca.data.unwrap()["ca.crt"].contains("BEGIN CERTIFICATE"));
+});
+
+conformance!(terminating_namespace_refuses_new_content, |env| {
+    let doomed = env.extra_namespace("conf-term").await;
+    let cms: Api<ConfigMap> = Api::namespaced(env.client.clone(), &doomed);
+    let held: ConfigMap = serde_json::from_value(
+        json!({"metadata": {"name": "held", "finalizers": ["conformance.tend.dev/hold"]}}),
+    )
+    .unwrap();
+    cms.create(&PostParams::default(), &held).await.unwrap();
+    let nss = Api::<Namespace>::all(env.client.clone());
+    nss.delete(&doomed, &DeleteParams::default()).await.unwrap();
+    // The finalizer keeps the namespace Terminating until it is removed.
+    let ns = eventually("held object marked for deletion", || async {
+        let obj = cms.get("held").await.ok()?;
+        obj.metadata.deletion_timestamp.as_ref()?;
+        nss.get(&doomed).await.ok()
+    })
+    .await;
+    assert_eq!(ns.status.unwrap().phase.as_deref(), Some("Terminating"));
+    assert!(ns.metadata.deletion_timestamp.is_some());
+    let s = api_err(
+        cms.create(&PostParams::default(), &cm("late", json!({})))
+            .await,
+    );
+    assert_eq!(s.code, 403);
+    assert_eq!(s.reason, "Forbidden");
+    assert_eq!(
+        s.message,
+        format!(
+            r#"configmaps "late" is forbidden: unable to create new content in namespace {doomed} because it is being terminated"#
+        )
+    );
+    let d = s.details.unwrap();
+    assert_eq!(d.causes[0].reason, "NamespaceTerminating");
+    assert_eq!(d.causes[0].field, "metadata.namespace");
+    // Recreating it while it terminates is a conflict.
+    let again: Namespace = serde_json::from_value(json!({"metadata": {"name": doomed}})).unwrap();
+    let s = api_err(nss.create(&PostParams::default(), &again).await);
+    assert_eq!(s.code, 409);
+    assert_eq!(
+        s.message,
+        format!(r#"object is being deleted: namespaces "{doomed}" already exists"#)
+    );
+    cms.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    eventually("namespace gone", || async {
+        matches!(nss.get(&doomed).await, Err(kube::Error::Api(s)) if s.code == 404).then_some(())
+    })
+    .await;
+});
+
+conformance!(pods_wait_for_their_service_account, |env| {
+    if env.local("a delayed ServiceAccount controller").is_none() {
+        return;
+    }
+    let pod = |name: &str| -> k8s_openapi::api::core::v1::Pod {
+        serde_json::from_value(json!({"metadata": {"name": name},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]}}))
+        .unwrap()
+    };
+    let slow = TestCluster::start_with(TestClusterOptions {
+        namespace_setup_delay: Duration::from_secs(3),
+        ..Default::default()
+    });
+    let client = slow.client().await;
+    let nss = Api::<Namespace>::all(client.clone());
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "fresh"}})).unwrap();
+    nss.create(&PostParams::default(), &ns).await.unwrap();
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client.clone(), "fresh");
+    // The admission plugin looks the default ServiceAccount up for 1-2 s, then refuses.
+    let t = Instant::now();
+    let s = api_err(pods.create(&PostParams::default(), &pod("early")).await);
+    assert!(t.elapsed() >= Duration::from_secs(1), "{:?}", t.elapsed());
+    assert_eq!(s.code, 403);
+    assert_eq!(s.reason, "Forbidden");
+    assert_eq!(
+        s.message,
+        r#"pods "early" is forbidden: error looking up service account fresh/default: serviceaccount "default" not found"#
+    );
+    let d = s.details.unwrap();
+    assert_eq!((d.name.as_str(), d.kind.as_str()), ("early", "pods"));
+    // Server-side apply is admitted the same way.
+    let cfg = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "applied"},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]}});
+    let s = api_err(
+        pods.patch("applied", &PatchParams::apply("tend"), &Patch::Apply(&cfg))
+            .await,
+    );
+    assert_eq!(s.code, 403);
+    assert!(slow
+        .object("", "serviceaccounts", "fresh", "default")
+        .is_none());
+    eventually("default ServiceAccount", || async {
+        slow.object("", "serviceaccounts", "fresh", "default")
+    })
+    .await;
+    assert!(slow
+        .object("", "configmaps", "fresh", "kube-root-ca.crt")
+        .is_some());
+    let created = pods
+        .create(&PostParams::default(), &pod("late"))
+        .await
+        .unwrap();
+    assert_eq!(
+        created.spec.unwrap().service_account_name.as_deref(),
+        Some("default")
+    );
+    pods.patch("applied", &PatchParams::apply("tend"), &Patch::Apply(&cfg))
+        .await
+        .unwrap();
+    // A named ServiceAccount that does not exist is refused at once.
+    let mut named = pod("named");
+    named.spec.as_mut().unwrap().service_account_name = Some("robot".into());
+    let t = Instant::now();
+    let s = api_err(pods.create(&PostParams::default(), &named).await);
+    assert!(t.elapsed() < Duration::from_secs(1));
+    assert!(
+        s.message.ends_with(
+            r#"error looking up service account fresh/robot: serviceaccount "robot" not found"#
+        ),
+        "{}",
+        s.message
+    );
+    // Within the plugin's retries, a short delay is invisible.
+    let quick = TestCluster::start_with(TestClusterOptions {
+        namespace_setup_delay: Duration::from_millis(400),
+        ..Default::default()
+    });
+    let client = quick.client().await;
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+    Api::<k8s_openapi::api::core::v1::Pod>::namespaced(client, "fresh")
+        .create(&PostParams::default(), &pod("soon"))
+        .await
+        .expect("admitted once the ServiceAccount appears");
+});
+
+conformance!(response_bytes_are_counted, |env| {
+    let Some(c) = env.local("the response byte counter") else {
+        return;
+    };
+    let api: Api<ConfigMap> = env.api();
+    api.create(&PostParams::default(), &cm("sized", json!({"k": "v"})))
+        .await
+        .unwrap();
+    c.clear_requests();
+    c.reset_response_bytes();
+    assert_eq!(c.response_bytes(), 0);
+    let path = format!("/api/v1/namespaces/{}/configmaps/sized", env.ns);
+    let (code, body, _) = env.raw_bytes("GET", &path, None, &[], vec![]).await;
+    assert_eq!(code, 200);
+    let (code, missing, _) = env
+        .raw_bytes("GET", &format!("{path}-missing"), None, &[], vec![])
+        .await;
+    assert_eq!(code, 404);
+    let log = c.requests();
+    assert_eq!(log.len(), 2);
+    assert_eq!(log[0].response_bytes, body.len() as u64);
+    assert_eq!(log[1].response_bytes, missing.len() as u64);
+    assert_eq!(c.response_bytes(), (body.len() + missing.len()) as u64);
+    assert!(log.iter().all(|r| !r.verb.is_mutating()));
+    api.patch(
+        "sized",
+        &PatchParams::apply("tend").force(),
+        &Patch::Apply(apply_cm("sized", json!({"k": "w"}))),
+    )
+    .await
+    .unwrap();
+    let writes: Vec<_> = c
+        .requests()
+        .into_iter()
+        .filter(|r| r.verb.is_mutating())
+        .collect();
+    assert_eq!(writes.len(), 1);
+    assert_eq!(writes[0].verb, Verb::Apply);
+    // A watch's bytes count as they are streamed.
+    c.reset_response_bytes();
+    {
+        use futures::StreamExt;
+        let mut stream = api
+            .watch(
+                &kube::api::WatchParams::default()
+                    .fields("metadata.name=sized")
+                    .timeout(10),
+                "0",
+            )
+            .await
+            .unwrap()
+            .boxed();
+        assert_eq!(next_event(&mut stream).await, "ADDED sized");
+    }
+    let watch = c
+        .requests()
+        .into_iter()
+        .find(|r| r.verb == Verb::Watch)
+        .unwrap();
+    assert!(watch.response_bytes > 0);
+    assert_eq!(c.response_bytes(), watch.response_bytes);
 });

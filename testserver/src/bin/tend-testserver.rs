@@ -2,15 +2,16 @@
 //!
 //! Prints one JSON line `{"url": ..., "kubeconfig": ...}` on stdout, then answers commands
 //! read from stdin, one per line, each with one JSON line:
-//! - `stats`: request counts (total, by verb, mutating, dry-run) since the last `clear`
-//! - `clear`: clear the request log
+//! - `stats`: request counts (total, by verb, mutating, dry-run) and bytes of response
+//!   bodies sent (`responseBytes`) since the last `clear`
+//! - `clear`: clear the request log and the byte count
 //! - `quit` (or end of input): stop the server and exit
 //!
 //! `TEND_TESTSERVER_LATENCY_MS=N` delays every request by N ms (a simulated network round trip).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
-use tend_testserver::{TestCluster, Verb};
+use tend_testserver::TestCluster;
 
 fn main() {
     let cluster = TestCluster::start();
@@ -43,28 +44,19 @@ fn main() {
                 }
                 let mutating = requests
                     .iter()
-                    .filter(|r| !r.dry_run)
-                    .filter(|r| {
-                        matches!(
-                            r.verb,
-                            Verb::Create
-                                | Verb::Update
-                                | Verb::Patch
-                                | Verb::Apply
-                                | Verb::Delete
-                                | Verb::DeleteCollection
-                        )
-                    })
+                    .filter(|r| !r.dry_run && r.verb.is_mutating())
                     .count();
                 serde_json::json!({
                     "total": requests.len(),
                     "byVerb": by_verb,
                     "mutating": mutating,
                     "dryRun": requests.iter().filter(|r| r.dry_run).count(),
+                    "responseBytes": cluster.response_bytes(),
                 })
             }
             "clear" => {
                 cluster.clear_requests();
+                cluster.reset_response_bytes();
                 serde_json::json!({"ok": true})
             }
             "quit" => break,
