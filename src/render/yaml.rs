@@ -635,7 +635,12 @@ pub fn parse_file(file: &Path, text: &str) -> (Vec<Document>, Vec<Problem>) {
             }
         }
         match serde_yaml::from_str::<serde_yaml::Value>(&doc.text) {
-            Ok(yaml) => match yaml_to_json(yaml, &mut Vec::new()) {
+            Ok(yaml) => match to_json(yaml).ok_or(()).or_else(|()| {
+                // Rare: parse again, tracking the path, to say where the problem is.
+                let again = serde_yaml::from_str::<serde_yaml::Value>(&doc.text)
+                    .map_err(|e| (Vec::new(), e.to_string()))?;
+                yaml_to_json(again, &mut Vec::new())
+            }) {
                 Ok(Value::Null) => continue,
                 Ok(value) => {
                     doc.value = value;
@@ -1054,6 +1059,41 @@ fn leading_tab_line(chunk: &str) -> Option<usize> {
 
 /// Convert YAML to JSON: keys must be strings (as in every Kubernetes object), tags are
 /// dropped, and non-finite floats are rejected. On error: the path of the offending node.
+/// [`yaml_to_json`] without tracking the path: `None` where that would fail. The common case,
+/// run for every document of a site, so it allocates nothing beyond the result.
+fn to_json(value: serde_yaml::Value) -> Option<Value> {
+    use serde_yaml::Value as Y;
+    Some(match value {
+        Y::Null => Value::Null,
+        Y::Bool(b) => Value::Bool(b),
+        Y::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                Value::from(i)
+            } else if let Some(u) = n.as_u64() {
+                Value::from(u)
+            } else {
+                Value::Number(serde_json::Number::from_f64(n.as_f64()?)?)
+            }
+        }
+        Y::String(s) => Value::String(s),
+        Y::Sequence(items) => Value::Array(items.into_iter().map(to_json).collect::<Option<_>>()?),
+        Y::Mapping(map) => {
+            let mut out = serde_json::Map::with_capacity(map.len());
+            for (k, v) in map {
+                let key = match k {
+                    Y::String(s) => s,
+                    Y::Bool(b) => b.to_string(),
+                    Y::Number(n) => n.to_string(),
+                    _ => return None,
+                };
+                out.insert(key, to_json(v)?);
+            }
+            Value::Object(out)
+        }
+        Y::Tagged(tagged) => to_json(tagged.value)?,
+    })
+}
+
 fn yaml_to_json(
     value: serde_yaml::Value,
     path: &mut Vec<Step>,

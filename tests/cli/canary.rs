@@ -5,7 +5,7 @@
 //! error messages — is searched for the canaries, plain and base64-encoded.
 
 use crate::common::*;
-use crate::engine::{tend_on, write_site};
+
 use crate::kinds::cluster_with_crds;
 use base64::Engine;
 use tend_testserver::{Fault, TestCluster, Verb};

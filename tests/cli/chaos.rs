@@ -1,7 +1,7 @@
 //! `tend chaos --agent NAME` end to end (SPEC 3.5): the binary against the test API server.
 
 use crate::common::*;
-use crate::engine::{site, tend_on};
+
 use serde_json::{json, Value};
 use tend_testserver::{Fault, TestCluster, TestClusterOptions, Verb};
 
@@ -113,26 +113,6 @@ fn chaos_json(cluster: &TestCluster, args: &[&str]) -> (i32, Value, String) {
     (code, doc, err)
 }
 
-/// Every mutating request, as `METHOD path`.
-fn mutations(cluster: &TestCluster) -> Vec<String> {
-    cluster
-        .requests()
-        .into_iter()
-        .filter(|r| {
-            matches!(
-                r.verb,
-                Verb::Create
-                    | Verb::Update
-                    | Verb::Patch
-                    | Verb::Apply
-                    | Verb::Delete
-                    | Verb::DeleteCollection
-            )
-        })
-        .map(|r| format!("{} {}", r.method, r.path))
-        .collect()
-}
-
 fn lines_starting<'a>(text: &'a str, prefixes: &[&str]) -> Vec<&'a str> {
     text.lines()
         .filter(|l| prefixes.iter().any(|p| l.starts_with(p)))
@@ -202,7 +182,7 @@ fn dry_run_is_repeatable_and_changes_nothing() {
     }
 
     // Nothing written at all: no deletes, no patches, not even dry runs or the status.
-    assert_eq!(mutations(&cluster), Vec::<String>::new());
+    assert_eq!(writes(&cluster), Vec::<String>::new());
     assert!(cluster.requests().iter().all(|r| !r.dry_run));
     assert_eq!(cluster.resource_version(), before);
     let stored = cluster
@@ -245,7 +225,7 @@ fn dry_run_is_repeatable_and_changes_nothing() {
             "{line} not in {planned:?}"
         );
     }
-    assert_eq!(mutations(&cluster), Vec::<String>::new());
+    assert_eq!(writes(&cluster), Vec::<String>::new());
 
     // Another seed plans differently (over a few seeds).
     let others: std::collections::BTreeSet<String> = (1..6)
@@ -311,7 +291,7 @@ fn tantrum_deletes_pods_only_at_the_pod_tolerance() {
                 .iter()
                 .all(|p| is_protected(p.split('/').next().unwrap())));
             assert_eq!(remaining.len(), 15);
-            let deletes = mutations(&cluster)
+            let deletes = writes(&cluster)
                 .into_iter()
                 .filter(|m| m.starts_with("DELETE"))
                 .count();
@@ -323,7 +303,7 @@ fn tantrum_deletes_pods_only_at_the_pod_tolerance() {
                 "{out}"
             );
             assert_eq!(remaining.len(), 21);
-            assert!(mutations(&cluster).iter().all(|m| !m.starts_with("DELETE")));
+            assert!(writes(&cluster).iter().all(|m| !m.starts_with("DELETE")));
         }
     }
 }
@@ -393,7 +373,7 @@ fn cancer_doubles_replicas_up_to_128() {
         .iter()
         .all(|r| r.field_manager.as_deref() == Some("tend-chaos")));
     assert_eq!(
-        mutations(&cluster)
+        writes(&cluster)
             .iter()
             .filter(|m| !m.contains("/chaosagents/"))
             .count(),
@@ -451,7 +431,7 @@ fn ipsum_writes_lorem_ipsum_only_into_mutable_configmaps() {
             "prod"
         );
     }
-    let writes: Vec<String> = mutations(&cluster)
+    let writes: Vec<String> = writes(&cluster)
         .into_iter()
         .filter(|m| m.contains("/configmaps/"))
         .collect();
@@ -483,7 +463,7 @@ fn max_actions_bounds_every_pass() {
     let (code, doc, _) = chaos_json(&cluster, &["--execute", "--seed", "5"]);
     assert_eq!(code, 0, "{doc}");
     assert_eq!(doc["actions"].as_array().unwrap().len(), 2);
-    let writes = mutations(&cluster);
+    let writes = writes(&cluster);
     assert_eq!(
         writes
             .iter()
@@ -635,7 +615,7 @@ fn missing_agent_or_crds_are_clear_errors() {
     let (code, _, err) = chaos(&bare, &[]);
     assert_eq!(code, 2);
     assert!(err.contains("tend crds | kubectl apply -f -"), "{err}");
-    assert_eq!(mutations(&bare), Vec::<String>::new());
+    assert_eq!(writes(&bare), Vec::<String>::new());
 }
 
 #[test]
@@ -681,10 +661,7 @@ fn apply_never_causes_chaos() {
         assert!(after.contains(obj), "changed by apply: {obj}");
     }
     for r in cluster.requests() {
-        if matches!(
-            r.verb,
-            Verb::Create | Verb::Update | Verb::Patch | Verb::Apply | Verb::Delete
-        ) {
+        if is_write(&r) {
             let chaotic = matches!(r.resource.as_str(), "pods" | "deployments")
                 || (r.resource == "configmaps" && r.namespace.as_deref() == Some("api"));
             assert!(!chaotic, "apply wrote {} {}", r.method, r.path);

@@ -1,7 +1,9 @@
 //! Shared helpers: a `tend` command with a clean environment, paths, temp copies.
 
 use assert_cmd::Command;
+use serde_json::Value;
 use std::path::{Path, PathBuf};
+use tend_testserver::{RequestRecord, TestCluster};
 
 /// The `tend` binary with every `TEND_*` variable removed, so the developer's environment
 /// cannot change a test's outcome, and a private cache dir.
@@ -88,5 +90,89 @@ pub fn ids(objects: &[serde_json::Value]) -> Vec<String> {
                 o["metadata"]["name"].as_str().unwrap_or("")
             )
         })
+        .collect()
+}
+
+/// A desired-state directory with the given files.
+pub fn site(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    write_site(dir.path(), files);
+    dir
+}
+
+pub fn write_site(dir: &Path, files: &[(&str, &str)]) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            std::fs::remove_dir_all(path).unwrap();
+        } else {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+    for (name, text) in files {
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+}
+
+/// `tend <args> --repo <dir> --kubeconfig <cluster>`.
+pub fn tend_on(cluster: &TestCluster, dir: &Path, args: &[&str]) -> (i32, String, String) {
+    run(tend()
+        .args(args)
+        .arg("--repo")
+        .arg(dir)
+        .arg("--kubeconfig")
+        .arg(cluster.kubeconfig_path()))
+}
+
+pub fn get(
+    cluster: &TestCluster,
+    group: &str,
+    resource: &str,
+    ns: &str,
+    name: &str,
+) -> Option<Value> {
+    cluster.object(group, resource, ns, name)
+}
+
+/// Mutating requests (dry runs marked) other than tend's own bookkeeping (the lock Lease and
+/// the ApplySet parent).
+pub fn object_writes(cluster: &TestCluster) -> Vec<String> {
+    cluster
+        .requests()
+        .into_iter()
+        .filter(|r| r.verb.is_mutating() && r.resource != "selfsubjectaccessreviews")
+        .filter(|r| !is_bookkeeping(r))
+        .map(|r| {
+            format!(
+                "{} {}{}",
+                r.method,
+                r.path,
+                if r.dry_run { " (dry run)" } else { "" }
+            )
+        })
+        .collect()
+}
+
+/// Whether a logged request changes what the server stores: a mutating verb that is not a
+/// dry run. Asking what one may do (SelfSubjectAccessReview) is a POST that stores nothing.
+pub fn is_write(r: &RequestRecord) -> bool {
+    r.verb.is_mutating() && !r.dry_run && r.resource != "selfsubjectaccessreviews"
+}
+
+/// tend's own bookkeeping: the lock Lease and the ApplySet parent in tend-system.
+pub fn is_bookkeeping(r: &RequestRecord) -> bool {
+    r.resource == "leases"
+        || (r.resource == "secrets" && r.namespace.as_deref() == Some("tend-system"))
+}
+
+/// Every write (bookkeeping included), as `METHOD path`.
+pub fn writes(cluster: &TestCluster) -> Vec<String> {
+    cluster
+        .requests()
+        .into_iter()
+        .filter(is_write)
+        .map(|r| format!("{} {}", r.method, r.path))
         .collect()
 }

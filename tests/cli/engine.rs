@@ -1,43 +1,12 @@
 //! `tend diff` and `tend apply` end to end: the binary against the test API server.
 
 use crate::common::*;
+// Kept for branches written before the helpers moved to common.rs.
+#[allow(unused_imports)]
+pub use crate::common::{get, object_writes, site, tend_on, write_site};
 use serde_json::{json, Value};
-use std::path::Path;
 use std::time::Duration;
 use tend_testserver::{Fault, TestCluster, Verb};
-
-/// A desired-state directory with the given files.
-pub fn site(files: &[(&str, &str)]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    write_site(dir.path(), files);
-    dir
-}
-
-pub fn write_site(dir: &Path, files: &[(&str, &str)]) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            std::fs::remove_dir_all(path).unwrap();
-        } else {
-            std::fs::remove_file(path).unwrap();
-        }
-    }
-    for (name, text) in files {
-        let path = dir.join(name);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
-}
-
-/// `tend <args> --repo <dir> --kubeconfig <cluster>`.
-pub fn tend_on(cluster: &TestCluster, dir: &Path, args: &[&str]) -> (i32, String, String) {
-    run(tend()
-        .args(args)
-        .arg("--repo")
-        .arg(dir)
-        .arg("--kubeconfig")
-        .arg(cluster.kubeconfig_path()))
-}
 
 pub const NS_WEB: &str = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: web\n";
 
@@ -74,43 +43,6 @@ spec:
           configMap:
             name: app
 ";
-
-pub fn get(
-    cluster: &TestCluster,
-    group: &str,
-    resource: &str,
-    ns: &str,
-    name: &str,
-) -> Option<Value> {
-    cluster.object(group, resource, ns, name)
-}
-
-/// Mutating requests other than tend's own bookkeeping (the lock Lease and the ApplySet parent).
-pub fn object_writes(cluster: &TestCluster) -> Vec<String> {
-    cluster
-        .requests()
-        .into_iter()
-        .filter(|r| {
-            matches!(
-                r.verb,
-                Verb::Create | Verb::Update | Verb::Patch | Verb::Apply | Verb::Delete
-            )
-        })
-        .filter(|r| {
-            r.resource != "leases"
-                && r.resource != "selfsubjectaccessreviews"
-                && !(r.resource == "secrets" && r.namespace.as_deref() == Some("tend-system"))
-        })
-        .map(|r| {
-            format!(
-                "{} {}{}",
-                r.method,
-                r.path,
-                if r.dry_run { " (dry run)" } else { "" }
-            )
-        })
-        .collect()
-}
 
 fn basic_site() -> tempfile::TempDir {
     site(&[

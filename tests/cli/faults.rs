@@ -14,7 +14,7 @@
 //! run of the same transition, so the matrix follows the engine as it changes. Each row is
 //! printed (`cargo test --test cli faults -- --nocapture`); RELIABILITY.md records them.
 
-use crate::engine::{tend_on, write_site};
+use crate::common::*;
 use crate::kinds::cluster_with_crds;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};

@@ -2,7 +2,7 @@
 //! server stand in for the CronJob.
 
 use crate::common::*;
-use crate::engine::{get, site, tend_on, write_site};
+
 use serde_json::{json, Value};
 use tend_testserver::TestCluster;
 

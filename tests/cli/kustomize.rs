@@ -2,7 +2,7 @@
 //! and diff clean, generators roll workloads, and broken kustomizations change nothing.
 
 use crate::common::*;
-use crate::engine::{get, tend_on};
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use tend_testserver::{TestCluster, Verb};

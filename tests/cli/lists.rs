@@ -2,7 +2,7 @@
 //! own line.
 
 use crate::common::*;
-use crate::engine::{get, site, tend_on};
+
 use serde_json::Value;
 use tend_testserver::TestCluster;
 

@@ -9,7 +9,7 @@
 use crate::common::*;
 use std::path::Path;
 use std::time::{Duration, Instant};
-use tend_testserver::{TestCluster, Verb};
+use tend_testserver::TestCluster;
 
 /// (fixture, the exact problem lines expected on stderr)
 const CASES: &[(&str, &[&str])] = &[
@@ -255,27 +255,6 @@ fn generated_broken_repos_exit_2_quickly() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// Mutating requests in the test server's log (any resource, tend's bookkeeping included).
-pub fn mutating_requests(cluster: &TestCluster) -> Vec<String> {
-    cluster
-        .requests()
-        .into_iter()
-        .filter(|r| {
-            matches!(
-                r.verb,
-                Verb::Create
-                    | Verb::Update
-                    | Verb::Patch
-                    | Verb::Apply
-                    | Verb::Delete
-                    | Verb::DeleteCollection
-            ) && !r.dry_run
-                && r.resource != "selfsubjectaccessreviews"
-        })
-        .map(|r| format!("{} {}", r.method, r.path))
-        .collect()
-}
-
 /// `tend diff` and `tend apply` on `repo` against `cluster`: both exit 2, print the same
 /// problem lines as `render` (`expected`, when given), and nothing is written.
 fn assert_changes_nothing(
@@ -298,7 +277,7 @@ fn assert_changes_nothing(
             .arg("--kubeconfig")
             .arg(cluster.kubeconfig_path())
             .timeout(Duration::from_secs(60)));
-        let writes = mutating_requests(cluster);
+        let writes = writes(cluster);
         if code != 2 || !writes.is_empty() {
             failures.push(format!(
                 "{name}: tend {command} exited {code} with writes {writes:?}\n  stderr: {}",

@@ -3,7 +3,7 @@
 //! creates it), and until then the ServiceAccount admission plugin refuses the Pod with
 //! 403 `serviceaccount "default" not found`. tend retries that refusal, and only that one.
 
-use crate::engine::{site, tend_on};
+use crate::common::*;
 use std::time::{Duration, Instant};
 use tend_testserver::{Fault, TestCluster, TestClusterOptions};
 

@@ -1,7 +1,7 @@
 //! Reads scale with what tend manages (SPEC 4): label-selected LISTs, GETs only for objects
 //! that are not members yet, whatever else lives in the cluster.
 
-use crate::engine::{site, tend_on};
+use crate::common::*;
 use serde_json::json;
 use tend_testserver::{TestCluster, Verb};
 

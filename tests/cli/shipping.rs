@@ -528,18 +528,7 @@ fn object_writes_since(cluster: &TestCluster, first: usize) -> Vec<String> {
         .requests()
         .into_iter()
         .skip(first)
-        .filter(|r| {
-            !r.dry_run
-                && matches!(
-                    r.verb,
-                    Verb::Create | Verb::Update | Verb::Patch | Verb::Apply | Verb::Delete
-                )
-        })
-        .filter(|r| {
-            r.resource != "leases"
-                && r.resource != "selfsubjectaccessreviews"
-                && !(r.resource == "secrets" && r.namespace.as_deref() == Some("tend-system"))
-        })
+        .filter(|r| is_write(r) && !is_bookkeeping(r))
         .map(|r| format!("{} {}", r.method, r.path))
         .collect()
 }

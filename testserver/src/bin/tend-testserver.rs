@@ -4,7 +4,9 @@
 //! read from stdin, one per line, each with one JSON line:
 //! - `stats`: request counts (total, by verb, mutating, dry-run) and bytes of response
 //!   bodies sent (`responseBytes`) since the last `clear`
-//! - `clear`: clear the request log and the byte count
+//! - `clear`: clear the request log
+//! - `deny-cluster-wide-lists` / `allow-cluster-wide-lists`: forbid (or allow) LISTs of
+//!   namespaced resources across all namespaces, as namespace-scoped RBAC would and the byte count
 //! - `quit` (or end of input): stop the server and exit
 //!
 //! `TEND_TESTSERVER_LATENCY_MS=N` delays every request by N ms (a simulated network round trip).
@@ -42,9 +44,11 @@ fn main() {
                         .entry(format!("{:?}", r.verb).to_lowercase())
                         .or_default() += 1;
                 }
+                // Asking what one may do (SelfSubjectAccessReview) is a POST that stores nothing.
                 let mutating = requests
                     .iter()
                     .filter(|r| !r.dry_run && r.verb.is_mutating())
+                    .filter(|r| r.resource != "selfsubjectaccessreviews")
                     .count();
                 serde_json::json!({
                     "total": requests.len(),
@@ -59,9 +63,13 @@ fn main() {
                 cluster.reset_response_bytes();
                 serde_json::json!({"ok": true})
             }
+            "deny-cluster-wide-lists" | "allow-cluster-wide-lists" => {
+                cluster.deny_cluster_wide_lists(line.trim().starts_with("deny"));
+                serde_json::json!({"ok": true})
+            }
             "quit" => break,
             other => {
-                serde_json::json!({"error": format!("unknown command {other:?}: use stats, clear or quit")})
+                serde_json::json!({"error": format!("unknown command {other:?}: use stats, clear, deny-cluster-wide-lists, allow-cluster-wide-lists or quit")})
             }
         };
         let _ = writeln!(out, "{reply}");
