@@ -1,26 +1,29 @@
 //! # tend — a run-to-completion GitOps reconciler for Kubernetes
 //!
-//! A run flows through the pipeline stages, one module each:
+//! A run flows one way through the pipeline stages, one module each, and no module imports
+//! a later stage (checked by a module-graph script in the issue note; there are no cycles):
+//!
+//! source → render (+ kinds) → cluster view (apply::live) → render::complete → plan → apply → report
 //!
 //! | module      | stage | does I/O? |
 //! |-------------|-------|-----------|
-//! | [`cli`]     | argument parsing (clap), logging setup, exit codes | — |
-//! | [`commands`]| one file per subcommand: parse its arguments, call its operation | — |
-//! | [`ops`]     | the operations: load the desired state; diff/apply (`reconcile`); one chaos pass | via the modules below |
-//! | [`source`]  | where desired state comes from: a local directory or a git commit; walking the tree (`.tendignore`, hidden files, symlinks) | files, git |
+//! | [`cli`]     | the clap definition, logging setup, and the one place results become exit codes ([`cli::exit_code`]: 0 success / in sync, 1 differences, 2 error) | — |
+//! | [`commands`]| one file per subcommand: its flags, the options it builds once ([`ops::reconcile::ReconcileOptions`], [`ops::chaos::ChaosOptions`]), a call into its operation, printing through [`report`]; `-o` is checked before any work | stdout |
+//! | [`ops`]     | the operations, free of the CLI: load the desired state; diff/apply ([`ops::reconcile`]); one chaos pass. Domain options in, domain results and a [`ops::Verdict`] out | via the modules below |
+//! | [`source`]  | where desired state comes from: a local directory or a git commit; walking the tree (`.tendignore`, hidden files, symlinks); kustomize build units | files, git, kustomize |
 //! | [`object`]  | the unit every stage works on: an object as JSON, its origin and identity; Kubernetes name syntax | none |
-//! | [`render`]  | YAML parsing (the only module that parses YAML), validation, targeting, tend's kinds expanded into plain objects, config-hash annotations, stable ordering; then completion with the cluster's view ([`render::complete`]: CopyRule copies, ownerReferences, config hashes of live config) | none |
-//! | [`kinds`]   | tend's own kinds (`tend.dev/v1alpha1`), one folder each behind [`kinds::Kind`]: type and CRD, validation, expansion, cluster reads (through [`kinds::view::Reader`]), status | none |
-//! | [`plan`]    | normalization, the fast path (unchanged from a LIST alone), masked unified diffs | none |
-//! | [`cluster`] | **the only module that talks to the Kubernetes API**: connect, discovery, list/get/apply/delete with retries, request counts | Kubernetes API |
-//! | [`apply`]   | the engine: plan against the cluster, apply in stages, prune with guards, ApplySet inventory, Lease lock, tend's kinds live (status, owners, recreation, reloads) | via [`cluster`] |
+//! | [`render`]  | YAML parsing (the only module that parses YAML; List documents), validation, targeting, tend's kinds expanded into plain objects, config-hash annotations, stable ordering — once, offline; then [`render::complete`] with the cluster's view (CopyRule copies, ownerReferences, config hashes of live config) | none |
+//! | [`kinds`]   | tend's own kinds (`tend.dev/v1alpha1`), one folder each behind [`kinds::Kind`]: type and CRD, validation, expansion, cluster reads (through [`kinds::view::Reader`]), typed status | none |
+//! | [`plan`]    | the pure planner ([`plan::planner`]: triage by the fast path, create/update/unchanged/prune/kept/recreate, prune guards), normalization, masked unified diffs, the ApplySet inventory | none |
+//! | [`cluster`] | **the only module that talks to the Kubernetes API**: the [`cluster::Session`], discovery, one call wrapper for every verb (retries, what was attempted), label-selected and metadata-only LISTs, request and byte counts | Kubernetes API |
+//! | [`apply`]   | the engine, one file per step: [`apply::engine`] orchestrates prepare → observe → plan → stages → prune → parent record → wait, under the [`apply::lock`]; [`apply::live`] reads the cluster view for tend's kinds and reloads | via [`cluster`] |
 //! | [`kstatus`] | whether a live object is ready for `--wait`, in kstatus terms (Current / InProgress / Failed / Unknown, with a reason); the `tend.dev/wait` annotation | none |
 //! | [`chaos`]   | the decisions of one `tend chaos` pass: candidates, exclusions, seeded random hits, lorem ipsum | none |
-//! | [`report`]  | printing results: YAML/JSON object streams, text/json/markdown run reports, secret masking | stdout |
+//! | [`report`]  | printing results: YAML/JSON object streams, text/json/markdown run reports, chaos reports; secret values masked once for every format | — |
 //!
-//! `render`, `plan` and `chaos` take no client and do no I/O, so they are unit- and
-//! property-tested directly; time and randomness are passed in. Errors are one enum per layer
-//! ([`source::SourceError`], [`render::RenderError`], [`cluster::ClusterError`],
+//! `render`, `kinds`, `plan`, `kstatus` and `chaos` take no client and do no I/O, so they are
+//! unit- and property-tested directly; time and randomness are passed in. Errors are one enum
+//! per layer ([`source::SourceError`], [`render::RenderError`], [`cluster::ClusterError`],
 //! [`apply::engine::EngineError`]) with `#[source]` chains, gathered in [`Error`];
 //! [`cli::main`] turns them into a message on stderr and exit code 2.
 
