@@ -1,7 +1,8 @@
 //! # tend — a run-to-completion GitOps reconciler for Kubernetes
 //!
-//! A run flows one way through the pipeline stages, one module each, and no module imports
-//! a later stage (checked by a module-graph script in the issue note; there are no cycles):
+//! A run flows one way through the pipeline stages, one module each. No two modules import
+//! each other, directly or around a loop: `tests/cli/architecture.rs` fails on any cycle and
+//! on files that outgrow their limits; `scripts/module-graph.py` prints the graph.
 //!
 //! source → render (+ kinds) → cluster view (apply::live) → render::complete → plan → apply → report
 //!
@@ -12,7 +13,8 @@
 //! | [`ops`]     | the operations, free of the CLI: load the desired state; diff/apply ([`ops::reconcile`]); one chaos pass. Domain options in, domain results and a [`ops::Verdict`] out | via the modules below |
 //! | [`source`]  | where desired state comes from: a local directory or a git commit; walking the tree (`.tendignore`, hidden files, symlinks); kustomize build units | files, git, kustomize |
 //! | [`object`]  | the unit every stage works on: an object as JSON, its origin and identity; Kubernetes name syntax | none |
-//! | [`render`]  | YAML parsing (the only module that parses YAML; List documents), validation, targeting, tend's kinds expanded into plain objects, config-hash annotations, stable ordering — once, offline; then [`render::complete`] with the cluster's view (CopyRule copies, ownerReferences, config hashes of live config) | none |
+//! | [`yaml`]    | the only module that parses YAML: documents with their lines (a path → line locator for every message), List documents expanded per item, loader limits (nesting, aliases), YAML → JSON | none |
+//! | [`render`]  | validation, targeting, tend's kinds expanded into plain objects, config-hash annotations, stable ordering — once, offline; then [`render::complete`] with the cluster's view (CopyRule copies, ownerReferences, config hashes of live config) | none |
 //! | [`kinds`]   | tend's own kinds (`tend.dev/v1alpha1`), one folder each behind [`kinds::Kind`]: type and CRD, validation, expansion, cluster reads (through [`kinds::view::Reader`]), typed status | none |
 //! | [`plan`]    | the pure planner ([`plan::planner`]: triage by the fast path, create/update/unchanged/prune/kept/recreate, prune guards), normalization, masked unified diffs, the ApplySet inventory | none |
 //! | [`cluster`] | **the only module that talks to the Kubernetes API**: the [`cluster::Session`], discovery, one call wrapper for every verb (retries, what was attempted), label-selected and metadata-only LISTs, request and byte counts | Kubernetes API |
@@ -42,6 +44,7 @@ pub mod problem;
 pub mod render;
 pub mod report;
 pub mod source;
+pub mod yaml;
 
 pub use error::Error;
 

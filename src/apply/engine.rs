@@ -8,12 +8,12 @@
 //! reports the diff against what the server returns then, so a dry run would double its
 //! requests and prevent nothing (independent objects are applied even when one fails).
 
-use super::lock::{self, Clock, Lock};
+use super::lock::{self, Clock};
 use super::observe::{self, Observed};
 use super::parent::{self, inventory_of, Record};
 use super::prepare::{prepare, Prepared};
 use super::{prune, stages, wait};
-use crate::cluster::{self, ClusterError, Session};
+use crate::cluster::{ClusterError, Session};
 use crate::plan::inventory;
 use crate::plan::normalize::normalize;
 use crate::plan::planner::{self, Desired, Plan, PlanInput, PruneLimits, Triage};
@@ -221,7 +221,16 @@ pub async fn apply(
     )?;
     let lock = match opts.dry_run {
         true => None,
-        false => Some(take_lock(session, opts, clock.clone()).await?),
+        false => Some(
+            lock::take_for_run(
+                session,
+                &opts.state_namespace,
+                &opts.applyset,
+                opts.lock_timeout,
+                clock.clone(),
+            )
+            .await?,
+        ),
     };
     let result = apply_locked(session, prepared, opts, kinds, clock.as_ref()).await;
     if let Some(lock) = lock {
@@ -232,51 +241,6 @@ pub async fn apply(
     let mut report = result?;
     report.duration = started.elapsed();
     Ok(report)
-}
-
-async fn take_lock(
-    session: &Session,
-    opts: &EngineOptions,
-    clock: Arc<dyn Clock>,
-) -> Result<Lock, EngineError> {
-    ensure_namespace(session, &opts.state_namespace).await?;
-    let lease = session.served("coordination.k8s.io", "v1", "Lease")?;
-    let name = if opts.applyset == "tend" {
-        "tend-lock".to_string()
-    } else {
-        format!("tend-lock-{}", opts.applyset)
-    };
-    let lock = Lock::acquire(
-        &session.client,
-        &lease,
-        &opts.state_namespace,
-        &name,
-        &lock::holder_identity(),
-        opts.lock_timeout,
-        clock,
-    )
-    .await?;
-    Ok(lock)
-}
-
-async fn ensure_namespace(session: &Session, namespace: &str) -> Result<(), ClusterError> {
-    let ns = session.core("Namespace")?;
-    if cluster::get(&session.client, &ns, None, namespace)
-        .await?
-        .is_none()
-    {
-        let object = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}});
-        cluster::apply(
-            &session.client,
-            &ns,
-            &object,
-            crate::FIELD_MANAGER,
-            true,
-            false,
-        )
-        .await?;
-    }
-    Ok(())
 }
 
 async fn apply_locked(

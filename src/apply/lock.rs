@@ -2,7 +2,7 @@
 //! run and renewed in the background. A second run waits up to `--lock-timeout`, then gives
 //! up naming the holder; a lease whose holder stopped renewing is taken over.
 
-use crate::cluster::{self, ClusterError, Resource};
+use crate::cluster::{self, ClusterError, Resource, Session};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::Client;
 use serde_json::{json, Value};
@@ -261,6 +261,54 @@ pub fn holder_identity() -> String {
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "unknown-host".into());
     format!("{host}/pid-{}", std::process::id())
+}
+
+/// Take the run's lock: the Lease `tend-lock` (or `tend-lock-<applyset>` for another
+/// ApplySet) in the state namespace, which is created first when missing.
+pub async fn take_for_run(
+    session: &Session,
+    state_namespace: &str,
+    applyset: &str,
+    timeout: Duration,
+    clock: Arc<dyn Clock>,
+) -> Result<Lock, LockError> {
+    ensure_namespace(session, state_namespace).await?;
+    let lease = session.served("coordination.k8s.io", "v1", "Lease")?;
+    let name = if applyset == "tend" {
+        "tend-lock".to_string()
+    } else {
+        format!("tend-lock-{applyset}")
+    };
+    Lock::acquire(
+        &session.client,
+        &lease,
+        state_namespace,
+        &name,
+        &holder_identity(),
+        timeout,
+        clock,
+    )
+    .await
+}
+
+async fn ensure_namespace(session: &Session, namespace: &str) -> Result<(), ClusterError> {
+    let ns = session.core("Namespace")?;
+    if cluster::get(&session.client, &ns, None, namespace)
+        .await?
+        .is_none()
+    {
+        let object = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}});
+        cluster::apply(
+            &session.client,
+            &ns,
+            &object,
+            crate::FIELD_MANAGER,
+            true,
+            false,
+        )
+        .await?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ pub fn run(global: &GlobalArgs) -> Result<Verdict, Error> {
             if global.output == Some(OutputFormat::Json) {
                 format!("{}\n", serde_json::to_string_pretty(&value).unwrap_or_default())
             } else {
-                crate::render::yaml::to_yaml(&value)
+                crate::yaml::to_yaml(&value)
             }
         }
         _ => format!(

@@ -5,7 +5,7 @@
 //! report relies on). Hunks have 3 lines of context.
 
 use super::normalize::{sort_keys, LAST_APPLIED};
-use crate::render::yaml::to_yaml;
+use crate::yaml::to_yaml;
 use serde_json::{Map, Value};
 use similar::TextDiff;
 

@@ -1,6 +1,6 @@
 //! Render: from YAML files to the exact set of desired objects. Pure: no client, no I/O.
 //!
-//! Steps, in order: parse every document ([`yaml`]); check its shape ([`validate`]) and, for
+//! Steps, in order: parse every document ([`crate::yaml`]); check its shape ([`validate`]) and, for
 //! tend's kinds, its typed spec ([`tend_kinds`]); apply cluster targeting; default
 //! namespaces; expand tend's kinds (each kind's [`crate::kinds::Kind::expand`]); reject
 //! duplicates; annotate workloads with their config hash ([`config_hash`]); sort into apply
@@ -18,7 +18,6 @@ pub mod file_modes;
 pub mod object;
 pub mod tend_kinds;
 pub mod validate;
-pub mod yaml;
 
 pub use complete::complete;
 
@@ -28,6 +27,7 @@ use crate::kinds::{TendKind, TendObject};
 use crate::object::{split_api_version, Object, ObjectKey, Origin};
 use crate::problem::{Problem, Problems};
 use crate::source::walk::SourceFile;
+use crate::yaml;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -236,7 +236,7 @@ fn duplicates(objects: &[Object]) -> Vec<Problem> {
 #[allow(clippy::type_complexity)]
 fn parse_all(files: &[SourceFile]) -> Vec<(Vec<(yaml::Document, Vec<Problem>)>, Vec<Problem>)> {
     let parse = |file: &SourceFile| {
-        let (docs, problems) = yaml::parse_source(file);
+        let (docs, problems) = yaml::parse_source(&file.path, &file.text, file.unit.is_some());
         let docs = docs
             .into_iter()
             .map(|mut doc| {

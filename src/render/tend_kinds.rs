@@ -3,10 +3,10 @@
 //! plain objects it stands for. What each kind checks and expands to is its folder's
 //! ([`crate::kinds`]); this is where the problems get their file and line.
 
-use super::yaml::Document;
 use crate::kinds::{FieldProblem, TendKind, TendObject, TypedParser};
 use crate::object::{Object, Origin};
 use crate::problem::Problem;
+use crate::yaml::Document;
 use serde::de::DeserializeOwned;
 use std::path::Path;
 

@@ -2,9 +2,9 @@
 //! has apiVersion, kind and metadata.name of the right shape, and its kind is plausible.
 
 use super::builtin;
-use super::yaml::{dotted, one_line, Document, Step};
 use crate::object::{names, split_api_version};
 use crate::problem::Problem;
+use crate::yaml::{dotted, one_line, Document, Step};
 use serde_json::Value;
 use std::path::Path;
 
@@ -604,7 +604,7 @@ fn describe(value: &Value) -> &'static str {
 mod tests {
     use super::*;
 
-    use crate::render::yaml::parse_file;
+    use crate::yaml::parse_file;
 
     fn problems_of(text: &str) -> Vec<Problem> {
         let (docs, mut problems) = parse_file(Path::new("x.yaml"), text);

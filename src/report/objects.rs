@@ -2,7 +2,7 @@
 
 use crate::plan::diff::mask_secret;
 use crate::render::object::Object;
-use crate::render::yaml;
+use crate::yaml;
 use serde_json::json;
 
 /// Output formats of an object stream.

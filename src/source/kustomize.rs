@@ -16,7 +16,7 @@
 
 use super::walk::SourceFile;
 use crate::problem::Problem;
-use crate::render::yaml;
+use crate::yaml;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;

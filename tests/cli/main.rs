@@ -1,5 +1,6 @@
 //! End-to-end tests of the `tend` binary, one module per area.
 
+mod architecture;
 mod canary;
 mod chaos;
 mod common;

@@ -2,8 +2,7 @@
 //! swap small). Files are split into documents by hand so that every document keeps the line
 //! it starts on, and serde_yaml's own error locations are shifted to file lines.
 
-use super::object::Problem;
-use crate::source::walk::SourceFile;
+use crate::problem::Problem;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::cell::Cell;
@@ -398,11 +397,11 @@ pub fn parse_file(file: &Path, text: &str) -> (Vec<Document>, Vec<Problem>) {
     (docs, problems)
 }
 
-/// Parse one source file: [`parse_file`], and for text that kustomize built, without
+/// Parse one source file: [`parse_file`], and for text that kustomize built (`built`), without
 /// kustomize's build annotations (SPEC 2: they describe the build, not the object).
-pub fn parse_source(file: &SourceFile) -> (Vec<Document>, Vec<Problem>) {
-    let (mut docs, problems) = parse_file(&file.path, &file.text);
-    if file.unit.is_some() {
+pub fn parse_source(file: &Path, text: &str, built: bool) -> (Vec<Document>, Vec<Problem>) {
+    let (mut docs, problems) = parse_file(file, text);
+    if built {
         for doc in &mut docs {
             if strip_build_annotations(&mut doc.value) {
                 doc.typed_from_value = true;
@@ -770,12 +769,9 @@ mod tests {
 
     #[test]
     fn built_documents_lose_build_annotations() {
-        let file = SourceFile {
-            path: "x (kustomize build)".into(),
-            text: "kind: A\nmetadata:\n  name: a\n  annotations:\n    config.kubernetes.io/origin: |\n      path: a.yaml\n    internal.config.kubernetes.io/x: y\n---\nkind: B\nmetadata:\n  annotations:\n    keep: me\n    config.kubernetes.io/origin: x\n".into(),
-            unit: Some("x".into()),
-        };
-        let (docs, _) = parse_source(&file);
+        let path = Path::new("x (kustomize build)");
+        let text = "kind: A\nmetadata:\n  name: a\n  annotations:\n    config.kubernetes.io/origin: |\n      path: a.yaml\n    internal.config.kubernetes.io/x: y\n---\nkind: B\nmetadata:\n  annotations:\n    keep: me\n    config.kubernetes.io/origin: x\n";
+        let (docs, _) = parse_source(path, text, true);
         assert!(docs[0].value["metadata"].get("annotations").is_none());
         assert_eq!(
             docs[1].value["metadata"]["annotations"],
@@ -784,8 +780,7 @@ mod tests {
         let typed: Value = docs[0].parse_typed(Path::new("x")).unwrap();
         assert!(typed["metadata"].get("annotations").is_none());
         // A plain file keeps them.
-        let plain = SourceFile { unit: None, ..file };
-        let (docs, _) = parse_source(&plain);
+        let (docs, _) = parse_source(path, text, false);
         assert!(docs[0].value["metadata"]["annotations"].is_object());
     }
 

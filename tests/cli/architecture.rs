@@ -1,0 +1,130 @@
+//! The shape of `src/` that the crate map in `lib.rs` promises: data flows one way (no cycle
+//! between top-level modules), and files stay small enough to read (issue 10's limits).
+//! `scripts/module-graph.py` prints the same graph for humans.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("read src") {
+        let path = entry.expect("dir entry").path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The code of a file before its first `#[cfg(test)]`, without `//` comments.
+fn non_test_code(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).expect("read source file");
+    let code = text.split("#[cfg(test)]").next().unwrap_or("");
+    code.lines()
+        .map(|line| line.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn src() -> PathBuf {
+    super::common::repo_root().join("src")
+}
+
+fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in files {
+        let relative = file.strip_prefix(src()).expect("under src");
+        let first = relative
+            .iter()
+            .next()
+            .and_then(|c| c.to_str())
+            .unwrap_or("");
+        let module = first.trim_end_matches(".rs").to_string();
+        if module == "lib" || module == "main" {
+            continue;
+        }
+        let code = non_test_code(&file);
+        let used = graph.entry(module.clone()).or_default();
+        for part in code.split("crate::").skip(1) {
+            let name: String = part
+                .chars()
+                .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                .collect();
+            if !name.is_empty() && name != module {
+                used.insert(name);
+            }
+        }
+    }
+    graph
+}
+
+fn reaches(graph: &BTreeMap<String, BTreeSet<String>>, from: &str, goal: &str) -> bool {
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![from.to_string()];
+    while let Some(next) = todo.pop() {
+        for dep in graph.get(&next).into_iter().flatten() {
+            if dep == goal {
+                return true;
+            }
+            if seen.insert(dep.clone()) {
+                todo.push(dep.clone());
+            }
+        }
+    }
+    false
+}
+
+#[test]
+fn no_module_cycles_in_src() {
+    let graph = module_graph();
+    assert!(
+        graph.contains_key("apply") && graph.contains_key("plan"),
+        "{graph:?}"
+    );
+    let cycles: Vec<String> = graph
+        .iter()
+        .flat_map(|(module, deps)| deps.iter().map(move |dep| (module, dep)))
+        .filter(|(module, dep)| reaches(&graph, dep, module))
+        .map(|(module, dep)| format!("{module} -> {dep}"))
+        .collect();
+    assert!(cycles.is_empty(), "module cycles: {cycles:?}\n{graph:#?}");
+}
+
+#[test]
+fn operations_and_pure_stages_stay_free_of_what_they_must_not_see() {
+    let graph = module_graph();
+    for (module, forbidden) in [
+        ("ops", &["cli", "commands"][..]),
+        ("plan", &["cluster", "apply", "report"][..]),
+        ("render", &["cluster", "apply", "plan", "report"][..]),
+        ("kstatus", &["cluster", "apply"][..]),
+    ] {
+        let deps = &graph[module];
+        for name in forbidden {
+            assert!(!deps.contains(*name), "{module} imports {name}: {deps:?}");
+        }
+    }
+}
+
+#[test]
+fn files_stay_readable() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let mut too_long = Vec::new();
+    for file in files {
+        let lines = non_test_code(&file).lines().count();
+        let relative = file.strip_prefix(src()).expect("under src");
+        let limit = if relative.starts_with("apply") {
+            400
+        } else {
+            800
+        };
+        let is_test_file = relative.file_name().is_some_and(|n| n == "tests.rs");
+        if lines > limit && !is_test_file {
+            too_long.push(format!("src/{}: {lines} > {limit}", relative.display()));
+        }
+    }
+    assert!(too_long.is_empty(), "{too_long:#?}");
+}
