@@ -151,11 +151,20 @@ pub fn text(report: &RunReport, color: bool, verbose: bool) -> String {
     }
     out.push_str(&summary_line(report));
     out.push('\n');
+    for (key, status) in not_ready(report) {
+        out.push_str(&paint(RED, &format!("not ready: {key}: {status}")));
+        out.push('\n');
+    }
     for error in &report.errors {
         out.push_str(&paint(RED, &format!("error: {error}")));
         out.push('\n');
     }
     out
+}
+
+/// `--wait`: the objects waited for that did not become ready (Current).
+fn not_ready(report: &RunReport) -> impl Iterator<Item = (&ObjectKey, &crate::kstatus::Status)> {
+    report.waits.iter().filter(|(_, s)| !s.is_current())
 }
 
 fn millis(d: std::time::Duration) -> u64 {
@@ -183,6 +192,7 @@ pub fn json(report: &RunReport) -> String {
                 "error": outcome.and_then(|o| o.error.clone()),
                 "skipped": outcome.and_then(|o| o.skipped.clone()),
                 "diff": shown_diff(change, outcome),
+                "wait": report.waits.get(&change.key),
             })
         })
         .collect();
@@ -380,6 +390,20 @@ pub fn markdown(report: &RunReport) -> String {
         }
     }
 
+    if !report.waits.is_empty() {
+        let waited = report.waits.len();
+        let ready = waited - not_ready(report).count();
+        let _ = writeln!(out, "**--wait:** {ready} of {waited} objects ready\n");
+        for (key, status) in not_ready(report) {
+            let _ = writeln!(
+                out,
+                "- not ready: {}: {}",
+                md_cell(&key.to_string()),
+                md_cell(&status.to_string())
+            );
+        }
+        out.push('\n');
+    }
     if !report.errors.is_empty() {
         out.push_str("#### Errors\n\n");
         for error in &report.errors {
