@@ -16,3 +16,4 @@ mod reads;
 mod render;
 mod shipping;
 mod version;
+mod wait;
