@@ -533,9 +533,41 @@ mod tests {
             dry_run: false,
             changes: changes(),
             outcomes: Default::default(),
+            waits: Default::default(),
             errors: vec![],
             duration: Duration::from_millis(1234),
         }
+    }
+
+    /// An apply with `--wait` where the first object became ready and the second did not.
+    fn wait_report() -> RunReport {
+        use crate::kstatus::Status;
+        let mut r = diff_report();
+        r.command = "apply".into();
+        let keys: Vec<ObjectKey> = r.changes.iter().map(|c| c.key.clone()).collect();
+        r.waits.insert(keys[0].clone(), Status::Current);
+        r.waits.insert(
+            keys[1].clone(),
+            Status::InProgress("phase Pending: not bound to a PersistentVolume yet".into()),
+        );
+        r
+    }
+
+    #[test]
+    fn wait_statuses_in_every_format() {
+        let r = wait_report();
+        let second = r.changes[1].key.to_string();
+        let text = text(&r, false, false);
+        let line = format!("not ready: {second}: InProgress: phase Pending");
+        assert!(text.contains(&line), "{text}");
+        assert_eq!(text.matches("not ready:").count(), 1, "{text}");
+        let v: Value = serde_json::from_str(&json(&r)).unwrap();
+        assert_eq!(v["objects"][0]["wait"], json!({"status": "Current"}));
+        assert_eq!(v["objects"][1]["wait"]["status"], "InProgress");
+        assert_eq!(v["objects"][2]["wait"], Value::Null);
+        let md = markdown(&r);
+        assert!(md.contains("**--wait:** 1 of 2 objects ready"), "{md}");
+        assert!(md.contains("- not ready: "), "{md}");
     }
 
     fn apply_report() -> RunReport {
@@ -727,7 +759,7 @@ mod tests {
             command: "diff".into(),
             ..Default::default()
         };
-        for report in [diff_report(), apply_report(), empty] {
+        for report in [diff_report(), apply_report(), wait_report(), empty] {
             let v: Value = serde_json::from_str(&json(&report)).unwrap();
             if let Err(e) = jsonschema::validate(&schema, &v) {
                 panic!("{e}\n{v:#}");
