@@ -16,7 +16,7 @@ use crate::render::object::ObjectKey;
 use crate::report::run::RunReport;
 use futures::stream::{self, StreamExt};
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 /// Short, so a set that is ready already finishes well within a second.
@@ -171,20 +171,23 @@ async fn wait_for(
     }
 }
 
-/// The run errors of a timeout: one per object not yet Current, with its status.
+/// The run error of a timeout: one, counting the objects not yet Current; each of them is
+/// logged with its status (and listed by the report, from the statuses).
 fn timed_out(
     statuses: BTreeMap<ObjectKey, Status>,
     timeout: Duration,
 ) -> (BTreeMap<ObjectKey, Status>, Vec<String>) {
-    let errors: Vec<String> = statuses
-        .iter()
-        .filter(|(_, s)| !s.is_current())
-        .map(|(k, s)| format!("{k} not ready within {timeout:?} (--timeout): {s}"))
-        .collect();
-    for message in &errors {
-        tracing::error!("{message}");
+    let mut waiting = 0;
+    for (key, status) in statuses.iter().filter(|(_, s)| !s.is_current()) {
+        waiting += 1;
+        tracing::error!("{key} not ready within {timeout:?} (--timeout): {status}");
     }
-    (statuses, errors)
+    let error = format!(
+        "{waiting} of {} object{} not ready within {timeout:?} (--timeout of --wait)",
+        statuses.len(),
+        plural(statuses.len())
+    );
+    (statuses, vec![error])
 }
 
 /// The LISTs one poll makes: targets grouped by resource and namespace, or by resource alone
@@ -224,7 +227,9 @@ async fn poll(session: &Session, group: &Group, selector: &str) -> Vec<(ObjectKe
         ..ListQuery::default()
     };
     let mut live: HashMap<ObjectKey, Value> = HashMap::new();
-    let wanted = |key: &ObjectKey| group.keys.contains(key);
+    // A set: one LIST may return thousands of members.
+    let keys: HashSet<&ObjectKey> = group.keys.iter().collect();
+    let wanted = |key: &ObjectKey| keys.contains(key);
     let listed = cluster::list_each(
         &session.client,
         &group.resource,

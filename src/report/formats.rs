@@ -391,6 +391,9 @@ pub fn markdown(report: &RunReport) -> String {
     }
 
     if !report.waits.is_empty() {
+        if !out.ends_with("\n\n") {
+            out.push('\n');
+        }
         let waited = report.waits.len();
         let ready = waited - not_ready(report).count();
         let _ = writeln!(out, "**--wait:** {ready} of {waited} objects ready\n");

@@ -243,8 +243,12 @@ fn a_pending_pvc_and_an_unfinished_job_time_out_listed_with_reasons() {
     // The ready ones are not listed.
     assert!(!stdout.contains("ConfigMap web/app:"), "{stdout}");
     assert!(
-        stderr.contains("not ready within 2s (--timeout)"),
+        stderr.contains("PersistentVolumeClaim web/data not ready within 2s (--timeout)"),
         "{stderr}"
+    );
+    assert!(
+        stdout.contains("error: 2 of 4 objects not ready within 2s (--timeout of --wait)"),
+        "{stdout}"
     );
     // A poll is a LIST per kind and namespace, not a GET per object: about 5 polls here.
     assert!(cluster.count(Verb::List, "persistentvolumeclaims") >= 3);
