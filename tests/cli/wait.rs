@@ -294,9 +294,18 @@ fn a_custom_resource_with_ready_false_fails_naming_the_reason() {
         ("cert.yaml", CERTIFICATE),
     ]);
     // A custom resource without status counts as ready (kstatus: nothing says it is not), so
-    // its controller answers between two runs here: the first creates the CRD and the object.
-    let (code, _, stderr) = tend_on(&cluster, dir.path(), &["apply"]);
+    // its controller answers between two runs here: the first creates the CRD and the object
+    // (waited for through the resource discovered once its CRD was established).
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["apply", "--wait", "-o", "json"]);
     assert_eq!(code, 0, "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let cert = report["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "Certificate")
+        .unwrap();
+    assert_eq!(cert["wait"], json!({"status": "Current"}));
     controller(
         &cluster,
         ("example.com", "v1", "Certificate", "certificates"),
