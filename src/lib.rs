@@ -19,7 +19,7 @@
 //! | [`plan`]    | the pure planner ([`plan::planner`]: triage by the fast path, create/update/unchanged/prune/kept/recreate, prune guards), normalization, masked unified diffs, the ApplySet inventory | none |
 //! | [`cluster`] | **the only module that talks to the Kubernetes API**: the [`cluster::Session`], discovery, one call wrapper for every verb (retries, what was attempted), label-selected and metadata-only LISTs, request and byte counts | Kubernetes API |
 //! | [`apply`]   | the engine, one file per step: [`apply::engine`] orchestrates prepare → observe → plan → stages → prune → parent record → wait, under the [`apply::lock`]; [`apply::live`] reads the cluster view for tend's kinds and reloads | via [`cluster`] |
-//! | [`kstatus`] | whether a live object is ready for `--wait`, in kstatus terms (Current / InProgress / Failed / Unknown, with a reason); the `tend.dev/wait` annotation | none |
+//! | [`kstatus`] | whether a live object is ready for `--wait`, in kstatus terms (Current / InProgress / Failed / Unknown, with a reason); the `tend.dev/wait` annotation (checked by [`render`], obeyed by [`apply::wait`]) | none |
 //! | [`chaos`]   | the decisions of one `tend chaos` pass: candidates, exclusions, seeded random hits, lorem ipsum | none |
 //! | [`report`]  | printing results: YAML/JSON object streams, text/json/markdown run reports, chaos reports; secret values masked once for every format | — |
 //!

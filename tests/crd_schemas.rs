@@ -583,3 +583,28 @@ fn schemas_are_structural_and_defaults_valid() {
         assert!(errors.is_empty(), "{}", errors.join("\n"));
     }
 }
+
+/// The statuses tend writes carry a kstatus `Ready` condition and `observedGeneration`, and
+/// the CRDs accept them under `fieldValidation=Strict` (a field the schema lacks would make
+/// every status write fail).
+#[test]
+fn ready_conditions_in_statuses_are_accepted() {
+    let ready = json!([{"type": "Ready", "status": "False", "reason": "PodStarting",
+                        "message": "pod x was (re)created by this run", "observedGeneration": 3,
+                        "lastTransitionTime": "2026-11-23T10:00:00Z"}]);
+    for kind in [
+        TendKind::RegistryMirror,
+        TendKind::ImmortalContainer,
+        TendKind::CopyRule,
+    ] {
+        let strict = validator(&as_apiserver(&schema(kind), true));
+        let mut doc = valid_example(kind);
+        doc["status"] = json!({"observedGeneration": 3, "conditions": ready});
+        if let Err(e) = strict.validate(&doc) {
+            panic!("{kind}: {e}");
+        }
+        // A condition without its required fields is refused, as by the apiserver.
+        doc["status"]["conditions"] = json!([{"type": "Ready"}]);
+        assert!(strict.validate(&doc).is_err(), "{kind}");
+    }
+}

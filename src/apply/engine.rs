@@ -357,9 +357,7 @@ async fn apply_locked(
     }
 
     if opts.wait {
-        report
-            .errors
-            .extend(wait::rollouts(session, &applied.objects, opts.timeout).await);
+        wait::until_ready(session, &prepared, &applied.served, &mut report, opts).await;
     }
     Ok(report)
 }

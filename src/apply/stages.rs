@@ -27,8 +27,8 @@ pub struct Applied {
     pub pending_results: HashMap<ObjectKey, Value>,
     /// tend's own objects as the server returned them (their uids, for ownerReferences).
     pub tend_objects: HashMap<ObjectKey, Value>,
-    /// With `--wait`: every object applied, as the server returned it, with its resource.
-    pub objects: Vec<(Resource, Value)>,
+    /// Resources of kinds whose CRD this run created (not known when preparing), for `--wait`.
+    pub served: HashMap<ObjectKey, Resource>,
 }
 
 /// Apply every create and update of `plan` that has no planning error.
@@ -122,9 +122,8 @@ pub async fn apply_stages(
                     if key.kind == "CustomResourceDefinition" {
                         crds.push(key.name.clone());
                     }
-                    // Only `--wait` needs them afterwards (memory at 10k objects).
-                    if let (true, Some(resource)) = (opts.wait, resource) {
-                        applied.objects.push((resource, value));
+                    if let (None, Some(resource)) = (&p.resource, resource) {
+                        applied.served.insert(key.clone(), resource);
                     }
                     None
                 }

@@ -1,9 +1,28 @@
-//! Waits: CRDs until Established (before the stages that use them), and `--wait` for applied
-//! workloads to roll out.
+//! Waits: CRDs until Established (before the stages that use them), and `--wait` until every
+//! applied object is ready in kstatus terms ([`crate::kstatus`], SPEC 4 "Waits").
+//!
+//! `--wait` polls with one label-selected LIST per kind and namespace (per kind when the run may
+//! list cluster-wide), not a GET per object, so a poll costs O(kinds × namespaces) requests
+//! however many objects there are. It stops at once when an object is Failed, when all are
+//! Current, or at `--timeout`.
 
-use crate::cluster::{self, key_of, Resource, Session};
+use super::engine::EngineOptions;
+use super::prepare::Prepared;
+use super::progress;
+use crate::cluster::{self, key_of, ListQuery, Resource, Session};
+use crate::kstatus::{self, Status};
+use crate::plan::inventory;
+use crate::render::object::ObjectKey;
+use crate::report::run::RunReport;
+use futures::stream::{self, StreamExt};
 use serde_json::Value;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
+
+/// Short, so a set that is ready already finishes well within a second.
+const POLL_INTERVAL: Duration = Duration::from_millis(500);
+/// How often a log line says what is still awaited (CI logs, no progress bar).
+const LOG_INTERVAL: Duration = Duration::from_secs(10);
 
 /// Wait until the named CRDs report Established (bounded by `timeout`).
 pub async fn established(session: &Session, names: &[String], timeout: Duration) {
@@ -38,72 +57,238 @@ pub async fn established(session: &Session, names: &[String], timeout: Duration)
     }
 }
 
-/// `--wait`: poll applied Deployments/StatefulSets/DaemonSets until their rollout is done.
-/// Returns one message per workload that did not finish within `timeout`.
-pub async fn rollouts(
-    session: &Session,
-    applied: &[(Resource, Value)],
-    timeout: Duration,
-) -> Vec<String> {
-    let deadline = Instant::now() + timeout;
-    let mut errors = Vec::new();
-    let workloads = applied.iter().filter(|(r, _)| {
-        r.api.group == "apps"
-            && matches!(
-                r.api.kind.as_str(),
-                "Deployment" | "StatefulSet" | "DaemonSet"
-            )
-    });
-    for (resource, applied) in workloads {
-        let key = key_of(applied);
-        loop {
-            let live = cluster::get(
-                &session.client,
-                resource,
-                key.namespace.as_deref(),
-                &key.name,
-            )
-            .await;
-            if matches!(&live, Ok(Some(obj)) if rollout_done(obj)) {
-                break;
-            }
-            if Instant::now() >= deadline {
-                let message =
-                    format!("{key} did not finish rolling out within {timeout:?} (--timeout)");
-                tracing::error!("{message}");
-                errors.push(message);
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
-    }
-    errors
+/// One LIST per poll: a resource in a namespace (`None`: cluster-scoped, or across all
+/// namespaces), and the objects it covers.
+struct Group {
+    resource: Resource,
+    namespace: Option<String>,
+    keys: Vec<ObjectKey>,
 }
 
-/// Whether a workload's status shows its current generation fully rolled out.
-pub fn rollout_done(obj: &Value) -> bool {
-    let generation = obj
-        .pointer("/metadata/generation")
-        .and_then(Value::as_i64)
-        .unwrap_or(0);
-    let status = &obj["status"];
-    let observed = status["observedGeneration"].as_i64().unwrap_or(0);
-    if observed < generation {
-        return false;
+/// `--wait` after an apply: wait for every desired object that applied without error, except
+/// those annotated `tend.dev/wait: skip` and tend's own kinds, and record each one's final
+/// status in `report.waits`; a Failed object or the timeout becomes a run error (exit 2).
+/// `served`: resources of kinds whose CRD this run created (unknown when preparing).
+pub async fn until_ready(
+    session: &Session,
+    prepared: &[Prepared],
+    served: &HashMap<ObjectKey, Resource>,
+    report: &mut RunReport,
+    opts: &EngineOptions,
+) {
+    let mut targets = Vec::new();
+    for p in prepared {
+        let key = p.object.key();
+        let failed = report.outcomes.get(&key).is_some_and(|o| o.error.is_some());
+        // tend's kinds get their status from this run, computed before applying: waiting on
+        // it would wait for the next run. What they generate is waited on instead.
+        if failed || kstatus::wait_skipped(&p.object.value) || key.group == crate::GROUP {
+            continue;
+        }
+        if let Some(resource) = p.resource.as_ref().or_else(|| served.get(&key)) {
+            targets.push((resource.clone(), key));
+        }
     }
-    let n = |v: &Value| v.as_i64().unwrap_or(0);
-    match obj["kind"].as_str() {
-        Some("DaemonSet") => {
-            let want = n(&status["desiredNumberScheduled"]);
-            n(&status["updatedNumberScheduled"]) >= want && n(&status["numberAvailable"]) >= want
+    let selector = format!("{}={}", inventory::PART_OF_LABEL, opts.applyset_id());
+    let (statuses, errors) = wait_for(session, targets, &selector, opts).await;
+    report.waits = statuses;
+    report.errors.extend(errors);
+}
+
+/// Poll until every target is Current, one is Failed, or `opts.timeout` passes. Returns each
+/// target's last status and the run errors.
+async fn wait_for(
+    session: &Session,
+    targets: Vec<(Resource, ObjectKey)>,
+    selector: &str,
+    opts: &EngineOptions,
+) -> (BTreeMap<ObjectKey, Status>, Vec<String>) {
+    let started = Instant::now();
+    let total = targets.len();
+    let mut statuses: BTreeMap<ObjectKey, Status> = targets
+        .iter()
+        .map(|(_, k)| (k.clone(), Status::Unknown("not read yet".into())))
+        .collect();
+    let mut groups = group(session, targets);
+    tracing::info!(
+        "waiting up to {:?} for {total} object{} to be ready (--wait)",
+        opts.timeout,
+        plural(total)
+    );
+    let bar = progress::bar(opts.progress, total, "wait");
+    let mut logged = Instant::now();
+    loop {
+        let polls = groups.iter().map(|g| poll(session, g, selector));
+        let results: Vec<Vec<(ObjectKey, Status)>> = stream::iter(polls)
+            .buffer_unordered(opts.concurrency.max(1))
+            .collect()
+            .await;
+        statuses.extend(results.into_iter().flatten());
+        // Current is final for this wait (kpt and Flux stop watching it too).
+        for g in &mut groups {
+            g.keys
+                .retain(|k| !statuses.get(k).is_some_and(Status::is_current));
         }
-        _ => {
-            let want = obj
-                .pointer("/spec/replicas")
-                .and_then(Value::as_i64)
-                .unwrap_or(1);
-            n(&status["updatedReplicas"]) >= want
-                && n(&status["availableReplicas"]).max(n(&status["readyReplicas"])) >= want
+        groups.retain(|g| !g.keys.is_empty());
+        let ready = statuses.values().filter(|s| s.is_current()).count();
+        bar.set_position(ready as u64);
+        let failed: Vec<String> = statuses
+            .iter()
+            .filter(|(_, s)| s.is_failed())
+            .map(|(k, s)| format!("{k} failed: {} (--wait)", s.reason().unwrap_or_default()))
+            .collect();
+        if !failed.is_empty() {
+            bar.finish_and_clear();
+            for message in &failed {
+                tracing::error!("{message}");
+            }
+            return (statuses, failed);
         }
+        if groups.is_empty() {
+            bar.finish_and_clear();
+            tracing::info!(
+                "{total} object{} ready after {:.1}s",
+                plural(total),
+                started.elapsed().as_secs_f64()
+            );
+            return (statuses, Vec::new());
+        }
+        let left = opts.timeout.saturating_sub(started.elapsed());
+        if left.is_zero() {
+            bar.finish_and_clear();
+            return timed_out(statuses, opts.timeout);
+        }
+        if logged.elapsed() >= LOG_INTERVAL {
+            logged = Instant::now();
+            if let Some((key, status)) = statuses.iter().find(|(_, s)| !s.is_current()) {
+                tracing::info!(
+                    "{ready} of {total} objects ready; still waiting for {key} ({status}) and {} more",
+                    total - ready - 1
+                );
+            }
+        }
+        tokio::time::sleep(POLL_INTERVAL.min(left)).await;
+    }
+}
+
+/// The run error of a timeout: one, counting the objects not yet Current; each of them is
+/// logged with its status (and listed by the report, from the statuses).
+fn timed_out(
+    statuses: BTreeMap<ObjectKey, Status>,
+    timeout: Duration,
+) -> (BTreeMap<ObjectKey, Status>, Vec<String>) {
+    let mut waiting = 0;
+    for (key, status) in statuses.iter().filter(|(_, s)| !s.is_current()) {
+        waiting += 1;
+        tracing::error!("{key} not ready within {timeout:?} (--timeout): {status}");
+    }
+    let error = format!(
+        "{waiting} of {} object{} not ready within {timeout:?} (--timeout of --wait)",
+        statuses.len(),
+        plural(statuses.len())
+    );
+    (statuses, vec![error])
+}
+
+/// The LISTs one poll makes: targets grouped by resource and namespace, or by resource alone
+/// when this run found it may list that resource cluster-wide (observe asked already).
+fn group(session: &Session, targets: Vec<(Resource, ObjectKey)>) -> Vec<Group> {
+    let mut groups: BTreeMap<(String, String, Option<String>), Group> = BTreeMap::new();
+    for (resource, key) in targets {
+        let namespace = match session.known_list_right(&resource) {
+            Some(true) => None,
+            _ => key.namespace.clone(),
+        };
+        let id = (
+            resource.api.group.clone(),
+            resource.api.plural.clone(),
+            namespace.clone(),
+        );
+        groups
+            .entry(id)
+            .or_insert_with(|| Group {
+                resource,
+                namespace,
+                keys: Vec::new(),
+            })
+            .keys
+            .push(key);
+    }
+    groups.into_values().collect()
+}
+
+/// One LIST of a group's members, and their statuses. An object the LIST does not return (not
+/// labelled as a member: `tend.dev/apply: if-not-present` on an object that existed) is read
+/// with a GET; a failed read is Unknown and polled again.
+async fn poll(session: &Session, group: &Group, selector: &str) -> Vec<(ObjectKey, Status)> {
+    let query = ListQuery {
+        stats: Some(session.stats.as_ref()),
+        labels: Some(selector),
+        ..ListQuery::default()
+    };
+    let mut live: HashMap<ObjectKey, Value> = HashMap::new();
+    // A set: one LIST may return thousands of members.
+    let keys: HashSet<&ObjectKey> = group.keys.iter().collect();
+    let wanted = |key: &ObjectKey| keys.contains(key);
+    let listed = cluster::list_each(
+        &session.client,
+        &group.resource,
+        group.namespace.as_deref(),
+        query,
+        |item| {
+            let key = key_of(&item);
+            if wanted(&key) {
+                live.insert(key, item);
+            }
+        },
+    )
+    .await;
+    if let Err(err) = listed {
+        let why = format!("cannot read it: {err}");
+        return group
+            .keys
+            .iter()
+            .map(|k| (k.clone(), Status::Unknown(why.clone())))
+            .collect();
+    }
+    let mut out = Vec::with_capacity(group.keys.len());
+    for key in &group.keys {
+        let status = match live.get(key) {
+            Some(object) => kstatus::compute(object),
+            None => read_one(session, &group.resource, key).await,
+        };
+        out.push((key.clone(), status));
+    }
+    out
+}
+
+/// The status of one object read with a GET.
+async fn read_one(session: &Session, resource: &Resource, key: &ObjectKey) -> Status {
+    let got = cluster::get(
+        &session.client,
+        resource,
+        key.namespace.as_deref(),
+        &key.name,
+    )
+    .await;
+    match got {
+        Ok(Some(mut object)) => {
+            // GET answers carry apiVersion and kind already; set them anyway, as for LISTs.
+            if let Some(map) = object.as_object_mut() {
+                map.insert("apiVersion".into(), resource.api.api_version.clone().into());
+                map.insert("kind".into(), resource.api.kind.clone().into());
+            }
+            kstatus::compute(&object)
+        }
+        Ok(None) => Status::InProgress("not found in the cluster".into()),
+        Err(err) => Status::Unknown(format!("cannot read it: {err}")),
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
     }
 }

@@ -15,7 +15,8 @@ pub struct ApplyArgs {
     /// Server-side dry run of everything: nothing is persisted (no lock, no record).
     #[arg(long, env = "TEND_DRY_RUN")]
     pub dry_run: bool,
-    /// Wait for applied Deployments, StatefulSets and DaemonSets to roll out.
+    /// Wait until every applied object is ready (kstatus: rolled out, complete, Bound,
+    /// Established, Ready); fail at once on a failed one. `tend.dev/wait: skip` opts out.
     #[arg(long, env = "TEND_WAIT")]
     pub wait: bool,
     /// How long --wait (and CRD establishment) may take.

@@ -6,6 +6,7 @@
 use super::copy_rule::CopyOutcome;
 use super::{owner_reference, TendKind};
 use crate::object::{Object, ObjectKey};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{json, Value};
 use std::collections::{BTreeSet, HashMap};
@@ -30,6 +31,46 @@ impl RunState<'_> {
     /// The object as the cluster has it now: as applied this run, else as read before.
     pub fn current(&self, key: &ObjectKey) -> Option<&Value> {
         self.applied.get(key).or_else(|| self.observed.get(key))
+    }
+}
+
+impl RunState<'_> {
+    /// The `metadata.generation` of a tend object as it is now (the status describes it).
+    pub fn generation(&self, key: &ObjectKey) -> Option<i64> {
+        self.current(key)
+            .and_then(|l| l.pointer("/metadata/generation"))
+            .and_then(Value::as_i64)
+    }
+
+    /// The `Ready` condition of a tend object's status, so kstatus-speaking tools (Flux, kpt,
+    /// Argo CD health checks) understand tend's kinds. The transition time is kept from the
+    /// previous status while `ready` does not change: otherwise every run would rewrite it.
+    pub fn ready_condition(
+        &self,
+        key: &ObjectKey,
+        ready: bool,
+        reason: &str,
+        message: String,
+    ) -> Condition {
+        let status = if ready { "True" } else { "False" };
+        let since = self
+            .current(key)
+            .and_then(|l| l.pointer("/status/conditions"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .find(|c| c["type"] == "Ready" && c["status"] == status)
+            .and_then(|c| c["lastTransitionTime"].as_str())
+            .and_then(|t| t.parse::<Timestamp>().ok())
+            .unwrap_or(self.now);
+        Condition {
+            type_: "Ready".into(),
+            status: status.into(),
+            reason: reason.into(),
+            message,
+            observed_generation: self.generation(key),
+            last_transition_time: Time(since),
+        }
     }
 }
 
@@ -200,6 +241,8 @@ mod tests {
         );
     }
 
+    const EPOCH: &str = "1970-01-01T00:00:00Z";
+
     #[test]
     fn typed_statuses_of_every_kind() {
         let f = fixture();
@@ -224,16 +267,25 @@ mod tests {
             [
                 (
                     "RegistryMirror".to_string(),
-                    json!({"readyReplicas": 1, "endpoint": "localhost:5001", "observedGeneration": 2})
+                    json!({"readyReplicas": 1, "endpoint": "localhost:5001", "observedGeneration": 2,
+                           "conditions": [{"type": "Ready", "status": "True", "reason": "RegistryReady",
+                                           "message": "the registry is ready; nodes pull through localhost:5001",
+                                           "observedGeneration": 2, "lastTransitionTime": EPOCH}]})
                 ),
                 (
                     "ImmortalContainer".to_string(),
-                    json!({"currentPod": "ic-immortalpod", "startTimes": 1})
+                    json!({"currentPod": "ic-immortalpod", "startTimes": 1,
+                           "conditions": [{"type": "Ready", "status": "False", "reason": "PodStarting",
+                                           "message": "pod ic-immortalpod was (re)created by this run",
+                                           "lastTransitionTime": EPOCH}]})
                 ),
                 (
                     "CopyRule".to_string(),
                     json!({"copies": 2, "targets": ["a", "b"], "conflicts": ["c/x"],
-                           "conflictCount": 1, "lastSyncTime": "1970-01-01T00:00:00Z"})
+                           "conflictCount": 1, "lastSyncTime": EPOCH,
+                           "conditions": [{"type": "Ready", "status": "False", "reason": "Conflicts",
+                                           "message": "1 target object(s) exist but were not created by tend and are left alone: c/x",
+                                           "lastTransitionTime": EPOCH}]})
                 ),
             ],
             "ChaosAgent status is chaos's to write"
@@ -248,7 +300,11 @@ mod tests {
     fn unchanged_statuses_are_not_written() {
         let mut f = fixture();
         let mut live = immortal();
-        live["status"] = json!({"currentPod": "ic-immortalpod", "startTimes": 3});
+        // The Ready condition's transition time is kept while it stays False.
+        live["status"] = json!({"currentPod": "ic-immortalpod", "startTimes": 3,
+            "conditions": [{"type": "Ready", "status": "False", "reason": "PodNotReady",
+                            "message": "pod ic-immortalpod is not ready",
+                            "lastTransitionTime": "2026-11-23T10:00:00Z"}]});
         f.observed.insert(
             ObjectKey::new(crate::GROUP, "ImmortalContainer", Some("web"), "ic"),
             live,
@@ -265,6 +321,9 @@ mod tests {
             .insert(ObjectKey::new("", "Pod", Some("web"), "ic-immortalpod"));
         let patch = status_patch(&ic, &f.run()).expect("changed");
         assert_eq!(patch.patch["status"]["startTimes"], 4);
+        let ready = &patch.patch["status"]["conditions"][0];
+        assert_eq!(ready["reason"], "PodStarting");
+        assert_eq!(ready["lastTransitionTime"], "2026-11-23T10:00:00Z");
         assert!(same_status(
             &json!({"copies": 1, "lastSyncTime": "a", "x": null}),
             &json!({"copies": 1, "lastSyncTime": "b"})

@@ -169,6 +169,16 @@ pub fn check_document(file: &Path, doc: &Document) -> Vec<Problem> {
                             }
                         }
                     }
+                    // A typo (`skipp`) would silently wait on an object meant to be left out.
+                    // (A value that is not a string is reported above already.)
+                    let wait = entries.get(crate::kstatus::WAIT_ANNOTATION);
+                    if let (true, Some(Err(why))) = (
+                        field == "annotations",
+                        wait.filter(|v| v.is_string())
+                            .map(|_| crate::kstatus::check_wait_annotation(&doc.value)),
+                    ) {
+                        problem(&["metadata", field, crate::kstatus::WAIT_ANNOTATION], why);
+                    }
                     if field == "annotations" && total_bytes > MAX_ANNOTATION_BYTES {
                         problem(
                             &["metadata", field],
@@ -612,6 +622,18 @@ mod tests {
             problems.extend(check_document(Path::new("x.yaml"), doc));
         }
         problems
+    }
+
+    #[test]
+    fn unknown_wait_annotation_values_are_refused() {
+        let doc = |value: &str| {
+            format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n    tend.dev/wait: {value}\n")
+        };
+        assert!(problems_of(&doc("skip")).is_empty());
+        let problems = problems_of(&doc("skipp"));
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].line, 6);
+        assert!(problems[0].message.contains("its only value is \"skip\""));
     }
 
     #[test]

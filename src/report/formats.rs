@@ -151,11 +151,20 @@ pub fn text(report: &RunReport, color: bool, verbose: bool) -> String {
     }
     out.push_str(&summary_line(report));
     out.push('\n');
+    for (key, status) in not_ready(report) {
+        out.push_str(&paint(RED, &format!("not ready: {key}: {status}")));
+        out.push('\n');
+    }
     for error in &report.errors {
         out.push_str(&paint(RED, &format!("error: {error}")));
         out.push('\n');
     }
     out
+}
+
+/// `--wait`: the objects waited for that did not become ready (Current).
+fn not_ready(report: &RunReport) -> impl Iterator<Item = (&ObjectKey, &crate::kstatus::Status)> {
+    report.waits.iter().filter(|(_, s)| !s.is_current())
 }
 
 fn millis(d: std::time::Duration) -> u64 {
@@ -183,6 +192,7 @@ pub fn json(report: &RunReport) -> String {
                 "error": outcome.and_then(|o| o.error.clone()),
                 "skipped": outcome.and_then(|o| o.skipped.clone()),
                 "diff": shown_diff(change, outcome),
+                "wait": report.waits.get(&change.key),
             })
         })
         .collect();
@@ -380,6 +390,23 @@ pub fn markdown(report: &RunReport) -> String {
         }
     }
 
+    if !report.waits.is_empty() {
+        if !out.ends_with("\n\n") {
+            out.push('\n');
+        }
+        let waited = report.waits.len();
+        let ready = waited - not_ready(report).count();
+        let _ = writeln!(out, "**--wait:** {ready} of {waited} objects ready\n");
+        for (key, status) in not_ready(report) {
+            let _ = writeln!(
+                out,
+                "- not ready: {}: {}",
+                md_cell(&key.to_string()),
+                md_cell(&status.to_string())
+            );
+        }
+        out.push('\n');
+    }
     if !report.errors.is_empty() {
         out.push_str("#### Errors\n\n");
         for error in &report.errors {
@@ -509,9 +536,41 @@ mod tests {
             dry_run: false,
             changes: changes(),
             outcomes: Default::default(),
+            waits: Default::default(),
             errors: vec![],
             duration: Duration::from_millis(1234),
         }
+    }
+
+    /// An apply with `--wait` where the first object became ready and the second did not.
+    fn wait_report() -> RunReport {
+        use crate::kstatus::Status;
+        let mut r = diff_report();
+        r.command = "apply".into();
+        let keys: Vec<ObjectKey> = r.changes.iter().map(|c| c.key.clone()).collect();
+        r.waits.insert(keys[0].clone(), Status::Current);
+        r.waits.insert(
+            keys[1].clone(),
+            Status::InProgress("phase Pending: not bound to a PersistentVolume yet".into()),
+        );
+        r
+    }
+
+    #[test]
+    fn wait_statuses_in_every_format() {
+        let r = wait_report();
+        let second = r.changes[1].key.to_string();
+        let text = text(&r, false, false);
+        let line = format!("not ready: {second}: InProgress: phase Pending");
+        assert!(text.contains(&line), "{text}");
+        assert_eq!(text.matches("not ready:").count(), 1, "{text}");
+        let v: Value = serde_json::from_str(&json(&r)).unwrap();
+        assert_eq!(v["objects"][0]["wait"], json!({"status": "Current"}));
+        assert_eq!(v["objects"][1]["wait"]["status"], "InProgress");
+        assert_eq!(v["objects"][2]["wait"], Value::Null);
+        let md = markdown(&r);
+        assert!(md.contains("**--wait:** 1 of 2 objects ready"), "{md}");
+        assert!(md.contains("- not ready: "), "{md}");
     }
 
     fn apply_report() -> RunReport {
@@ -703,7 +762,7 @@ mod tests {
             command: "diff".into(),
             ..Default::default()
         };
-        for report in [diff_report(), apply_report(), empty] {
+        for report in [diff_report(), apply_report(), wait_report(), empty] {
             let v: Value = serde_json::from_str(&json(&report)).unwrap();
             if let Err(e) = jsonschema::validate(&schema, &v) {
                 panic!("{e}\n{v:#}");

@@ -27,6 +27,8 @@ pub struct RunReport {
     pub dry_run: bool,
     pub changes: Vec<Change>,
     pub outcomes: BTreeMap<ObjectKey, Outcome>,
+    /// With `--wait`: the final status of every object waited for.
+    pub waits: BTreeMap<ObjectKey, crate::kstatus::Status>,
     /// Run-level errors not tied to one object.
     pub errors: Vec<String>,
     pub duration: Duration,

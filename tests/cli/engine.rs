@@ -496,7 +496,7 @@ fn wait_for_rollouts_until_timeout() {
     );
     assert_eq!(code, 2, "{stderr}");
     assert!(
-        stderr.contains("did not finish rolling out within"),
+        stderr.contains("apps/Deployment web/nginx not ready within 1s (--timeout)"),
         "{stderr}"
     );
     // Report the rollout as a controller would; now --wait succeeds.
@@ -506,7 +506,8 @@ fn wait_for_rollouts_until_timeout() {
     rt.block_on(async {
         let api: kube::Api<k8s_openapi::api::apps::v1::Deployment> =
             kube::Api::namespaced(cluster.client().await, "web");
-        let status = json!({"status":{"observedGeneration":generation,"replicas":2,"updatedReplicas":2,"readyReplicas":2,"availableReplicas":2}});
+        let status = json!({"status":{"observedGeneration":generation,"replicas":2,"updatedReplicas":2,"readyReplicas":2,"availableReplicas":2,
+            "conditions":[{"type":"Available","status":"True"},{"type":"Progressing","status":"True","reason":"NewReplicaSetAvailable"}]}});
         api.patch_status("nginx", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&status))
             .await
             .unwrap();

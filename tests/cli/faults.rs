@@ -232,6 +232,12 @@ fn normalize(object: &mut Value) {
         for time in ["lastRun", "lastSyncTime", "observedAt", "lastUpdated"] {
             status.remove(time);
         }
+        // The Ready condition of tend's kinds is stamped with the second it changed.
+        if let Some(conditions) = status.get_mut("conditions").and_then(Value::as_array_mut) {
+            for condition in conditions.iter_mut().filter_map(Value::as_object_mut) {
+                condition.remove("lastTransitionTime");
+            }
+        }
     }
 }
 

@@ -17,3 +17,4 @@ mod reads;
 mod render;
 mod shipping;
 mod version;
+mod wait;

@@ -15,7 +15,7 @@ use super::checks::Problems;
 use super::run::RunState;
 use super::{Expansion, FieldProblem, Kind, TendKind};
 use crate::object::names;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -145,6 +145,12 @@ pub struct CopyRuleStatus {
     /// When the last run computed this status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_sync_time: Option<Time>,
+    /// `metadata.generation` this status was computed for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// Standard conditions: `Ready` (every copy is in place; False with reason `Conflicts`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
 }
 
 impl CopyRuleStatus {
@@ -161,6 +167,8 @@ impl CopyRuleStatus {
             targets,
             conflicts,
             last_sync_time,
+            observed_generation: None,
+            conditions: Vec::new(),
         }
     }
 }
@@ -246,12 +254,33 @@ impl Kind for CopyRule {
     fn status(&self, run: &RunState<'_>) -> Option<CopyRuleStatus> {
         let name = self.metadata.name.as_deref()?;
         let outcome = run.copy_outcomes.iter().find(|o| o.rule == name)?;
-        Some(CopyRuleStatus::new(
+        let me = self.key();
+        let mut status = CopyRuleStatus::new(
             outcome.copies,
             outcome.targets.clone(),
             outcome.conflicts.clone(),
             Some(Time(run.now)),
-        ))
+        );
+        let condition = match outcome.conflicts.len() {
+            0 => run.ready_condition(
+                &me,
+                true,
+                "Synced",
+                format!("{} copies in place", outcome.copies),
+            ),
+            n => run.ready_condition(
+                &me,
+                false,
+                "Conflicts",
+                format!(
+                    "{n} target object(s) exist but were not created by tend and are left alone: {}",
+                    outcome.conflicts.join(", ")
+                ),
+            ),
+        };
+        status.observed_generation = run.generation(&me);
+        status.conditions = vec![condition];
+        Some(status)
     }
 }
 

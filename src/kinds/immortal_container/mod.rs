@@ -8,7 +8,7 @@ use super::run::RunState;
 use super::{Expansion, FieldProblem, Kind, TendKind};
 use crate::object::{names, ObjectKey};
 use k8s_openapi::api::core::v1::{EnvVar, ResourceRequirements};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -78,6 +78,12 @@ pub struct ImmortalContainerStatus {
     /// How many times tend has (re)created the pod.
     #[serde(default)]
     pub start_times: i64,
+    /// `metadata.generation` this status was computed for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// Standard conditions: `Ready` (the pod was running and ready when the run started).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
 }
 
 impl ImmortalContainerSpec {
@@ -191,10 +197,35 @@ impl Kind for ImmortalContainer {
             .and_then(|s| ImmortalContainerStatus::deserialize(s).ok())
             .map_or(0, |s| s.start_times);
         let started = run.started.contains(&pod);
-        let exists = started || run.observed.contains_key(&pod);
+        let observed = run.observed.get(&pod);
+        let exists = started || observed.is_some();
+        let pod_ready = observed
+            .and_then(|p| p.pointer("/status/conditions"))
+            .and_then(serde_json::Value::as_array)
+            .is_some_and(|c| c.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"));
+        // Reasons in kstatus's "not yet" vocabulary (Starting, NotReady): readers wait on them.
+        let condition = match (started, pod_ready) {
+            (true, _) => run.ready_condition(
+                &me,
+                false,
+                "PodStarting",
+                format!("pod {} was (re)created by this run", pod.name),
+            ),
+            (false, true) => {
+                run.ready_condition(&me, true, "PodReady", format!("pod {} is ready", pod.name))
+            }
+            (false, false) => run.ready_condition(
+                &me,
+                false,
+                "PodNotReady",
+                format!("pod {} is not ready", pod.name),
+            ),
+        };
         Some(ImmortalContainerStatus {
             start_times: (before + i64::from(started)).max(i64::from(exists)),
             current_pod: exists.then_some(pod.name),
+            observed_generation: run.generation(&me),
+            conditions: vec![condition],
         })
     }
 }

@@ -275,14 +275,28 @@ impl Kind for RegistryMirror {
             .and_then(|s| s.pointer("/status/readyReplicas"))
             .and_then(serde_json::Value::as_i64)
             .unwrap_or(0);
+        let endpoint = expand::endpoint(self);
+        let condition = if ready >= 1 {
+            run.ready_condition(
+                &me,
+                true,
+                "RegistryReady",
+                format!("the registry is ready; nodes pull through {endpoint}"),
+            )
+        } else {
+            // "NotReady": kstatus readers wait on it rather than fail.
+            run.ready_condition(
+                &me,
+                false,
+                "RegistryNotReady",
+                format!("StatefulSet {} has no ready replica yet", sts.name),
+            )
+        };
         Some(RegistryMirrorStatus {
             ready_replicas: i32::try_from(ready).unwrap_or(i32::MAX),
-            endpoint: Some(expand::endpoint(self)),
-            observed_generation: run
-                .current(&me)
-                .and_then(|l| l.pointer("/metadata/generation"))
-                .and_then(serde_json::Value::as_i64),
-            conditions: Vec::new(),
+            endpoint: Some(endpoint),
+            observed_generation: run.generation(&me),
+            conditions: vec![condition],
         })
     }
 }
