@@ -369,3 +369,113 @@ spec:
     let (code, out, err) = tend_on(&cluster, dir.path(), &["diff"]);
     assert_eq!(code, 0, "{out}\n{err}");
 }
+
+/// The README's "Per-object policies" section: its files applied with its commands, then what
+/// it says about a changed ConfigMap and an immutable change without the annotation, checked
+/// against what tend prints.
+#[test]
+fn the_readme_section_does_what_it_says() {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let section = readme
+        .split("\n## Per-object policies\n")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("README has a Per-object policies section");
+    let work = tempfile::tempdir().unwrap();
+    let mut files = 0;
+    for block in section.split("```yaml\n").skip(1) {
+        let block = block.split("```").next().unwrap();
+        let path = work
+            .path()
+            .join(block.lines().next().unwrap().trim_start_matches("# "));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, block).unwrap();
+        files += 1;
+    }
+    assert_eq!(files, 5);
+    let cluster = TestCluster::start();
+    let tend_in = |args: &[&str]| {
+        run(tend()
+            .current_dir(work.path())
+            .args(args)
+            .arg("--kubeconfig")
+            .arg(cluster.kubeconfig_path()))
+    };
+    let commands = section
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .unwrap();
+    for command in commands.lines().filter(|l| !l.trim().is_empty()) {
+        let words: Vec<&str> = command.split_whitespace().collect();
+        assert_eq!(words[0], "tend");
+        let (code, out, err) = tend_in(&words[1..]);
+        assert_eq!(code, 0, "`{command}`:\n{out}\n{err}");
+    }
+    let quoted: Vec<&str> = section
+        .split("```text\n")
+        .skip(1)
+        .filter_map(|b| b.split("```").next())
+        .collect();
+    assert_eq!(quoted.len(), 2);
+    let policies = work.path().join("policies");
+    let edit = |file: &str, from: &str, to: &str| {
+        let path = policies.join(file);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(from), "{text}");
+        std::fs::write(path, text.replace(from, to)).unwrap();
+    };
+
+    // The if-not-present Secret, filled in by the application, stays as it is.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let api: kube::Api<k8s_openapi::api::core::v1::Secret> =
+            kube::Api::namespaced(cluster.client().await, "policies");
+        let patch = json!({"stringData": {"token": "real"}});
+        api.patch(
+            "webhook-token",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await
+        .unwrap();
+    });
+
+    edit("migrate-config.yaml", "\"42\"", "\"43\"");
+    let job_uid = uid(get(&cluster, "batch", "jobs", "policies", "migrate"));
+    let args = ["diff", "--repo", "policies", "--applyset", "policies"];
+    let (code, out, err) = tend_in(&args);
+    assert_eq!(code, 1, "{out}\n{err}");
+    for line in quoted[0].lines() {
+        assert!(
+            out.contains(line),
+            "README quotes `{line}`; tend says:\n{out}"
+        );
+    }
+    let (code, out, err) = tend_in(&["apply", "--repo", "policies", "--applyset", "policies"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_ne!(
+        uid(get(&cluster, "batch", "jobs", "policies", "migrate")),
+        job_uid
+    );
+    let secret = get(&cluster, "", "secrets", "policies", "webhook-token").unwrap();
+    assert_eq!(secret["data"]["token"], "cmVhbA=="); // base64("real")
+
+    // Without the annotation, a selector change fails with the quoted line.
+    edit(
+        "api.yaml",
+        "  annotations:\n    tend.dev/replace: on-immutable\n",
+        "",
+    );
+    edit("api.yaml", "{app: api}", "{app: api-v2}");
+    let (code, out, err) = tend_in(&["apply", "--repo", "policies", "--applyset", "policies"]);
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(err.contains(quoted[1].trim()), "{err}");
+    // -v has the server's whole message.
+    let (code, _, err) = tend_in(&["diff", "-v", "--repo", "policies", "--applyset", "policies"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("is invalid: spec.selector: Invalid value: v1.LabelSelector"),
+        "{err}"
+    );
+}
