@@ -322,11 +322,9 @@ fn an_unknown_policy_value_is_a_render_error_and_nothing_is_written() {
 #[test]
 fn copies_drop_the_tracking_labels_of_other_tools() {
     let cluster = crate::kinds::cluster_with_crds();
-    for ns in ["team-a"] {
-        cluster
-            .seed(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
-            .unwrap();
-    }
+    cluster
+        .seed(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}}))
+        .unwrap();
     // A source that Argo CD and Flux (and another ApplySet) track as theirs.
     cluster
         .seed(json!({"apiVersion": "v1", "kind": "ConfigMap",
