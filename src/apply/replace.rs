@@ -2,6 +2,12 @@
 //! (SPEC 4, per-object policies). Only where the object's policy allows it: a Job, or an
 //! object annotated `tend.dev/replace: on-immutable`; any other immutable update fails with
 //! its one-line cause.
+//!
+//! Whether an update is immutable is the server's answer (a 422 on the apply), not a
+//! comparison of pod templates here: the live template carries server defaults and the labels
+//! the Job controller adds, and only the server knows what may still change (a suspended Job's
+//! scheduling fields), so asking is exact where comparing would guess. It costs nothing extra:
+//! the apply is sent anyway.
 
 use super::engine::EngineOptions;
 use crate::cluster::{self, ClusterError, Resource};
