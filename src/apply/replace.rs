@@ -61,10 +61,11 @@ pub async fn apply_or_replace(
         return Err(err.to_string());
     };
     let key = ObjectKey::of_value(desired);
-    tracing::debug!("{key}: {}", err.server_message().unwrap_or_default());
+    let name = key.kind_and_name();
+    tracing::debug!("{name}: {}", err.server_message().unwrap_or_default());
     match policy::replace_on_immutable(desired) {
         Some(why) => {
-            tracing::info!("replacing {key}: {cause} ({why})");
+            tracing::info!("replacing {name}: {cause} ({why})");
             let value = replace(client, resource, desired, opts).await?;
             Ok(Written {
                 value,
@@ -101,7 +102,8 @@ async fn replace(
     {
         if Instant::now() >= deadline {
             return Err(format!(
-                "cannot replace {key}: deleted, but still there after --timeout {}s (a finalizer?); the next run creates it once it is gone",
+                "cannot replace {}: deleted, but still there after --timeout {}s (a finalizer?); the next run creates it once it is gone",
+                key.kind_and_name(),
                 opts.timeout.as_secs()
             ));
         }

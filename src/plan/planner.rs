@@ -236,8 +236,8 @@ fn settle(
             }
             _ => {
                 let message = format!(
-                    "{}: {cause}; annotate it {}: {} to have tend delete and recreate it",
-                    object.key(),
+                    "cannot dry-run apply {}: {cause}; annotate it {}: {} to have tend delete and recreate it",
+                    object.key().kind_and_name(),
                     policy::REPLACE_ANNOTATION,
                     policy::ON_IMMUTABLE
                 );

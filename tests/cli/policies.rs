@@ -175,6 +175,44 @@ fn an_annotated_deployment_whose_selector_changes_is_replaced() {
 }
 
 #[test]
+fn a_replace_waits_for_the_old_object_at_most_the_timeout() {
+    let cluster = TestCluster::start();
+    let dir = site(&[("ns.yaml", NS), ("api.yaml", &deployment("api", true))]);
+    let (code, out, err) = tend_on(&cluster, dir.path(), &["apply"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    // A finalizer nobody removes keeps the deleted object around.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let api: kube::Api<k8s_openapi::api::apps::v1::Deployment> =
+            kube::Api::namespaced(cluster.client().await, "web");
+        let patch = json!({"metadata": {"finalizers": ["example.com/hold"]}});
+        api.patch(
+            "api",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await
+        .unwrap();
+    });
+    write_site(
+        dir.path(),
+        &[("ns.yaml", NS), ("api.yaml", &deployment("api-v2", true))],
+    );
+    let started = std::time::Instant::now();
+    let (code, out, err) = tend_on(&cluster, dir.path(), &["apply", "--timeout", "1s"]);
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(
+        out.contains(
+            "cannot replace Deployment web/api: deleted, but still there after --timeout 1s"
+        ),
+        "{out}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    let live = get(&cluster, "apps", "deployments", "web", "api").unwrap();
+    assert!(live["metadata"]["deletionTimestamp"].is_string());
+}
+
+#[test]
 fn without_the_annotation_an_immutable_change_fails_with_its_cause_and_the_rest_applies() {
     let cluster = TestCluster::start();
     let dir = site(&[
@@ -214,9 +252,10 @@ fn without_the_annotation_an_immutable_change_fails_with_its_cause_and_the_rest_
     let (code, out, err) = tend_on(&cluster, dir.path(), &["diff"]);
     assert_eq!(code, 2, "{out}\n{err}");
     assert!(
-        out.contains(
-            "spec.selector: field is immutable; annotate it tend.dev/replace: on-immutable"
-        ),
+        out.contains(&format!(
+            "  ! failed: {}\n",
+            cause.replace("cannot apply", "cannot dry-run apply")
+        )),
         "{out}"
     );
 }
