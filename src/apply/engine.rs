@@ -15,9 +15,7 @@ use super::prepare::{prepare, Prepared};
 use super::{prune, stages, wait};
 use crate::cluster::{ClusterError, Session};
 use crate::plan::inventory;
-use crate::plan::normalize::normalize;
 use crate::plan::planner::{self, Desired, Plan, PlanInput, PruneLimits, Triage};
-use crate::plan::Action;
 use crate::problem::Problems;
 use crate::render::object::{Object, ObjectKey};
 use crate::report::run::{Outcome, RunReport};
@@ -304,28 +302,7 @@ async fn apply_locked(
     .await;
     report.errors.extend(errors);
 
-    // Objects applied without a dry run: the diff is live vs what the server returned.
-    for c in report.changes.iter_mut() {
-        if !plan.pending.contains(&c.key) {
-            continue;
-        }
-        match applied.pending_results.get(&c.key) {
-            Some(after) => {
-                if c.before.as_ref() == Some(after) {
-                    c.action = Action::Unchanged;
-                }
-                c.after = Some(after.clone());
-            }
-            None => {
-                c.after = c.before.clone().or_else(|| {
-                    prepared
-                        .iter()
-                        .find(|p| p.object.key() == c.key)
-                        .map(|p| normalize(&p.object.value))
-                });
-            }
-        }
-    }
+    stages::settle_pending(&mut report, &plan, &applied, &prepared);
 
     // Prune, in reverse stage order, after everything else.
     let mut still_members: Vec<ObjectKey> = plan.kept.keys().cloned().collect();

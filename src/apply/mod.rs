@@ -1,6 +1,7 @@
 //! Apply: the reconcile engine, one file per step. [`engine`] orchestrates; [`prepare`]
 //! resolves the desired set against discovery; [`observe`] reads the parent, LISTs and dry
-//! runs; the pure planner ([`crate::plan::planner`]) decides; [`stages`] applies in order;
+//! runs; the pure planner ([`crate::plan::planner`]) decides; [`stages`] applies in order
+//! ([`replace`] deletes and recreates what the API refuses as immutable);
 //! [`prune`] deletes; [`parent`] keeps the ApplySet inventory and run record; [`wait`] waits;
 //! [`lock`] serialises runs with a Lease.
 
@@ -13,5 +14,6 @@ pub mod parent;
 pub mod prepare;
 mod progress;
 pub mod prune;
+mod replace;
 pub mod stages;
 pub mod wait;

@@ -303,7 +303,13 @@ pub async fn dry_runs(
                 {
                     DryRun::NamespaceNotYetCreated
                 }
-                Err(err) => DryRun::Failed(err.to_string()),
+                Err(err) => match err.immutable_cause() {
+                    Some(cause) => {
+                        tracing::debug!("{key}: {}", err.server_message().unwrap_or_default());
+                        DryRun::Immutable(cause)
+                    }
+                    None => DryRun::Failed(err.to_string()),
+                },
             };
             (key, answer)
         })

@@ -65,8 +65,16 @@ pub async fn narrow_and_record(
         (
             inventory::LAST_SUMMARY_ANNOTATION,
             format!(
-                "{} created, {} updated, {} pruned, {} unchanged, {} failed",
-                s.create, s.update, s.prune, s.unchanged, record.failed
+                "{} created, {} updated, {}{} pruned, {} unchanged, {} failed",
+                s.create,
+                s.update,
+                match s.replace {
+                    0 => String::new(),
+                    n => format!("{n} replaced, "),
+                },
+                s.prune,
+                s.unchanged,
+                record.failed
             ),
         ),
     ];

@@ -5,6 +5,7 @@
 use super::engine::{EngineError, EngineOptions};
 use super::prepare::Prepared;
 use super::progress::{self, Tick};
+use super::replace::{apply_or_replace, Written};
 use super::wait;
 use crate::cluster::{self, Resource, Session};
 use crate::plan::normalize::normalize;
@@ -12,7 +13,7 @@ use crate::plan::planner::Plan;
 use crate::plan::Action;
 use crate::render::builtin::{stage_of, Stage};
 use crate::render::object::{split_api_version, ObjectKey};
-use crate::report::run::Outcome;
+use crate::report::run::{Outcome, RunReport};
 use futures::stream::{self, StreamExt};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -25,6 +26,8 @@ pub struct Applied {
     pub outcomes: BTreeMap<ObjectKey, Outcome>,
     /// The server's result for objects applied without a dry run, normalized.
     pub pending_results: HashMap<ObjectKey, Value>,
+    /// Objects deleted and created again, with the reason.
+    pub replaced: BTreeMap<ObjectKey, String>,
     /// tend's own objects as the server returned them (their uids, for ownerReferences).
     pub tend_objects: HashMap<ObjectKey, Value>,
     /// Resources of kinds whose CRD this run created (not known when preparing), for `--wait`.
@@ -43,7 +46,8 @@ pub async fn apply_stages(
         prepared.iter().map(|p| (p.object.key(), p)).collect();
     let mut stages: BTreeMap<Stage, Vec<&Prepared>> = BTreeMap::new();
     for c in &plan.changes {
-        if matches!(c.action, Action::Create | Action::Update) && !plan.errors.contains_key(&c.key)
+        if matches!(c.action, Action::Create | Action::Update | Action::Replace)
+            && !plan.errors.contains_key(&c.key)
         {
             if let Some(p) = by_key.get(&c.key) {
                 stages
@@ -60,6 +64,14 @@ pub async fn apply_stages(
         .filter(|k| existing.contains(*k))
         .collect();
     let recreate = &recreate;
+    // Replaces the plan already knows of (a dry run was refused as immutable).
+    let planned: HashMap<&ObjectKey, &str> = plan
+        .changes
+        .iter()
+        .filter(|c| c.action == Action::Replace)
+        .filter_map(|c| Some((&c.key, c.reason.as_deref()?)))
+        .collect();
+    let planned = &planned;
     let mut resources = session.resources.clone();
     let mut applied = Applied::default();
     for (stage, items) in stages {
@@ -80,18 +92,17 @@ pub async fn apply_stages(
                     Some(r) if recreate.contains(&p.object.key()) => {
                         crate::apply::kinds::recreate_pod(&client, r, &p.object.value, opts.timeout)
                             .await
+                            .map(|value| Written {
+                                value,
+                                replaced: None,
+                            })
                             .map_err(|e| e.to_string())
                     }
-                    Some(r) => cluster::apply(
-                        &client,
-                        r,
-                        &p.object.value,
-                        crate::FIELD_MANAGER,
-                        opts.force_conflicts,
-                        false,
-                    )
-                    .await
-                    .map_err(|e| e.to_string()),
+                    Some(r) => {
+                        let key = p.object.key();
+                        let planned = planned.get(&key).copied();
+                        apply_or_replace(&client, r, &p.object.value, planned, opts).await
+                    }
                     None => Err(format!(
                         "the cluster does not serve {} {} (its CRD did not become established)",
                         p.object.api_version(),
@@ -109,8 +120,11 @@ pub async fn apply_stages(
         for (p, resource, duration, result) in results {
             let key = p.object.key();
             let error = match result {
-                Ok(value) => {
+                Ok(Written { value, replaced }) => {
                     tracing::debug!("applied {key}");
+                    if let Some(reason) = replaced {
+                        applied.replaced.insert(key.clone(), reason);
+                    }
                     if plan.pending.contains(&key) {
                         applied
                             .pending_results
@@ -158,4 +172,39 @@ pub async fn apply_stages(
         }
     }
     Ok(applied)
+}
+
+/// Objects applied without a dry run: the diff is live vs what the server returned (unchanged
+/// when equal), the desired object when the apply failed; replaced objects are replaces.
+pub fn settle_pending(
+    report: &mut RunReport,
+    plan: &Plan,
+    applied: &Applied,
+    prepared: &[Prepared],
+) {
+    for c in report.changes.iter_mut() {
+        if let Some(reason) = applied.replaced.get(&c.key) {
+            c.action = Action::Replace;
+            c.reason = Some(reason.clone());
+        }
+        if !plan.pending.contains(&c.key) {
+            continue;
+        }
+        match applied.pending_results.get(&c.key) {
+            Some(after) => {
+                if c.before.as_ref() == Some(after) && c.action != Action::Replace {
+                    c.action = Action::Unchanged;
+                }
+                c.after = Some(after.clone());
+            }
+            None => {
+                c.after = c.before.clone().or_else(|| {
+                    prepared
+                        .iter()
+                        .find(|p| p.object.key() == c.key)
+                        .map(|p| normalize(&p.object.value))
+                });
+            }
+        }
+    }
 }

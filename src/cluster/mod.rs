@@ -46,6 +46,11 @@ pub enum ClusterError {
 /// A one-line message for an API error: the server's own message and reason for API errors
 /// (kube's Display dumps the whole Status struct).
 pub fn api_message(err: &kube::Error) -> String {
+    // A refused immutable field is cut to its cause: kube-apiserver prints the whole new
+    // value as a Go struct (kilobytes for a pod template). The full text is logged at -v.
+    if let Some(cause) = immutable_cause(err) {
+        return cause;
+    }
     match err {
         kube::Error::Api(status) => {
             let mut text = status.message.clone();
@@ -58,7 +63,55 @@ pub fn api_message(err: &kube::Error) -> String {
     }
 }
 
+/// `spec.selector: field is immutable` when the server refused an update (422) because it
+/// changes immutable fields: from the Status causes, else from the message.
+pub fn immutable_cause(err: &kube::Error) -> Option<String> {
+    const IMMUTABLE: &str = "field is immutable";
+    let kube::Error::Api(status) = err else {
+        return None;
+    };
+    if status.code != 422 || !status.message.contains(IMMUTABLE) {
+        return None;
+    }
+    let fields: Vec<String> = status
+        .details
+        .iter()
+        .flat_map(|d| &d.causes)
+        .filter(|c| c.message.contains(IMMUTABLE) && !c.field.is_empty())
+        .map(|c| format!("{}: {IMMUTABLE}", c.field))
+        .collect();
+    if !fields.is_empty() {
+        return Some(fields.join(", "));
+    }
+    // `Job.batch "x" is invalid: spec.template: Invalid value: ...: field is immutable`
+    let field = status
+        .message
+        .split_once(" is invalid: ")
+        .and_then(|(_, rest)| rest.split(':').next())
+        .filter(|f| !f.contains(' '))?;
+    Some(format!("{field}: {IMMUTABLE}"))
+}
+
 impl ClusterError {
+    /// Whether the server refused an update as immutable: the cause, one line.
+    pub fn immutable_cause(&self) -> Option<String> {
+        match self {
+            ClusterError::Api { source, .. } => immutable_cause(source),
+            _ => None,
+        }
+    }
+
+    /// The server's whole message (what [`api_message`] may cut), for `-v`.
+    pub fn server_message(&self) -> Option<&str> {
+        match self {
+            ClusterError::Api {
+                source: kube::Error::Api(status),
+                ..
+            } => Some(&status.message),
+            _ => None,
+        }
+    }
+
     /// HTTP status code of an API error, if this is one.
     pub fn code(&self) -> Option<u16> {
         match self {
@@ -182,5 +235,50 @@ impl std::fmt::Display for RequestStats {
             self.dry_runs(),
             self.list_bytes().div_ceil(1024)
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::core::response::StatusCause;
+    use kube::core::Status;
+
+    fn invalid(message: &str, causes: Vec<StatusCause>) -> kube::Error {
+        let status: Status = serde_json::from_value(serde_json::json!({
+            "status": "Failure", "code": 422, "reason": "Invalid", "message": message,
+            "details": {"causes": causes},
+        }))
+        .expect("a Status");
+        kube::Error::Api(status.boxed())
+    }
+
+    #[test]
+    fn immutable_errors_are_cut_to_their_cause() {
+        let long = format!(
+            "Job.batch \"migrate\" is invalid: spec.template: Invalid value: core.PodTemplateSpec{{{}}}: field is immutable",
+            "x".repeat(3000)
+        );
+        let cause = StatusCause {
+            reason: "FieldValueInvalid".into(),
+            message: "Invalid value: ...: field is immutable".into(),
+            field: "spec.template".into(),
+        };
+        assert_eq!(
+            api_message(&invalid(&long, vec![cause])),
+            "spec.template: field is immutable"
+        );
+        // Without causes, from the message.
+        assert_eq!(
+            immutable_cause(&invalid(&long, vec![])).as_deref(),
+            Some("spec.template: field is immutable")
+        );
+        // Other 422s keep their message.
+        let other = invalid(
+            "Service \"a\" is invalid: spec.ports: Required value",
+            vec![],
+        );
+        assert_eq!(immutable_cause(&other), None);
+        assert!(api_message(&other).starts_with("Service \"a\" is invalid"));
     }
 }

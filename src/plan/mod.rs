@@ -17,6 +17,9 @@ use serde_json::Value;
 pub enum Action {
     Create,
     Update,
+    /// Delete and create again: the API refuses the update as immutable (a Job's pod
+    /// template, or an object annotated `tend.dev/replace: on-immutable`).
+    Replace,
     Unchanged,
     Prune,
 }
@@ -34,6 +37,9 @@ pub struct Change {
     /// The object as it will be after applying: the server's dry-run result, normalized
     /// (None for prunes; the desired object for creates of kinds the server does not serve yet).
     pub after: Option<Value>,
+    /// Why the action was chosen, where it is not obvious (replaces: the field the API
+    /// refuses to change).
+    pub reason: Option<String>,
 }
 
 impl Change {
@@ -48,6 +54,7 @@ impl Change {
 pub struct Summary {
     pub create: usize,
     pub update: usize,
+    pub replace: usize,
     pub prune: usize,
     pub unchanged: usize,
 }
@@ -59,6 +66,7 @@ impl Summary {
             match c.action {
                 Action::Create => s.create += 1,
                 Action::Update => s.update += 1,
+                Action::Replace => s.replace += 1,
                 Action::Prune => s.prune += 1,
                 Action::Unchanged => s.unchanged += 1,
             }
@@ -67,17 +75,18 @@ impl Summary {
     }
 
     pub fn has_differences(&self) -> bool {
-        self.create + self.update + self.prune > 0
+        self.create + self.update + self.replace + self.prune > 0
     }
 }
 
 impl std::fmt::Display for Summary {
-    /// `3 to create, 2 to update, 1 to prune, 994 unchanged`
+    /// `3 to create, 2 to update, 1 to prune, 994 unchanged`; `, 1 to replace` after the
+    /// updates only when there are replaces (the line CI scripts grep stays as it was).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} to create, {} to update, {} to prune, {} unchanged",
-            self.create, self.update, self.prune, self.unchanged
-        )
+        write!(f, "{} to create, {} to update, ", self.create, self.update)?;
+        if self.replace > 0 {
+            write!(f, "{} to replace, ", self.replace)?;
+        }
+        write!(f, "{} to prune, {} unchanged", self.prune, self.unchanged)
     }
 }

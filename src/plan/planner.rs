@@ -12,6 +12,7 @@ use crate::kinds::immortal_container::pod::{
 };
 use crate::render::builtin::stage_of;
 use crate::render::object::{Object, ObjectKey};
+use crate::render::policy;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
@@ -54,6 +55,13 @@ pub fn triage(desired: Desired<'_>, live: Option<&Value>) -> Triage {
     }
     match live {
         _ if !desired.served => Triage::CreateUnserved,
+        // `tend.dev/apply: if-not-present`: whatever the live object holds now is kept.
+        Some(live)
+            if policy::if_not_present(&desired.object.value)
+                && live.pointer("/metadata/deletionTimestamp").is_none() =>
+        {
+            Triage::Unchanged
+        }
         Some(live)
             if fast_path::is_unchanged(&desired.object.value, live, crate::FIELD_MANAGER) =>
         {
@@ -70,6 +78,9 @@ pub enum DryRun {
     Applied(Value),
     /// 404 because the object's namespace is created by this same run.
     NamespaceNotYetCreated,
+    /// 422: the update changes immutable fields; the one-line cause
+    /// (`spec.template: field is immutable`).
+    Immutable(String),
     /// Any other failure, as a message.
     Failed(String),
 }
@@ -176,6 +187,7 @@ pub fn plan(input: PlanInput<'_>) -> Plan {
             origin: None,
             before: Some(normalize(value)),
             after: None,
+            reason: None,
         });
     }
     plan.changes.sort_by_cached_key(|c| {
@@ -211,6 +223,27 @@ fn settle(
         DryRun::NamespaceNotYetCreated => {
             change_of(object, Action::Create, None, Some(normalize(&object.value)))
         }
+        DryRun::Immutable(cause) => match (policy::replace_on_immutable(&object.value), live) {
+            (Some(why), Some(live)) => {
+                let mut change = change_of(
+                    object,
+                    Action::Replace,
+                    before,
+                    Some(normalize(&overlay(live, &object.value))),
+                );
+                change.reason = Some(format!("{cause} ({why})"));
+                change
+            }
+            _ => {
+                let message = format!(
+                    "cannot dry-run apply {}: {cause}; annotate it {}: {} to have tend delete and recreate it",
+                    object.key().kind_and_name(),
+                    policy::REPLACE_ANNOTATION,
+                    policy::ON_IMMUTABLE
+                );
+                settle(object, live, DryRun::Failed(message), errors)
+            }
+        },
         DryRun::Failed(message) => {
             errors.insert(object.key(), message);
             let action = create_or_update(live);
@@ -245,6 +278,31 @@ fn change_of(
         origin: Some(object.origin.clone()),
         before,
         after,
+        reason: None,
+    }
+}
+
+/// What a replaced object will look like, for its diff: the server cannot dry-run creating an
+/// object that exists, so git's fields are laid over the live object (maps merged, lists of
+/// the same length merged item by item, anything else taken from git). The old object's
+/// server defaults then show as context rather than as removals.
+fn overlay(live: &Value, desired: &Value) -> Value {
+    match (live, desired) {
+        (Value::Object(l), Value::Object(d)) => {
+            let mut out = l.clone();
+            for (k, v) in d {
+                let merged = match l.get(k) {
+                    Some(lv) => overlay(lv, v),
+                    None => v.clone(),
+                };
+                out.insert(k.clone(), merged);
+            }
+            Value::Object(out)
+        }
+        (Value::Array(l), Value::Array(d)) if l.len() == d.len() => {
+            Value::Array(l.iter().zip(d).map(|(lv, dv)| overlay(lv, dv)).collect())
+        }
+        (_, d) => d.clone(),
     }
 }
 
@@ -559,6 +617,124 @@ mod tests {
         assert_eq!(actions(&plan), [("a".into(), Action::Update)]);
         assert!(plan.pending.contains(&a.key()));
         assert!(plan.changes[0].after.is_none());
+    }
+
+    fn annotated(mut value: Value, key: &str, val: &str) -> Value {
+        value["metadata"]["annotations"] = json!({key: val});
+        value
+    }
+
+    fn job(config_hash: &str) -> Value {
+        json!({"apiVersion": "batch/v1", "kind": "Job",
+               "metadata": {"name": "migrate", "namespace": "web", "labels": {PART_OF_LABEL: ID}},
+               "spec": {"template": {"metadata": {"annotations": {"tend.dev/config-hash": config_hash}},
+                        "spec": {"restartPolicy": "Never",
+                                 "containers": [{"name": "m", "image": "migrate:1"}]}}}})
+    }
+
+    #[test]
+    fn if_not_present_objects_are_created_but_never_updated() {
+        let secret = |v: &str| {
+            annotated(
+                json!({"apiVersion": "v1", "kind": "Secret",
+                       "metadata": {"name": "token", "namespace": "web"}, "data": {"t": v}}),
+                policy::APPLY_ANNOTATION,
+                policy::IF_NOT_PRESENT,
+            )
+        };
+        let desired = object(secret("Z2l0"));
+        let d = Desired {
+            object: &desired,
+            served: true,
+        };
+        // Edited in the cluster: unchanged without asking the server.
+        let live = secret("ZWRpdGVk");
+        assert_eq!(triage(d, Some(&live)), Triage::Unchanged);
+        let plan = Case::new(vec![desired.clone()]).live(live).plan();
+        assert_eq!(actions(&plan), [("token".into(), Action::Unchanged)]);
+        // Missing: created as usual.
+        assert_eq!(triage(d, None), Triage::NeedsServer);
+        let plan = Case::new(vec![desired.clone()])
+            .dry_run(desired.key(), DryRun::Applied(secret("Z2l0")))
+            .plan();
+        assert_eq!(actions(&plan), [("token".into(), Action::Create)]);
+        // Being deleted: not settled as present.
+        let mut terminating = secret("ZWRpdGVk");
+        terminating["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+        assert_eq!(triage(d, Some(&terminating)), Triage::NeedsServer);
+    }
+
+    #[test]
+    fn jobs_refused_as_immutable_are_replaced_with_the_reason() {
+        let desired = object(job("new"));
+        let plan = Case::new(vec![desired.clone()])
+            .live(job("old"))
+            .dry_run(
+                desired.key(),
+                DryRun::Immutable("spec.template: field is immutable".into()),
+            )
+            .plan();
+        assert_eq!(actions(&plan), [("migrate".into(), Action::Replace)]);
+        assert!(plan.errors.is_empty(), "{:?}", plan.errors);
+        let change = &plan.changes[0];
+        let reason = change.reason.as_deref().unwrap_or_default();
+        assert!(
+            reason.starts_with("spec.template: field is immutable (a Job"),
+            "{reason}"
+        );
+        let diff = change.diff();
+        assert!(
+            diff.contains("-        tend.dev/config-hash: old"),
+            "{diff}"
+        );
+        assert!(
+            diff.contains("+        tend.dev/config-hash: new"),
+            "{diff}"
+        );
+        assert_eq!(crate::plan::Summary::of(&plan.changes).replace, 1);
+        assert!(crate::plan::Summary::of(&plan.changes).has_differences());
+    }
+
+    #[test]
+    fn immutable_updates_are_replaced_only_where_the_policy_allows() {
+        let deployment = |app: &str| {
+            json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                   "metadata": {"name": "api", "namespace": "web"},
+                   "spec": {"selector": {"matchLabels": {"app": app}}}})
+        };
+        let refused = DryRun::Immutable("spec.selector: field is immutable".into());
+        // Annotated: replaced; the old object's server defaults stay as context in the diff.
+        let mut live = deployment("v1");
+        live["spec"]["revisionHistoryLimit"] = json!(10);
+        let desired = object(annotated(
+            deployment("v2"),
+            policy::REPLACE_ANNOTATION,
+            policy::ON_IMMUTABLE,
+        ));
+        let plan = Case::new(vec![desired.clone()])
+            .live(live.clone())
+            .dry_run(desired.key(), refused.clone())
+            .plan();
+        assert_eq!(actions(&plan), [("api".into(), Action::Replace)]);
+        assert_eq!(
+            plan.changes[0].reason.as_deref(),
+            Some("spec.selector: field is immutable (tend.dev/replace: on-immutable)")
+        );
+        assert!(!plan.changes[0].diff().contains("-  revisionHistoryLimit"));
+        // Not annotated: an error of that object, one line, with the way out.
+        let desired = object(deployment("v2"));
+        let plan = Case::new(vec![desired.clone()])
+            .live(live)
+            .dry_run(desired.key(), refused)
+            .plan();
+        assert_eq!(actions(&plan), [("api".into(), Action::Update)]);
+        let error = plan.errors.get(&desired.key()).cloned().unwrap_or_default();
+        assert!(
+            error.contains("spec.selector: field is immutable;")
+                && error.contains("tend.dev/replace: on-immutable")
+                && !error.contains('\n'),
+            "{error}"
+        );
     }
 
     fn immortal_pod(image: &str) -> Object {

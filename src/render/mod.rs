@@ -16,6 +16,7 @@ mod complete;
 pub mod config_hash;
 pub mod file_modes;
 pub mod object;
+pub mod policy;
 pub mod tend_kinds;
 pub mod validate;
 

@@ -158,6 +158,12 @@ pub fn check_document(file: &Path, doc: &Document) -> Vec<Problem> {
                                     describe(value)
                                 ),
                             );
+                        } else if let Some(why) = (field == "annotations")
+                            .then(|| super::policy::value_problem(key, value.as_str()?))
+                            .flatten()
+                        {
+                            reported += 1;
+                            problem(&["metadata", field, key], why);
                         } else if field == "labels" {
                             let text = value.as_str().unwrap_or_default();
                             if names::label_value(text).is_err() {
@@ -666,6 +672,21 @@ mod tests {
         let p = problems_of("apiVersion: v1\nkind: Service\nmetadata:\n  name: a\nspec:\n  ports:\n  - port: 80\n    targetPort: http\n  - port: 443\n    targetPort: 8443\n");
         assert!(p.is_empty(), "{p:?}");
         let p = problems_of("apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\nspec:\n  containers:\n  - name: a\n    resources:\n      limits: {cpu: 1, memory: 1Gi}\n");
+        assert!(p.is_empty(), "{p:?}");
+    }
+
+    #[test]
+    fn unknown_policy_values_are_named_at_their_line() {
+        let p = problems_of("apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n  annotations:\n    tend.dev/prune: disabled\n    tend.dev/apply: always\n");
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert_eq!(p[0].line, 7);
+        assert!(
+            p[0].message
+                .contains("tend.dev/apply: unknown value \"always\""),
+            "{}",
+            p[0]
+        );
+        let p = problems_of("apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n  annotations:\n    tend.dev/apply: if-not-present\n    tend.dev/replace: on-immutable\n");
         assert!(p.is_empty(), "{p:?}");
     }
 

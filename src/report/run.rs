@@ -50,7 +50,7 @@ impl RunReport {
     /// changes nothing, so a site whose only difference is one stays "in sync".
     pub fn has_differences(&self) -> bool {
         let s = self.summary();
-        s.create + s.update + s.prune.saturating_sub(self.skipped()) > 0
+        s.create + s.update + s.replace + s.prune.saturating_sub(self.skipped()) > 0
     }
 
     pub fn failed(&self) -> usize {

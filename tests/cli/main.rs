@@ -13,6 +13,7 @@ mod kustomize;
 mod lists;
 mod load_errors;
 mod namespace_race;
+mod policies;
 mod reads;
 mod render;
 mod shipping;

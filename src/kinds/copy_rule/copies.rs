@@ -170,6 +170,25 @@ pub fn expand_rule(
     (copies, outcome)
 }
 
+/// Argo CD's tracking annotation: with it, `app.kubernetes.io/instance` is Argo CD's too.
+const ARGOCD_TRACKING_ANNOTATION: &str = "argocd.argoproj.io/tracking-id";
+
+/// Remove the labels by which GitOps tools (an ApplySet, Argo CD, Flux) track the source as
+/// theirs: a copy carrying them would be claimed, or pruned, by that tool. tend's own
+/// ApplySet label is added to the copy afterwards like to every object it applies.
+fn drop_tracking_labels(labels: &mut Map<String, Value>, source: &Value) {
+    labels.remove(PART_OF_LABEL);
+    labels.remove("argocd.argoproj.io/instance");
+    let argo_tracked = source
+        .pointer("/metadata/annotations")
+        .and_then(Value::as_object)
+        .is_some_and(|a| a.contains_key(ARGOCD_TRACKING_ANNOTATION));
+    if argo_tracked {
+        labels.remove("app.kubernetes.io/instance");
+    }
+    labels.retain(|key, _| !key.starts_with("kustomize.toolkit.fluxcd.io/"));
+}
+
 /// A copy of `source` for `namespace`: same name, data and type, labels kept, server fields
 /// stripped, annotated with its origin.
 fn copy_of(source: &Value, kind: &str, namespace: &str, source_namespace: &str) -> Value {
@@ -179,7 +198,7 @@ fn copy_of(source: &Value, kind: &str, namespace: &str, source_namespace: &str) 
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    labels.remove(PART_OF_LABEL);
+    drop_tracking_labels(&mut labels, source);
     let mut copy = json!({
         "apiVersion": "v1",
         "kind": kind,
@@ -267,6 +286,34 @@ mod tests {
             copies[0].origin.generated_by.as_ref().map(ObjectKey::kind_and_name),
             Some("CopyRule r".to_string())
         );
+    }
+
+    #[test]
+    fn copies_drop_the_tracking_labels_of_other_tools() {
+        let mut live = view();
+        let labels = json!({"copyrator": "true", "app": "ca",
+            PART_OF_LABEL: "applyset-someone-else-v1",
+            "argocd.argoproj.io/instance": "platform",
+            "app.kubernetes.io/instance": "platform",
+            "kustomize.toolkit.fluxcd.io/name": "infra",
+            "kustomize.toolkit.fluxcd.io/namespace": "flux-system"});
+        let source = |annotations: Value| {
+            json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"ca","namespace":"default",
+                "labels": labels.clone(), "annotations": annotations},"data":{"ca.crt":"PEM"}})
+        };
+        let tracked = json!({"argocd.argoproj.io/tracking-id": "platform:/ConfigMap:default/ca"});
+        live.sources.insert("r".into(), vec![source(tracked)]);
+        let (copies, _) = expand_rule(&rule(json!({})), &origin(), &[], &live, "set-1");
+        let kept = |c: &Object| {
+            let mut keys: Vec<String> = labels_of(&c.value).into_keys().collect();
+            keys.sort();
+            keys
+        };
+        assert_eq!(kept(&copies[0]), ["app", "copyrator"]);
+        // Without Argo CD's tracking annotation, app.kubernetes.io/instance is the app's own.
+        live.sources.insert("r".into(), vec![source(json!({}))]);
+        let (copies, _) = expand_rule(&rule(json!({})), &origin(), &[], &live, "set-1");
+        assert_eq!(kept(&copies[0]), ["app", "app.kubernetes.io/instance", "copyrator"]);
     }
 
     #[test]
