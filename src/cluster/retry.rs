@@ -189,7 +189,9 @@ mod tests {
         .await;
         assert!(is_missing_service_account(&r.unwrap_err()));
         assert!(started.elapsed() >= FAST.total);
-        assert!(calls.get() > 4, "{}", calls.get());
+        // Retried until the budget ran out (how often depends on the machine's load: the
+        // pauses double from 5 ms, so a busy machine fits fewer into 200 ms).
+        assert!(calls.get() >= 2, "{}", calls.get());
     }
 
     #[tokio::test]
