@@ -66,6 +66,7 @@ pub fn add_reload_changes(report: &mut RunReport, kinds: &KindsContext) {
             origin: None,
             before: Some(before),
             after: Some(after),
+            drift: Vec::new(),
         });
     }
 }

@@ -3,6 +3,7 @@
 //! hands them in; everything here is unit- and property-testable.
 
 pub mod diff;
+pub mod drift;
 pub mod fast_path;
 pub mod inventory;
 pub mod normalize;
@@ -34,6 +35,9 @@ pub struct Change {
     /// The object as it will be after applying: the server's dry-run result, normalized
     /// (None for prunes; the desired object for creates of kinds the server does not serve yet).
     pub after: Option<Value>,
+    /// For updates: changed fields another field manager last wrote (from the live object's
+    /// managedFields, which normalization drops, so captured by the planner).
+    pub drift: Vec<drift::Drift>,
 }
 
 impl Change {

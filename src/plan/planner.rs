@@ -176,6 +176,7 @@ pub fn plan(input: PlanInput<'_>) -> Plan {
             origin: None,
             before: Some(normalize(value)),
             after: None,
+            drift: Vec::new(),
         });
     }
     plan.changes.sort_by_cached_key(|c| {
@@ -204,7 +205,16 @@ fn settle(
                 Some(b) if *b == after => Action::Unchanged,
                 Some(_) => Action::Update,
             };
-            change_of(object, action, before, Some(after))
+            let drift = match (live, &before) {
+                (Some(live), Some(b)) if action == Action::Update => {
+                    super::drift::drift(live, b, &after, crate::FIELD_MANAGER)
+                }
+                _ => Vec::new(),
+            };
+            Change {
+                drift,
+                ..change_of(object, action, before, Some(after))
+            }
         }
         // The server cannot dry-run objects in a namespace that does not exist yet: show the
         // desired object as the creation.
@@ -245,6 +255,7 @@ fn change_of(
         origin: Some(object.origin.clone()),
         before,
         after,
+        drift: Vec::new(),
     }
 }
 
