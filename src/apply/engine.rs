@@ -154,7 +154,7 @@ fn base_report(command: &str, opts: &EngineOptions, plan: &Plan) -> RunReport {
         ..RunReport::default()
     };
     for (key, error) in &plan.errors {
-        tracing::error!("{error}");
+        super::log_object_error(key, error);
         report.outcomes.insert(
             key.clone(),
             Outcome {

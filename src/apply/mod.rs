@@ -15,3 +15,15 @@ mod progress;
 pub mod prune;
 pub mod stages;
 pub mod wait;
+
+use crate::render::object::ObjectKey;
+
+/// Log one object's failure on stderr cut to its cause (a 422 can embed kilobytes of Go struct
+/// dump); the full text at `-v`, as in the report.
+pub(crate) fn log_object_error(key: &ObjectKey, error: &str) {
+    let cause = crate::cluster::cause::cut(error);
+    tracing::error!("{key}: {cause}");
+    if cause != error {
+        tracing::debug!("{error}");
+    }
+}

@@ -130,7 +130,7 @@ pub async fn apply_stages(
                 }
                 Err(error) => {
                     failed += 1;
-                    tracing::error!("{error}");
+                    super::log_object_error(&key, &error);
                     Some(error)
                 }
             };
