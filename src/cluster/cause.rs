@@ -133,7 +133,7 @@ fn split_top_level<'a>(s: &'a str, sep: &str) -> Vec<&'a str> {
 }
 
 /// Where a Go `%#v` dump starts: a qualified type name followed by `{` (`core.PodSpec{`,
-/// `v1.LabelSelector{`) or `map[`.
+/// `&v1.LabelSelector{`) or `map[`.
 fn dump_start(s: &str) -> Option<usize> {
     let bytes = s.as_bytes();
     for (i, _) in s.match_indices('{') {
@@ -143,7 +143,10 @@ fn dump_start(s: &str) -> Option<usize> {
             j -= 1;
         }
         let name = &s[j..i];
-        if name.contains('.') && !name.starts_with('.') && (j == 0 || bytes[j - 1] == b' ') {
+        if name.contains('.')
+            && !name.starts_with('.')
+            && (j == 0 || matches!(bytes[j - 1], b' ' | b'&' | b'*' | b'('))
+        {
             return Some(j);
         }
     }

@@ -12,6 +12,7 @@ mod kustomize;
 mod lists;
 mod load_errors;
 mod namespace_race;
+mod output;
 mod reads;
 mod render;
 mod shipping;
