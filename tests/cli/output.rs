@@ -159,9 +159,9 @@ fn markdown_of_a_large_change_set_fits_a_note() {
     let cluster = TestCluster::start();
     let configmaps = |value: &str| -> Vec<(String, String)> {
         let mut docs = vec![ns_yaml("big")];
-        for c in 0..40 {
-            let data: String = (0..450)
-                .map(|i| format!("  key{i:04}: {value}-{}\n", "v".repeat(40)))
+        for c in 0..80 {
+            let data: String = (0..500)
+                .map(|i| format!("  key{i:04}: {value}-{}\n", "v".repeat(50)))
                 .collect();
             docs.push(format!(
                 "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big-{c:02}\n  namespace: big\ndata:\n{data}"
@@ -185,7 +185,7 @@ fn markdown_of_a_large_change_set_fits_a_note() {
         .map(|o| o["diff"].as_str().unwrap().len())
         .sum();
     assert!(
-        diff_chars > 4_500_000,
+        diff_chars > 5_000_000,
         "change set of {diff_chars} characters"
     );
 
@@ -196,7 +196,7 @@ fn markdown_of_a_large_change_set_fits_a_note() {
     assert!(md.contains("> **Note:** "), "{:.3000}", md);
     assert!(md.contains("were cut (largest first)"), "{:.3000}", md);
     assert!(md.contains("the full report is in `-o json`"));
-    assert_eq!(md.matches("| ~ update | v1 ConfigMap |").count(), 40);
+    assert_eq!(md.matches("| ~ update | v1 ConfigMap |").count(), 80);
 }
 
 /// A field another manager changed names that manager in every format.
