@@ -22,8 +22,11 @@ use crate::render::object::ObjectKey;
 /// dump); the full text at `-v`, as in the report.
 pub(crate) fn log_object_error(key: &ObjectKey, error: &str) {
     let cause = crate::cluster::cause::cut(error);
-    tracing::error!("{key}: {cause}");
-    if cause != error {
+    if cause == error {
+        tracing::error!("{error}");
+    } else {
+        // The cause alone no longer names the object.
+        tracing::error!("{key}: {cause}");
         tracing::debug!("{error}");
     }
 }
