@@ -349,6 +349,9 @@ async fn apply_locked(
             Some(after) => {
                 if c.before.as_ref() == Some(after) {
                     c.action = Action::Unchanged;
+                } else if let (Some(live), Some(before)) = (observed.live.get(&c.key), &c.before) {
+                    // The live object read before the apply still has its managedFields.
+                    c.drift = crate::plan::drift::drift(live, before, after, crate::FIELD_MANAGER);
                 }
                 c.after = Some(after.clone());
             }

@@ -245,9 +245,13 @@ fn drifted_replicas_names_the_manager() {
         "{md}"
     );
 
-    // tend takes the field back; afterwards there is no drift to report.
-    let (code, _, stderr) = tend_on(&cluster, dir.path(), &["apply"]);
+    // tend takes the field back, saying from whom; afterwards there is no drift to report.
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["apply"]);
     assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("  drift: spec.replicas: 5 → 2 (set by kubectl-patch at "),
+        "{stdout}"
+    );
     let (code, stdout, _) = tend_on(&cluster, dir.path(), &["diff"]);
     assert_eq!(code, 0, "{stdout}");
 }
