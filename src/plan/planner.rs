@@ -497,6 +497,29 @@ mod tests {
     }
 
     #[test]
+    fn update_names_the_manager_of_drifted_fields() {
+        let desired = object(cm("a", "2"));
+        let key = desired.key();
+        let mut live = cm("a", "1");
+        live["metadata"]["managedFields"] = json!([
+            {"manager": "kubectl-edit", "operation": "Update", "time": "2026-11-23T21:40:00Z",
+             "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:k": {}}}}
+        ]);
+        let plan = Case::new(vec![desired])
+            .live(live)
+            .dry_run(key, DryRun::Applied(cm("a", "2")))
+            .plan();
+        let drift = &plan.changes[0].drift;
+        assert_eq!(drift.len(), 1, "{drift:?}");
+        assert_eq!(
+            drift[0].to_string(),
+            "data.k: 1 → 2 (set by kubectl-edit at 2026-11-23T21:40:00Z)"
+        );
+        // The diff still has no managedFields (normalized before diffing).
+        assert!(!plan.changes[0].diff().contains("managedFields"));
+    }
+
+    #[test]
     fn dry_run_equal_to_live_is_unchanged() {
         let desired = object(cm("a", "1"));
         let key = desired.key();
