@@ -66,14 +66,16 @@ pub fn markdown(report: &RunReport, shown: Shown) -> String {
         body.push_str("No changes: the cluster matches git.\n");
     } else {
         let table_budget = MARKDOWN_BUDGET / 2;
-        body.push_str(if is_apply {
+        // A diff whose dry runs failed says why, as an apply does.
+        let with_result = is_apply || report.failed() > 0;
+        body.push_str(if with_result {
             "| action | kind | object | source | result |\n|---|---|---|---|---|\n"
         } else {
             "| action | kind | object | source |\n|---|---|---|---|\n"
         });
         let mut unlisted = 0;
         for change in &listed {
-            let row = table_row(report, change, is_apply, shown);
+            let row = table_row(report, change, with_result, shown);
             if body.len() + row.len() > table_budget {
                 unlisted += 1;
                 continue;
@@ -162,7 +164,7 @@ struct Block {
 }
 
 /// A row of the object table.
-fn table_row(report: &RunReport, change: &Change, is_apply: bool, shown: Shown) -> String {
+fn table_row(report: &RunReport, change: &Change, with_result: bool, shown: Shown) -> String {
     let object = match &change.key.namespace {
         Some(ns) => format!("{ns}/{}", change.key.name),
         None => change.key.name.clone(),
@@ -179,7 +181,7 @@ fn table_row(report: &RunReport, change: &Change, is_apply: bool, shown: Shown) 
         md_cell(&object),
         md_cell(&source),
     );
-    if is_apply {
+    if with_result {
         let result = match report.outcomes.get(&change.key) {
             Some(Outcome { error: Some(e), .. }) => {
                 format!("failed: {}", error_text(e, shown.verbose))
@@ -345,6 +347,27 @@ mod tests {
                 .collect();
             assert!(counts.windows(2).all(|w| w[0] == w[1]), "{table}");
         }
+    }
+
+    #[test]
+    fn markdown_diff_with_failed_dry_runs_says_why() {
+        let mut r = apply_report();
+        r.command = "diff".into();
+        let out = markdown(&r, PLAIN);
+        assert!(
+            out.contains("| action | kind | object | source | result |\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("| failed: admission webhook denied the request |\n"),
+            "{out}"
+        );
+        // Without failures a diff has no result column.
+        let out = markdown(&diff_report(), PLAIN);
+        assert!(
+            out.contains("| action | kind | object | source |\n|---|---|---|---|\n"),
+            "{out}"
+        );
     }
 
     #[test]
