@@ -124,7 +124,7 @@ pub(super) fn error_text(error: &str, verbose: bool) -> String {
 }
 
 /// Human report: per listed object a header line (`~ apps/v1 Deployment web/nginx  # file:line`),
-/// its drifted fields and its diff (see [`shows_body`]), and for `apply` its failure or skipped
+/// its drifted fields and its diff (see `shows_body`), and for `apply` its failure or skipped
 /// prune; then the summary line and run-level errors. Unchanged objects are listed only when
 /// verbose. `color` adds ANSI SGR colours.
 pub fn text(report: &RunReport, color: bool, shown: Shown) -> String {

@@ -23,7 +23,7 @@ pub const MARKDOWN_BUDGET: usize = 900_000;
 pub const COLLAPSE_LINES: usize = 200;
 
 /// Report for a merge-request note: title with commit and cluster, summary table, table of
-/// changed objects, drifted fields, and the diffs [`shows_body`] allows.
+/// changed objects, drifted fields, and the diffs `shows_body` allows.
 pub fn markdown(report: &RunReport, shown: Shown) -> String {
     let mut head = format!("### tend {}", md_text(&report.command));
     if report.dry_run {
