@@ -56,10 +56,9 @@ pub fn drift(live: &Value, before: &Value, after: &Value, own_manager: &str) -> 
     else {
         return Vec::new();
     };
-    let others: Vec<&Value> = entries
+    let (own, others): (Vec<&Value>, Vec<&Value>) = entries
         .iter()
-        .filter(|e| e.get("manager").and_then(Value::as_str) != Some(own_manager))
-        .collect();
+        .partition(|e| e.get("manager").and_then(Value::as_str) == Some(own_manager));
     if others.is_empty() {
         return Vec::new();
     }
@@ -72,11 +71,17 @@ pub fn drift(live: &Value, before: &Value, after: &Value, own_manager: &str) -> 
     let mut changed = Vec::new();
     changed_leaves(Some(&before), Some(&after), &mut Vec::new(), &mut changed);
     let mut out = Vec::new();
+    let owned = |e: &&Value, path: &[Step]| e.get("fieldsV1").is_some_and(|f| owns(f, path, live));
     for leaf in changed {
+        // A field tend still owns holds what tend last applied (a writer that changed it would
+        // have taken it over): a change there comes from git, not drift, even when shared.
+        if own.iter().any(|e| owned(e, &leaf.path)) {
+            continue;
+        }
         // The most recent writer wins when several entries reach the path.
         let owner = others
             .iter()
-            .filter(|e| e.get("fieldsV1").is_some_and(|f| owns(f, &leaf.path, live)))
+            .filter(|e| owned(e, &leaf.path))
             .max_by_key(|e| e.get("time").and_then(Value::as_str).unwrap_or(""));
         if let Some(entry) = owner {
             out.push(Drift {
@@ -286,6 +291,20 @@ mod tests {
         // No managedFields at all: nothing to say.
         let bare = deployment(5, "app:1");
         assert!(drift(&bare, &bare, &deployment(2, "app:1"), "tend").is_empty());
+    }
+
+    #[test]
+    fn shared_fields_are_not_drift() {
+        // Another manager co-owns replicas with tend (same value): git changes it, not drift.
+        let f = json!({"f:spec": {"f:replicas": {}}});
+        let live = with_managers(
+            deployment(5, "a"),
+            json!([
+                entry("tend", "t1", f.clone()),
+                entry("kubectl-client-side-apply", "t2", f)
+            ]),
+        );
+        assert!(drift(&live, &deployment(5, "a"), &deployment(2, "a"), "tend").is_empty());
     }
 
     #[test]
