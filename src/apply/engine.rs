@@ -152,7 +152,7 @@ fn base_report(command: &str, opts: &EngineOptions, plan: &Plan) -> RunReport {
         ..RunReport::default()
     };
     for (key, error) in &plan.errors {
-        tracing::error!("{error}");
+        super::log_object_error(key, error);
         report.outcomes.insert(
             key.clone(),
             Outcome {
@@ -302,7 +302,7 @@ async fn apply_locked(
     .await;
     report.errors.extend(errors);
 
-    stages::settle_pending(&mut report, &plan, &applied, &prepared);
+    stages::settle_pending(&mut report, &plan, &applied, &prepared, &observed.live);
 
     // Prune, in reverse stage order, after everything else.
     let mut still_members: Vec<ObjectKey> = plan.kept.keys().cloned().collect();

@@ -67,6 +67,7 @@ pub fn add_reload_changes(report: &mut RunReport, kinds: &KindsContext) {
             before: Some(before),
             after: Some(after),
             reason: None,
+            drift: Vec::new(),
         });
     }
 }

@@ -17,3 +17,18 @@ pub mod prune;
 mod replace;
 pub mod stages;
 pub mod wait;
+
+use crate::render::object::ObjectKey;
+
+/// Log one object's failure on stderr cut to its cause (a 422 can embed kilobytes of Go struct
+/// dump); the full text at `-v`, as in the report.
+pub(crate) fn log_object_error(key: &ObjectKey, error: &str) {
+    let cause = crate::cluster::cause::cut(error);
+    if cause == error {
+        tracing::error!("{error}");
+    } else {
+        // The cause alone no longer names the object.
+        tracing::error!("{key}: {cause}");
+        tracing::debug!("{error}");
+    }
+}

@@ -74,7 +74,7 @@ pub async fn prune(
                     None
                 }
                 Err(error) => {
-                    tracing::error!("{error}");
+                    super::log_object_error(key, &error);
                     pruned.still_members.push(key.clone());
                     Some(error)
                 }

@@ -8,6 +8,7 @@ use super::progress::{self, Tick};
 use super::replace::{apply_or_replace, Written};
 use super::wait;
 use crate::cluster::{self, Resource, Session};
+use crate::plan::drift;
 use crate::plan::normalize::normalize;
 use crate::plan::planner::Plan;
 use crate::plan::Action;
@@ -143,7 +144,7 @@ pub async fn apply_stages(
                 }
                 Err(error) => {
                     failed += 1;
-                    tracing::error!("{error}");
+                    super::log_object_error(&key, &error);
                     Some(error)
                 }
             };
@@ -181,6 +182,7 @@ pub fn settle_pending(
     plan: &Plan,
     applied: &Applied,
     prepared: &[Prepared],
+    live: &HashMap<ObjectKey, Value>,
 ) {
     for c in report.changes.iter_mut() {
         if let Some(reason) = applied.replaced.get(&c.key) {
@@ -194,6 +196,9 @@ pub fn settle_pending(
             Some(after) => {
                 if c.before.as_ref() == Some(after) && c.action != Action::Replace {
                     c.action = Action::Unchanged;
+                } else if let (Some(live), Some(before)) = (live.get(&c.key), &c.before) {
+                    // The live object read before the apply still has its managedFields.
+                    c.drift = drift::drift(live, before, after, crate::FIELD_MANAGER);
                 }
                 c.after = Some(after.clone());
             }

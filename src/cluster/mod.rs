@@ -2,6 +2,7 @@
 //! in-cluster), discovery (aggregated, with a fallback for servers without it), and the few
 //! verbs tend uses on `DynamicObject`s, each wrapped in a retry with backoff.
 
+pub mod cause;
 mod discovery;
 pub mod retry;
 mod session;

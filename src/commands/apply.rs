@@ -28,7 +28,7 @@ pub struct ApplyArgs {
 }
 
 pub fn run(global: &GlobalArgs, args: &ApplyArgs) -> Result<Verdict, Error> {
-    let format = report_format(global, "apply")?;
+    let format = report_format(global, &args.engine, "apply")?;
     let flags = ApplyFlags {
         dry_run: args.dry_run,
         wait: args.wait,

@@ -15,7 +15,7 @@ pub struct DiffArgs {
 }
 
 pub fn run(global: &GlobalArgs, args: &DiffArgs) -> Result<Verdict, Error> {
-    let format = report_format(global, "diff")?;
+    let format = report_format(global, &args.engine, "diff")?;
     let opts = args.engine.options(global, Mode::Diff, None);
     finish(&reconcile(&opts)?, format)
 }

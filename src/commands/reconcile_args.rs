@@ -7,7 +7,7 @@ use crate::ops::reconcile::{Mode, ReconcileOptions, Reconciled};
 use crate::ops::Verdict;
 use crate::plan::planner::PruneLimits;
 use crate::render::RenderOptions;
-use crate::report::ReportFormat;
+use crate::report::{ReportFormat, Shown};
 use crate::Error;
 use clap::Args;
 use std::io::IsTerminal;
@@ -33,6 +33,9 @@ pub struct EngineArgs {
     /// Allow pruning everything when the desired set is empty.
     #[arg(long, env = "TEND_ALLOW_EMPTY")]
     pub allow_empty: bool,
+    /// Print the full body of each created object (text and markdown show one line per create; -o json always has them).
+    #[arg(long, env = "TEND_SHOW_CREATES")]
+    pub show_creates: bool,
 }
 
 /// Parse `30s`, `5m`, `1h`, `500ms` or plain seconds.
@@ -124,14 +127,22 @@ impl Default for ApplyFlags {
 
 /// The report format `-o` asks for; `diff` and `apply` print text, json or markdown. Checked
 /// before anything is loaded.
-pub fn report_format(global: &GlobalArgs, command: &str) -> Result<ReportFormat, Error> {
+pub fn report_format(
+    global: &GlobalArgs,
+    engine: &EngineArgs,
+    command: &str,
+) -> Result<ReportFormat, Error> {
+    let shown = Shown {
+        verbose: global.verbose > 0,
+        show_creates: engine.show_creates,
+    };
     match global.output {
         None | Some(OutputFormat::Text) => Ok(ReportFormat::Text {
             color: global.use_color(std::io::stdout().is_terminal()),
-            verbose: global.verbose > 0,
+            shown,
         }),
         Some(OutputFormat::Json) => Ok(ReportFormat::Json),
-        Some(OutputFormat::Markdown) => Ok(ReportFormat::Markdown),
+        Some(OutputFormat::Markdown) => Ok(ReportFormat::Markdown { shown }),
         Some(OutputFormat::Yaml) => Err(Error::Usage(format!(
             "tend {command} prints text, json or markdown; use -o text, -o json or -o markdown"
         ))),

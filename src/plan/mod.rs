@@ -3,6 +3,7 @@
 //! hands them in; everything here is unit- and property-testable.
 
 pub mod diff;
+pub mod drift;
 pub mod fast_path;
 pub mod inventory;
 pub mod normalize;
@@ -40,6 +41,9 @@ pub struct Change {
     /// Why the action was chosen, where it is not obvious (replaces: the field the API
     /// refuses to change).
     pub reason: Option<String>,
+    /// For updates: changed fields another field manager last wrote (from the live object's
+    /// managedFields, which normalization drops, so captured by the planner).
+    pub drift: Vec<drift::Drift>,
 }
 
 impl Change {

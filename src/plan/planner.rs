@@ -188,6 +188,7 @@ pub fn plan(input: PlanInput<'_>) -> Plan {
             before: Some(normalize(value)),
             after: None,
             reason: None,
+            drift: Vec::new(),
         });
     }
     plan.changes.sort_by_cached_key(|c| {
@@ -216,7 +217,16 @@ fn settle(
                 Some(b) if *b == after => Action::Unchanged,
                 Some(_) => Action::Update,
             };
-            change_of(object, action, before, Some(after))
+            let drift = match (live, &before) {
+                (Some(live), Some(b)) if action == Action::Update => {
+                    super::drift::drift(live, b, &after, crate::FIELD_MANAGER)
+                }
+                _ => Vec::new(),
+            };
+            Change {
+                drift,
+                ..change_of(object, action, before, Some(after))
+            }
         }
         // The server cannot dry-run objects in a namespace that does not exist yet: show the
         // desired object as the creation.
@@ -279,6 +289,7 @@ fn change_of(
         before,
         after,
         reason: None,
+        drift: Vec::new(),
     }
 }
 
@@ -541,6 +552,29 @@ mod tests {
             "{diff}"
         );
         assert!(plan.errors.is_empty());
+    }
+
+    #[test]
+    fn update_names_the_manager_of_drifted_fields() {
+        let desired = object(cm("a", "2"));
+        let key = desired.key();
+        let mut live = cm("a", "1");
+        live["metadata"]["managedFields"] = json!([
+            {"manager": "kubectl-edit", "operation": "Update", "time": "2026-11-23T21:40:00Z",
+             "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:k": {}}}}
+        ]);
+        let plan = Case::new(vec![desired])
+            .live(live)
+            .dry_run(key, DryRun::Applied(cm("a", "2")))
+            .plan();
+        let drift = &plan.changes[0].drift;
+        assert_eq!(drift.len(), 1, "{drift:?}");
+        assert_eq!(
+            drift[0].to_string(),
+            "data.k: 1 → 2 (set by kubectl-edit at 2026-11-23T21:40:00Z)"
+        );
+        // The diff still has no managedFields (normalized before diffing).
+        assert!(!plan.changes[0].diff().contains("managedFields"));
     }
 
     #[test]

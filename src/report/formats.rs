@@ -1,11 +1,16 @@
 //! The report of `tend diff` / `tend apply` in its three formats: text (coloured unified diffs
 //! for a terminal or CI log), json (the machine report, schema in docs/report-schema.md) and
-//! markdown (merge-request comments).
+//! markdown (merge-request comments, in [`super::markdown`]).
+//!
+//! Sized for CI logs (SPEC 4): text and markdown print one line per created or pruned object
+//! and a diff per updated one; bodies of created objects only with `--show-creates` (JSON
+//! always has them). Server errors are cut to their cause ([`cut`]) except at `-v` and in JSON.
 //!
 //! Object contents reach the output only through [`Change::diff`], which masks Secret values;
 //! nothing here prints a change's `before`/`after` directly.
 
 use super::run::{Outcome, RunReport};
+pub use crate::cluster::cause::cut;
 use crate::plan::{Action, Change};
 use crate::render::object::ObjectKey;
 use serde_json::{json, Value};
@@ -13,9 +18,6 @@ use std::fmt::Write as _;
 
 /// Version of the JSON report's schema; bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;
-
-/// GitHub rejects comments over 65536 characters; keep a margin for the tables.
-const MARKDOWN_BUDGET: usize = 60_000;
 
 const BOLD: &str = "\x1b[1m";
 const RED: &str = "\x1b[31m";
@@ -25,7 +27,7 @@ const CYAN: &str = "\x1b[36m";
 const RESET: &str = "\x1b[0m";
 
 /// `+` create, `~` update, `±` replace, `-` prune, `=` unchanged.
-fn sigil(action: Action) -> char {
+pub(super) fn sigil(action: Action) -> char {
     match action {
         Action::Create => '+',
         Action::Update => '~',
@@ -35,7 +37,7 @@ fn sigil(action: Action) -> char {
     }
 }
 
-fn action_name(action: Action) -> &'static str {
+pub(super) fn action_name(action: Action) -> &'static str {
     match action {
         Action::Create => "create",
         Action::Update => "update",
@@ -46,7 +48,7 @@ fn action_name(action: Action) -> &'static str {
 }
 
 /// `apps/v1 Deployment web/nginx`.
-fn title(change: &Change) -> String {
+pub(super) fn title(change: &Change) -> String {
     let key = &change.key;
     match &key.namespace {
         Some(ns) => format!("{} {} {ns}/{}", change.api_version, key.kind, key.name),
@@ -55,7 +57,7 @@ fn title(change: &Change) -> String {
 }
 
 /// `web/nginx.yaml:12` (no generated-by; that is a separate field).
-fn source(change: &Change) -> Option<String> {
+pub(super) fn source(change: &Change) -> Option<String> {
     change
         .origin
         .as_ref()
@@ -65,7 +67,7 @@ fn source(change: &Change) -> Option<String> {
 /// The diff a report shows: nothing for unchanged objects (their before/after may be absent or
 /// identical) and for prunes a guard skipped (nothing happens to them), the masked unified diff
 /// otherwise.
-fn shown_diff(change: &Change, outcome: Option<&Outcome>) -> String {
+pub(super) fn shown_diff(change: &Change, outcome: Option<&Outcome>) -> String {
     if change.action == Action::Unchanged || outcome.is_some_and(|o| o.skipped.is_some()) {
         String::new()
     } else {
@@ -74,14 +76,14 @@ fn shown_diff(change: &Change, outcome: Option<&Outcome>) -> String {
 }
 
 /// Whether an object appears in the per-object part of a report.
-fn listed(change: &Change, outcome: Option<&Outcome>, verbose: bool) -> bool {
+pub(super) fn listed(change: &Change, outcome: Option<&Outcome>, verbose: bool) -> bool {
     verbose
         || change.action != Action::Unchanged
         || outcome.is_some_and(|o| o.error.is_some() || o.skipped.is_some())
 }
 
 /// `3 to create, 2 to update, 1 to prune, 994 unchanged[, N skipped by a guard][, N failed]`.
-fn summary_line(report: &RunReport) -> String {
+pub(super) fn summary_line(report: &RunReport) -> String {
     let mut line = report.summary().to_string();
     let skipped = report.skipped();
     if skipped > 0 {
@@ -94,10 +96,40 @@ fn summary_line(report: &RunReport) -> String {
     line
 }
 
+/// What the text and markdown reports show besides the one line per object.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Shown {
+    /// `-v`: unchanged objects too, and errors in full.
+    pub verbose: bool,
+    /// `--show-creates`: the body of each created object.
+    pub show_creates: bool,
+}
+
+/// Whether a report prints the object's diff under its line: one match arm per action, so a
+/// new action decides here. Creates and prunes are one line (a first apply of a large site
+/// would otherwise print every body; SPEC 4), updates their diff.
+pub(super) fn shows_body(action: Action, shown: Shown) -> bool {
+    match action {
+        Action::Create => shown.show_creates,
+        Action::Update | Action::Replace => true,
+        Action::Prune | Action::Unchanged => false,
+    }
+}
+
+/// An error as a report prints it: cut to its cause unless verbose.
+pub(super) fn error_text(error: &str, verbose: bool) -> String {
+    if verbose {
+        error.to_string()
+    } else {
+        cut(error)
+    }
+}
+
 /// Human report: per listed object a header line (`~ apps/v1 Deployment web/nginx  # file:line`),
-/// its diff, and for `apply` its failure or skipped prune; then the summary line and run-level
-/// errors. Unchanged objects are listed only when `verbose`. `color` adds ANSI SGR colours.
-pub fn text(report: &RunReport, color: bool, verbose: bool) -> String {
+/// its drifted fields and its diff (see `shows_body`), and for `apply` its failure or skipped
+/// prune; then the summary line and run-level errors. Unchanged objects are listed only when
+/// verbose. `color` adds ANSI SGR colours.
+pub fn text(report: &RunReport, color: bool, shown: Shown) -> String {
     let paint = |code: &str, s: &str| {
         if color {
             format!("{code}{s}{RESET}")
@@ -106,9 +138,11 @@ pub fn text(report: &RunReport, color: bool, verbose: bool) -> String {
         }
     };
     let mut out = String::new();
+    // Whether the last block ended with a blank line: one-line objects are not separated.
+    let mut separated = true;
     for change in &report.changes {
         let outcome = report.outcomes.get(&change.key);
-        if !listed(change, outcome, verbose) {
+        if !listed(change, outcome, shown.verbose) {
             continue;
         }
         let action_color = match change.action {
@@ -130,7 +164,16 @@ pub fn text(report: &RunReport, color: bool, verbose: bool) -> String {
             ));
             out.push('\n');
         }
-        for line in shown_diff(change, outcome).lines() {
+        for drift in &change.drift {
+            out.push_str(&paint(YELLOW, &format!("  drift: {drift}")));
+            out.push('\n');
+        }
+        let diff = if shows_body(change.action, shown) {
+            shown_diff(change, outcome)
+        } else {
+            String::new()
+        };
+        for line in diff.lines() {
             let code = match line.as_bytes().first() {
                 Some(b'+') => GREEN,
                 Some(b'-') => RED,
@@ -146,6 +189,7 @@ pub fn text(report: &RunReport, color: bool, verbose: bool) -> String {
         }
         if let Some(outcome) = outcome {
             if let Some(error) = &outcome.error {
+                let error = error_text(error, shown.verbose);
                 out.push_str(&paint(RED, &format!("  ! failed: {error}")));
                 out.push('\n');
             }
@@ -154,9 +198,13 @@ pub fn text(report: &RunReport, color: bool, verbose: bool) -> String {
                 out.push('\n');
             }
         }
-        if change.action != Action::Unchanged {
+        separated = !diff.is_empty();
+        if separated {
             out.push('\n');
         }
+    }
+    if !separated {
+        out.push('\n');
     }
     out.push_str(&summary_line(report));
     out.push('\n');
@@ -165,6 +213,7 @@ pub fn text(report: &RunReport, color: bool, verbose: bool) -> String {
         out.push('\n');
     }
     for error in &report.errors {
+        let error = error_text(error, shown.verbose);
         out.push_str(&paint(RED, &format!("error: {error}")));
         out.push('\n');
     }
@@ -172,7 +221,9 @@ pub fn text(report: &RunReport, color: bool, verbose: bool) -> String {
 }
 
 /// `--wait`: the objects waited for that did not become ready (Current).
-fn not_ready(report: &RunReport) -> impl Iterator<Item = (&ObjectKey, &crate::kstatus::Status)> {
+pub(super) fn not_ready(
+    report: &RunReport,
+) -> impl Iterator<Item = (&ObjectKey, &crate::kstatus::Status)> {
     report.waits.iter().filter(|(_, s)| !s.is_current())
 }
 
@@ -199,8 +250,10 @@ pub fn json(report: &RunReport) -> String {
                 "generatedBy": change.origin.as_ref().and_then(|o| o.generated_by.as_ref()).map(ObjectKey::kind_and_name),
                 "durationMs": outcome.map(|o| millis(o.duration)),
                 "error": outcome.and_then(|o| o.error.clone()),
+                "cause": outcome.and_then(|o| o.error.as_deref()).map(cut),
                 "skipped": outcome.and_then(|o| o.skipped.clone()),
                 "reason": change.reason,
+                "drift": change.drift,
                 "diff": shown_diff(change, outcome),
                 "wait": report.waits.get(&change.key),
             })
@@ -229,343 +282,77 @@ pub fn json(report: &RunReport) -> String {
     text
 }
 
-/// Escape text for raw HTML (`<summary>`: markdown is not processed inside an HTML block).
-fn html_text(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
-
-/// Escape text for inline markdown.
-fn md_text(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '\\' | '`' | '*' | '_' | '[' | ']' | '#' | '~' => {
-                out.push('\\');
-                out.push(c);
-            }
-            _ => out.push(c),
-        }
-    }
-    out
-}
-
-/// Escape text for a table cell: inline escaping, plus `|` and line breaks.
-fn md_cell(s: &str) -> String {
-    md_text(s)
-        .replace('|', "\\|")
-        .replace("\r\n", "<br>")
-        .replace('\n', "<br>")
-}
-
-/// Inline code span that survives backticks in `s`.
-fn md_code(s: &str) -> String {
-    let longest = longest_run(s, '`');
-    let fence = "`".repeat(longest + 1);
-    let pad = if s.starts_with('`') || s.ends_with('`') {
-        " "
-    } else {
-        ""
-    };
-    format!("{fence}{pad}{s}{pad}{fence}")
-}
-
-fn longest_run(s: &str, c: char) -> usize {
-    let (mut best, mut run) = (0, 0);
-    for ch in s.chars() {
-        run = if ch == c { run + 1 } else { 0 };
-        best = best.max(run);
-    }
-    best
-}
-
-/// A fenced ```diff block whose fence is longer than any backtick run in the diff (a ConfigMap
-/// may well contain markdown).
-fn md_fenced_diff(diff: &str) -> String {
-    let fence = "`".repeat(longest_run(diff, '`').max(2) + 1);
-    let mut out = format!("{fence}diff\n{diff}");
-    if !diff.ends_with('\n') {
-        out.push('\n');
-    }
-    out.push_str(&fence);
-    out.push('\n');
-    out
-}
-
-/// Report for a merge-request comment (GitHub/GitLab markdown): title with commit and
-/// cluster, summary table, table of changed objects, and each diff in a collapsible block.
-pub fn markdown(report: &RunReport) -> String {
-    let mut out = format!("### tend {}", md_text(&report.command));
-    if report.dry_run {
-        out.push_str(" (dry run)");
-    }
-    if let Some(commit) = &report.commit {
-        let _ = write!(out, " · commit {}", md_code(commit));
-    }
-    if let Some(cluster) = &report.cluster {
-        let _ = write!(out, " · cluster {}", md_code(cluster));
-    }
-    out.push_str("\n\n");
-    let _ = writeln!(out, "**{}**\n", summary_line(report));
-
-    let summary = report.summary();
-    out.push_str("| action | count |\n|---|---:|\n");
-    for (name, count) in [
-        ("create", summary.create),
-        ("update", summary.update),
-        ("replace", summary.replace),
-        ("prune", summary.prune),
-        ("unchanged", summary.unchanged),
-    ] {
-        // A replace row only when there are any (the table stays as it was otherwise).
-        if name == "replace" && count == 0 {
-            continue;
-        }
-        let _ = writeln!(out, "| {name} | {count} |");
-    }
-    let is_apply = report.command == "apply";
-    if is_apply {
-        let _ = writeln!(out, "| failed | {} |", report.failed());
-    }
-    out.push('\n');
-
-    let listed: Vec<&Change> = report
-        .changes
-        .iter()
-        .filter(|c| listed(c, report.outcomes.get(&c.key), false))
-        .collect();
-    if listed.is_empty() {
-        out.push_str("No changes: the cluster matches git.\n");
-    } else {
-        out.push_str(if is_apply {
-            "| action | kind | object | source | result |\n|---|---|---|---|---|\n"
-        } else {
-            "| action | kind | object | source |\n|---|---|---|---|\n"
-        });
-        for change in &listed {
-            let object = match &change.key.namespace {
-                Some(ns) => format!("{ns}/{}", change.key.name),
-                None => change.key.name.clone(),
-            };
-            let mut source = source(change).unwrap_or_default();
-            if let Some(by) = change.origin.as_ref().and_then(|o| o.generated_by.as_ref()) {
-                let _ = write!(source, " (generated by {})", by.kind_and_name());
-            }
-            let mut action = format!("{} {}", sigil(change.action), action_name(change.action));
-            if let Some(reason) = &change.reason {
-                let _ = write!(action, " ({})", md_cell(reason));
-            }
-            let _ = write!(
-                out,
-                "| {} | {} | {} | {} |",
-                action,
-                md_cell(&format!("{} {}", change.api_version, change.key.kind)),
-                md_cell(&object),
-                md_cell(&source),
-            );
-            if is_apply {
-                let result = match report.outcomes.get(&change.key) {
-                    Some(Outcome { error: Some(e), .. }) => format!("failed: {e}"),
-                    Some(Outcome {
-                        skipped: Some(s), ..
-                    }) => format!("skipped: {s}"),
-                    Some(_) => "ok".to_string(),
-                    None => String::new(),
-                };
-                let _ = write!(out, " {} |", md_cell(&result));
-            }
-            out.push('\n');
-        }
-        out.push('\n');
-
-        let mut omitted = 0;
-        for change in &listed {
-            let diff = shown_diff(change, report.outcomes.get(&change.key));
-            if diff.is_empty() {
-                continue;
-            }
-            let block = format!(
-                "<details><summary>{} {}</summary>\n\n{}\n</details>\n\n",
-                sigil(change.action),
-                html_text(&title(change)),
-                md_fenced_diff(&diff)
-            );
-            if out.len() + block.len() > MARKDOWN_BUDGET {
-                omitted += 1;
-                continue;
-            }
-            out.push_str(&block);
-        }
-        if omitted > 0 {
-            let _ = writeln!(
-                out,
-                "_{omitted} more diff(s) omitted to stay within the comment size limit; \
-                 run `tend diff` to see them._\n"
-            );
-        }
-    }
-
-    if !report.waits.is_empty() {
-        if !out.ends_with("\n\n") {
-            out.push('\n');
-        }
-        let waited = report.waits.len();
-        let ready = waited - not_ready(report).count();
-        let _ = writeln!(out, "**--wait:** {ready} of {waited} objects ready\n");
-        for (key, status) in not_ready(report) {
-            let _ = writeln!(
-                out,
-                "- not ready: {}: {}",
-                md_cell(&key.to_string()),
-                md_cell(&status.to_string())
-            );
-        }
-        out.push('\n');
-    }
-    if !report.errors.is_empty() {
-        out.push_str("#### Errors\n\n");
-        for error in &report.errors {
-            let _ = writeln!(out, "- {}", md_cell(error));
-        }
-        out.push('\n');
-    }
-    // One trailing newline.
-    while out.ends_with("\n\n") {
-        out.pop();
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::object::{ObjectKey, Origin};
-    use std::path::PathBuf;
-    use std::time::Duration;
+    use crate::report::fixtures::*;
+    use crate::report::markdown::markdown;
 
-    const CANARY: &str = "canary-hunter2";
-    const CANARY_B64: &str = "Y2FuYXJ5LWh1bnRlcjI="; // base64("canary-hunter2")
+    const PLAIN: Shown = Shown {
+        verbose: false,
+        show_creates: false,
+    };
+    const VERBOSE: Shown = Shown {
+        verbose: true,
+        show_creates: false,
+    };
 
-    fn key(group: &str, kind: &str, ns: Option<&str>, name: &str) -> ObjectKey {
-        ObjectKey {
-            group: group.into(),
-            kind: kind.into(),
-            namespace: ns.map(str::to_string),
-            name: name.into(),
-        }
+    #[test]
+    fn text_diff_report() {
+        let out = text(&diff_report(), false, PLAIN);
+        assert_no_secret(&out);
+        // Creates and prunes are one line each, updates a diff with drift first.
+        assert!(out.starts_with("+ v1 ConfigMap web/app  # web/app.yaml:1\n~ apps/v1 Deployment web/nginx  # web/nginx.yaml:12\n  drift: spec.template.spec.containers[0].image: nginx:1.27 → nginx:1.28 (set by kubectl-set at 2026-11-23T21:40:00Z)\n@@"), "{out}");
+        assert!(!out.contains("@@ -0,0"), "{out}");
+        assert!(!out.contains("mode:"), "{out}");
+        assert!(out.contains("-      - image: nginx:1.27\n+      - image: nginx:1.28\n"));
+        assert!(
+            out.contains("\n- v1 ConfigMap web/old\n- v1 Namespace legacy\n\n"),
+            "{out}"
+        );
+        assert!(!out.contains("x: y"), "{out}");
+        assert!(out.contains("*** (changed)"));
+        assert!(
+            !out.contains("mirror"),
+            "unchanged listed without verbose:\n{out}"
+        );
+        assert!(
+            out.ends_with("\n\n1 to create, 2 to update, 2 to prune, 2 unchanged\n"),
+            "{out}"
+        );
+        assert!(!out.contains('\x1b'));
     }
 
-    fn origin(file: &str, line: usize, by: Option<&str>) -> Option<Origin> {
-        Some(Origin {
-            file: PathBuf::from(file),
-            line,
-            generated_by: by
-                .map(|owner| key(crate::GROUP, "RegistryMirror", Some("registries"), owner)),
-        })
+    #[test]
+    fn text_verbose_lists_unchanged_with_origin() {
+        let out = text(&diff_report(), false, VERBOSE);
+        assert_no_secret(&out);
+        assert!(out.contains(
+            "= v1 ConfigMap web/mirror  # registries/mirrors.yaml:4 (generated by RegistryMirror registries/dockerhub)\n"
+        ));
+        assert!(out.contains("= v1 Secret web/same  # web/same.yaml:1\n"));
     }
 
-    fn cm(name: &str, data: Value) -> Value {
-        json!({"apiVersion": "v1", "kind": "ConfigMap",
-               "metadata": {"name": name, "namespace": "web"}, "data": data})
+    #[test]
+    fn text_colour() {
+        let out = text(&diff_report(), true, PLAIN);
+        assert_no_secret(&out);
+        assert!(out.contains("\x1b[1m\x1b[33m~ apps/v1 Deployment web/nginx\x1b[0m"));
+        assert!(out.contains("\x1b[32m+      - image: nginx:1.28\x1b[0m\n"));
+        assert!(out.contains("\x1b[31m-      - image: nginx:1.27\x1b[0m\n"));
+        assert!(out.contains("\x1b[36m@@"));
     }
 
-    fn secret(data: Value) -> Value {
-        json!({"apiVersion": "v1", "kind": "Secret",
-               "metadata": {"name": "db", "namespace": "web"}, "data": data})
-    }
-
-    fn deployment(image: &str) -> Value {
-        json!({"apiVersion": "apps/v1", "kind": "Deployment",
-               "metadata": {"name": "nginx", "namespace": "web"},
-               "spec": {"replicas": 2, "template": {"spec": {"containers": [
-                   {"name": "nginx", "image": image}]}}}})
-    }
-
-    fn changes() -> Vec<Change> {
-        vec![
-            Change {
-                key: key("", "ConfigMap", Some("web"), "app"),
-                api_version: "v1".into(),
-                action: Action::Create,
-                origin: origin("web/app.yaml", 1, None),
-                before: None,
-                after: Some(cm("app", json!({"mode": "a|b `x`"}))),
-                reason: None,
-            },
-            Change {
-                key: key("apps", "Deployment", Some("web"), "nginx"),
-                api_version: "apps/v1".into(),
-                action: Action::Update,
-                origin: origin("web/nginx.yaml", 12, None),
-                before: Some(deployment("nginx:1.27")),
-                after: Some(deployment("nginx:1.28")),
-                reason: None,
-            },
-            Change {
-                key: key("", "Secret", Some("web"), "db"),
-                api_version: "v1".into(),
-                action: Action::Update,
-                origin: origin("web/db.yaml", 3, None),
-                before: Some(secret(json!({"pw": "b2xk"}))),
-                after: Some(secret(json!({"pw": CANARY_B64, "raw": CANARY}))),
-                reason: None,
-            },
-            Change {
-                key: key("", "ConfigMap", Some("web"), "mirror"),
-                api_version: "v1".into(),
-                action: Action::Unchanged,
-                origin: origin("registries/mirrors.yaml", 4, Some("dockerhub")),
-                before: Some(cm("mirror", json!({"a": "1"}))),
-                after: Some(cm("mirror", json!({"a": "1"}))),
-                reason: None,
-            },
-            Change {
-                key: key("", "Secret", Some("web"), "same"),
-                api_version: "v1".into(),
-                action: Action::Unchanged,
-                origin: origin("web/same.yaml", 1, None),
-                before: Some(secret(json!({"pw": CANARY_B64}))),
-                after: Some(secret(json!({"pw": CANARY_B64}))),
-                reason: None,
-            },
-            Change {
-                key: key("", "ConfigMap", Some("web"), "old"),
-                api_version: "v1".into(),
-                action: Action::Prune,
-                origin: None,
-                before: Some(cm("old", json!({"x": "y"}))),
-                after: None,
-                reason: None,
-            },
-            Change {
-                key: key("", "Namespace", None, "legacy"),
-                api_version: "v1".into(),
-                action: Action::Prune,
-                origin: None,
-                before: Some(json!({"apiVersion": "v1", "kind": "Namespace",
-                                    "metadata": {"name": "legacy"}})),
-                after: None,
-                reason: None,
-            },
-        ]
-    }
-
-    fn diff_report() -> RunReport {
-        RunReport {
-            command: "diff".into(),
-            commit: Some("0123456789abcdef0123456789abcdef01234567".into()),
-            cluster: Some("dc1".into()),
-            dry_run: false,
-            changes: changes(),
-            outcomes: Default::default(),
-            waits: Default::default(),
-            errors: vec![],
-            duration: Duration::from_millis(1234),
-        }
+    #[test]
+    fn text_apply_report_shows_failures_skips_and_errors() {
+        let out = text(&apply_report(), false, PLAIN);
+        assert_no_secret(&out);
+        assert!(out.contains("  ! failed: admission webhook denied the request\n"));
+        assert!(out.contains("- v1 Namespace legacy\n  skipped: Namespaces are never pruned"));
+        assert!(out.contains(
+            "1 to create, 2 to update, 2 to prune, 2 unchanged, 1 of them skipped by a guard, 1 failed\n"
+        ));
+        assert!(out.ends_with("error: lease renewal failed | retrying\n"));
     }
 
     /// An apply with `--wait` where the first object became ready and the second did not.
@@ -586,7 +373,7 @@ mod tests {
     fn wait_statuses_in_every_format() {
         let r = wait_report();
         let second = r.changes[1].key.to_string();
-        let text = text(&r, false, false);
+        let text = text(&r, false, PLAIN);
         let line = format!("not ready: {second}: InProgress: phase Pending");
         assert!(text.contains(&line), "{text}");
         assert_eq!(text.matches("not ready:").count(), 1, "{text}");
@@ -594,92 +381,9 @@ mod tests {
         assert_eq!(v["objects"][0]["wait"], json!({"status": "Current"}));
         assert_eq!(v["objects"][1]["wait"]["status"], "InProgress");
         assert_eq!(v["objects"][2]["wait"], Value::Null);
-        let md = markdown(&r);
+        let md = markdown(&r, PLAIN);
         assert!(md.contains("**--wait:** 1 of 2 objects ready"), "{md}");
         assert!(md.contains("- not ready: "), "{md}");
-    }
-
-    fn apply_report() -> RunReport {
-        let mut r = diff_report();
-        r.command = "apply".into();
-        for c in &r.changes {
-            r.outcomes.insert(
-                c.key.clone(),
-                Outcome {
-                    duration: Duration::from_millis(7),
-                    ..Default::default()
-                },
-            );
-        }
-        r.outcomes
-            .get_mut(&key("apps", "Deployment", Some("web"), "nginx"))
-            .unwrap()
-            .error = Some("admission webhook denied the request".into());
-        r.outcomes
-            .get_mut(&key("", "Namespace", None, "legacy"))
-            .unwrap()
-            .skipped = Some("Namespaces are never pruned without tend.dev/prune: allow".into());
-        r.errors = vec!["lease renewal failed | retrying".into()];
-        r
-    }
-
-    fn assert_no_secret(out: &str) {
-        for v in [CANARY, CANARY_B64, "b2xk", "Y2FuYXJ5"] {
-            assert!(!out.contains(v), "secret value {v} leaked:\n{out}");
-        }
-    }
-
-    #[test]
-    fn text_diff_report() {
-        let out = text(&diff_report(), false, false);
-        assert_no_secret(&out);
-        assert!(out.contains("+ v1 ConfigMap web/app  # web/app.yaml:1\n@@ -0,0 +1,"));
-        assert!(out.contains("~ apps/v1 Deployment web/nginx  # web/nginx.yaml:12\n@@"));
-        assert!(out.contains("-      - image: nginx:1.27\n+      - image: nginx:1.28\n"));
-        assert!(out.contains("- v1 ConfigMap web/old\n"));
-        assert!(out.contains("- v1 Namespace legacy\n"));
-        assert!(out.contains("*** (changed)"));
-        assert!(
-            !out.contains("mirror"),
-            "unchanged listed without verbose:\n{out}"
-        );
-        assert!(
-            out.ends_with("\n\n1 to create, 2 to update, 2 to prune, 2 unchanged\n"),
-            "{out}"
-        );
-        assert!(!out.contains('\x1b'));
-    }
-
-    #[test]
-    fn text_verbose_lists_unchanged_with_origin() {
-        let out = text(&diff_report(), false, true);
-        assert_no_secret(&out);
-        assert!(out.contains(
-            "= v1 ConfigMap web/mirror  # registries/mirrors.yaml:4 (generated by RegistryMirror registries/dockerhub)\n"
-        ));
-        assert!(out.contains("= v1 Secret web/same  # web/same.yaml:1\n"));
-    }
-
-    #[test]
-    fn text_colour() {
-        let out = text(&diff_report(), true, false);
-        assert_no_secret(&out);
-        assert!(out.contains("\x1b[1m\x1b[33m~ apps/v1 Deployment web/nginx\x1b[0m"));
-        assert!(out.contains("\x1b[32m+      - image: nginx:1.28\x1b[0m\n"));
-        assert!(out.contains("\x1b[31m-      - image: nginx:1.27\x1b[0m\n"));
-        assert!(out.contains("\x1b[36m@@"));
-    }
-
-    #[test]
-    fn text_apply_report_shows_failures_skips_and_errors() {
-        let out = text(&apply_report(), false, false);
-        assert_no_secret(&out);
-        assert!(out.contains("  ! failed: admission webhook denied the request\n"));
-        assert!(out.contains("- v1 Namespace legacy\n  skipped: Namespaces are never pruned"));
-        assert!(out.contains(
-            "1 to create, 2 to update, 2 to prune, 2 unchanged, 1 of them skipped by a guard, 1 failed\n"
-        ));
-        assert!(out.ends_with("error: lease renewal failed | retrying\n"));
     }
 
     #[test]
@@ -688,8 +392,10 @@ mod tests {
         r.changes.retain(|c| c.key.kind == "Deployment");
         r.changes[0].action = Action::Replace;
         r.changes[0].reason = Some("spec.selector: field is immutable".into());
-        let out = text(&r, false, false);
-        assert!(out.starts_with("± apps/v1 Deployment web/nginx  # web/nginx.yaml:12\n  replace: spec.selector: field is immutable\n@@"), "{out}");
+        let out = text(&r, false, PLAIN);
+        // The reason comes right under the object's line (before its drift and diff).
+        assert!(out.starts_with("± apps/v1 Deployment web/nginx  # web/nginx.yaml:12\n  replace: spec.selector: field is immutable\n"), "{out}");
+        assert!(out.contains("\n@@ -8,5 +8,5 @@\n"), "{out}");
         assert!(
             out.ends_with("0 to create, 0 to update, 1 to replace, 0 to prune, 0 unchanged\n"),
             "{out}"
@@ -701,7 +407,7 @@ mod tests {
             v["objects"][0]["reason"],
             "spec.selector: field is immutable"
         );
-        let md = markdown(&r);
+        let md = markdown(&r, PLAIN);
         assert!(md.contains("| replace | 1 |\n"), "{md}");
         assert!(
             md.contains("| ± replace (spec.selector: field is immutable) | apps/v1 Deployment |"),
@@ -714,8 +420,57 @@ mod tests {
         let mut r = diff_report();
         r.changes.retain(|c| c.action == Action::Unchanged);
         assert_eq!(
-            text(&r, true, false),
+            text(&r, true, PLAIN),
             "0 to create, 0 to update, 0 to prune, 2 unchanged\n"
+        );
+    }
+
+    #[test]
+    fn text_show_creates_prints_bodies_masked() {
+        let shown = Shown {
+            verbose: false,
+            show_creates: true,
+        };
+        let out = text(&diff_report(), false, shown);
+        assert!(
+            out.contains("+ v1 ConfigMap web/app  # web/app.yaml:1\n@@ -0,0 +1,"),
+            "{out}"
+        );
+        assert!(out.contains("+  mode: a|b `x`\n"), "{out}");
+        // Prunes stay one line.
+        assert!(!out.contains("x: y"), "{out}");
+        assert_no_secret(&out);
+    }
+
+    #[test]
+    fn text_errors_cut_to_cause_unless_verbose() {
+        let mut r = apply_report();
+        let dump = format!("core.PodTemplateSpec{{{}}}", "Spec: x, ".repeat(400));
+        let long = format!(
+            "apply batch/v1 Job web/migrate: Job.batch \"migrate\" is invalid: spec.template: Invalid value: {dump}: field is immutable (422 Invalid)"
+        );
+        r.outcomes
+            .get_mut(&key("apps", "Deployment", Some("web"), "nginx"))
+            .unwrap()
+            .error = Some(long.clone());
+        r.errors = vec![long.clone()];
+        let out = text(&r, false, PLAIN);
+        assert!(
+            out.contains("  ! failed: spec.template: field is immutable\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("error: spec.template: field is immutable\n"),
+            "{out}"
+        );
+        assert!(!out.contains("PodTemplateSpec"), "{out}");
+        let out = text(&r, false, VERBOSE);
+        assert!(out.contains(&long), "{out}");
+        let v: Value = serde_json::from_str(&json(&r)).unwrap();
+        assert_eq!(v["objects"][1]["error"], long.as_str());
+        assert_eq!(
+            v["objects"][1]["cause"],
+            "spec.template: field is immutable"
         );
     }
 
@@ -755,6 +510,15 @@ mod tests {
         assert_eq!(nginx["durationMs"], 7);
         assert_eq!(nginx["error"], "admission webhook denied the request");
         assert_eq!(nginx["skipped"], Value::Null);
+        assert_eq!(nginx["cause"], "admission webhook denied the request");
+        assert_eq!(nginx["drift"][0]["manager"], "kubectl-set");
+        assert_eq!(
+            nginx["drift"][0]["path"],
+            "spec.template.spec.containers[0].image"
+        );
+        assert_eq!(nginx["drift"][0]["before"], "nginx:1.27");
+        // Created objects' bodies are always in JSON.
+        assert!(objects[0]["diff"].as_str().unwrap().starts_with("@@ -0,0"));
         assert!(nginx["diff"]
             .as_str()
             .unwrap()
@@ -825,80 +589,5 @@ mod tests {
         let mut v: Value = serde_json::from_str(&json(&diff_report())).unwrap();
         v["objects"][0]["extra"] = json!(1);
         assert!(jsonschema::validate(&schema, &v).is_err());
-    }
-
-    #[test]
-    fn markdown_report() {
-        let out = markdown(&apply_report());
-        assert_no_secret(&out);
-        assert!(out.starts_with(
-            "### tend apply · commit `0123456789abcdef0123456789abcdef01234567` · cluster `dc1`\n\n"
-        ));
-        assert!(out.contains("| action | count |\n|---|---:|\n| create | 1 |\n| update | 2 |\n| prune | 2 |\n| unchanged | 2 |\n| failed | 1 |\n"));
-        assert!(out.contains(
-            "| ~ update | apps/v1 Deployment | web/nginx | web/nginx.yaml:12 | failed: admission webhook denied the request |\n"
-        ));
-        assert!(out.contains("| - prune | v1 Namespace | legacy |  | skipped: Namespaces are never pruned without tend.dev/prune: allow |\n"), "{out}");
-        assert!(out
-            .contains("<details><summary>~ apps/v1 Deployment web/nginx</summary>\n\n```diff\n@@"));
-        assert!(out.contains("```\n\n</details>\n"));
-        // The ConfigMap's value has a backtick: fences still close, `|` is only in the diff.
-        assert!(out.contains("+  mode: a|b `x`\n"));
-        assert!(out.contains("- lease renewal failed \\| retrying\n"));
-        assert!(!out.contains("mirror"), "{out}");
-        assert!(out.ends_with('\n') && !out.ends_with("\n\n"));
-        // Every table row has the same number of unescaped pipes as its header.
-        for table in out.split("\n\n").filter(|b| b.starts_with('|')) {
-            let counts: Vec<usize> = table
-                .lines()
-                .map(|l| l.replace("\\|", "").matches('|').count())
-                .collect();
-            assert!(counts.windows(2).all(|w| w[0] == w[1]), "{table}");
-        }
-    }
-
-    #[test]
-    fn markdown_escapes_and_fences() {
-        assert_eq!(md_cell("a|b\nc <x> *y*"), "a\\|b<br>c &lt;x&gt; \\*y\\*");
-        assert_eq!(md_code("a`b"), "``a`b``");
-        assert_eq!(md_code("`a"), "`` `a ``");
-        let fenced = md_fenced_diff("+x: ```\n");
-        assert!(fenced.starts_with("````diff\n") && fenced.ends_with("\n````\n"));
-    }
-
-    #[test]
-    fn markdown_in_sync_and_dry_run() {
-        let mut r = diff_report();
-        r.changes.retain(|c| c.action == Action::Unchanged);
-        r.command = "apply".into();
-        r.dry_run = true;
-        r.commit = None;
-        let out = markdown(&r);
-        assert!(out.starts_with("### tend apply (dry run) · cluster `dc1`\n"));
-        assert!(out.contains("No changes: the cluster matches git.\n"));
-        assert!(!out.contains("<details>"));
-    }
-
-    #[test]
-    fn markdown_respects_size_budget() {
-        let big: serde_json::Map<String, Value> = (0..400)
-            .map(|i| (format!("key{i:04}"), json!("x".repeat(60))))
-            .collect();
-        let mut r = diff_report();
-        r.changes = (0..10)
-            .map(|i| Change {
-                key: key("", "ConfigMap", Some("web"), &format!("big{i}")),
-                api_version: "v1".into(),
-                action: Action::Create,
-                origin: None,
-                before: None,
-                after: Some(cm(&format!("big{i}"), Value::Object(big.clone()))),
-                reason: None,
-            })
-            .collect();
-        let out = markdown(&r);
-        assert!(out.len() < 65_536, "{}", out.len());
-        assert!(out.contains("more diff(s) omitted"));
-        assert!(out.matches("<details>").count() >= 1);
     }
 }

@@ -2,23 +2,28 @@
 //! format: nothing that prints an object bypasses [`crate::plan::diff::mask_secret`].
 
 pub mod chaos;
+#[cfg(test)]
+mod fixtures;
 pub mod formats;
+pub mod markdown;
 pub mod objects;
 pub mod run;
+
+pub use formats::Shown;
 
 /// The formats of a `diff`/`apply` report (`-o`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReportFormat {
-    Text { color: bool, verbose: bool },
+    Text { color: bool, shown: Shown },
     Json,
-    Markdown,
+    Markdown { shown: Shown },
 }
 
 /// A `diff`/`apply` report in `format`.
 pub fn format_run(report: &run::RunReport, format: ReportFormat) -> String {
     match format {
-        ReportFormat::Text { color, verbose } => formats::text(report, color, verbose),
+        ReportFormat::Text { color, shown } => formats::text(report, color, shown),
         ReportFormat::Json => formats::json(report),
-        ReportFormat::Markdown => formats::markdown(report),
+        ReportFormat::Markdown { shown } => markdown::markdown(report, shown),
     }
 }

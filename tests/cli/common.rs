@@ -176,3 +176,32 @@ pub fn writes(cluster: &TestCluster) -> Vec<String> {
         .map(|r| format!("{} {}", r.method, r.path))
         .collect()
 }
+
+/// A Namespace manifest.
+pub fn ns_yaml(name: &str) -> String {
+    format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n")
+}
+
+/// A Deployment `web/<name>` with `replicas`, selecting and labelling pods `app: <app>`.
+pub fn deployment_yaml(name: &str, replicas: u32, app: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\n  namespace: web\nspec:\n  replicas: {replicas}\n  selector:\n    matchLabels: {{app: {app}}}\n  template:\n    metadata:\n      labels: {{app: {app}}}\n    spec:\n      containers:\n        - name: app\n          image: nginx:1.27\n"
+    )
+}
+
+/// JSON merge patch Deployment `web/<name>` as field manager `manager` (as `kubectl patch`
+/// does), so its managedFields name that manager as the writer of the patched fields.
+pub fn merge_patch_as(cluster: &TestCluster, manager: &str, name: &str, patch: Value) {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let api: kube::Api<k8s_openapi::api::apps::v1::Deployment> =
+            kube::Api::namespaced(cluster.client().await, "web");
+        let params = kube::api::PatchParams {
+            field_manager: Some(manager.to_string()),
+            ..Default::default()
+        };
+        api.patch(name, &params, &kube::api::Patch::Merge(&patch))
+            .await
+            .expect("merge patch");
+    });
+}

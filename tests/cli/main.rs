@@ -13,6 +13,7 @@ mod kustomize;
 mod lists;
 mod load_errors;
 mod namespace_race;
+mod output;
 mod policies;
 mod reads;
 mod render;
