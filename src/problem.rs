@@ -42,3 +42,15 @@ impl fmt::Display for Problems {
         Ok(())
     }
 }
+/// Where tend's own one-line message about an error ends and the server's full text begins
+/// (see [`with_server_text`]).
+pub const SERVER_SAID: &str = "\nthe server said: ";
+
+/// tend's one-line message, followed by the server's full text when there is one: [`crate::cluster::cause::cut`]
+/// keeps the line, `-v` and `-o json` show both.
+pub fn with_server_text(line: String, server: Option<&str>) -> String {
+    match server {
+        Some(server) if !server.is_empty() => format!("{line}{SERVER_SAID}{server}"),
+        _ => line,
+    }
+}

@@ -26,6 +26,10 @@ pub(crate) fn log_object_error(key: &ObjectKey, error: &str) {
     let cause = crate::cluster::cause::cut(error);
     if cause == error {
         tracing::error!("{error}");
+    } else if error.contains(crate::problem::SERVER_SAID) {
+        // tend's own line already names the object; the server's text is for -v.
+        tracing::error!("{cause}");
+        tracing::debug!("{error}");
     } else {
         // The cause alone no longer names the object.
         tracing::error!("{key}: {cause}");

@@ -304,10 +304,10 @@ pub async fn dry_runs(
                     DryRun::NamespaceNotYetCreated
                 }
                 Err(err) => match err.immutable_cause() {
-                    Some(cause) => {
-                        tracing::debug!("{key}: {}", err.server_message().unwrap_or_default());
-                        DryRun::Immutable(cause)
-                    }
+                    Some(cause) => DryRun::Immutable {
+                        cause,
+                        server: err.server_message().unwrap_or_default().to_string(),
+                    },
                     None => DryRun::Failed(err.to_string()),
                 },
             };

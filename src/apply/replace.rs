@@ -72,10 +72,13 @@ pub async fn apply_or_replace(
                 replaced: Some(format!("{cause} ({why})")),
             })
         }
-        None => Err(format!(
-            "{err}; annotate it {}: {} to have tend delete and recreate it",
-            policy::REPLACE_ANNOTATION,
-            policy::ON_IMMUTABLE
+        None => Err(crate::problem::with_server_text(
+            format!(
+                "{err}; annotate it {}: {} to have tend delete and recreate it",
+                policy::REPLACE_ANNOTATION,
+                policy::ON_IMMUTABLE
+            ),
+            err.server_message(),
         )),
     }
 }

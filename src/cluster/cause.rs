@@ -14,6 +14,9 @@ pub const MAX_CAUSE: usize = 300;
 /// Invalid error, else the message before any Go struct dump, at most [`MAX_CAUSE`]
 /// characters. Short messages without a dump come back unchanged.
 pub fn cut(message: &str) -> String {
+    if let Some((line, _server)) = message.split_once(crate::problem::SERVER_SAID) {
+        return elide(line);
+    }
     if let Some(causes) = invalid_causes(message) {
         return elide(&causes);
     }

@@ -80,7 +80,12 @@ pub enum DryRun {
     NamespaceNotYetCreated,
     /// 422: the update changes immutable fields; the one-line cause
     /// (`spec.template: field is immutable`).
-    Immutable(String),
+    Immutable {
+        /// One line: `spec.selector: field is immutable`.
+        cause: String,
+        /// The server's full message (kept for `-v` and `-o json`).
+        server: String,
+    },
     /// Any other failure, as a message.
     Failed(String),
 }
@@ -233,27 +238,30 @@ fn settle(
         DryRun::NamespaceNotYetCreated => {
             change_of(object, Action::Create, None, Some(normalize(&object.value)))
         }
-        DryRun::Immutable(cause) => match (policy::replace_on_immutable(&object.value), live) {
-            (Some(why), Some(live)) => {
-                let mut change = change_of(
-                    object,
-                    Action::Replace,
-                    before,
-                    Some(normalize(&overlay(live, &object.value))),
-                );
-                change.reason = Some(format!("{cause} ({why})"));
-                change
-            }
-            _ => {
-                let message = format!(
+        DryRun::Immutable { cause, server } => {
+            match (policy::replace_on_immutable(&object.value), live) {
+                (Some(why), Some(live)) => {
+                    let mut change = change_of(
+                        object,
+                        Action::Replace,
+                        before,
+                        Some(normalize(&overlay(live, &object.value))),
+                    );
+                    change.reason = Some(format!("{cause} ({why})"));
+                    change
+                }
+                _ => {
+                    let message = format!(
                     "cannot dry-run apply {}: {cause}; annotate it {}: {} to have tend delete and recreate it",
                     object.key().kind_and_name(),
                     policy::REPLACE_ANNOTATION,
                     policy::ON_IMMUTABLE
                 );
-                settle(object, live, DryRun::Failed(message), errors)
+                    let message = crate::problem::with_server_text(message, Some(&server));
+                    settle(object, live, DryRun::Failed(message), errors)
+                }
             }
-        },
+        }
         DryRun::Failed(message) => {
             errors.insert(object.key(), message);
             let action = create_or_update(live);
@@ -705,7 +713,10 @@ mod tests {
             .live(job("old"))
             .dry_run(
                 desired.key(),
-                DryRun::Immutable("spec.template: field is immutable".into()),
+                DryRun::Immutable {
+                    cause: "spec.template: field is immutable".into(),
+                    server: String::new(),
+                },
             )
             .plan();
         assert_eq!(actions(&plan), [("migrate".into(), Action::Replace)]);
@@ -736,7 +747,10 @@ mod tests {
                    "metadata": {"name": "api", "namespace": "web"},
                    "spec": {"selector": {"matchLabels": {"app": app}}}})
         };
-        let refused = DryRun::Immutable("spec.selector: field is immutable".into());
+        let refused = DryRun::Immutable {
+            cause: "spec.selector: field is immutable".into(),
+            server: String::new(),
+        };
         // Annotated: replaced; the old object's server defaults stay as context in the diff.
         let mut live = deployment("v1");
         live["spec"]["revisionHistoryLimit"] = json!(10);
