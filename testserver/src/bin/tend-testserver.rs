@@ -15,6 +15,11 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 use tend_testserver::TestCluster;
 
+/// As tend itself (see its main.rs): serving a LIST of 10,000 objects is mostly cloning and
+/// freeing JSON trees, and the benchmarks measure tend beside this server on the same cores.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let cluster = TestCluster::start();
     // Simulated network round trip, so concurrency behaves as against a real cluster.
