@@ -12,7 +12,7 @@ mod convert;
 mod limits;
 mod lists;
 
-use convert::{to_json, yaml_to_json};
+use convert::{direct, yaml_to_json};
 use limits::*;
 use lists::*;
 
@@ -375,13 +375,17 @@ pub fn parse_file(file: &Path, text: &str) -> (Vec<Document>, Vec<Problem>) {
                 continue;
             }
         }
+        if let Some(value) = direct(&doc.text) {
+            if !value.is_null() {
+                doc.value = value;
+                expand_lists(file, doc, 0, &mut docs, &mut problems);
+            }
+            continue;
+        }
+        // Rare: what the fast path does not take, through serde_yaml's tree, tracking the
+        // path to say where a problem is.
         match serde_yaml::from_str::<serde_yaml::Value>(&doc.text) {
-            Ok(yaml) => match to_json(yaml).ok_or(()).or_else(|()| {
-                // Rare: parse again, tracking the path, to say where the problem is.
-                let again = serde_yaml::from_str::<serde_yaml::Value>(&doc.text)
-                    .map_err(|e| (Vec::new(), e.to_string()))?;
-                yaml_to_json(again, &mut Vec::new())
-            }) {
+            Ok(yaml) => match yaml_to_json(yaml, &mut Vec::new()) {
                 Ok(Value::Null) => continue,
                 Ok(value) => {
                     doc.value = value;
