@@ -1,81 +1,6 @@
-//! Type information that server-side apply needs: which maps are structs (declared fields),
-//! which lists are associative (and by which keys), sets or atomic, and which structs are
-//! atomic. kube-apiserver takes this from its OpenAPI models; here the built-in kinds are
-//! described by a small DSL (only the non-scalar fields matter) and CRDs are converted from
-//! their `openAPIV3Schema`. Anything not described is "deduced" exactly like
-//! structured-merge-diff does for untyped data: maps are granular, lists are atomic.
+//! The built-in kinds, described in a small DSL (only their non-scalar fields matter), and its parser.
 
-use serde_json::Value;
-use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
-
-#[derive(Debug, Clone)]
-pub enum Ty {
-    Scalar,
-    /// Untyped: objects are granular maps without declared fields, arrays are atomic.
-    Deduced,
-    /// Owned as a whole (atomic struct/map/list).
-    Atomic,
-    Struct(Arc<StructTy>),
-    /// A granular map with arbitrary keys (labels, data, resources.limits ...).
-    Map(Arc<Ty>),
-    List(ListKind, Arc<Ty>),
-}
-
-#[derive(Debug, Clone)]
-pub enum ListKind {
-    Atomic,
-    Set,
-    /// Associative list: key field names with an optional default (e.g. protocol=TCP).
-    Map(Vec<(String, Option<Value>)>),
-}
-
-#[derive(Debug, Default)]
-pub struct StructTy {
-    pub fields: HashMap<String, Field>,
-    /// CRD structural schemas: unknown fields are kept only with x-kubernetes-preserve-unknown-fields.
-    pub preserve_unknown: bool,
-}
-
-#[derive(Debug, Clone)]
-pub struct Field {
-    pub ty: Ty,
-    /// A Go value (non-pointer) struct: always present, serialized as `{}` when empty.
-    pub nonptr: bool,
-    /// CRD schema default.
-    pub default: Option<Value>,
-}
-
-impl Ty {
-    /// The type of child `key` of an object value and whether it is a declared struct field.
-    pub fn child(&self, key: &str) -> (Ty, bool) {
-        match self {
-            Ty::Struct(s) => match s.fields.get(key) {
-                Some(f) => (f.ty.clone(), true),
-                None => (Ty::Deduced, false),
-            },
-            Ty::Map(elem) => ((**elem).clone(), false),
-            _ => (Ty::Deduced, false),
-        }
-    }
-
-    /// True when a value of this type is tracked as a whole (a leaf for field ownership).
-    pub fn is_leaf_for(&self, v: &Value) -> bool {
-        match (self, v) {
-            (Ty::Scalar | Ty::Atomic, _) => true,
-            (Ty::Struct(_) | Ty::Map(_) | Ty::Deduced, Value::Object(_)) => false,
-            (Ty::List(ListKind::Set | ListKind::Map(_), _), Value::Array(_)) => false,
-            _ => true,
-        }
-    }
-
-    pub fn list_elem(&self) -> Ty {
-        match self {
-            Ty::List(_, e) => (**e).clone(),
-            _ => Ty::Deduced,
-        }
-    }
-}
+use super::*;
 
 // ---------------------------------------------------------------------------------------
 // Built-in kinds. Grammar: `Name {` ... `}` or `Name atomic`; a field line is `name TYPE`
@@ -83,7 +8,7 @@ impl Ty {
 // listmap(k1,k2=DEFAULT)<T>, T (pointer struct), !T (value struct, always present).
 // Scalar fields need no line. Element types default to scalar/deduced.
 // ---------------------------------------------------------------------------------------
-const BUILTIN: &str = r#"
+pub(super) const BUILTIN: &str = r#"
 ObjectMeta {
   labels map
   annotations map
@@ -507,11 +432,11 @@ CRDStatus {
 }
 "#;
 
-struct Parsed {
-    defs: HashMap<String, Option<Vec<(String, String)>>>,
+pub(super) struct Parsed {
+    pub(super) defs: HashMap<String, Option<Vec<(String, String)>>>,
 }
 
-fn parse_dsl(src: &str) -> Parsed {
+pub(super) fn parse_dsl(src: &str) -> Parsed {
     let mut defs = HashMap::new();
     let mut current: Option<(String, Vec<(String, String)>)> = None;
     for line in src.lines().map(str::trim).filter(|l| !l.is_empty()) {
@@ -535,7 +460,7 @@ fn parse_dsl(src: &str) -> Parsed {
 }
 
 impl Parsed {
-    fn named(&self, name: &str) -> Ty {
+    pub(super) fn named(&self, name: &str) -> Ty {
         match self.defs.get(name) {
             Some(None) => Ty::Atomic,
             Some(Some(fields)) => {
@@ -557,7 +482,7 @@ impl Parsed {
         }
     }
 
-    fn spec(&self, spec: &str) -> (Ty, bool) {
+    pub(super) fn spec(&self, spec: &str) -> (Ty, bool) {
         let (head, elem) = match spec.split_once('<') {
             Some((h, rest)) => (h, Some(rest.trim_end_matches('>'))),
             None => (spec, None),
@@ -586,7 +511,7 @@ impl Parsed {
     }
 }
 
-fn builtins() -> &'static HashMap<String, Ty> {
+pub(super) fn builtins() -> &'static HashMap<String, Ty> {
     static CELL: OnceLock<HashMap<String, Ty>> = OnceLock::new();
     CELL.get_or_init(|| {
         let parsed = parse_dsl(BUILTIN);
@@ -624,7 +549,7 @@ pub fn builtin(kind: &str) -> Ty {
     builtins().get(kind).cloned().unwrap_or_else(untyped_object)
 }
 
-fn object_meta() -> Ty {
+pub(super) fn object_meta() -> Ty {
     match builtin("ConfigMap") {
         Ty::Struct(s) => s
             .fields
@@ -635,7 +560,7 @@ fn object_meta() -> Ty {
     }
 }
 
-fn untyped_object() -> Ty {
+pub(super) fn untyped_object() -> Ty {
     let mut st = StructTy {
         preserve_unknown: true,
         ..Default::default()
@@ -649,168 +574,4 @@ fn untyped_object() -> Ty {
         },
     );
     Ty::Struct(Arc::new(st))
-}
-
-/// Converts a CRD version's `openAPIV3Schema` into a type for its custom resources.
-pub fn from_crd_schema(schema: Option<&Value>) -> Ty {
-    let Some(schema) = schema else {
-        return untyped_object();
-    };
-    let mut root = match openapi(schema) {
-        Ty::Struct(s) => Arc::try_unwrap(s).unwrap_or_else(|s| StructTy {
-            fields: s.fields.clone(),
-            preserve_unknown: s.preserve_unknown,
-        }),
-        _ => StructTy {
-            preserve_unknown: true,
-            ..Default::default()
-        },
-    };
-    root.fields.insert(
-        "metadata".into(),
-        Field {
-            ty: object_meta(),
-            nonptr: false,
-            default: None,
-        },
-    );
-    for k in ["apiVersion", "kind"] {
-        root.fields.insert(
-            k.into(),
-            Field {
-                ty: Ty::Scalar,
-                nonptr: false,
-                default: None,
-            },
-        );
-    }
-    Ty::Struct(Arc::new(root))
-}
-
-fn openapi(s: &Value) -> Ty {
-    let get = |k: &str| s.get(k);
-    let is_true = |k: &str| get(k).and_then(Value::as_bool).unwrap_or(false);
-    if is_true("x-kubernetes-int-or-string") {
-        return Ty::Scalar;
-    }
-    let ty = get("type").and_then(Value::as_str).unwrap_or("");
-    let props = get("properties").and_then(Value::as_object);
-    if ty == "object" || props.is_some() {
-        if get("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic") {
-            return Ty::Atomic;
-        }
-        if let Some(props) = props {
-            let mut st = StructTy {
-                preserve_unknown: is_true("x-kubernetes-preserve-unknown-fields"),
-                ..Default::default()
-            };
-            for (name, p) in props {
-                st.fields.insert(
-                    name.clone(),
-                    Field {
-                        ty: openapi(p),
-                        nonptr: false,
-                        default: p.get("default").cloned(),
-                    },
-                );
-            }
-            return Ty::Struct(Arc::new(st));
-        }
-        if let Some(ap) = get("additionalProperties").filter(|v| v.is_object()) {
-            return Ty::Map(Arc::new(openapi(ap)));
-        }
-        if is_true("x-kubernetes-preserve-unknown-fields") {
-            return Ty::Deduced;
-        }
-        return Ty::Struct(Arc::new(StructTy::default()));
-    }
-    if ty == "array" {
-        let elem = Arc::new(get("items").map(openapi).unwrap_or(Ty::Deduced));
-        return match get("x-kubernetes-list-type").and_then(Value::as_str) {
-            Some("set") => Ty::List(ListKind::Set, elem),
-            Some("map") => {
-                let keys = get("x-kubernetes-list-map-keys")
-                    .and_then(Value::as_array)
-                    .map(|ks| {
-                        ks.iter()
-                            .filter_map(Value::as_str)
-                            .map(|k| {
-                                let default = get("items")
-                                    .and_then(|i| i.pointer(&format!("/properties/{k}/default")))
-                                    .cloned();
-                                (k.to_string(), default)
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                Ty::List(ListKind::Map(keys), elem)
-            }
-            _ => Ty::List(ListKind::Atomic, elem),
-        };
-    }
-    if ty.is_empty() && is_true("x-kubernetes-preserve-unknown-fields") {
-        return Ty::Deduced;
-    }
-    Ty::Scalar
-}
-
-/// Fills in Go value structs that are always present on built-in objects (`status: {}`,
-/// `resources: {}`, ...), as the real server's typed decoding does.
-pub fn fill_value_structs(v: &mut Value, ty: &Ty) {
-    match (ty, v) {
-        (Ty::Struct(st), Value::Object(obj)) => {
-            for (name, f) in &st.fields {
-                if f.nonptr && !obj.contains_key(name) {
-                    obj.insert(name.clone(), Value::Object(Default::default()));
-                }
-                if let Some(child) = obj.get_mut(name) {
-                    fill_value_structs(child, &f.ty);
-                }
-            }
-        }
-        (Ty::Map(elem), Value::Object(obj)) => {
-            for child in obj.values_mut() {
-                fill_value_structs(child, elem);
-            }
-        }
-        (Ty::List(_, elem), Value::Array(items)) => {
-            for item in items {
-                fill_value_structs(item, elem);
-            }
-        }
-        _ => {}
-    }
-}
-
-/// CRD structural defaulting and pruning of unknown fields.
-pub fn default_and_prune(v: &mut Value, ty: &Ty) {
-    match (ty, v) {
-        (Ty::Struct(st), Value::Object(obj)) => {
-            if !st.preserve_unknown {
-                obj.retain(|k, _| st.fields.contains_key(k));
-            }
-            for (name, f) in &st.fields {
-                if let (Some(d), false) = (&f.default, obj.contains_key(name)) {
-                    obj.insert(name.clone(), d.clone());
-                }
-                if let Some(child) = obj.get_mut(name) {
-                    // metadata is handled by the server, never pruned.
-                    if name != "metadata" {
-                        default_and_prune(child, &f.ty);
-                    }
-                }
-            }
-        }
-        (Ty::Map(elem), Value::Object(obj)) => {
-            for child in obj.values_mut() {
-                default_and_prune(child, elem);
-            }
-        }
-        (Ty::List(_, elem), Value::Array(items)) => {
-            for item in items {
-                default_and_prune(item, elem);
-            }
-        }
-        _ => {}
-    }
 }
