@@ -39,15 +39,7 @@ pub async fn apply_or_replace(
             replaced: Some(reason.to_string()),
         });
     }
-    let applied = cluster::apply(
-        client,
-        resource,
-        desired,
-        crate::FIELD_MANAGER,
-        opts.force_conflicts,
-        false,
-    )
-    .await;
+    let applied = apply(client, resource, desired, opts).await;
     let err = match applied {
         Ok(value) => {
             return Ok(Written {
@@ -112,14 +104,24 @@ async fn replace(
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    apply(client, resource, desired, opts).await.map_err(text)
+}
+
+/// One server-side apply of `desired` as tend writes everything.
+async fn apply(
+    client: &Client,
+    resource: &Resource,
+    desired: &Value,
+    opts: &EngineOptions,
+) -> Result<Value, ClusterError> {
+    let force = opts.force_conflicts;
     cluster::apply(
         client,
         resource,
         desired,
         crate::FIELD_MANAGER,
-        opts.force_conflicts,
+        force,
         false,
     )
     .await
-    .map_err(text)
 }

@@ -226,13 +226,7 @@ fn drifted_replicas_names_the_manager() {
     );
 
     let (_, json_out, _) = tend_on(&cluster, dir.path(), &["diff", "-o", "json"]);
-    let report: Value = serde_json::from_str(&json_out).unwrap();
-    let nginx = report["objects"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["name"] == "nginx")
-        .unwrap();
+    let nginx = report_object(&json_out, "nginx");
     assert_eq!(nginx["drift"][0]["path"], "spec.replicas");
     assert_eq!(nginx["drift"][0]["before"], "5");
     assert_eq!(nginx["drift"][0]["after"], "2");
@@ -292,13 +286,7 @@ fn immutable_field_error_cut_to_its_cause() {
     );
 
     let (_, json_out, _) = tend_on(&cluster, dir.path(), &["apply", "-o", "json"]);
-    let report: Value = serde_json::from_str(&json_out).unwrap();
-    let nginx = report["objects"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["name"] == "nginx")
-        .unwrap();
+    let nginx = report_object(&json_out, "nginx");
     let error = nginx["error"].as_str().unwrap();
     assert!(
         error.contains("Invalid value: ") && error.contains("LabelSelector{"),
@@ -310,4 +298,16 @@ fn immutable_field_error_cut_to_its_cause() {
         "{cause}"
     );
     assert!(!cause.contains("Invalid value"), "{cause}");
+}
+
+/// The object named `name` in a `-o json` report.
+fn report_object(json_out: &str, name: &str) -> Value {
+    let report: Value = serde_json::from_str(json_out).expect("a JSON report");
+    report["objects"]
+        .as_array()
+        .expect("objects")
+        .iter()
+        .find(|o| o["name"] == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("no object {name} in {json_out}"))
 }
