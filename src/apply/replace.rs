@@ -54,7 +54,6 @@ pub async fn apply_or_replace(
     };
     let key = ObjectKey::of_value(desired);
     let name = key.kind_and_name();
-    tracing::debug!("{name}: {}", err.server_message().unwrap_or_default());
     match policy::replace_on_immutable(desired) {
         Some(why) => {
             tracing::info!("replacing {name}: {cause} ({why})");
@@ -66,7 +65,8 @@ pub async fn apply_or_replace(
         }
         None => Err(crate::problem::with_server_text(
             format!(
-                "{err}; annotate it {}: {} to have tend delete and recreate it",
+                "{}: {cause}; annotate it {}: {} to have tend delete and recreate it",
+                err.attempted().unwrap_or("cannot apply"),
                 policy::REPLACE_ANNOTATION,
                 policy::ON_IMMUTABLE
             ),

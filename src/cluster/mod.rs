@@ -44,14 +44,10 @@ pub enum ClusterError {
     },
 }
 
-/// A one-line message for an API error: the server's own message and reason for API errors
-/// (kube's Display dumps the whole Status struct).
+/// The message of an API error: the server's own message and reason (kube's Display dumps the
+/// whole Status struct). Long messages are cut for display by [`cause::cut`], not here, so
+/// `-v` and `-o json` keep them whole.
 pub fn api_message(err: &kube::Error) -> String {
-    // A refused immutable field is cut to its cause: kube-apiserver prints the whole new
-    // value as a Go struct (kilobytes for a pod template). The full text is logged at -v.
-    if let Some(cause) = immutable_cause(err) {
-        return cause;
-    }
     match err {
         kube::Error::Api(status) => {
             let mut text = status.message.clone();
@@ -102,7 +98,15 @@ impl ClusterError {
         }
     }
 
-    /// The server's whole message (what [`api_message`] may cut), for `-v`.
+    /// What was attempted (`cannot apply Deployment web/api`), for an API error.
+    pub fn attempted(&self) -> Option<&str> {
+        match self {
+            ClusterError::Api { what, .. } => Some(what),
+            _ => None,
+        }
+    }
+
+    /// The server's whole message, for `-v` and `-o json`.
     pub fn server_message(&self) -> Option<&str> {
         match self {
             ClusterError::Api {
@@ -255,7 +259,7 @@ mod tests {
     }
 
     #[test]
-    fn immutable_errors_are_cut_to_their_cause() {
+    fn immutable_errors_have_a_one_line_cause() {
         let long = format!(
             "Job.batch \"migrate\" is invalid: spec.template: Invalid value: core.PodTemplateSpec{{{}}}: field is immutable",
             "x".repeat(3000)
@@ -265,10 +269,13 @@ mod tests {
             message: "Invalid value: ...: field is immutable".into(),
             field: "spec.template".into(),
         };
+        let refused = invalid(&long, vec![cause]);
         assert_eq!(
-            api_message(&invalid(&long, vec![cause])),
-            "spec.template: field is immutable"
+            immutable_cause(&refused).as_deref(),
+            Some("spec.template: field is immutable")
         );
+        // The message itself stays whole (cut for display by `cause::cut`).
+        assert_eq!(api_message(&refused), format!("{long} (422 Invalid)"));
         // Without causes, from the message.
         assert_eq!(
             immutable_cause(&invalid(&long, vec![])).as_deref(),
