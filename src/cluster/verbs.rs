@@ -66,10 +66,17 @@ pub struct ListQuery<'a> {
 /// One page of a LIST, parsed once: items stay JSON values, nothing else is kept.
 #[derive(serde::Deserialize)]
 struct Page {
-    #[serde(default)]
+    /// A real apiserver answers an empty `PartialObjectMetadataList` with `"items": null`.
+    #[serde(default, deserialize_with = "null_as_empty")]
     items: Vec<Value>,
     #[serde(default)]
     metadata: PageMeta,
+}
+
+/// `null` (or absent, with `default`) reads as an empty list.
+fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Value>, D::Error> {
+    use serde::Deserialize;
+    Ok(Option::<Vec<Value>>::deserialize(d)?.unwrap_or_default())
 }
 
 #[derive(serde::Deserialize, Default)]

@@ -15,6 +15,7 @@ mod load_errors;
 mod namespace_race;
 mod output;
 mod policies;
+mod quickstart;
 mod reads;
 mod render;
 mod shipping;

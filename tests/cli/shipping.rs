@@ -30,7 +30,7 @@ fn render_cronjob() -> Vec<Value> {
 }
 
 /// kubectl, if the machine has it.
-fn kubectl() -> Option<PathBuf> {
+pub(crate) fn kubectl() -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
         .chain([PathBuf::from("/usr/bin"), PathBuf::from("/usr/local/bin")])
@@ -1229,7 +1229,7 @@ fn script_of(job: &Value) -> String {
 
 /// A directory with `tend` and a `kubectl` that adds `--validate=false` to `apply` (the test
 /// API server has no /openapi for kubectl's client-side validation).
-fn bin_dir() -> tempfile::TempDir {
+pub(crate) fn bin_dir() -> tempfile::TempDir {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     let tend = assert_cmd::cargo::cargo_bin("tend");
@@ -1251,7 +1251,7 @@ fn bin_dir() -> tempfile::TempDir {
 
 /// Environment for a shell running tend against `cluster`: nothing from the developer's
 /// environment but PATH (with `bin` first).
-fn shell(
+pub(crate) fn shell(
     interpreter: &str,
     bin: &Path,
     home: &Path,
@@ -1274,7 +1274,7 @@ fn shell(
     cmd
 }
 
-fn output(cmd: &mut std::process::Command) -> (i32, String, String) {
+pub(crate) fn output(cmd: &mut std::process::Command) -> (i32, String, String) {
     let out = cmd.output().expect("run sh");
     (
         out.status.code().unwrap_or(-1),
@@ -1416,7 +1416,7 @@ fn gitlab_pipeline_checks_tests_builds_and_images() {
 // README: every flag documented, every command run (or listed here with the reason)
 // ---------------------------------------------------------------------------------------
 
-fn readme() -> String {
+pub(crate) fn readme() -> String {
     std::fs::read_to_string(repo_root().join("README.md")).unwrap()
 }
 
@@ -1457,7 +1457,7 @@ fn readme_documents_every_flag_and_variable() {
 }
 
 /// README commands the tests do not run, by prefix, and why.
-const README_NOT_RUN: &[(&str, &str)] = &[
+pub(crate) const README_NOT_RUN: &[(&str, &str)] = &[
     ("git clone ", "needs the network"),
     ("cd tend", "follows the clone"),
     (
@@ -1499,13 +1499,13 @@ const README_BY_CI: &[&str] = &[
     "cargo test -p tend-testserver --test conformance",
 ];
 
-enum ReadmeStep {
+pub(crate) enum ReadmeStep {
     /// A file shown in a ```yaml block whose first line is `# <path>`.
     File(String, String),
     Command(String),
 }
 
-fn readme_steps(text: &str) -> Vec<ReadmeStep> {
+pub(crate) fn readme_steps(text: &str) -> Vec<ReadmeStep> {
     let mut steps = Vec::new();
     let mut lines = text.lines();
     while let Some(line) = lines.next() {

@@ -3,7 +3,7 @@
 use crate::discovery::{self, ResourceDef};
 use crate::errors::ApiError;
 use crate::faults::{Fault, FaultAction, RequestRecord, Verb};
-use crate::negotiate::{content_type_of, negotiate, partial, represent, Representation};
+use crate::negotiate::{negotiate, partial, represent, Representation};
 use crate::store::{Call, Query, State, WatchStart};
 use bytes::Bytes;
 use http_body_util::BodyExt;
@@ -443,13 +443,9 @@ fn dispatch(shared: &Shared, r: &Incoming2, count: &ByteCount) -> Outcome {
             if controller_work {
                 shared.controllers.notify_one();
             }
-            let mut out = json_outcome(
-                result.and_then(|reply| Ok((reply.code, represent(reply.body, rep)?))),
-            );
-            if out.code < 300 {
-                out.content_type = content_type_of(rep);
-            }
-            out
+            // The content type stays `application/json` for metadata-only answers too
+            // (kube-apiserver names the serializer's media type, not the `as=` asked for).
+            json_outcome(result.and_then(|reply| Ok((reply.code, represent(reply.body, rep)?))))
         }
     }
 }
@@ -544,7 +540,7 @@ fn watch_outcome(
     Outcome {
         code: 200,
         payload: Payload::Stream(rx),
-        content_type: content_type_of(rep),
+        content_type: "application/json".into(),
         headers: vec![],
     }
 }

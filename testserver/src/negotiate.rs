@@ -90,6 +90,13 @@ pub fn represent(body: Value, rep: Representation) -> Result<Value, ApiError> {
                 .as_array()
                 .map(|a| a.iter().map(|i| partial(i, version)).collect())
                 .unwrap_or_default();
+            // kube-apiserver 1.36 answers an empty metadata list with `"items": null` (a nil
+            // Go slice), while full lists say `[]`; clients must read both as empty.
+            let items = if items.is_empty() {
+                Value::Null
+            } else {
+                Value::Array(items)
+            };
             Ok(json!({"kind": "PartialObjectMetadataList",
                       "apiVersion": format!("meta.k8s.io/{version}"),
                       "metadata": body.get("metadata").cloned().unwrap_or_else(|| json!({})),
@@ -106,16 +113,6 @@ pub fn represent(body: Value, rep: Representation) -> Result<Value, ApiError> {
             "NotAcceptable",
             "you requested PartialObjectMetadata, but the requested object is a list",
         )),
-    }
-}
-
-pub fn content_type_of(rep: Representation) -> String {
-    match rep {
-        Representation::Full => "application/json".into(),
-        Representation::Partial { list, version } => format!(
-            "application/json;as=PartialObjectMetadata{};g=meta.k8s.io;v={version}",
-            if list { "List" } else { "" }
-        ),
     }
 }
 

@@ -79,7 +79,16 @@ fn immutable_causes(def: &ResourceDef, old: &Value, new: &Value) -> Vec<Cause> {
                     go_selector(new.pointer("/spec/selector")),
                 ));
             }
-            if changed("/spec/template") {
+            // kube-apiserver 1.36 refuses a changed pod spec at `spec.template.spec` (the
+            // value is the new pod spec); a change to the template's metadata alone is still
+            // refused at `spec.template`, as before.
+            if changed("/spec/template/spec") {
+                let t = new
+                    .pointer("/spec/template/spec")
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                causes.push(immutable("spec.template.spec", t.to_string()));
+            } else if changed("/spec/template") {
                 let t = new
                     .pointer("/spec/template")
                     .cloned()
