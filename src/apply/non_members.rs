@@ -15,6 +15,9 @@ use std::collections::{BTreeMap, HashSet};
 /// per object.
 const GETS_PER_GROUP: usize = 3;
 
+/// Non-members of one resource in one namespace.
+type Group<'a> = (&'a Resource, Vec<&'a Prepared>);
+
 /// The live state of desired objects that are not ApplySet members: the full object of each
 /// that exists, nothing for those that do not.
 pub async fn read(
@@ -22,8 +25,7 @@ pub async fn read(
     objects: &[&Prepared],
     concurrency: usize,
 ) -> Result<Vec<Value>, EngineError> {
-    let mut groups: BTreeMap<(GroupKind, Option<&str>), (&Resource, Vec<&Prepared>)> =
-        BTreeMap::new();
+    let mut groups: BTreeMap<(GroupKind, Option<&str>), Group<'_>> = BTreeMap::new();
     for p in objects {
         let Some(resource) = &p.resource else {
             continue;
