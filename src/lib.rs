@@ -21,6 +21,7 @@
 //! | [`apply`]   | the engine, one file per step: [`apply::engine`] orchestrates prepare → observe → plan → stages → prune → parent record → wait, under the [`apply::lock`]; [`apply::live`] reads the cluster view for tend's kinds and reloads | via [`cluster`] |
 //! | [`kstatus`] | whether a live object is ready for `--wait`, in kstatus terms (Current / InProgress / Failed / Unknown, with a reason); the `tend.dev/wait` annotation (checked by [`render`], obeyed by [`apply::wait`]) | none |
 //! | [`chaos`]   | the decisions of one `tend chaos` pass: candidates, exclusions, seeded random hits, lorem ipsum | none |
+//! | [`interrupt`] | a run's stop request (first SIGTERM/SIGINT), passed down to the engine (no new writes) and the cluster client (no more waiting through outages) | none |
 //! | [`report`]  | printing results: YAML/JSON object streams, text/json/markdown run reports sized for CI logs (one line per create/prune, markdown under GitLab's note limit), chaos reports; secret values masked once for every format | — |
 //!
 //! `render`, `kinds`, `plan`, `kstatus` and `chaos` take no client and do no I/O, so they are
@@ -35,6 +36,7 @@ pub mod cli;
 pub mod cluster;
 pub mod commands;
 pub mod error;
+pub mod interrupt;
 pub mod kinds;
 pub mod kstatus;
 pub mod object;

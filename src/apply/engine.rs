@@ -41,6 +41,8 @@ pub struct EngineOptions {
     pub cluster_name: Option<String>,
     /// Draw progress bars (stderr is a terminal); otherwise plain log lines only.
     pub progress: bool,
+    /// Set by the first SIGTERM/SIGINT: no write starts after it.
+    pub interrupt: crate::interrupt::Interrupt,
 }
 
 impl EngineOptions {
