@@ -90,7 +90,10 @@ mod tests {
     async fn the_first_stop_wins_and_wakes_waiters() {
         let interrupt = Interrupt::default();
         assert!(!interrupt.is_set());
-        assert_eq!(interrupt.cap(Duration::from_secs(9)), Duration::from_secs(9));
+        assert_eq!(
+            interrupt.cap(Duration::from_secs(9)),
+            Duration::from_secs(9)
+        );
         let waiter = tokio::spawn({
             let interrupt = interrupt.clone();
             async move { interrupt.requested().await }

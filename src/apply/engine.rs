@@ -12,7 +12,7 @@ use super::lock::{self, Clock};
 use super::observe::{self, Observed};
 use super::parent::{self, inventory_of, Record};
 use super::prepare::{prepare, Prepared};
-use super::{prune, stages, wait};
+use super::{interrupted, prune, stages, wait};
 use crate::cluster::{ClusterError, Session};
 use crate::plan::inventory;
 use crate::plan::planner::{self, Desired, Plan, PlanInput, PruneLimits, Triage};
@@ -228,6 +228,7 @@ pub async fn apply(
                 &opts.applyset,
                 opts.lock_timeout,
                 clock.clone(),
+                &opts.interrupt,
             )
             .await?,
         ),
@@ -267,6 +268,11 @@ async fn apply_locked(
         return Ok(report);
     }
 
+    if let Some(stop) = opts.interrupt.stopped() {
+        // Stopped before the first write: the cluster and the parent are as they were.
+        interrupted::not_started(&mut report, stop);
+        return Ok(report);
+    }
     let desired_keys: Vec<ObjectKey> = prepared.iter().map(|p| p.object.key()).collect();
     let desired_inventory = inventory_of(desired_keys.iter().cloned());
     parent::widen(
@@ -291,7 +297,10 @@ async fn apply_locked(
         .filter(needed_after_apply)
         .filter_map(|k| Some((k.clone(), observed.live.get(&k)?.clone())))
         .collect();
-    let errors = super::kinds::after_apply(
+    // A stopped run writes no status and reloads nothing; prunes below do not start.
+    let errors = match opts.interrupt.is_set() {
+        true => Vec::new(),
+        false => super::kinds::after_apply(
         session,
         &prepared,
         &live_desired,
@@ -301,7 +310,8 @@ async fn apply_locked(
         &applied.tend_objects,
         clock,
     )
-    .await;
+    .await,
+    };
     report.errors.extend(errors);
 
     stages::settle_pending(&mut report, &plan, &applied, &prepared, &observed.live);
@@ -323,11 +333,18 @@ async fn apply_locked(
 
     // Narrow the parent to what is desired plus members that still exist, and record the run.
     let narrowed = inventory_of(desired_keys.into_iter().chain(still_members));
+    let stopped = opts.interrupt.stopped().map(|stop| {
+        let account = interrupted::account(&report, stop);
+        tracing::error!("{account}");
+        report.errors.push(account.clone());
+        account
+    });
     let record = Record {
         commit: opts.commit.as_deref(),
         time: clock.now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
         summary: report.summary(),
         failed: report.failed(),
+        interrupted: stopped.as_deref(),
     };
     if let Err(err) = parent::narrow_and_record(session, opts, &id, &narrowed, record).await {
         let message = format!("cannot record the run on the ApplySet parent: {err}");
@@ -335,7 +352,7 @@ async fn apply_locked(
         report.errors.push(message);
     }
 
-    if opts.wait {
+    if opts.wait && !opts.interrupt.is_set() {
         wait::until_ready(session, &prepared, &applied.served, &mut report, opts).await;
     }
     Ok(report)

@@ -1,8 +1,10 @@
 //! The run lock: a `coordination.k8s.io/v1` Lease in the state namespace, held for the whole
 //! run and renewed in the background. A second run waits up to `--lock-timeout`, then gives
-//! up naming the holder; a lease whose holder stopped renewing is taken over.
+//! up naming the holder; a lease whose holder stopped renewing is taken over, and so is one
+//! held by a process of this host that no longer exists (a crash or SIGKILL): at once.
 
 use crate::cluster::{self, ClusterError, Resource, Session};
+use crate::interrupt::Interrupt;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::Client;
 use serde_json::{json, Value};
@@ -35,6 +37,12 @@ pub enum LockError {
         holder: String,
         renewed: String,
         waited: Duration,
+    },
+    #[error("stopped by {signal} while waiting for the lock {namespace}/{name}; nothing was changed")]
+    Interrupted {
+        namespace: String,
+        name: String,
+        signal: &'static str,
     },
     #[error(transparent)]
     Cluster(#[from] ClusterError),
@@ -80,6 +88,44 @@ fn lease_object(
     lease
 }
 
+/// Whether a process runs on this machine: a holder that names this host and a pid that
+/// no longer exists crashed (or was killed) and will never release its lock.
+pub trait Processes: Send + Sync {
+    /// This machine's name, as [`holder_identity`] writes it.
+    fn host(&self) -> String;
+    fn alive(&self, pid: u32) -> bool;
+}
+
+/// The operating system's view.
+pub struct LocalProcesses;
+
+impl Processes for LocalProcesses {
+    fn host(&self) -> String {
+        hostname()
+    }
+
+    fn alive(&self, pid: u32) -> bool {
+        let Ok(pid) = libc::pid_t::try_from(pid) else {
+            return true;
+        };
+        // Signal 0 checks existence only; EPERM means it exists but is not ours.
+        // SAFETY: kill(2) with signal 0 sends nothing and touches no memory.
+        let answer = unsafe { libc::kill(pid, 0) };
+        answer == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+    }
+}
+
+/// Why a held lease may be taken at once: its holder is a dead process on this host.
+fn dead_holder(holder: &str, processes: &dyn Processes) -> bool {
+    let Some((host, pid)) = holder.rsplit_once("/pid-") else {
+        return false;
+    };
+    let Ok(pid) = pid.parse::<u32>() else {
+        return false;
+    };
+    host == processes.host() && pid != std::process::id() && !processes.alive(pid)
+}
+
 /// Whether a live lease is free: no holder, or not renewed within its duration.
 fn is_free(lease: &Value, now: Timestamp) -> bool {
     let spec = &lease["spec"];
@@ -110,12 +156,29 @@ impl Lock {
         holder: &str,
         timeout: Duration,
         clock: Arc<dyn Clock>,
+        interrupt: &Interrupt,
+        processes: &dyn Processes,
     ) -> Result<Lock, LockError> {
         let started = std::time::Instant::now();
         loop {
             let now = clock.now();
             let live = cluster::get(client, resource, Some(namespace), name).await?;
+            let held_by = |lease: &Value| {
+                lease["spec"]["holderIdentity"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string()
+            };
             let attempt = match &live {
+                // Ours already: a create or update whose answer was lost, then retried.
+                Some(lease) if held_by(lease) == holder => Ok(()),
+                Some(lease) if dead_holder(&held_by(lease), processes) => {
+                    tracing::warn!(
+                        "taking over the lock {namespace}/{name} from {}: that process no longer runs on this host",
+                        held_by(lease)
+                    );
+                    take(client, resource, namespace, name, holder, now, lease).await
+                }
                 None => cluster::create(
                     client,
                     resource,
@@ -134,16 +197,7 @@ impl Lock {
                             lease["spec"]["holderIdentity"].as_str().unwrap_or("")
                         );
                     }
-                    let rv = lease
-                        .pointer("/metadata/resourceVersion")
-                        .and_then(Value::as_str);
-                    cluster::replace(
-                        client,
-                        resource,
-                        &lease_object(namespace, name, holder, now, None, rv),
-                    )
-                    .await
-                    .map(|_| ())
+                    take(client, resource, namespace, name, holder, now, lease).await
                 }
                 Some(lease) => {
                     if started.elapsed() >= timeout {
@@ -165,7 +219,17 @@ impl Lock {
                         "waiting for the lock {namespace}/{name} held by {}",
                         lease["spec"]["holderIdentity"].as_str().unwrap_or("")
                     );
-                    tokio::time::sleep(Duration::from_millis(500).min(timeout)).await;
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_millis(500).min(timeout)) => {}
+                        _ = interrupt.requested() => {}
+                    }
+                    if let Some(stop) = interrupt.stopped() {
+                        return Err(LockError::Interrupted {
+                            namespace: namespace.into(),
+                            name: name.into(),
+                            signal: stop.signal,
+                        });
+                    }
                     continue;
                 }
             };
@@ -221,6 +285,28 @@ impl Lock {
     }
 }
 
+/// Replace a free or abandoned lease with one held by `holder` (409 if someone was faster).
+async fn take(
+    client: &Client,
+    resource: &Resource,
+    namespace: &str,
+    name: &str,
+    holder: &str,
+    now: Timestamp,
+    lease: &Value,
+) -> Result<(), ClusterError> {
+    let rv = lease
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str);
+    cluster::replace(
+        client,
+        resource,
+        &lease_object(namespace, name, holder, now, None, rv),
+    )
+    .await
+    .map(|_| ())
+}
+
 /// Renew a third of the way through each lease period.
 async fn renew_loop(
     client: Client,
@@ -254,13 +340,16 @@ async fn renew_loop(
 
 /// Identity written into the lease: host (pod name in a CronJob) and process.
 pub fn holder_identity() -> String {
-    let host = std::env::var("HOSTNAME")
+    format!("{}/pid-{}", hostname(), std::process::id())
+}
+
+fn hostname() -> String {
+    std::env::var("HOSTNAME")
         .ok()
         .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
         .map(|h| h.trim().to_string())
         .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "unknown-host".into());
-    format!("{host}/pid-{}", std::process::id())
+        .unwrap_or_else(|| "unknown-host".into())
 }
 
 /// Take the run's lock: the Lease `tend-lock` (or `tend-lock-<applyset>` for another
@@ -271,6 +360,7 @@ pub async fn take_for_run(
     applyset: &str,
     timeout: Duration,
     clock: Arc<dyn Clock>,
+    interrupt: &Interrupt,
 ) -> Result<Lock, LockError> {
     ensure_namespace(session, state_namespace).await?;
     let lease = session.served("coordination.k8s.io", "v1", "Lease")?;
@@ -287,6 +377,8 @@ pub async fn take_for_run(
         &holder_identity(),
         timeout,
         clock,
+        interrupt,
+        &LocalProcesses,
     )
     .await
 }
@@ -340,5 +432,25 @@ mod tests {
         empty["spec"]["holderIdentity"] = Value::Null;
         assert!(is_free(&empty, now));
         assert_eq!(micro(now), "2026-01-01T00:10:00.000000Z");
+    }
+
+    struct Fixed;
+    impl Processes for Fixed {
+        fn host(&self) -> String {
+            "runner-1".into()
+        }
+        fn alive(&self, pid: u32) -> bool {
+            pid == 7
+        }
+    }
+
+    #[test]
+    fn only_a_dead_process_of_this_host_is_a_dead_holder() {
+        assert!(dead_holder("runner-1/pid-8", &Fixed));
+        assert!(!dead_holder("runner-1/pid-7", &Fixed));
+        assert!(!dead_holder("runner-2/pid-8", &Fixed));
+        assert!(!dead_holder("someone else", &Fixed));
+        assert!(!dead_holder("runner-1/pid-x", &Fixed));
+        assert!(LocalProcesses.alive(std::process::id()));
     }
 }

@@ -189,7 +189,11 @@ pub async fn connect(access: &Access, stats: Arc<RequestStats>) -> Result<Client
     let outages = outage::OutageLayer {
         budget: Arc::new(outage::RetryBudget::new(access.retry_timeout)),
         interrupt: access.interrupt.clone(),
-        server: config.cluster_url.to_string().trim_end_matches('/').to_string(),
+        server: config
+            .cluster_url
+            .to_string()
+            .trim_end_matches('/')
+            .to_string(),
     };
     let counter = stats.clone();
     let counting =

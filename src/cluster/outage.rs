@@ -146,16 +146,20 @@ fn is_outage_status(status: StatusCode) -> bool {
 /// waited for it as long as the run allows.
 pub fn already_retried(err: &kube::Error) -> bool {
     match err {
-        kube::Error::Api(status) => {
-            StatusCode::from_u16(status.code).is_ok_and(is_outage_status)
-        }
+        kube::Error::Api(status) => StatusCode::from_u16(status.code).is_ok_and(is_outage_status),
         kube::Error::Service(e) => e.is::<Unreachable>(),
         _ => false,
     }
 }
 
 fn retry_after(headers: &http::HeaderMap) -> Option<Duration> {
-    let secs: u64 = headers.get("retry-after")?.to_str().ok()?.trim().parse().ok()?;
+    let secs: u64 = headers
+        .get("retry-after")?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
     Some(Duration::from_secs(secs))
 }
 

@@ -69,6 +69,9 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
         .map_err(Error::Output)?;
     let engine_opts = &engine_opts;
     let (report, requests) = runtime.block_on(async {
+        if opts.mode == Mode::Apply && !engine_opts.dry_run {
+            super::signals::listen(engine_opts.interrupt.clone()).map_err(Error::Output)?;
+        }
         let session = Session::connect(&opts.access)
             .await
             .map_err(EngineError::from)?;
