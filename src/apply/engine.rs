@@ -300,17 +300,19 @@ async fn apply_locked(
     // A stopped run writes no status and reloads nothing; prunes below do not start.
     let errors = match opts.interrupt.is_set() {
         true => Vec::new(),
-        false => super::kinds::after_apply(
-        session,
-        &prepared,
-        &live_desired,
-        &plan.recreate,
-        &mut report,
-        kinds,
-        &applied.tend_objects,
-        clock,
-    )
-    .await,
+        false => {
+            super::kinds::after_apply(
+                session,
+                &prepared,
+                &live_desired,
+                &plan.recreate,
+                &mut report,
+                kinds,
+                &applied.tend_objects,
+                clock,
+            )
+            .await
+        }
     };
     report.errors.extend(errors);
 

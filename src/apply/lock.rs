@@ -38,7 +38,9 @@ pub enum LockError {
         renewed: String,
         waited: Duration,
     },
-    #[error("stopped by {signal} while waiting for the lock {namespace}/{name}; nothing was changed")]
+    #[error(
+        "stopped by {signal} while waiting for the lock {namespace}/{name}; nothing was changed"
+    )]
     Interrupted {
         namespace: String,
         name: String,
