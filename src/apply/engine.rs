@@ -355,7 +355,16 @@ async fn apply_locked(
     }
 
     if opts.wait && !opts.interrupt.is_set() {
-        wait::until_ready(session, &prepared, &applied.served, &mut report, opts).await;
+        let stopped = tokio::select! {
+            _ = wait::until_ready(session, &prepared, &applied.served, &mut report, opts) => None,
+            _ = opts.interrupt.requested() => opts.interrupt.stopped(),
+        };
+        if let Some(stop) = stopped {
+            report.errors.push(format!(
+                "the run was stopped by {} while waiting for readiness (everything was applied)",
+                stop.signal
+            ));
+        }
     }
     Ok(report)
 }

@@ -3,6 +3,7 @@
 //! up naming the holder; a lease whose holder stopped renewing is taken over, and so is one
 //! held by a process of this host that no longer exists (a crash or SIGKILL): at once.
 
+use super::holder::{dead_holder, holder_identity, LocalProcesses, Processes};
 use crate::cluster::{self, ClusterError, Resource, Session};
 use crate::interrupt::Interrupt;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
@@ -88,44 +89,6 @@ fn lease_object(
         lease["metadata"]["resourceVersion"] = json!(rv);
     }
     lease
-}
-
-/// Whether a process runs on this machine: a holder that names this host and a pid that
-/// no longer exists crashed (or was killed) and will never release its lock.
-pub trait Processes: Send + Sync {
-    /// This machine's name, as [`holder_identity`] writes it.
-    fn host(&self) -> String;
-    fn alive(&self, pid: u32) -> bool;
-}
-
-/// The operating system's view.
-pub struct LocalProcesses;
-
-impl Processes for LocalProcesses {
-    fn host(&self) -> String {
-        hostname()
-    }
-
-    fn alive(&self, pid: u32) -> bool {
-        let Ok(pid) = libc::pid_t::try_from(pid) else {
-            return true;
-        };
-        // Signal 0 checks existence only; EPERM means it exists but is not ours.
-        // SAFETY: kill(2) with signal 0 sends nothing and touches no memory.
-        let answer = unsafe { libc::kill(pid, 0) };
-        answer == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
-    }
-}
-
-/// Why a held lease may be taken at once: its holder is a dead process on this host.
-fn dead_holder(holder: &str, processes: &dyn Processes) -> bool {
-    let Some((host, pid)) = holder.rsplit_once("/pid-") else {
-        return false;
-    };
-    let Ok(pid) = pid.parse::<u32>() else {
-        return false;
-    };
-    host == processes.host() && pid != std::process::id() && !processes.alive(pid)
 }
 
 /// Whether a live lease is free: no holder, or not renewed within its duration.
@@ -340,20 +303,6 @@ async fn renew_loop(
     }
 }
 
-/// Identity written into the lease: host (pod name in a CronJob) and process.
-pub fn holder_identity() -> String {
-    format!("{}/pid-{}", hostname(), std::process::id())
-}
-
-fn hostname() -> String {
-    std::env::var("HOSTNAME")
-        .ok()
-        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
-        .map(|h| h.trim().to_string())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "unknown-host".into())
-}
-
 /// Take the run's lock: the Lease `tend-lock` (or `tend-lock-<applyset>` for another
 /// ApplySet) in the state namespace, which is created first when missing.
 pub async fn take_for_run(
@@ -434,25 +383,5 @@ mod tests {
         empty["spec"]["holderIdentity"] = Value::Null;
         assert!(is_free(&empty, now));
         assert_eq!(micro(now), "2026-01-01T00:10:00.000000Z");
-    }
-
-    struct Fixed;
-    impl Processes for Fixed {
-        fn host(&self) -> String {
-            "runner-1".into()
-        }
-        fn alive(&self, pid: u32) -> bool {
-            pid == 7
-        }
-    }
-
-    #[test]
-    fn only_a_dead_process_of_this_host_is_a_dead_holder() {
-        assert!(dead_holder("runner-1/pid-8", &Fixed));
-        assert!(!dead_holder("runner-1/pid-7", &Fixed));
-        assert!(!dead_holder("runner-2/pid-8", &Fixed));
-        assert!(!dead_holder("someone else", &Fixed));
-        assert!(!dead_holder("runner-1/pid-x", &Fixed));
-        assert!(LocalProcesses.alive(std::process::id()));
     }
 }

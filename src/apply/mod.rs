@@ -6,6 +6,7 @@
 //! [`lock`] serialises runs with a Lease.
 
 pub mod engine;
+pub mod holder;
 pub mod interrupted;
 pub mod kinds;
 pub mod live;

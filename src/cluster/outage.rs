@@ -32,11 +32,11 @@ fn backoff(n: u32) -> Duration {
 
 /// A request failed the way outages fail, and the budget ran out (or the run was stopped).
 #[derive(Debug, thiserror::Error)]
-#[error("the API server did not answer ({reason}); gave up after {waited:.1?} of trying (run-wide --retry-timeout {budget:?})")]
+#[error("the API server did not answer ({reason}); {why}")]
 pub struct Unreachable {
     pub reason: String,
-    pub waited: Duration,
-    pub budget: Duration,
+    /// Why it was not retried (again).
+    pub why: String,
     #[source]
     pub source: BoxError,
 }
@@ -275,11 +275,18 @@ where
                 tracing::debug!(
                     "{line} {reason} in {took} ms; not retried (the retry budget is spent or the run is stopping)"
                 );
+                let why = match self.layer.interrupt.is_set() {
+                    true => "not retried: the run is stopping".to_string(),
+                    false => format!(
+                        "no retry left: the run's retry budget (--retry-timeout {:?}) is spent, this request's part {:.1?}",
+                        self.layer.budget.total,
+                        since.elapsed()
+                    ),
+                };
                 return answer.map_err(|source| {
                     Box::new(Unreachable {
                         reason,
-                        waited: since.elapsed(),
-                        budget: self.layer.budget.total,
+                        why,
                         source,
                     }) as BoxError
                 });
