@@ -111,19 +111,32 @@ fn is_free(lease: &Value, now: Timestamp) -> bool {
     }
 }
 
+/// How a run contends for a lock someone else holds.
+pub struct Contention<'a> {
+    /// How long to wait for the holder (`--lock-timeout`).
+    pub timeout: Duration,
+    /// Waiting ends with a stop request.
+    pub interrupt: &'a Interrupt,
+    /// Which holders are dead processes of this host.
+    pub processes: &'a dyn Processes,
+}
+
 impl Lock {
-    /// Take the lock, waiting up to `timeout` for another holder to finish.
+    /// Take the lock, waiting up to `contention.timeout` for another holder to finish.
     pub async fn acquire(
         client: &Client,
         resource: &Resource,
         namespace: &str,
         name: &str,
         holder: &str,
-        timeout: Duration,
         clock: Arc<dyn Clock>,
-        interrupt: &Interrupt,
-        processes: &dyn Processes,
+        contention: Contention<'_>,
     ) -> Result<Lock, LockError> {
+        let Contention {
+            timeout,
+            interrupt,
+            processes,
+        } = contention;
         let started = std::time::Instant::now();
         loop {
             let now = clock.now();
@@ -326,10 +339,12 @@ pub async fn take_for_run(
         state_namespace,
         &name,
         &holder_identity(),
-        timeout,
         clock,
-        interrupt,
-        &LocalProcesses,
+        Contention {
+            timeout,
+            interrupt,
+            processes: &LocalProcesses,
+        },
     )
     .await
 }
