@@ -315,3 +315,63 @@ fn clone_request(req: &Request<Body>) -> Option<Request<Body>> {
     *copy.extensions_mut() = req.extensions().clone();
     Some(copy)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outages_are_told_from_other_transport_errors() {
+        use std::io::{Error, ErrorKind};
+        let refused = Error::new(ErrorKind::ConnectionRefused, "refused");
+        assert_eq!(
+            outage_reason(&refused).as_deref(),
+            Some("connection refused")
+        );
+        let eof = Error::new(ErrorKind::UnexpectedEof, "tls handshake eof");
+        assert_eq!(outage_reason(&eof).as_deref(), Some("connection closed"));
+        // A certificate the client rejects is not waited for.
+        let certificate = Error::new(ErrorKind::InvalidData, "invalid peer certificate");
+        assert_eq!(outage_reason(&certificate), None);
+        assert_eq!(outage_reason(&Error::other("something else")), None);
+        let steps: Vec<u128> = (0..5).map(|n| backoff(n).as_millis()).collect();
+        assert_eq!(steps, [250, 500, 1000, 2000, 2000]);
+    }
+
+    #[tokio::test]
+    async fn requests_in_trouble_at_once_spend_the_budget_once() {
+        let budget = Arc::new(RetryBudget::new(Duration::from_secs(10)));
+        let (a, b) = (budget.trouble(), budget.trouble());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        drop((a, b));
+        let spent = Duration::from_secs(10) - budget.left();
+        assert!(spent >= Duration::from_millis(200), "{spent:?}");
+        assert!(
+            spent < Duration::from_millis(390),
+            "counted once: {spent:?}"
+        );
+        // Nothing in trouble: nothing is spent.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(Duration::from_secs(10) - budget.left(), spent);
+    }
+
+    #[test]
+    fn what_the_layer_waited_for_is_not_retried_again() {
+        let status = |code: u16| {
+            kube::Error::Api(
+                kube::core::Status::failure("x", "y")
+                    .with_code(code)
+                    .boxed(),
+            )
+        };
+        assert!(already_retried(&status(429)));
+        assert!(already_retried(&status(503)));
+        assert!(!already_retried(&status(500)));
+        let spent = Unreachable {
+            reason: "connection refused".into(),
+            why: "no retry left".into(),
+            source: "refused".into(),
+        };
+        assert!(already_retried(&kube::Error::Service(Box::new(spent))));
+    }
+}
