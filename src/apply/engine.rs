@@ -1,8 +1,8 @@
 //! The engine: `diff` and `apply` as a sequence of steps, each in its own file.
 //!
 //! diff:  prepare → observe (parent, LISTs) → triage → dry runs → plan → report
-//! apply: prepare → lock → observe → triage → plan → widen parent → stages → tend's kinds →
-//!        prune → narrow parent and record → wait → unlock
+//! apply: prepare → read the lock → (take it ‖ observe) → triage → plan → widen parent →
+//!        stages → tend's kinds → prune → narrow parent and record → wait → unlock
 //!
 //! A real apply does not dry-run first: it writes each object that may change next anyway and
 //! reports the diff against what the server returns then, so a dry run would double its
@@ -62,9 +62,8 @@ pub enum EngineError {
     Lock(#[from] lock::LockError),
 }
 
-/// A planned run: the plan plus what applying it needs.
+/// A planned run: what was observed and the plan.
 struct Planned {
-    prepared: Vec<Prepared>,
     observed: Observed,
     plan: Plan,
 }
@@ -73,7 +72,7 @@ struct Planned {
 /// `--dry-run`); otherwise leave them pending for the real apply.
 async fn observe_and_plan(
     session: &Session,
-    prepared: Vec<Prepared>,
+    prepared: &[Prepared],
     opts: &EngineOptions,
     dry_run_all: bool,
 ) -> Result<Planned, EngineError> {
@@ -88,7 +87,7 @@ async fn observe_and_plan(
     let settle = FastPath {
         desired: inputs.iter().map(|d| (d.object.key(), *d)).collect(),
     };
-    let observed = observe::observe(session, &prepared, opts, &id, &settle).await?;
+    let observed = observe::observe(session, prepared, opts, &id, &settle).await?;
     let needs_server: BTreeSet<ObjectKey> = inputs
         .iter()
         .map(|d| (d, d.object.key()))
@@ -98,7 +97,7 @@ async fn observe_and_plan(
         .collect();
     let (dry_runs, pending) = if dry_run_all {
         let answers =
-            observe::dry_runs(session, &prepared, &needs_server, &observed.live, opts).await;
+            observe::dry_runs(session, prepared, &needs_server, &observed.live, opts).await;
         (answers, BTreeSet::new())
     } else {
         (HashMap::new(), needs_server)
@@ -111,11 +110,7 @@ async fn observe_and_plan(
         pending: &pending,
         applyset_id: &id,
     });
-    Ok(Planned {
-        prepared,
-        observed,
-        plan,
-    })
+    Ok(Planned { observed, plan })
 }
 
 /// The planner's fast path, applied while LIST pages are read.
@@ -191,7 +186,7 @@ pub async fn diff(
         &opts.default_namespace,
         &opts.applyset_id(),
     )?;
-    let planned = observe_and_plan(session, prepared, opts, true).await?;
+    let planned = observe_and_plan(session, &prepared, opts, true).await?;
     let mut report = base_report("diff", opts, &planned.plan);
     super::kinds::add_reload_changes(&mut report, kinds);
     if let Err(message) =
@@ -219,44 +214,65 @@ pub async fn apply(
         &opts.default_namespace,
         &opts.applyset_id(),
     )?;
-    let lock = match opts.dry_run {
-        true => None,
-        false => Some(
-            lock::take_for_run(
-                session,
-                &opts.state_namespace,
-                &opts.applyset,
-                opts.lock_timeout,
-                clock.clone(),
-                &opts.interrupt,
-            )
-            .await?,
-        ),
-    };
-    let result = apply_locked(session, prepared, opts, kinds, clock.as_ref()).await;
-    if let Some(lock) = lock {
-        if let Err(err) = lock.release().await {
-            tracing::warn!("cannot release the lock: {err}");
+    if opts.dry_run {
+        let planned = observe_and_plan(session, &prepared, opts, true).await?;
+        let mut report =
+            apply_planned(session, &prepared, planned, opts, kinds, clock.as_ref()).await?;
+        report.duration = started.elapsed();
+        return Ok(report);
+    }
+    let (lock, planned) = lock_and_plan(session, &prepared, opts, clock.clone()).await?;
+    let result = match planned {
+        Ok(planned) => {
+            apply_planned(session, &prepared, planned, opts, kinds, clock.as_ref()).await
         }
+        Err(err) => Err(err),
+    };
+    if let Err(err) = lock.release().await {
+        tracing::warn!("cannot release the lock: {err}");
     }
     let mut report = result?;
     report.duration = started.elapsed();
     Ok(report)
 }
 
-async fn apply_locked(
+/// Take the run's lock and plan. A lock that is free is taken while the LISTs run (see
+/// [`lock`]); one that is held is waited for, and the cluster observed once it is ours.
+async fn lock_and_plan(
     session: &Session,
-    prepared: Vec<Prepared>,
+    prepared: &[Prepared],
+    opts: &EngineOptions,
+    clock: Arc<dyn Clock>,
+) -> Result<(lock::Lock, Result<Planned, EngineError>), EngineError> {
+    let sighting = lock::look(session, &opts.state_namespace, &opts.applyset).await?;
+    if sighting.is_free(clock.now()) {
+        let (taken, planned) = tokio::join!(
+            lock::take_free(&sighting, clock.clone()),
+            observe_and_plan(session, prepared, opts, false)
+        );
+        match taken {
+            Ok(lock) => return Ok((lock, planned)),
+            Err(lock::Missed::Failed(err)) => return Err(err.into()),
+            // Another run took it first: what was observed may be mid-way through its writes.
+            Err(lock::Missed::Raced) => {}
+        }
+    }
+    let lock = lock::wait_for(&sighting, opts.lock_timeout, clock, &opts.interrupt).await?;
+    let planned = observe_and_plan(session, prepared, opts, false).await;
+    Ok((lock, planned))
+}
+
+/// Apply a plan (under the lock), or report it (`--dry-run`, planned with dry runs of
+/// everything; nothing below is written then).
+async fn apply_planned(
+    session: &Session,
+    prepared: &[Prepared],
+    planned: Planned,
     opts: &EngineOptions,
     kinds: &super::kinds::KindsContext,
     clock: &dyn Clock,
 ) -> Result<RunReport, EngineError> {
-    // `--dry-run` dry-runs everything while planning; nothing below is written then.
-    let Planned {
-        prepared,
-        observed,
-        plan,
-    } = observe_and_plan(session, prepared, opts, opts.dry_run).await?;
+    let Planned { observed, plan } = planned;
     let mut report = base_report("apply", opts, &plan);
     super::kinds::add_reload_changes(&mut report, kinds);
     let id = opts.applyset_id();
@@ -286,7 +302,7 @@ async fn apply_locked(
     .await?;
 
     let existing: BTreeSet<ObjectKey> = observed.existing.iter().cloned().collect();
-    let applied = stages::apply_stages(session, &prepared, &plan, &existing, opts).await?;
+    let applied = stages::apply_stages(session, prepared, &plan, &existing, opts).await?;
     report.outcomes.extend(applied.outcomes.clone());
 
     // tend's kinds: ownerReferences for objects whose owner was created just now, status of
@@ -303,7 +319,7 @@ async fn apply_locked(
         false => {
             super::kinds::after_apply(
                 session,
-                &prepared,
+                prepared,
                 &live_desired,
                 &plan.recreate,
                 &mut report,
@@ -316,7 +332,7 @@ async fn apply_locked(
     };
     report.errors.extend(errors);
 
-    stages::settle_pending(&mut report, &plan, &applied, &prepared, &observed.live);
+    stages::settle_pending(&mut report, &plan, &applied, prepared, &observed.live);
 
     // Prune, in reverse stage order, after everything else.
     let mut still_members: Vec<ObjectKey> = plan.kept.keys().cloned().collect();
@@ -356,7 +372,7 @@ async fn apply_locked(
 
     if opts.wait && !opts.interrupt.is_set() {
         let stopped = tokio::select! {
-            _ = wait::until_ready(session, &prepared, &applied.served, &mut report, opts) => None,
+            _ = wait::until_ready(session, prepared, &applied.served, &mut report, opts) => None,
             _ = opts.interrupt.requested() => opts.interrupt.stopped(),
         };
         if let Some(stop) = stopped {

@@ -1,6 +1,6 @@
 //! Apply: the reconcile engine, one file per step. [`engine`] orchestrates; [`prepare`]
 //! resolves the desired set against discovery; [`observe`] reads the parent, LISTs and dry
-//! runs; the pure planner ([`crate::plan::planner`]) decides; [`stages`] applies in order
+//! runs ([`non_members`] the objects not in the ApplySet yet); the pure planner ([`crate::plan::planner`]) decides; [`stages`] applies in order
 //! ([`replace`] deletes and recreates what the API refuses as immutable);
 //! [`prune`] deletes; [`parent`] keeps the ApplySet inventory and run record; [`wait`] waits;
 //! [`lock`] serialises runs with a Lease.
@@ -11,6 +11,7 @@ pub mod interrupted;
 pub mod kinds;
 pub mod live;
 pub mod lock;
+mod non_members;
 pub mod observe;
 pub mod parent;
 pub mod prepare;
