@@ -8,7 +8,9 @@
 //! spend 9 s of it, not 9,000; once it is spent, requests fail at their first failure. Every
 //! verb tend uses is safe to repeat, including a write whose connection broke after the
 //! server may have acted (server-side apply is idempotent; the lock's create and update are
-//! guarded by the Lease itself). The same layer logs each request at `-v`, as `kubectl -v=6`.
+//! guarded by the Lease itself). Until the server has answered once in the run, connection
+//! failures are not waited for (a wrong address should fail at once, as with kubectl). The
+//! same layer logs each request at `-v`, as `kubectl -v=6`.
 
 use crate::interrupt::Interrupt;
 use http::{Request, Response, StatusCode};
@@ -46,6 +48,10 @@ pub struct Unreachable {
 pub struct RetryBudget {
     total: Duration,
     state: Mutex<Spent>,
+    /// Whether the server has answered this run at all. Before it has, a connection failure
+    /// is a wrong address or a cluster that is down, not a restart: it fails at once, as
+    /// kubectl does, instead of waiting out the budget.
+    reached: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -61,6 +67,7 @@ impl RetryBudget {
         RetryBudget {
             total,
             state: Mutex::new(Spent::default()),
+            reached: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -247,8 +254,10 @@ where
             let started = Instant::now();
             let answer = self.once(attempt).await;
             let took = started.elapsed().as_millis();
+            let reached = &self.layer.budget.reached;
             let (reason, wait) = match &answer {
                 Ok(resp) => {
+                    reached.store(true, std::sync::atomic::Ordering::Relaxed);
                     let status = resp.status();
                     let text = status.canonical_reason().unwrap_or("");
                     if !is_outage_status(status) {
@@ -259,8 +268,10 @@ where
                     (format!("{} {text}", status.as_u16()), wait)
                 }
                 Err(err) => match outage_reason(err.as_ref()) {
-                    Some(reason) => (reason, backoff(retries)),
-                    None => {
+                    Some(reason) if reached.load(std::sync::atomic::Ordering::Relaxed) => {
+                        (reason, backoff(retries))
+                    }
+                    _ => {
                         tracing::debug!("{line} failed in {took} ms: {err}");
                         return answer;
                     }
