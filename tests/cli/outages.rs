@@ -496,3 +496,25 @@ fn a_holder_on_another_host_is_waited_for() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_restarting_servers_503s_are_ridden_out() {
+    let cluster = TestCluster::start();
+    let dir = many_configmaps(20);
+    cluster.inject(
+        Fault::status(503)
+            .message("the server is currently unable to handle the request")
+            .verb(Verb::Apply)
+            .path_contains("/configmaps/")
+            .times(25),
+    );
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["apply", "-o", "json"]);
+    let unavailable = cluster
+        .requests()
+        .iter()
+        .filter(|r| r.status == Some(503))
+        .count();
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(unavailable, 25);
+    each_object_once(&stdout, 20);
+}
