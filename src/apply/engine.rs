@@ -12,7 +12,7 @@ use super::lock::{self, Clock};
 use super::observe::{self, Observed};
 use super::parent::{self, inventory_of, Record};
 use super::prepare::{prepare, Prepared};
-use super::{prune, stages, wait};
+use super::{interrupted, prune, stages, wait};
 use crate::cluster::{ClusterError, Session};
 use crate::plan::inventory;
 use crate::plan::planner::{self, Desired, Plan, PlanInput, PruneLimits, Triage};
@@ -41,6 +41,8 @@ pub struct EngineOptions {
     pub cluster_name: Option<String>,
     /// Draw progress bars (stderr is a terminal); otherwise plain log lines only.
     pub progress: bool,
+    /// Set by the first SIGTERM/SIGINT: no write starts after it.
+    pub interrupt: crate::interrupt::Interrupt,
 }
 
 impl EngineOptions {
@@ -255,7 +257,7 @@ async fn lock_and_plan(
             Err(lock::Missed::Raced) => {}
         }
     }
-    let lock = lock::wait_for(&sighting, opts.lock_timeout, clock).await?;
+    let lock = lock::wait_for(&sighting, opts.lock_timeout, clock, &opts.interrupt).await?;
     let planned = observe_and_plan(session, prepared, opts, false).await;
     Ok((lock, planned))
 }
@@ -282,6 +284,11 @@ async fn apply_planned(
         return Ok(report);
     }
 
+    if let Some(stop) = opts.interrupt.stopped() {
+        // Stopped before the first write: the cluster and the parent are as they were.
+        interrupted::not_started(&mut report, stop);
+        return Ok(report);
+    }
     let desired_keys: Vec<ObjectKey> = prepared.iter().map(|p| p.object.key()).collect();
     let desired_inventory = inventory_of(desired_keys.iter().cloned());
     parent::widen(
@@ -306,17 +313,23 @@ async fn apply_planned(
         .filter(needed_after_apply)
         .filter_map(|k| Some((k.clone(), observed.live.get(&k)?.clone())))
         .collect();
-    let errors = super::kinds::after_apply(
-        session,
-        prepared,
-        &live_desired,
-        &plan.recreate,
-        &mut report,
-        kinds,
-        &applied.tend_objects,
-        clock,
-    )
-    .await;
+    // A stopped run writes no status and reloads nothing; prunes below do not start.
+    let errors = match opts.interrupt.is_set() {
+        true => Vec::new(),
+        false => {
+            super::kinds::after_apply(
+                session,
+                prepared,
+                &live_desired,
+                &plan.recreate,
+                &mut report,
+                kinds,
+                &applied.tend_objects,
+                clock,
+            )
+            .await
+        }
+    };
     report.errors.extend(errors);
 
     stages::settle_pending(&mut report, &plan, &applied, prepared, &observed.live);
@@ -338,11 +351,18 @@ async fn apply_planned(
 
     // Narrow the parent to what is desired plus members that still exist, and record the run.
     let narrowed = inventory_of(desired_keys.into_iter().chain(still_members));
+    let stopped = opts.interrupt.stopped().map(|stop| {
+        let account = interrupted::account(&report, stop);
+        tracing::error!("{account}");
+        report.errors.push(account.clone());
+        account
+    });
     let record = Record {
         commit: opts.commit.as_deref(),
         time: clock.now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
         summary: report.summary(),
         failed: report.failed(),
+        interrupted: stopped.as_deref(),
     };
     if let Err(err) = parent::narrow_and_record(session, opts, &id, &narrowed, record).await {
         let message = format!("cannot record the run on the ApplySet parent: {err}");
@@ -350,8 +370,17 @@ async fn apply_planned(
         report.errors.push(message);
     }
 
-    if opts.wait {
-        wait::until_ready(session, prepared, &applied.served, &mut report, opts).await;
+    if opts.wait && !opts.interrupt.is_set() {
+        let stopped = tokio::select! {
+            _ = wait::until_ready(session, prepared, &applied.served, &mut report, opts) => None,
+            _ = opts.interrupt.requested() => opts.interrupt.stopped(),
+        };
+        if let Some(stop) = stopped {
+            report.errors.push(format!(
+                "the run was stopped by {} while waiting for readiness (everything was applied)",
+                stop.signal
+            ));
+        }
     }
     Ok(report)
 }

@@ -1,13 +1,16 @@
 //! The run lock: a `coordination.k8s.io/v1` Lease in the state namespace, held for the whole
 //! run and renewed in the background. A second run waits up to `--lock-timeout`, then gives
-//! up naming the holder; a lease whose holder stopped renewing is taken over.
+//! up naming the holder; a lease whose holder stopped renewing is taken over, and so is one
+//! held by a process of this host that no longer exists (a crash or SIGKILL): at once.
 //!
 //! Taking it costs a run one round trip before it reads the cluster ([`look`]); the write
 //! that takes a free lease ([`take_free`]) runs beside the run's LISTs. That is safe: the
 //! write carries the resourceVersion read before the LISTs started, so it succeeds only if no
 //! other run took the lock in between, and only a lock holder writes.
 
+use super::holder::{dead_holder, holder_identity, LocalProcesses, Processes};
 use crate::cluster::{self, ClusterError, Resource, Session};
+use crate::interrupt::Interrupt;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::Client;
 use serde_json::{json, Value};
@@ -41,6 +44,14 @@ pub enum LockError {
         renewed: String,
         waited: Duration,
     },
+    #[error(
+        "stopped by {signal} while waiting for the lock {namespace}/{name}; nothing was changed"
+    )]
+    Interrupted {
+        namespace: String,
+        name: String,
+        signal: &'static str,
+    },
     #[error(transparent)]
     Cluster(#[from] ClusterError),
 }
@@ -54,6 +65,19 @@ struct Target {
     namespace: String,
     name: String,
     holder: String,
+    /// Which holders are dead processes of this host.
+    processes: Arc<dyn Processes>,
+}
+
+impl Target {
+    /// Whether a live lease may be taken now: free, or held by a dead process of this host.
+    fn takeable(&self, lease: &Value, now: Timestamp) -> bool {
+        is_free(lease, now) || dead_holder(holder_of(lease), self.processes.as_ref())
+    }
+}
+
+fn holder_of(lease: &Value) -> &str {
+    lease["spec"]["holderIdentity"].as_str().unwrap_or("")
 }
 
 /// A held lock. Call [`Lock::release`] at the end of the run, on success and on failure.
@@ -73,9 +97,12 @@ pub struct Sighting {
 }
 
 impl Sighting {
-    /// Whether the lease was free when read (absent, released, or expired).
+    /// Whether the lease was free when read (absent, released, or expired), or held by a
+    /// dead process of this host.
     pub fn is_free(&self, now: Timestamp) -> bool {
-        self.live.as_ref().is_none_or(|lease| is_free(lease, now))
+        self.live
+            .as_ref()
+            .is_none_or(|lease| self.target.takeable(lease, now))
     }
 }
 
@@ -154,6 +181,7 @@ pub async fn look(
             format!("tend-lock-{applyset}")
         },
         holder: holder_identity(),
+        processes: Arc::new(LocalProcesses),
     };
     let live = read(&target).await?;
     Ok(Sighting { target, live })
@@ -169,19 +197,25 @@ pub async fn take_free(sighting: &Sighting, clock: Arc<dyn Clock>) -> Result<Loc
     }
 }
 
-/// Take the lock seen in `sighting`, waiting up to `timeout` for its holder to finish.
+/// Take the lock seen in `sighting`, waiting up to `timeout` for its holder to finish (or
+/// until the run is stopped).
 pub async fn wait_for(
     sighting: &Sighting,
     timeout: Duration,
     clock: Arc<dyn Clock>,
+    interrupt: &Interrupt,
 ) -> Result<Lock, LockError> {
     let target = &sighting.target;
     let started = std::time::Instant::now();
     loop {
         let now = clock.now();
         let live = read(target).await?;
-        if let Some(lease) = live.as_ref().filter(|lease| !is_free(lease, now)) {
-            let holder = lease["spec"]["holderIdentity"].as_str().unwrap_or("");
+        if let Some(lease) = live.as_ref().filter(|l| holder_of(l) == target.holder) {
+            // Ours already: a take whose answer was lost, sent again, refused as a conflict.
+            return Ok(Lock::held(target, lease.clone(), clock));
+        }
+        if let Some(lease) = live.as_ref().filter(|lease| !target.takeable(lease, now)) {
+            let holder = holder_of(lease);
             if started.elapsed() >= timeout {
                 return Err(LockError::Held {
                     namespace: target.namespace.clone(),
@@ -199,7 +233,17 @@ pub async fn wait_for(
                 target.namespace,
                 target.name
             );
-            tokio::time::sleep(Duration::from_millis(500).min(timeout)).await;
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(500).min(timeout)) => {}
+                _ = interrupt.requested() => {}
+            }
+            if let Some(stop) = interrupt.stopped() {
+                return Err(LockError::Interrupted {
+                    namespace: target.namespace.clone(),
+                    name: target.name.clone(),
+                    signal: stop.signal,
+                });
+            }
             continue;
         }
         match write_free(target, live.as_ref(), now).await {
@@ -249,8 +293,12 @@ async fn write_free(
             other => other,
         };
     };
-    let previous = lease["spec"]["holderIdentity"].as_str().unwrap_or("");
-    if !previous.is_empty() {
+    let previous = holder_of(lease);
+    if !is_free(lease, now) {
+        tracing::warn!(
+            "taking over the lock {namespace}/{name} from {previous}: that process no longer runs on this host"
+        );
+    } else if !previous.is_empty() {
         tracing::warn!("taking over the expired lock {namespace}/{name} from {previous}");
     }
     let rv = lease
@@ -335,17 +383,6 @@ async fn renew_loop(target: Target, written: Arc<Mutex<Value>>, clock: Arc<dyn C
             Err(err) => tracing::warn!("cannot renew the lock {namespace}/{name}: {err}"),
         }
     }
-}
-
-/// Identity written into the lease: host (pod name in a CronJob) and process.
-pub fn holder_identity() -> String {
-    let host = std::env::var("HOSTNAME")
-        .ok()
-        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
-        .map(|h| h.trim().to_string())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "unknown-host".into());
-    format!("{host}/pid-{}", std::process::id())
 }
 
 #[cfg(test)]

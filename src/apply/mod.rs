@@ -6,6 +6,8 @@
 //! [`lock`] serialises runs with a Lease.
 
 pub mod engine;
+pub mod holder;
+pub mod interrupted;
 pub mod kinds;
 pub mod live;
 pub mod lock;
@@ -24,6 +26,11 @@ use crate::render::object::ObjectKey;
 /// Log one object's failure on stderr cut to its cause (a 422 can embed kilobytes of Go struct
 /// dump); the full text at `-v`, as in the report.
 pub(crate) fn log_object_error(key: &ObjectKey, error: &str) {
+    if interrupted::is_stop(error) {
+        // One line for the whole stopped run, not one per object (see `engine`).
+        tracing::debug!("{key}: {error}");
+        return;
+    }
     let cause = crate::cluster::cause::cut(error);
     if cause == error {
         tracing::error!("{error}");

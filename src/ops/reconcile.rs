@@ -79,6 +79,9 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
     engine_opts.commit = desired.checkout.commit.clone();
     let engine_opts = &engine_opts;
     let (report, requests) = runtime.block_on(async {
+        if opts.mode == Mode::Apply && !engine_opts.dry_run {
+            super::signals::listen(engine_opts.interrupt.clone()).map_err(Error::Runtime)?;
+        }
         let session = connecting
             .await
             .map_err(|err| Error::Runtime(std::io::Error::other(err)))?
