@@ -44,6 +44,7 @@ pub mod problem;
 pub mod render;
 pub mod report;
 pub mod source;
+pub mod sops;
 pub mod yaml;
 
 pub use error::Error;

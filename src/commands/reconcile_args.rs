@@ -6,7 +6,6 @@ use crate::cluster::Access;
 use crate::ops::reconcile::{Mode, ReconcileOptions, Reconciled};
 use crate::ops::Verdict;
 use crate::plan::planner::PruneLimits;
-use crate::render::RenderOptions;
 use crate::report::{ReportFormat, Shown};
 use crate::Error;
 use clap::Args;
@@ -69,16 +68,13 @@ impl EngineArgs {
         global: &GlobalArgs,
         mode: Mode,
         apply: Option<&ApplyFlags>,
-    ) -> ReconcileOptions {
+    ) -> Result<ReconcileOptions, Error> {
         let defaults = ApplyFlags::default();
         let apply = apply.unwrap_or(&defaults);
-        ReconcileOptions {
+        Ok(ReconcileOptions {
             mode,
             source: global.source_options(),
-            render: RenderOptions {
-                cluster: global.cluster.clone(),
-                default_namespace: global.namespace.clone(),
-            },
+            render: global.render_options()?,
             access: Access {
                 kubeconfig: global.kubeconfig.clone(),
                 context: global.context.clone(),
@@ -101,7 +97,7 @@ impl EngineArgs {
                 cluster_name: global.cluster.clone(),
                 progress: std::io::stderr().is_terminal() && global.log_format == LogFormat::Text,
             },
-        }
+        })
     }
 }
 

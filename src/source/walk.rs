@@ -66,8 +66,14 @@ pub fn walk_with(dir: &Path, kustomize: &KustomizeOptions) -> std::io::Result<Wa
     let is_claimed = |path: &Path| claimed.iter().any(|c| path.starts_with(c));
     walked.files.retain(|f| !is_claimed(&f.path));
     walked.problems.retain(|p| !is_claimed(&p.file));
-    let (build, problems) = kustomize::select(&units);
+    let (mut build, problems) = kustomize::select(&units);
     walked.problems.extend(problems);
+    build.retain(|unit| {
+        let refused = super::encrypted::encrypted_inputs(&root, unit, &units);
+        let keep = refused.is_empty();
+        walked.problems.extend(refused);
+        keep
+    });
     let (built, problems) = kustomize::build_all(&root, &build, kustomize);
     walked.files.extend(built);
     walked.problems.extend(problems);
