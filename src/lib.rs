@@ -43,8 +43,8 @@ pub mod plan;
 pub mod problem;
 pub mod render;
 pub mod report;
-pub mod source;
 pub mod sops;
+pub mod source;
 pub mod yaml;
 
 pub use error::Error;

@@ -22,7 +22,9 @@ pub enum ValueError {
     IvLength(usize),
     #[error("has a tag of {0} bytes; sops writes 16")]
     TagLength(usize),
-    #[error("does not open with the data key (changed after encryption, or moved to another path)")]
+    #[error(
+        "does not open with the data key (changed after encryption, or moved to another path)"
+    )]
     Authentication,
     #[error("has an unknown type `{0}` (sops writes str, int, float, bool, bytes, comment)")]
     Type(String),
@@ -149,7 +151,11 @@ pub fn decrypt(sealed: &str, key: &[u8; 32], aad: &str) -> Result<Plain, ValueEr
     let text = || std::str::from_utf8(&plain).map_err(|_| ValueError::Content("text"));
     Ok(match sealed.kind.as_str() {
         "str" => Plain::Str(text()?.to_string()),
-        "int" | "int64" => Plain::Int(text()?.parse().map_err(|_| ValueError::Content("integer"))?),
+        "int" | "int64" => Plain::Int(
+            text()?
+                .parse()
+                .map_err(|_| ValueError::Content("integer"))?,
+        ),
         "float" => Plain::Float(text()?.parse().map_err(|_| ValueError::Content("number"))?),
         // Go's strconv.ParseBool.
         "bool" => Plain::Bool(match text()? {
@@ -179,9 +185,15 @@ mod tests {
     fn sealed_values_are_recognised_strictly() {
         assert!(!is_sealed("ENC[AES256_GCM,data:abc]"));
         assert!(!is_sealed("plain"));
-        assert!(is_sealed("ENC[AES256_GCM,data:AAAA,iv:AAAA,tag:AAAA,type:str]"));
+        assert!(is_sealed(
+            "ENC[AES256_GCM,data:AAAA,iv:AAAA,tag:AAAA,type:str]"
+        ));
         assert!(matches!(
-            decrypt("ENC[AES256_GCM,data:!!,iv:AAAA,tag:AAAA,type:str]", &[0; 32], "a:"),
+            decrypt(
+                "ENC[AES256_GCM,data:!!,iv:AAAA,tag:AAAA,type:str]",
+                &[0; 32],
+                "a:"
+            ),
             Err(ValueError::Base64("data"))
         ));
     }

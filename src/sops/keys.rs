@@ -16,7 +16,12 @@ pub struct Keys {
 // Never the keys themselves.
 impl fmt::Debug for Keys {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Keys({} age, searched {:?})", self.age.len(), self.searched)
+        write!(
+            f,
+            "Keys({} age, searched {:?})",
+            self.age.len(),
+            self.searched
+        )
     }
 }
 
@@ -41,8 +46,7 @@ impl Keys {
     /// noting `source` as searched. Returns how many keys it held.
     pub fn add_text(&mut self, source: &str, text: &str) -> Result<usize, KeyFileError> {
         let mut found = Vec::new();
-        let mut lines = text.lines().enumerate();
-        while let Some((i, line)) = lines.next() {
+        for (i, line) in text.lines().enumerate() {
             let line = line.trim();
             if line.is_empty() || line.starts_with('#') {
                 continue;

@@ -34,11 +34,15 @@ fn text(meta: &Value, key: &str) -> String {
 }
 
 fn regex(meta: &Value, key: &str) -> Result<Option<regex::Regex>, SopsError> {
-    match meta.get(key).and_then(Value::as_str).filter(|s| !s.is_empty()) {
+    match meta
+        .get(key)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+    {
         None => Ok(None),
-        Some(re) => regex::Regex::new(re)
-            .map(Some)
-            .map_err(|_| SopsError::BadMetadata(format!("{key} is not a valid regular expression"))),
+        Some(re) => regex::Regex::new(re).map(Some).map_err(|_| {
+            SopsError::BadMetadata(format!("{key} is not a valid regular expression"))
+        }),
     }
 }
 
@@ -53,7 +57,11 @@ impl Metadata {
             encrypted_regex: regex(meta, "encrypted_regex")?,
             comment_rules: ["unencrypted_comment_regex", "encrypted_comment_regex"]
                 .iter()
-                .any(|k| meta.get(*k).and_then(Value::as_str).is_some_and(|s| !s.is_empty())),
+                .any(|k| {
+                    meta.get(*k)
+                        .and_then(Value::as_str)
+                        .is_some_and(|s| !s.is_empty())
+                }),
             mac_only_encrypted: meta
                 .get("mac_only_encrypted")
                 .and_then(Value::as_bool)

@@ -100,7 +100,10 @@ pub fn has_metadata(doc: &Value) -> bool {
 /// Documents without metadata in a file without any are left alone, unless they hold a
 /// sealed value ([`SopsError::NoMetadata`]). Returns whether the file was encrypted.
 pub fn decrypt_documents(docs: &mut [Value], keys: &Keys) -> Result<bool, SopsError> {
-    let Some(meta) = docs.iter().rev().find_map(|d| d.get(METADATA_KEY).filter(|m| m.is_object()))
+    let Some(meta) = docs
+        .iter()
+        .rev()
+        .find_map(|d| d.get(METADATA_KEY).filter(|m| m.is_object()))
     else {
         for (doc, value) in docs.iter().enumerate() {
             if let Some(path) = find_sealed(value) {
@@ -173,7 +176,10 @@ mod tests {
         let mut values = docs(&text);
         let list = values[0]["a_list"].as_array_mut().unwrap();
         list.swap(0, 1);
-        assert_eq!(decrypt_documents(&mut values, &keys()), Err(SopsError::MacMismatch));
+        assert_eq!(
+            decrypt_documents(&mut values, &keys()),
+            Err(SopsError::MacMismatch)
+        );
         let mut values = docs(&text);
         values[0]["nested"]["test"]["file"] = Value::String("plain".into());
         assert!(matches!(
@@ -192,8 +198,14 @@ mod tests {
         keys.note("SOPS_AGE_KEY (unset)".into());
         let err = decrypt_documents(&mut values, &keys).unwrap_err();
         let message = err.to_string();
-        assert!(message.contains("age age1yt3tfqlfrwdwx0z0ynwplcr6qxcxfaqycuprpmy89nr83ltx74tqdpszlw"), "{message}");
-        assert!(message.contains("PGP key 2504791468B153B8A3963CC97BA53D1919C5DFD4"), "{message}");
+        assert!(
+            message.contains("age age1yt3tfqlfrwdwx0z0ynwplcr6qxcxfaqycuprpmy89nr83ltx74tqdpszlw"),
+            "{message}"
+        );
+        assert!(
+            message.contains("PGP key 2504791468B153B8A3963CC97BA53D1919C5DFD4"),
+            "{message}"
+        );
         assert!(message.contains("SOPS_AGE_KEY (unset)"), "{message}");
     }
 

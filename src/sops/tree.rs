@@ -65,13 +65,12 @@ pub fn decrypt(docs: &mut [Value], meta: &Metadata, key: &[u8; 32]) -> Result<()
         walk.value(doc)?;
     }
     let computed = hex::encode_upper(walk.hash.finalize());
-    let stored = cipher::decrypt(&meta.mac, key, &meta.lastmodified).map_err(|source| {
-        SopsError::Value {
+    let stored =
+        cipher::decrypt(&meta.mac, key, &meta.lastmodified).map_err(|source| SopsError::Value {
             doc: 0,
             path: vec![Step::Key("sops".into()), Step::Key("mac".into())],
             source,
-        }
-    })?;
+        })?;
     match stored {
         Plain::Str(mac) if mac == computed => Ok(()),
         _ => Err(SopsError::MacMismatch),
@@ -129,10 +128,9 @@ impl Walk<'_> {
                 _ => return Ok(()),
             }
         };
-        if !self.meta.mac_only_encrypted || encrypted {
-            if !matches!(plain, Plain::Comment(_)) {
-                self.hash.update(plain.mac_bytes());
-            }
+        // Comments are never in the MAC.
+        if (!self.meta.mac_only_encrypted || encrypted) && !matches!(plain, Plain::Comment(_)) {
+            self.hash.update(plain.mac_bytes());
         }
         if encrypted {
             *value = plain.into_value();

@@ -19,5 +19,6 @@ mod quickstart;
 mod reads;
 mod render;
 mod shipping;
+mod sops;
 mod version;
 mod wait;

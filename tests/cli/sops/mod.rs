@@ -1,0 +1,330 @@
+//! SOPS-encrypted secrets (SPEC 2, issue 19): decrypted natively with age keys, or refused at
+//! file:line with exit 2 and nothing written; never applied as ciphertext.
+
+mod encryptor;
+
+use crate::common::*;
+use encryptor::*;
+use serde_json::{json, Value};
+use std::path::Path;
+use tend_testserver::TestCluster;
+
+/// A decrypted value that must never show in any output.
+const PLAINTEXT: &str = "s0ps-plain-canary-7c41e";
+
+fn fixture_text(name: &str) -> Option<String> {
+    let text = std::fs::read_to_string(Path::new(FIXTURES).join(name)).ok();
+    if text.is_none() {
+        eprintln!("no sops fixtures at {FIXTURES}: skipped");
+    }
+    text
+}
+
+fn secret(name: &str, password: &str) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": "default"},
+        "type": "Opaque",
+        "stringData": {"password": password, "port": "5432"},
+    })
+}
+
+/// As Flux users encrypt Secrets: only `data`/`stringData`.
+fn flux_rules() -> Rules {
+    Rules {
+        encrypted_regex: Some("^(data|stringData)$".into()),
+        ..Rules::default()
+    }
+}
+
+fn key_file(dir: &Path) -> std::path::PathBuf {
+    let path = dir.join("keys.txt");
+    std::fs::write(&path, format!("# test key\n{TEST_IDENTITY}\n")).unwrap();
+    path
+}
+
+/// `tend` with no key source from the developer's environment.
+fn tend_clean() -> assert_cmd::Command {
+    let mut cmd = tend();
+    let home = tempfile::tempdir().unwrap().keep();
+    cmd.env_remove("SOPS_AGE_KEY")
+        .env_remove("SOPS_AGE_KEY_FILE")
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("HOME", &home);
+    cmd
+}
+
+fn on(
+    cluster: &TestCluster,
+    dir: &Path,
+    args: &[&str],
+    keys: Option<&Path>,
+) -> (i32, String, String) {
+    let mut cmd = tend_clean();
+    cmd.args(args)
+        .arg("--repo")
+        .arg(dir)
+        .arg("--kubeconfig")
+        .arg(cluster.kubeconfig_path());
+    if let Some(keys) = keys {
+        cmd.arg("--decryption-key-file").arg(keys);
+    }
+    run(&mut cmd)
+}
+
+#[test]
+fn the_encryptor_agrees_with_real_sops() {
+    let Some(text) = fixture_text("secrets.yaml") else {
+        return;
+    };
+    let encrypted: Value = serde_yaml::from_str(&text).unwrap();
+    let plain = json!({
+        "test_key": "test_value",
+        "a_list": ["e1", "e3"],
+        "nested": {"test": {"file": "another value"}},
+    });
+    let rules = Rules {
+        unencrypted_suffix: Some("_unencrypted".into()),
+        ..Rules::default()
+    };
+    // The MAC rules: what this encryptor computes is what sops stored.
+    assert_eq!(
+        mac_of(std::slice::from_ref(&plain), &rules),
+        stored_mac(&encrypted["sops"], TEST_IDENTITY)
+    );
+    // What it writes, tend reads back to the plaintext, with sops's value types.
+    let widget = json!({
+        "apiVersion": "example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w", "namespace": "default"},
+        "spec": {"name": "x", "count": 3, "ratio": 0.5, "on": true, "off": false, "items": [1, "two"]},
+    });
+    let rules = Rules {
+        encrypted_regex: Some("^spec$".into()),
+        mac_only_encrypted: true,
+        ..Rules::default()
+    };
+    let text = encrypt_yaml(std::slice::from_ref(&widget), TEST_RECIPIENT, &rules, 3);
+    for kind in ["type:int", "type:float", "type:bool", "type:str"] {
+        assert!(text.contains(kind), "{text}");
+    }
+    let dir = site(&[("w.yaml", &text)]);
+    let keys = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(keys.path(), TEST_IDENTITY).unwrap();
+    let (code, out, err) = run(tend_clean()
+        .args(["render", "--repo"])
+        .arg(dir.path())
+        .arg("--decryption-key-file")
+        .arg(keys.path())
+        .args(["-o", "json"]));
+    assert_eq!(code, 0, "{err}");
+    let listed: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(listed["items"][0]["spec"], widget["spec"], "{out}");
+    assert!(listed["items"][0].get("sops").is_none());
+}
+
+#[test]
+fn the_real_sops_fixture_is_decrypted_with_sops_age_key_file() {
+    let Some(text) = fixture_text("secrets.yaml") else {
+        return;
+    };
+    let dir = site(&[("secrets.yaml", &text)]);
+    // Without a key: the recipients and where tend looked.
+    let (code, out, err) = run(tend_clean().args(["render", "--repo"]).arg(dir.path()));
+    assert_eq!(code, 2, "{err}");
+    assert!(out.is_empty());
+    assert!(err.contains("secrets.yaml:"), "{err}");
+    assert!(err.contains(TEST_RECIPIENT), "{err}");
+    assert!(
+        err.contains("PGP key 2504791468B153B8A3963CC97BA53D1919C5DFD4"),
+        "{err}"
+    );
+    assert!(err.contains("SOPS_AGE_KEY_FILE (unset)"), "{err}");
+    // With the fixture's key file: decrypted; what is left is that it is no Kubernetes
+    // object (it is sops's own test file), and no value of it is printed.
+    let (code, _, err) = run(tend_clean().args(["render", "--repo"]).arg(dir.path()).env(
+        "SOPS_AGE_KEY_FILE",
+        Path::new(FIXTURES).join("age-keys.txt"),
+    ));
+    assert_eq!(code, 2);
+    assert!(!err.contains("no available key"), "{err}");
+    assert!(err.contains("apiVersion"), "{err}");
+    for value in ["test_value", "another value"] {
+        assert!(!err.contains(value), "{err}");
+    }
+}
+
+#[test]
+fn an_encrypted_secret_applies_its_plaintext_and_diffs_clean() {
+    let cluster = TestCluster::start();
+    let text = encrypt_yaml(&[secret("db", PLAINTEXT)], TEST_RECIPIENT, &flux_rules(), 9);
+    assert!(!text.contains(PLAINTEXT));
+    let dir = site(&[("db.yaml", &text)]);
+    let keys = tempfile::tempdir().unwrap();
+    let keys = key_file(keys.path());
+    let (code, out, err) = on(&cluster, dir.path(), &["apply", "-vvv"], Some(&keys));
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(!out.contains(PLAINTEXT) && !err.contains(PLAINTEXT));
+    let live = get(&cluster, "", "secrets", "default", "db").expect("the Secret was created");
+    let stored = live["data"]["password"].as_str().unwrap();
+    use base64::Engine;
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(stored)
+        .unwrap();
+    assert_eq!(decoded, PLAINTEXT.as_bytes());
+    assert_eq!(
+        live["data"]["port"],
+        json!(base64::engine::general_purpose::STANDARD.encode("5432"))
+    );
+    // Decryption is deterministic: nothing to change on a second look.
+    for format in ["text", "json", "markdown"] {
+        let (code, out, err) = on(
+            &cluster,
+            dir.path(),
+            &["diff", "-o", format, "-vvv"],
+            Some(&keys),
+        );
+        assert_eq!(code, 0, "{out}\n{err}");
+        assert!(!out.contains(PLAINTEXT) && !err.contains(PLAINTEXT));
+    }
+    // A changed encrypted value shows as a masked change.
+    let text = encrypt_yaml(
+        &[secret("db", "another-pass")],
+        TEST_RECIPIENT,
+        &flux_rules(),
+        9,
+    );
+    write_site(dir.path(), &[("db.yaml", &text)]);
+    let (code, out, err) = on(&cluster, dir.path(), &["diff", "-vvv"], Some(&keys));
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(
+        !out.contains("another-pass") && !err.contains("another-pass"),
+        "{out}"
+    );
+}
+
+/// Each negative fixture: exit 2, its message at file:line, nothing written.
+fn refused(files: &[(&str, &str)], keys: bool, expect: &[&str]) {
+    let cluster = TestCluster::start();
+    let dir = site(files);
+    let key_dir = tempfile::tempdir().unwrap();
+    let keys = keys.then(|| key_file(key_dir.path()));
+    for command in ["diff", "apply"] {
+        let (code, out, err) = on(&cluster, dir.path(), &[command], keys.as_deref());
+        assert_eq!(code, 2, "{command}: {out}\n{err}");
+        for needle in expect {
+            assert!(
+                err.contains(needle),
+                "{command}: expected {needle:?} in\n{err}"
+            );
+        }
+        assert!(!err.contains(PLAINTEXT) && !out.contains(PLAINTEXT));
+    }
+    assert_eq!(writes(&cluster), Vec::<String>::new());
+}
+
+fn tampered() -> String {
+    let text = encrypt_yaml(&[secret("db", PLAINTEXT)], TEST_RECIPIENT, &flux_rules(), 5);
+    // An unencrypted field changed after encryption: every seal holds, the MAC does not.
+    text.replacen("name: db", "name: dc", 1)
+}
+
+#[test]
+fn a_file_changed_after_encryption_is_refused() {
+    let text = tampered();
+    refused(
+        &[("ns.yaml", &ns_yaml("other")), ("db.yaml", &text)],
+        true,
+        &["db.yaml:", "modified after it was encrypted"],
+    );
+}
+
+#[test]
+fn a_file_no_key_opens_is_refused_naming_recipients_and_places() {
+    let text = encrypt_yaml(&[secret("db", PLAINTEXT)], TEST_RECIPIENT, &flux_rules(), 5);
+    refused(
+        &[("ns.yaml", &ns_yaml("other")), ("db.yaml", &text)],
+        false,
+        &[
+            "db.yaml:",
+            TEST_RECIPIENT,
+            "SOPS_AGE_KEY (unset)",
+            "(not found)",
+        ],
+    );
+}
+
+#[test]
+fn a_kms_only_file_is_refused_with_the_way_to_add_an_age_recipient() {
+    let text = encrypt_yaml(&[secret("db", PLAINTEXT)], TEST_RECIPIENT, &flux_rules(), 5);
+    let mut value: Value = serde_yaml::from_str(&text).unwrap();
+    value["sops"]["age"] = json!([]);
+    value["sops"]["kms"] = json!([{"arn": "arn:aws:kms:eu-west-1:123456789012:key/abcd", "enc": "AQIC", "created_at": LASTMODIFIED}]);
+    refused(
+        &[("db.yaml", &serde_yaml::to_string(&value).unwrap())],
+        true,
+        &[
+            "db.yaml:",
+            "AWS KMS arn:aws:kms:eu-west-1:123456789012:key/abcd",
+            "sops updatekeys",
+        ],
+    );
+}
+
+#[test]
+fn a_sealed_value_without_metadata_is_refused_at_its_line() {
+    let text = encrypt_yaml(&[secret("db", PLAINTEXT)], TEST_RECIPIENT, &flux_rules(), 5);
+    let mut value: Value = serde_yaml::from_str(&text).unwrap();
+    value.as_object_mut().unwrap().remove("sops");
+    let text = serde_yaml::to_string(&value).unwrap();
+    let line = text.lines().position(|l| l.contains("password:")).unwrap() + 1;
+    refused(
+        &[("db.yaml", &text)],
+        true,
+        &[&format!("db.yaml:{line}:"), "looks SOPS-encrypted"],
+    );
+}
+
+#[test]
+fn a_malformed_sealed_value_is_refused_at_its_line() {
+    let text = encrypt_yaml(&[secret("db", PLAINTEXT)], TEST_RECIPIENT, &flux_rules(), 5);
+    let text = text.replacen(",iv:", ",iv:!", 1);
+    let line = text.lines().position(|l| l.contains(",iv:!")).unwrap() + 1;
+    refused(
+        &[("db.yaml", &text)],
+        true,
+        &[&format!("db.yaml:{line}:"), "not valid base64"],
+    );
+}
+
+#[test]
+fn a_kustomize_unit_with_an_encrypted_input_is_not_built() {
+    let env = "ENC[AES256_GCM,data:AAAA,iv:AAAA,tag:AAAA,type:str]";
+    let kustomization = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nsecretGenerator:\n  - name: app\n    envs: [app.env]\nresources: [cm.yaml]\n";
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  k: v\n";
+    let files = [
+        ("app/kustomization.yaml", kustomization),
+        ("app/cm.yaml", cm),
+        (
+            "app/app.env",
+            &format!("# c\nPASSWORD={env}\nsops_version=3.9.0\n") as &str,
+        ),
+    ];
+    // No builder is needed: the unit is refused before it is built.
+    let cluster = TestCluster::start();
+    let dir = site(&files);
+    let (code, out, err) = run(tend_clean()
+        .env("TEND_KUSTOMIZE_COMMAND", "false")
+        .args(["apply", "--repo"])
+        .arg(dir.path())
+        .arg("--kubeconfig")
+        .arg(cluster.kubeconfig_path()));
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(err.contains("app/app.env:2:"), "{err}");
+    assert!(
+        err.contains("SOPS-encrypted and an input of the kustomization app/kustomization.yaml"),
+        "{err}"
+    );
+    assert_eq!(writes(&cluster), Vec::<String>::new());
+}
