@@ -62,10 +62,9 @@ impl Metadata {
                         .and_then(Value::as_str)
                         .is_some_and(|s| !s.is_empty())
                 }),
-            mac_only_encrypted: meta
-                .get("mac_only_encrypted")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
+            // A string in dotenv files, whose values are all strings.
+            mac_only_encrypted: matches!(meta.get("mac_only_encrypted"), Some(Value::Bool(true)))
+                || meta.get("mac_only_encrypted").and_then(Value::as_str) == Some("true"),
             key_groups: 1,
             ..Metadata::default()
         };

@@ -8,6 +8,7 @@
 //! document order ([`tree`]).
 
 pub mod cipher;
+pub mod formats;
 pub mod keys;
 mod metadata;
 mod tree;
@@ -207,6 +208,21 @@ mod tests {
             "{message}"
         );
         assert!(message.contains("SOPS_AGE_KEY (unset)"), "{message}");
+    }
+
+    #[test]
+    fn the_real_dotenv_fixture_names_its_pgp_recipients() {
+        let Some(text) = fixture("secrets.env") else {
+            return;
+        };
+        let err = formats::decrypt_file(std::path::Path::new("s.env"), &text, &keys()).unwrap_err();
+        assert_eq!(
+            err,
+            SopsError::Unsupported(vec![
+                "PGP key 7FB89715AADA920D65D25E63F9BA9DEBD03F57C0".into(),
+                "PGP key 2504791468B153B8A3963CC97BA53D1919C5DFD4".into()
+            ])
+        );
     }
 
     #[test]

@@ -1,18 +1,25 @@
 //! SOPS-encrypted inputs of kustomize units (resources, patches, generator `files:` and
 //! `envs:`, in the unit and every base and component it reaches): kustomize would build them
-//! into objects holding ciphertext, so a unit with one is not built but reported (SPEC 2).
+//! into objects holding ciphertext, so they are decrypted into a private copy of the tree
+//! that kustomize builds instead ([`super::private_copy`]), or the unit is reported and not
+//! built (SPEC 2).
 
 use super::kustomize::Unit;
 use super::walk::MAX_FILE_BYTES;
 use crate::problem::Problem;
-use crate::sops;
+use crate::sops::{self, Keys};
 use std::collections::BTreeSet;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use zeroize::Zeroizing;
 
-/// One problem per encrypted input file of `unit`, at the line where its encryption shows.
-pub fn encrypted_inputs(root: &Path, unit: &Unit, units: &[Unit]) -> Vec<Problem> {
-    let mut problems = Vec::new();
+/// A decrypted input: its path relative to the walked directory, and its plaintext.
+pub type Decrypted = (PathBuf, Zeroizing<Vec<u8>>);
+
+/// Every encrypted input file of `unit` (relative to `root`), with the line where its
+/// encryption shows.
+pub fn encrypted_inputs(root: &Path, unit: &Unit, units: &[Unit]) -> Vec<(PathBuf, usize)> {
+    let mut found = Vec::new();
     let mut seen: BTreeSet<PathBuf> = BTreeSet::new();
     let mut stack = vec![unit];
     while let Some(current) = stack.pop() {
@@ -28,18 +35,50 @@ pub fn encrypted_inputs(root: &Path, unit: &Unit, units: &[Unit]) -> Vec<Problem
                 continue;
             }
             if let Some(line) = encrypted_line(&root.join(reference)) {
-                problems.push(Problem::new(
-                    reference,
-                    line,
-                    format!(
-                        "this file is SOPS-encrypted and an input of the kustomization {}: tend does not build a kustomize unit from encrypted inputs (it would apply ciphertext); decrypting kustomize inputs is not supported yet, so keep encrypted manifests outside kustomize units, where tend decrypts them",
-                        unit.file.display()
-                    ),
-                ));
+                found.push((reference.clone(), line));
             }
         }
     }
-    problems
+    found
+}
+
+/// Decrypt the encrypted inputs of `units`: the plaintext of each, or one problem per file
+/// that does not open (then its units are not built).
+pub fn decrypt_inputs(
+    root: &Path,
+    inputs: &[(PathBuf, usize)],
+    keys: &Keys,
+    unit_file: &Path,
+) -> Result<Vec<Decrypted>, Vec<Problem>> {
+    let mut plain = Vec::new();
+    let mut problems = Vec::new();
+    for (file, line) in inputs {
+        if file.starts_with("..") {
+            problems.push(Problem::new(
+                file,
+                *line,
+                format!("this SOPS-encrypted input of {} lies outside the walked directory, where tend cannot decrypt it for kustomize; move it inside, or widen --path", unit_file.display()),
+            ));
+            continue;
+        }
+        let text = std::fs::read(root.join(file)).unwrap_or_default();
+        match sops::formats::decrypt_file(file, &String::from_utf8_lossy(&text), keys) {
+            Ok(bytes) => plain.push((file.clone(), bytes)),
+            Err(err) => problems.push(Problem::new(
+                file,
+                *line,
+                format!(
+                    "{err} (an input of the kustomization {})",
+                    unit_file.display()
+                ),
+            )),
+        }
+    }
+    if problems.is_empty() {
+        Ok(plain)
+    } else {
+        Err(problems)
+    }
 }
 
 /// The line where `file` shows SOPS encryption, if it is a readable file that does.

@@ -4,6 +4,7 @@
 pub mod encrypted;
 pub mod git;
 pub mod kustomize;
+mod private_copy;
 pub mod walk;
 
 use git::{GitError, GitSpec};
@@ -112,6 +113,7 @@ pub fn resolve(opts: &SourceOptions) -> Result<Checkout, SourceError> {
         description,
         kustomize: kustomize::KustomizeOptions {
             command: opts.kustomize_command.clone(),
+            keys: Default::default(),
         },
     })
 }

@@ -153,9 +153,14 @@ fn age_seal(data_key: &[u8; 32], recipient: &str) -> String {
     String::from_utf8(out).unwrap()
 }
 
-/// Encrypt YAML documents for an age recipient, as `sops --encrypt` writes them (the same
-/// `sops` block in every document). `data_key` seeds the data key, so files are reproducible.
-pub fn encrypt_yaml(docs: &[Value], recipient: &str, rules: &Rules, data_key: u8) -> String {
+/// Encrypt documents for an age recipient: the sealed documents and their `sops` block.
+/// `data_key` seeds the data key, so files are reproducible.
+pub fn encrypt_tree(
+    docs: &[Value],
+    recipient: &str,
+    rules: &Rules,
+    data_key: u8,
+) -> (Vec<Value>, Map<String, Value>) {
     let key = [data_key; 32];
     let mut sealer = Sealer { key, counter: 0 };
     let mut hash = Sha512::new();
@@ -187,6 +192,12 @@ pub fn encrypt_yaml(docs: &[Value], recipient: &str, rules: &Rules, data_key: u8
         meta.insert("mac_only_encrypted".into(), json!(true));
     }
     meta.insert("version".into(), json!("3.9.0"));
+    (docs, meta)
+}
+
+/// YAML documents as `sops --encrypt` writes them (the same `sops` block in every document).
+pub fn encrypt_yaml(docs: &[Value], recipient: &str, rules: &Rules, data_key: u8) -> String {
+    let (mut docs, meta) = encrypt_tree(docs, recipient, rules, data_key);
     docs.iter_mut()
         .map(|doc| {
             doc.as_object_mut()
@@ -196,6 +207,47 @@ pub fn encrypt_yaml(docs: &[Value], recipient: &str, rules: &Rules, data_key: u8
         })
         .collect::<Vec<_>>()
         .join("---\n")
+}
+
+/// A dotenv file as sops writes it: `KEY=ENC[...]` lines, then the metadata flattened into
+/// sorted `sops_*` keys (`sops_age__list_0__map_enc`), newlines escaped.
+pub fn encrypt_dotenv(pairs: &[(&str, &str)], recipient: &str, data_key: u8) -> String {
+    let mut map = Map::new();
+    for (k, v) in pairs {
+        map.insert(k.to_string(), json!(v));
+    }
+    let (docs, meta) = encrypt_tree(
+        &[Value::Object(map)],
+        recipient,
+        &Rules::default(),
+        data_key,
+    );
+    let mut out = String::new();
+    for (k, v) in docs[0].as_object().unwrap() {
+        out.push_str(&format!("{k}={}\n", v.as_str().unwrap()));
+    }
+    let mut flat: Vec<(String, String)> = Vec::new();
+    for (k, v) in &meta {
+        match v {
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    for (field, value) in item.as_object().unwrap() {
+                        flat.push((
+                            format!("{k}__list_{i}__map_{field}"),
+                            value.as_str().unwrap().to_string(),
+                        ));
+                    }
+                }
+            }
+            Value::String(s) => flat.push((k.clone(), s.clone())),
+            other => flat.push((k.clone(), other.to_string())),
+        }
+    }
+    flat.sort();
+    for (k, v) in flat {
+        out.push_str(&format!("sops_{k}={}\n", v.replace('\n', "\\n")));
+    }
+    out
 }
 
 /// The MAC stored in a sops file, opened with an age identity (independently of tend).

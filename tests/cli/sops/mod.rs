@@ -298,22 +298,119 @@ fn a_malformed_sealed_value_is_refused_at_its_line() {
     );
 }
 
-#[test]
-fn a_kustomize_unit_with_an_encrypted_input_is_not_built() {
-    let env = "ENC[AES256_GCM,data:AAAA,iv:AAAA,tag:AAAA,type:str]";
-    let kustomization = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nsecretGenerator:\n  - name: app\n    envs: [app.env]\nresources: [cm.yaml]\n";
-    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  k: v\n";
-    let files = [
-        ("app/kustomization.yaml", kustomization),
-        ("app/cm.yaml", cm),
+const KUSTOMIZATION: &str = "apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+namespace: default
+resources: [db.yaml]
+patches:
+  - path: patch.yaml
+secretGenerator:
+  - name: app
+    envs: [app.env]
+    options:
+      disableNameSuffixHash: true
+";
+
+/// A unit as Flux users write one: an encrypted Secret, an encrypted patch of it, and a
+/// generator reading an encrypted dotenv file.
+fn encrypted_unit(password: &str) -> Vec<(String, String)> {
+    let patch = json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "db"},
+        "stringData": {"user": "patched-user"},
+    });
+    vec![
+        ("app/kustomization.yaml".into(), KUSTOMIZATION.into()),
         (
-            "app/app.env",
-            &format!("# c\nPASSWORD={env}\nsops_version=3.9.0\n") as &str,
+            "app/db.yaml".into(),
+            encrypt_yaml(&[secret("db", password)], TEST_RECIPIENT, &flux_rules(), 11),
         ),
-    ];
-    // No builder is needed: the unit is refused before it is built.
+        (
+            "app/patch.yaml".into(),
+            encrypt_yaml(&[patch], TEST_RECIPIENT, &flux_rules(), 12),
+        ),
+        (
+            "app/app.env".into(),
+            encrypt_dotenv(
+                &[("API_TOKEN", password), ("MODE", "a\nb")],
+                TEST_RECIPIENT,
+                13,
+            ),
+        ),
+    ]
+}
+
+fn b64_of(value: &Value) -> String {
+    use base64::Engine;
+    String::from_utf8(
+        base64::engine::general_purpose::STANDARD
+            .decode(value.as_str().unwrap())
+            .unwrap(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_kustomize_unit_builds_from_decrypted_inputs_in_a_private_copy() {
     let cluster = TestCluster::start();
-    let dir = site(&files);
+    let files = encrypted_unit(PLAINTEXT);
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let dir = site(&refs);
+    let tmp = tempfile::tempdir().unwrap();
+    let key_dir = tempfile::tempdir().unwrap();
+    let keys = key_file(key_dir.path());
+    let tend_here = |args: &[&str]| {
+        run(tend_clean()
+            .env("TMPDIR", tmp.path())
+            .env("TEND_KUSTOMIZE_COMMAND", "kubectl kustomize")
+            .args(args)
+            .arg("--repo")
+            .arg(dir.path())
+            .arg("--kubeconfig")
+            .arg(cluster.kubeconfig_path())
+            .arg("--decryption-key-file")
+            .arg(&keys))
+    };
+    let (code, out, err) = tend_here(&["apply", "-vvv"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        !out.contains(PLAINTEXT) && !err.contains(PLAINTEXT),
+        "{out}\n{err}"
+    );
+    let db = get(&cluster, "", "secrets", "default", "db").expect("db applied");
+    assert_eq!(b64_of(&db["data"]["password"]), PLAINTEXT);
+    assert_eq!(b64_of(&db["data"]["user"]), "patched-user");
+    let app = get(&cluster, "", "secrets", "default", "app").expect("app generated");
+    assert_eq!(b64_of(&app["data"]["API_TOKEN"]), PLAINTEXT);
+    // The private copy is gone, and the repository holds no plaintext.
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+    for (name, _) in &files {
+        let text = std::fs::read_to_string(dir.path().join(name)).unwrap();
+        assert!(!text.contains(PLAINTEXT));
+    }
+    let (code, out, err) = tend_here(&["diff"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn a_kustomize_unit_with_an_input_no_key_opens_is_not_built() {
+    let files = encrypted_unit(PLAINTEXT);
+    let mut refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    refs.push((
+        "ns.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: other\n",
+    ));
+    let cluster = TestCluster::start();
+    let dir = site(&refs);
+    // No builder is needed: the unit is refused before it is built.
     let (code, out, err) = run(tend_clean()
         .env("TEND_KUSTOMIZE_COMMAND", "false")
         .args(["apply", "--repo"])
@@ -321,9 +418,12 @@ fn a_kustomize_unit_with_an_encrypted_input_is_not_built() {
         .arg("--kubeconfig")
         .arg(cluster.kubeconfig_path()));
     assert_eq!(code, 2, "{out}\n{err}");
-    assert!(err.contains("app/app.env:2:"), "{err}");
+    let env_line = files[3].1.lines().position(|l| l.contains("ENC[")).unwrap() + 1;
+    assert!(err.contains(&format!("app/app.env:{env_line}:")), "{err}");
+    assert!(err.contains("app/db.yaml:"), "{err}");
+    assert!(err.contains(TEST_RECIPIENT), "{err}");
     assert!(
-        err.contains("SOPS-encrypted and an input of the kustomization app/kustomization.yaml"),
+        err.contains("an input of the kustomization app/kustomization.yaml"),
         "{err}"
     );
     assert_eq!(writes(&cluster), Vec::<String>::new());
