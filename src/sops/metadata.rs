@@ -11,6 +11,8 @@ use zeroize::Zeroizing;
 pub struct Metadata {
     /// `enc` of each age recipient, with its public key.
     pub age: Vec<(String, String)>,
+    /// `enc` of each PGP recipient, with its fingerprint.
+    pub pgp: Vec<(String, String)>,
     /// Recipients tend cannot use, described (`pgp 2504…`, `aws kms arn:…`).
     pub other: Vec<String>,
     pub key_groups: usize,
@@ -98,7 +100,7 @@ impl Metadata {
                 .push((text(&entry, "recipient"), text(&entry, "enc")));
         }
         for entry in entries("pgp") {
-            self.other.push(format!("PGP key {}", text(&entry, "fp")));
+            self.pgp.push((text(&entry, "fp"), text(&entry, "enc")));
         }
         for entry in entries("kms") {
             self.other.push(format!("AWS KMS {}", text(&entry, "arn")));
@@ -127,6 +129,7 @@ impl Metadata {
     /// Every recipient, described for messages.
     pub fn recipients(&self) -> Vec<String> {
         let mut all: Vec<String> = self.age.iter().map(|(r, _)| format!("age {r}")).collect();
+        all.extend(self.pgp.iter().map(|(fp, _)| format!("PGP key {fp}")));
         all.extend(self.other.iter().cloned());
         all
     }
@@ -136,11 +139,17 @@ impl Metadata {
         if self.key_groups > 1 {
             return Err(SopsError::Shamir(self.key_groups));
         }
-        if self.age.is_empty() {
+        if self.age.is_empty() && self.pgp.is_empty() {
             return Err(SopsError::Unsupported(self.other.clone()));
         }
+        // sops's default order: age, then PGP.
         for (_, enc) in &self.age {
             if let Some(key) = open_age(enc, keys) {
+                return Ok(key);
+            }
+        }
+        for (_, enc) in &self.pgp {
+            if let Some(key) = open_pgp(enc, keys) {
                 return Ok(key);
             }
         }
@@ -149,6 +158,29 @@ impl Metadata {
             searched: keys.searched.clone(),
         })
     }
+}
+
+/// The data key sealed in one OpenPGP message, if a key opens it.
+fn open_pgp(enc: &str, keys: &Keys) -> Option<Zeroizing<[u8; 32]>> {
+    for secret in keys.pgp_keys() {
+        let Ok((message, _)) = pgp::composed::Message::from_string(enc) else {
+            return None;
+        };
+        let Ok(mut plain) = message.decrypt(&pgp::types::Password::empty(), secret) else {
+            continue;
+        };
+        // gpg compresses what it encrypts.
+        if plain.is_compressed() {
+            plain = plain.decompress().ok()?;
+        }
+        let bytes = Zeroizing::new(plain.as_data_vec().ok()?);
+        if bytes.len() == 32 {
+            let mut key = Zeroizing::new([0u8; 32]);
+            key.copy_from_slice(&bytes);
+            return Some(key);
+        }
+    }
+    None
 }
 
 /// The data key sealed in one age stanza (an armored age file), if a key opens it.

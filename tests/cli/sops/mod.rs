@@ -428,3 +428,33 @@ fn a_kustomize_unit_with_an_input_no_key_opens_is_not_built() {
     );
     assert_eq!(writes(&cluster), Vec::<String>::new());
 }
+
+#[test]
+fn real_sops_dotenv_and_binary_files_feed_a_generator_with_a_pgp_key() {
+    let (Some(env), Some(bin)) = (fixture_text("secrets.env"), fixture_text("secrets.bin")) else {
+        return;
+    };
+    let kustomization = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: default\nsecretGenerator:\n  - name: real\n    envs: [secrets.env]\n    files: [secrets.bin]\n    options:\n      disableNameSuffixHash: true\n";
+    let dir = site(&[
+        ("real/kustomization.yaml", kustomization),
+        ("real/secrets.env", &env),
+        ("real/secrets.bin", &bin),
+    ]);
+    let cluster = TestCluster::start();
+    let (code, out, err) = run(tend_clean()
+        .env("TEND_KUSTOMIZE_COMMAND", "kubectl kustomize")
+        .args(["apply", "--repo"])
+        .arg(dir.path())
+        .arg("--kubeconfig")
+        .arg(cluster.kubeconfig_path())
+        .arg("--decryption-key-file")
+        .arg(Path::new(FIXTURES).join("key.asc")));
+    assert_eq!(code, 0, "{out}\n{err}");
+    let real = get(&cluster, "", "secrets", "default", "real").expect("generated");
+    assert_eq!(b64_of(&real["data"]["example_key"]), "example_value");
+    assert_eq!(b64_of(&real["data"]["never_gonna"]), "give you up");
+    assert_eq!(b64_of(&real["data"]["secrets.bin"]), "binary_value\n");
+    for plain in ["example_value", "give you up", "binary_value"] {
+        assert!(!out.contains(plain) && !err.contains(plain));
+    }
+}
