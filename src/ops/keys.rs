@@ -66,3 +66,46 @@ fn read_into(keys: &mut Keys, path: &Path, what: &str) -> Result<(), Error> {
         .map_err(|e| fail(e.to_string()))?;
     Ok(())
 }
+
+/// The run's render options with the keys of `--decryption-secret` added: its `*.agekey`
+/// entries (age identities) and `*.asc` entries (armored PGP keys), as Flux reads them.
+pub async fn with_secret(
+    session: &crate::cluster::Session,
+    opts: &super::reconcile::ReconcileOptions,
+) -> Result<crate::render::RenderOptions, Error> {
+    let mut render = opts.render.clone();
+    let Some((namespace, name)) = &opts.decryption_secret else {
+        return Ok(render);
+    };
+    let entries = session
+        .read_secret(namespace, name)
+        .await
+        .map_err(crate::apply::engine::EngineError::from)?
+        .ok_or_else(|| {
+            Error::Usage(format!(
+                "--decryption-secret {namespace}/{name}: no such Secret; create it with the age identities (`*.agekey`) or PGP keys (`*.asc`) that open the repository's files"
+            ))
+        })?;
+    let mut keys = (*render.keys).clone();
+    let mut used = 0;
+    for (key, bytes) in &entries {
+        if !(key.ends_with(".agekey") || key.ends_with(".asc")) {
+            continue;
+        }
+        let text = zeroize::Zeroizing::new(String::from_utf8_lossy(bytes).into_owned());
+        keys.add_text(&format!("Secret {namespace}/{name} key {key}"), &text)
+            .map_err(|e| {
+                Error::Usage(format!(
+                    "--decryption-secret {namespace}/{name}: entry {key}: {e}"
+                ))
+            })?;
+        used += 1;
+    }
+    if used == 0 {
+        keys.note(format!(
+            "Secret {namespace}/{name} (no *.agekey or *.asc entries)"
+        ));
+    }
+    render.keys = std::sync::Arc::new(keys);
+    Ok(render)
+}

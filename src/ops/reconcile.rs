@@ -24,6 +24,8 @@ pub struct ReconcileOptions {
     pub mode: Mode,
     pub source: SourceOptions,
     pub render: RenderOptions,
+    /// `--decryption-secret`: a Secret of decryption keys, read before rendering.
+    pub decryption_secret: Option<(String, String)>,
     pub access: Access,
     pub engine: EngineOptions,
 }
@@ -53,25 +55,36 @@ impl Reconciled {
 }
 
 /// Run a diff or an apply. Everything is loaded and validated before the cluster is even
-/// contacted.
+/// contacted; with `--decryption-secret`, right after that Secret is read, before any write.
 pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
-    let desired = load::desired_state(&opts.source, &opts.render)?;
-    tracing::debug!(
-        "offline: {}",
-        desired.summary(opts.render.cluster.as_deref())
-    );
-    let mut engine_opts = opts.engine.clone();
-    engine_opts.commit = desired.checkout.commit.clone();
+    let offline = match opts.decryption_secret {
+        None => Some(load::desired_state(&opts.source, &opts.render)?),
+        Some(_) => None,
+    };
+    let engine_opts = opts.engine.clone();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(Error::Output)?;
-    let engine_opts = &engine_opts;
     let (report, requests) = runtime.block_on(async {
         let session = Session::connect(&opts.access)
             .await
             .map_err(EngineError::from)?;
+        let desired = match offline {
+            Some(desired) => desired,
+            None => {
+                let render = super::keys::with_secret(&session, opts).await?;
+                load::desired_state(&opts.source, &render)?
+            }
+        };
+        tracing::debug!(
+            "offline: {}",
+            desired.summary(opts.render.cluster.as_deref())
+        );
+        let mut engine_opts = engine_opts;
+        engine_opts.commit = desired.checkout.commit.clone();
+        let engine_opts = &engine_opts;
         // tend's kinds need the cluster's view (CopyRule sources and namespaces, owner uids,
         // referenced config not in git): read it, then complete the rendered set with it.
         let id = engine_opts.applyset_id();

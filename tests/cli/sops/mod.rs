@@ -458,3 +458,92 @@ fn real_sops_dotenv_and_binary_files_feed_a_generator_with_a_pgp_key() {
         assert!(!out.contains(plain) && !err.contains(plain));
     }
 }
+
+#[test]
+fn keys_come_from_a_decryption_secret_in_the_cluster() {
+    use base64::Engine;
+    let cluster = TestCluster::start();
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    let keys_secret = json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "sops-keys", "namespace": "flux-system"},
+        "data": {"identity.agekey": b64(&format!("# test\n{TEST_IDENTITY}\n")), "README": b64("not a key")},
+    });
+    let dir = site(&[
+        ("ns.yaml", &ns_yaml("flux-system")),
+        ("keys.yaml", &serde_yaml::to_string(&keys_secret).unwrap()),
+    ]);
+    let (code, out, err) = on(&cluster, dir.path(), &["apply"], None);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let text = encrypt_yaml(
+        &[secret("db", PLAINTEXT)],
+        TEST_RECIPIENT,
+        &flux_rules(),
+        21,
+    );
+    write_site(
+        dir.path(),
+        &[
+            ("ns.yaml", &ns_yaml("flux-system")),
+            ("keys.yaml", &serde_yaml::to_string(&keys_secret).unwrap()),
+            ("db.yaml", &text),
+        ],
+    );
+    let args = [
+        "apply",
+        "-vvv",
+        "--decryption-secret",
+        "flux-system/sops-keys",
+    ];
+    let (code, out, err) = on(&cluster, dir.path(), &args, None);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(!out.contains(PLAINTEXT) && !err.contains(PLAINTEXT));
+    assert!(!err.contains(TEST_IDENTITY) && !out.contains(TEST_IDENTITY));
+    let db = get(&cluster, "", "secrets", "default", "db").expect("db applied");
+    assert_eq!(b64_of(&db["data"]["password"]), PLAINTEXT);
+    // A Secret that is not there: exit 2, nothing written.
+    let before = writes(&cluster).len();
+    let args = ["diff", "--decryption-secret", "flux-system/missing"];
+    let (code, _, err) = on(&cluster, dir.path(), &args, None);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("flux-system/missing: no such Secret"), "{err}");
+    let (code, _, err) = on(
+        &cluster,
+        dir.path(),
+        &["diff", "--decryption-secret", "nope"],
+        None,
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("expected NAMESPACE/NAME"), "{err}");
+    assert_eq!(writes(&cluster).len(), before);
+}
+
+/// The README section runs as written (its commands are also run with the others by
+/// `shipping::readme_commands_run`): the example decrypts, its values masked.
+#[test]
+fn the_readme_example_decrypts_and_stays_masked() {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let section = &readme[readme
+        .find("\n## Encrypted secrets (SOPS)\n")
+        .expect("section")..];
+    let command = section
+        .lines()
+        .find(|l| l.starts_with("tend render"))
+        .expect("a render command");
+    let words: Vec<&str> = command.split_whitespace().skip(1).collect();
+    let (code, out, err) = run(tend_clean().current_dir(repo_root()).args(&words));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("name: db-credentials"), "{out}");
+    assert!(
+        !out.contains("ENC[") && !out.contains("correct-horse"),
+        "{out}"
+    );
+    let (code, out, _) = run(tend_clean().current_dir(repo_root()).args(&words).args([
+        "--reveal-secrets",
+        "-o",
+        "json",
+    ]));
+    assert_eq!(code, 0);
+    assert!(out.contains("correct-horse-battery-staple"));
+}
