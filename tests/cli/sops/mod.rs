@@ -95,8 +95,8 @@ fn the_encryptor_agrees_with_real_sops() {
     );
     // What it writes, tend reads back to the plaintext, with sops's value types.
     let widget = json!({
-        "apiVersion": "example.com/v1",
-        "kind": "Widget",
+        "apiVersion": "v1",
+        "kind": "Secret",
         "metadata": {"name": "w", "namespace": "default"},
         "spec": {"name": "x", "count": 3, "ratio": 0.5, "on": true, "off": false, "items": [1, "two"]},
     });
@@ -117,11 +117,25 @@ fn the_encryptor_agrees_with_real_sops() {
         .arg(dir.path())
         .arg("--decryption-key-file")
         .arg(keys.path())
-        .args(["-o", "json"]));
+        .args(["-o", "json", "--reveal-secrets"]));
     assert_eq!(code, 0, "{err}");
     let listed: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(listed["items"][0]["spec"], widget["spec"], "{out}");
     assert!(listed["items"][0].get("sops").is_none());
+    // In any other kind, decrypted values would be printed: such a file is refused.
+    let other = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"token": "t0ken-value"}});
+    let dir = site(&[("w.yaml", &encrypt_yaml(&[other], TEST_RECIPIENT, &rules, 4))]);
+    let (code, out, err) = run(tend_clean()
+        .args(["render", "--repo"])
+        .arg(dir.path())
+        .arg("--decryption-key-file")
+        .arg(keys.path()));
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("w.yaml:1: this Widget holds SOPS-encrypted values"),
+        "{err}"
+    );
+    assert!(!err.contains("t0ken-value") && !out.contains("t0ken-value"));
 }
 
 #[test]
@@ -141,15 +155,18 @@ fn the_real_sops_fixture_is_decrypted_with_sops_age_key_file() {
         "{err}"
     );
     assert!(err.contains("SOPS_AGE_KEY_FILE (unset)"), "{err}");
-    // With the fixture's key file: decrypted; what is left is that it is no Kubernetes
-    // object (it is sops's own test file), and no value of it is printed.
+    // With the fixture's key file: it opens and its MAC holds; what is left is that it is no
+    // Secret (it is sops's own test file), so its values would be shown: refused, unprinted.
     let (code, _, err) = run(tend_clean().args(["render", "--repo"]).arg(dir.path()).env(
         "SOPS_AGE_KEY_FILE",
         Path::new(FIXTURES).join("age-keys.txt"),
     ));
     assert_eq!(code, 2);
     assert!(!err.contains("no available key"), "{err}");
-    assert!(err.contains("apiVersion"), "{err}");
+    assert!(
+        err.contains("secrets.yaml:1: this document holds SOPS-encrypted values"),
+        "{err}"
+    );
     for value in ["test_value", "another value"] {
         assert!(!err.contains(value), "{err}");
     }
