@@ -1,7 +1,7 @@
 //! SOPS-encrypted secrets (SPEC 2, issue 19): decrypted natively with age keys, or refused at
 //! file:line with exit 2 and nothing written; never applied as ciphertext.
 
-mod encryptor;
+pub(crate) mod encryptor;
 
 use crate::common::*;
 use encryptor::*;
