@@ -12,6 +12,7 @@
 //! | [`commands`]| one file per subcommand: its flags, the options it builds once ([`ops::reconcile::ReconcileOptions`], [`ops::chaos::ChaosOptions`]), a call into its operation, printing through [`report`]; `-o` is checked before any work | stdout |
 //! | [`ops`]     | the operations, free of the CLI: load the desired state; diff/apply ([`ops::reconcile`]); one chaos pass. Domain options in, domain results and a [`ops::Verdict`] out | via the modules below |
 //! | [`source`]  | where desired state comes from: a local directory or a git commit; walking the tree (`.tendignore`, hidden files, symlinks); kustomize build units | files, git, kustomize |
+//! | [`sops`]    | SOPS-encrypted files decrypted natively (age and OpenPGP keys, AES-256-GCM values, the MAC): parsed documents or file bytes and [`sops::Keys`] in, plaintext or a [`sops::SopsError`] out; used by [`render`] for plain manifests and by [`source`] for kustomize inputs (decrypted into a private copy of the tree) | none |
 //! | [`object`]  | the unit every stage works on: an object as JSON, its origin and identity; Kubernetes name syntax | none |
 //! | [`yaml`]    | the only module that parses YAML: documents with their lines (a path → line locator for every message), List documents expanded per item, loader limits (nesting, aliases), YAML → JSON | none |
 //! | [`render`]  | validation, targeting, tend's kinds expanded into plain objects, config-hash annotations, stable ordering — once, offline; then [`render::complete`] with the cluster's view (CopyRule copies, ownerReferences, config hashes of live config) | none |
@@ -45,6 +46,7 @@ pub mod plan;
 pub mod problem;
 pub mod render;
 pub mod report;
+pub mod sops;
 pub mod source;
 pub mod yaml;
 

@@ -30,6 +30,35 @@ impl Session {
         })
     }
 
+    /// The decoded `data` entries of a Secret (decryption keys, `--decryption-secret`);
+    /// `None` when it does not exist. Its values are never logged.
+    pub async fn read_secret(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Vec<(String, zeroize::Zeroizing<Vec<u8>>)>>, ClusterError> {
+        use base64::Engine;
+        let resource = self.core("Secret")?;
+        let Some(secret) =
+            super::verbs::get(&self.client, &resource, Some(namespace), name).await?
+        else {
+            return Ok(None);
+        };
+        let entries = secret
+            .get("data")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter_map(|(key, value)| {
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(value.as_str()?)
+                    .ok()?;
+                Some((key.clone(), zeroize::Zeroizing::new(bytes)))
+            })
+            .collect();
+        Ok(Some(entries))
+    }
+
     /// What [`Session::may_list_cluster_wide`] already found out about `resource`, if anything.
     pub fn known_list_right(&self, resource: &Resource) -> Option<bool> {
         let id = format!("{}/{}", resource.api.group, resource.api.plural);

@@ -35,6 +35,6 @@ pub fn run(global: &GlobalArgs, args: &ApplyArgs) -> Result<Verdict, Error> {
         timeout: args.timeout,
         lock_timeout: args.lock_timeout,
     };
-    let opts = args.engine.options(global, Mode::Apply, Some(&flags));
+    let opts = args.engine.options(global, Mode::Apply, Some(&flags))?;
     finish(&reconcile(&opts)?, format)
 }

@@ -16,6 +16,6 @@ pub struct DiffArgs {
 
 pub fn run(global: &GlobalArgs, args: &DiffArgs) -> Result<Verdict, Error> {
     let format = report_format(global, &args.engine, "diff")?;
-    let opts = args.engine.options(global, Mode::Diff, None);
+    let opts = args.engine.options(global, Mode::Diff, None)?;
     finish(&reconcile(&opts)?, format)
 }

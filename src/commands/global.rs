@@ -59,6 +59,15 @@ pub struct GlobalArgs {
         value_name = "COMMAND"
     )]
     pub kustomize_command: Option<String>,
+    /// File of age identities (AGE-SECRET-KEY-1…) for SOPS-encrypted files, besides SOPS_AGE_KEY, SOPS_AGE_KEY_FILE and ~/.config/sops/age/keys.txt; repeatable (in the variable: separated by ':').
+    #[arg(
+        long,
+        global = true,
+        env = "TEND_DECRYPTION_KEY_FILE",
+        value_name = "PATH",
+        value_delimiter = ':'
+    )]
+    pub decryption_key_file: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -90,6 +99,16 @@ impl GlobalArgs {
             ColorChoice::Never => false,
             ColorChoice::Auto => is_terminal && std::env::var_os("NO_COLOR").is_none(),
         }
+    }
+
+    /// Render options, with the decryption keys read from every source (bad key files are
+    /// errors here, before any work).
+    pub fn render_options(&self) -> Result<crate::render::RenderOptions, crate::Error> {
+        Ok(crate::render::RenderOptions {
+            cluster: self.cluster.clone(),
+            default_namespace: self.namespace.clone(),
+            keys: std::sync::Arc::new(crate::ops::keys::load(&self.decryption_key_file)?),
+        })
     }
 
     pub fn source_options(&self) -> crate::source::SourceOptions {

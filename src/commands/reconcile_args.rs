@@ -5,7 +5,6 @@ use crate::apply::engine::EngineOptions;
 use crate::ops::reconcile::{Mode, ReconcileOptions, Reconciled};
 use crate::ops::Verdict;
 use crate::plan::planner::PruneLimits;
-use crate::render::RenderOptions;
 use crate::report::{ReportFormat, Shown};
 use crate::Error;
 use clap::Args;
@@ -32,9 +31,25 @@ pub struct EngineArgs {
     /// Allow pruning everything when the desired set is empty.
     #[arg(long, env = "TEND_ALLOW_EMPTY")]
     pub allow_empty: bool,
+    /// Secret holding decryption keys, read at the start of the run (Flux's format: `*.agekey` entries age identities, `*.asc` entries armored PGP keys).
+    #[arg(long, env = "TEND_DECRYPTION_SECRET", value_name = "NAMESPACE/NAME")]
+    pub decryption_secret: Option<String>,
     /// Print the full body of each created object (text and markdown show one line per create; -o json always has them).
     #[arg(long, env = "TEND_SHOW_CREATES")]
     pub show_creates: bool,
+}
+
+/// `NAMESPACE/NAME` of `--decryption-secret`, both valid Kubernetes names.
+fn parse_secret_ref(text: &str) -> Result<(String, String), Error> {
+    use crate::object::names::{dns1123_label, dns1123_subdomain};
+    match text.split_once('/') {
+        Some((ns, name)) if dns1123_label(ns).is_ok() && dns1123_subdomain(name).is_ok() => {
+            Ok((ns.to_string(), name.to_string()))
+        }
+        _ => Err(Error::Usage(format!(
+            "--decryption-secret {text:?}: expected NAMESPACE/NAME of a Secret, e.g. flux-system/sops-keys"
+        ))),
+    }
 }
 
 /// Parse `30s`, `5m`, `1h`, `500ms` or plain seconds.
@@ -68,18 +83,20 @@ impl EngineArgs {
         global: &GlobalArgs,
         mode: Mode,
         apply: Option<&ApplyFlags>,
-    ) -> ReconcileOptions {
+    ) -> Result<ReconcileOptions, Error> {
         let defaults = ApplyFlags::default();
         let apply = apply.unwrap_or(&defaults);
         // One stop request for the run, seen by the engine and the cluster client alike.
         let interrupt = crate::interrupt::Interrupt::default();
-        ReconcileOptions {
+        Ok(ReconcileOptions {
             mode,
             source: global.source_options(),
-            render: RenderOptions {
-                cluster: global.cluster.clone(),
-                default_namespace: global.namespace.clone(),
-            },
+            render: global.render_options()?,
+            decryption_secret: self
+                .decryption_secret
+                .as_deref()
+                .map(parse_secret_ref)
+                .transpose()?,
             access: global.access(&interrupt),
             engine: EngineOptions {
                 applyset: self.applyset.clone(),
@@ -100,7 +117,7 @@ impl EngineArgs {
                 progress: std::io::stderr().is_terminal() && global.log_format == LogFormat::Text,
                 interrupt,
             },
-        }
+        })
     }
 }
 

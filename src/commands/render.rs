@@ -3,7 +3,6 @@
 use super::{GlobalArgs, OutputFormat};
 use crate::ops::load;
 use crate::ops::Verdict;
-use crate::render::RenderOptions;
 use crate::report::objects::{format_objects, StreamFormat};
 use crate::Error;
 use clap::Args;
@@ -25,10 +24,7 @@ pub fn run(global: &GlobalArgs, args: &RenderArgs) -> Result<Verdict, Error> {
             ))
         }
     };
-    let render_opts = RenderOptions {
-        cluster: global.cluster.clone(),
-        default_namespace: global.namespace.clone(),
-    };
+    let render_opts = global.render_options()?;
     let desired = load::desired_state(&global.source_options(), &render_opts)?;
     for note in &desired.rendered.notes {
         tracing::warn!("{note}");

@@ -57,7 +57,8 @@ pub fn desired_state(
     source_opts: &SourceOptions,
     render_opts: &RenderOptions,
 ) -> Result<Desired, Error> {
-    let checkout = source::resolve(source_opts)?;
+    let mut checkout = source::resolve(source_opts)?;
+    checkout.kustomize.keys = render_opts.keys.clone();
     tracing::debug!("reading desired state from {}", checkout.dir.display());
     let walked =
         walk::walk_with(&checkout.dir, &checkout.kustomize).map_err(|source| Error::Walk {

@@ -24,6 +24,8 @@ pub struct ReconcileOptions {
     pub mode: Mode,
     pub source: SourceOptions,
     pub render: RenderOptions,
+    /// `--decryption-secret`: a Secret of decryption keys, read before rendering.
+    pub decryption_secret: Option<(String, String)>,
     pub access: Access,
     pub engine: EngineOptions,
 }
@@ -55,7 +57,8 @@ impl Reconciled {
 /// Run a diff or an apply. Connecting (kubeconfig, TLS, discovery: reads only) runs while
 /// the desired state is loaded and rendered, which takes a while on its own; nothing touches
 /// the cluster beyond that until the whole desired state is validated, and a problem in it
-/// is reported before any connection error.
+/// is reported before any connection error. With `--decryption-secret` the desired state is
+/// loaded once connected and that Secret read, still before any write.
 pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -64,28 +67,38 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
         .map_err(Error::Runtime)?;
     let access = opts.access.clone();
     let connecting = runtime.spawn(async move { Session::connect(&access).await });
-    let desired = match load::desired_state(&opts.source, &opts.render) {
-        Ok(desired) => desired,
-        Err(err) => {
-            connecting.abort();
-            return Err(err);
-        }
+    let offline = match opts.decryption_secret {
+        None => match load::desired_state(&opts.source, &opts.render) {
+            Ok(desired) => Some(desired),
+            Err(err) => {
+                connecting.abort();
+                return Err(err);
+            }
+        },
+        Some(_) => None,
     };
-    tracing::debug!(
-        "offline: {}",
-        desired.summary(opts.render.cluster.as_deref())
-    );
-    let mut engine_opts = opts.engine.clone();
-    engine_opts.commit = desired.checkout.commit.clone();
-    let engine_opts = &engine_opts;
     let (report, requests) = runtime.block_on(async {
-        if opts.mode == Mode::Apply && !engine_opts.dry_run {
-            super::signals::listen(engine_opts.interrupt.clone()).map_err(Error::Runtime)?;
+        if opts.mode == Mode::Apply && !opts.engine.dry_run {
+            super::signals::listen(opts.engine.interrupt.clone()).map_err(Error::Runtime)?;
         }
         let session = connecting
             .await
             .map_err(|err| Error::Runtime(std::io::Error::other(err)))?
             .map_err(EngineError::from)?;
+        let desired = match offline {
+            Some(desired) => desired,
+            None => {
+                let render = super::keys::with_secret(&session, opts).await?;
+                load::desired_state(&opts.source, &render)?
+            }
+        };
+        tracing::debug!(
+            "offline: {}",
+            desired.summary(opts.render.cluster.as_deref())
+        );
+        let mut engine_opts = opts.engine.clone();
+        engine_opts.commit = desired.checkout.commit.clone();
+        let engine_opts = &engine_opts;
         // tend's kinds need the cluster's view (CopyRule sources and namespaces, owner uids,
         // referenced config not in git): read it, then complete the rendered set with it.
         let id = engine_opts.applyset_id();

@@ -14,6 +14,7 @@
 pub mod builtin;
 mod complete;
 pub mod config_hash;
+mod decrypt;
 pub mod file_modes;
 pub mod object;
 pub mod policy;
@@ -27,10 +28,12 @@ use crate::kinds::registry_mirror::HostPorts;
 use crate::kinds::{TendKind, TendObject};
 use crate::object::{split_api_version, Object, ObjectKey, Origin};
 use crate::problem::{Problem, Problems};
+use crate::sops::Keys;
 use crate::source::walk::SourceFile;
 use crate::yaml;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 /// Annotation limiting a document to some clusters: `tend.dev/clusters: "dc1,dc2"`.
 pub const CLUSTERS_ANNOTATION: &str = "tend.dev/clusters";
@@ -41,6 +44,8 @@ pub struct RenderOptions {
     pub cluster: Option<String>,
     /// Namespace given to namespaced objects that have none (`--namespace`).
     pub default_namespace: String,
+    /// Keys for SOPS-encrypted files (SPEC 2); none by default.
+    pub keys: Arc<Keys>,
 }
 
 impl Default for RenderOptions {
@@ -48,6 +53,7 @@ impl Default for RenderOptions {
         RenderOptions {
             cluster: None,
             default_namespace: "default".into(),
+            keys: Arc::default(),
         }
     }
 }
@@ -91,7 +97,7 @@ pub fn render(files: &[SourceFile], opts: &RenderOptions) -> Result<Rendered, Re
     // their kinds for namespace defaulting.
     let mut checked = Vec::new();
     let mut repo_scopes: HashMap<(String, String), bool> = HashMap::new();
-    for (file, parsed) in files.iter().zip(parse_all(files)) {
+    for (file, parsed) in files.iter().zip(parse_all(files, &opts.keys)) {
         let (docs, parse_problems) = parsed;
         problems.extend(parse_problems);
         for (doc, doc_problems) in docs {
@@ -231,13 +237,18 @@ fn duplicates(objects: &[Object]) -> Vec<Problem> {
     problems
 }
 
-/// Each file's documents, parsed and checked (octal file modes fixed, shape validated), in
+/// Each file's documents, parsed, decrypted where SOPS-encrypted, and checked (octal file modes fixed, shape validated), in
 /// file order. Files are independent, so this runs on every core (the bulk of rendering a
 /// 10,000-object site); the result is the same as one after the other.
 #[allow(clippy::type_complexity)]
-fn parse_all(files: &[SourceFile]) -> Vec<(Vec<(yaml::Document, Vec<Problem>)>, Vec<Problem>)> {
+fn parse_all(
+    files: &[SourceFile],
+    keys: &Keys,
+) -> Vec<(Vec<(yaml::Document, Vec<Problem>)>, Vec<Problem>)> {
     let parse = |file: &SourceFile| {
-        let (docs, problems) = yaml::parse_source(&file.path, &file.text, file.unit.is_some());
+        let (mut docs, mut problems) =
+            yaml::parse_source(&file.path, &file.text, file.unit.is_some());
+        problems.extend(decrypt::decrypt_file(file, &mut docs, keys));
         let docs = docs
             .into_iter()
             .map(|mut doc| {

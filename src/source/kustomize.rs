@@ -68,6 +68,8 @@ pub struct Unit {
 pub struct KustomizeOptions {
     /// The builder's command words (`--kustomize-command`); the unit directory is appended.
     pub command: Option<String>,
+    /// Keys for SOPS-encrypted inputs (decrypted into a private copy before the build).
+    pub keys: std::sync::Arc<crate::sops::Keys>,
 }
 
 /// Whether the kustomization file `file` (text `text`) in `dir` makes `dir` a unit, and if so

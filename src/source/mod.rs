@@ -1,8 +1,10 @@
 //! Where desired state comes from: a local directory, or a commit of a git repository
 //! fetched into a cache; then the walk over its YAML files.
 
+pub mod encrypted;
 pub mod git;
 pub mod kustomize;
+mod private_copy;
 pub mod walk;
 
 use git::{GitError, GitSpec};
@@ -111,6 +113,7 @@ pub fn resolve(opts: &SourceOptions) -> Result<Checkout, SourceError> {
         description,
         kustomize: kustomize::KustomizeOptions {
             command: opts.kustomize_command.clone(),
+            keys: Default::default(),
         },
     })
 }

@@ -68,12 +68,67 @@ pub fn walk_with(dir: &Path, kustomize: &KustomizeOptions) -> std::io::Result<Wa
     walked.problems.retain(|p| !is_claimed(&p.file));
     let (build, problems) = kustomize::select(&units);
     walked.problems.extend(problems);
-    let (built, problems) = kustomize::build_all(&root, &build, kustomize);
+    // Units reading SOPS-encrypted inputs are built from a private, decrypted copy.
+    let (mut plain, mut decrypting) = (Vec::new(), Vec::new());
+    for unit in build {
+        let inputs = super::encrypted::encrypted_inputs(&root, unit, &units);
+        if inputs.is_empty() {
+            plain.push(unit);
+            continue;
+        }
+        match super::encrypted::decrypt_inputs(&root, &inputs, &kustomize.keys, &unit.file) {
+            Ok(files) => decrypting.push((unit, files)),
+            Err(problems) => walked.problems.extend(problems),
+        }
+    }
+    let (built, problems) = kustomize::build_all(&root, &plain, kustomize);
     walked.files.extend(built);
     walked.problems.extend(problems);
+    if !decrypting.is_empty() {
+        let (built, problems) = build_decrypted(&root, &decrypting, kustomize);
+        walked.files.extend(built);
+        walked.problems.extend(problems);
+    }
     walked.files.sort_by(|a, b| a.path.cmp(&b.path));
     walked.problems.sort();
     Ok(walked)
+}
+
+/// Build `units` in a private copy of `root` holding their decrypted inputs; the copy is
+/// removed before this returns.
+fn build_decrypted(
+    root: &Path,
+    units: &[(&Unit, Vec<super::encrypted::Decrypted>)],
+    kustomize: &KustomizeOptions,
+) -> (Vec<SourceFile>, Vec<Problem>) {
+    let fail = |message: String| {
+        let problems = units
+            .iter()
+            .map(|(u, _)| Problem::new(&u.file, 1, message.clone()))
+            .collect();
+        (Vec::new(), problems)
+    };
+    let copy = match super::private_copy::PrivateCopy::of(root) {
+        Ok(copy) => copy,
+        Err(err) => {
+            return fail(format!(
+                "cannot make a private copy to decrypt inputs into: {err}"
+            ))
+        }
+    };
+    for (file, bytes) in units.iter().flat_map(|(_, files)| files) {
+        if let Err(err) = copy.write(file, bytes) {
+            return fail(format!(
+                "cannot write a decrypted input into the private copy: {err}"
+            ));
+        }
+    }
+    tracing::debug!(
+        "building {} kustomize unit(s) from decrypted inputs in a private copy",
+        units.len()
+    );
+    let list: Vec<&Unit> = units.iter().map(|(u, _)| *u).collect();
+    kustomize::build_all(copy.path(), &list, kustomize)
 }
 
 fn load_tendignore(root: &Path, problems: &mut Vec<Problem>) -> Gitignore {

@@ -57,6 +57,13 @@ impl Document {
             .map_err(|e| Problem::new(file, self.line, one_line(&e.to_string())))
     }
 
+    /// Replace the value (a decrypted one, say): typed parsing then reads the value, the text
+    /// still telling lines.
+    pub fn set_value(&mut self, value: Value) {
+        self.value = value;
+        self.typed_from_value = true;
+    }
+
     /// The file lines this document's text covers (its `---` line included).
     pub fn lines(&self) -> std::ops::Range<usize> {
         self.start_line..self.start_line + self.text.lines().count()

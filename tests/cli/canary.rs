@@ -343,3 +343,86 @@ fn reveal_secrets_is_the_only_way_to_see_a_value() {
     let (_, stdout, _) = run(tend().args(["render", "--repo"]).arg(dir.path()));
     assert!(!stdout.contains(CANARY_STRING) && !stdout.contains(&b64(CANARY_DATA)));
 }
+
+/// A value decrypted from a SOPS-encrypted Secret (issue 19): created, in sync, changed and
+/// failed (invalid input), it shows in no output of any format or verbosity up to -vvv.
+#[test]
+fn decrypted_sops_canary_never_appears_in_any_output() {
+    use crate::sops::encryptor::{encrypt_yaml, Rules, TEST_IDENTITY, TEST_RECIPIENT};
+    const CANARY_SOPS: &str = "tend-canary-s0ps-4a7d1";
+    const CANARY_SOPS_CHANGED: &str = "tend-canary-s0ps-ch-91b";
+    let cluster = TestCluster::start();
+    let dir = tempfile::tempdir().unwrap();
+    let keys = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(keys.path(), TEST_IDENTITY).unwrap();
+    let rules = Rules {
+        encrypted_regex: Some("^(data|stringData)$".into()),
+        ..Rules::default()
+    };
+    let encrypted = |value: &str| {
+        let secret = serde_json::json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "sealed", "namespace": "default"},
+            "stringData": {"token": value},
+        });
+        encrypt_yaml(&[secret], TEST_RECIPIENT, &rules, 17)
+    };
+    let mut out = Outputs(Vec::new());
+    let tend_k = |args: &[&str]| {
+        run(tend()
+            .env_remove("SOPS_AGE_KEY")
+            .env_remove("SOPS_AGE_KEY_FILE")
+            .args(args)
+            .arg("--repo")
+            .arg(dir.path())
+            .arg("--kubeconfig")
+            .arg(cluster.kubeconfig_path())
+            .arg("--decryption-key-file")
+            .arg(keys.path()))
+    };
+    let views: [&[&str]; 8] = [
+        &["diff", "-vvv"],
+        &["diff", "-vvv", "--log-format", "json"],
+        &["diff", "-o", "json", "-vvv"],
+        &["diff", "-o", "markdown", "-vvv"],
+        &["apply", "--dry-run", "-vvv", "-o", "json"],
+        &["render", "-vvv"],
+        &["render", "-o", "json"],
+        &["apply", "-vvv", "-o", "json"],
+    ];
+    for (step, value) in [("create", CANARY_SOPS), ("change", CANARY_SOPS_CHANGED)] {
+        write_site(dir.path(), &[("sealed.yaml", &encrypted(value))]);
+        for args in views {
+            let label = format!("{step}: tend {}", args.join(" "));
+            let code = out.record(&label, tend_k(args));
+            assert!(code == 0 || code == 1, "{label}: {:?}", out.0.last());
+        }
+        let live = cluster
+            .object("", "secrets", "default", "sealed")
+            .expect("applied");
+        assert_eq!(live["data"]["token"], b64(value), "the test is real");
+    }
+    // Invalid input next to it: the error run prints no value either.
+    write_site(
+        dir.path(),
+        &[
+            ("sealed.yaml", &encrypted(CANARY_SOPS)),
+            (
+                "bad.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n",
+            ),
+        ],
+    );
+    let code = out.record("invalid: tend apply -vvv", tend_k(&["apply", "-vvv"]));
+    assert_eq!(code, 2);
+    for (label, text) in &out.0 {
+        for canary in [CANARY_SOPS, CANARY_SOPS_CHANGED] {
+            for needle in [canary.to_string(), b64(canary), b64(&b64(canary))] {
+                assert!(
+                    !text.contains(&needle),
+                    "{label}: {needle:?} leaked:\n{text}"
+                );
+            }
+        }
+    }
+}

@@ -20,5 +20,6 @@ mod quickstart;
 mod reads;
 mod render;
 mod shipping;
+mod sops;
 mod version;
 mod wait;

@@ -1,0 +1,148 @@
+//! Walking a sops tree as sops.go does: mapping keys extend the path, list items keep their
+//! list's path, nulls are skipped; which leaves are encrypted follows the metadata's suffix and
+//! regex rules; the MAC is SHA-512 over the plaintext leaves in order.
+
+use super::cipher::{self, Plain, ValueError};
+use super::{Metadata, SopsError};
+use crate::yaml::Step;
+use serde_json::Value;
+use sha2::{Digest, Sha512};
+
+/// sops's `MACOnlyEncryptedInitialization`: SHA-256 of `sops`, fed first when only
+/// encrypted values are in the MAC, so that the two kinds of MAC never agree.
+const MAC_ONLY_ENCRYPTED_INIT: [u8; 32] = [
+    0x8a, 0x3f, 0xd2, 0xad, 0x54, 0xce, 0x66, 0x52, 0x7b, 0x10, 0x34, 0xf3, 0xd1, 0x47, 0xbe, 0x0b,
+    0x0b, 0x97, 0x5b, 0x3b, 0xf4, 0x4f, 0x72, 0xc6, 0xfd, 0xad, 0xec, 0x81, 0x76, 0xf2, 0x7d, 0x69,
+];
+
+/// Whether sops encrypts a leaf at `path` (`shouldBeEncrypted` without comments).
+pub fn should_be_encrypted(meta: &Metadata, path: &[String]) -> bool {
+    let mut encrypted = true;
+    if !meta.unencrypted_suffix.is_empty()
+        && path.iter().any(|p| p.ends_with(&meta.unencrypted_suffix))
+    {
+        encrypted = false;
+    }
+    if !meta.encrypted_suffix.is_empty() {
+        encrypted = path.iter().any(|p| p.ends_with(&meta.encrypted_suffix));
+    }
+    if let Some(re) = &meta.unencrypted_regex {
+        if path.iter().any(|p| re.is_match(p)) {
+            encrypted = false;
+        }
+    }
+    if let Some(re) = &meta.encrypted_regex {
+        encrypted = path.iter().any(|p| re.is_match(p));
+    }
+    encrypted
+}
+
+struct Walk<'a> {
+    meta: &'a Metadata,
+    key: &'a [u8; 32],
+    hash: Sha512,
+    doc: usize,
+    /// The sops path (keys only) and the full path (with list indexes, for lines).
+    keys: Vec<String>,
+    steps: Vec<Step>,
+}
+
+/// Decrypt every document in place and check the MAC against `meta.mac`.
+pub fn decrypt(docs: &mut [Value], meta: &Metadata, key: &[u8; 32]) -> Result<(), SopsError> {
+    let mut walk = Walk {
+        meta,
+        key,
+        hash: Sha512::new(),
+        doc: 0,
+        keys: Vec::new(),
+        steps: Vec::new(),
+    };
+    if meta.mac_only_encrypted {
+        walk.hash.update(MAC_ONLY_ENCRYPTED_INIT);
+    }
+    for (i, doc) in docs.iter_mut().enumerate() {
+        walk.doc = i;
+        walk.value(doc)?;
+    }
+    let computed = hex::encode_upper(walk.hash.finalize());
+    let stored =
+        cipher::decrypt(&meta.mac, key, &meta.lastmodified).map_err(|source| SopsError::Value {
+            doc: 0,
+            path: vec![Step::Key("sops".into()), Step::Key("mac".into())],
+            source,
+        })?;
+    match stored {
+        Plain::Str(mac) if mac == computed => Ok(()),
+        _ => Err(SopsError::MacMismatch),
+    }
+}
+
+impl Walk<'_> {
+    fn value(&mut self, value: &mut Value) -> Result<(), SopsError> {
+        match value {
+            Value::Null => Ok(()),
+            Value::Object(map) => {
+                for (k, v) in map.iter_mut() {
+                    self.keys.push(k.clone());
+                    self.steps.push(Step::Key(k.clone()));
+                    let result = self.value(v);
+                    self.keys.pop();
+                    self.steps.pop();
+                    result?;
+                }
+                Ok(())
+            }
+            Value::Array(items) => {
+                for (i, v) in items.iter_mut().enumerate() {
+                    self.steps.push(Step::Index(i));
+                    let result = self.value(v);
+                    self.steps.pop();
+                    result?;
+                }
+                Ok(())
+            }
+            _ => self.leaf(value),
+        }
+    }
+
+    fn leaf(&mut self, value: &mut Value) -> Result<(), SopsError> {
+        let encrypted = if self.meta.comment_rules {
+            value.as_str().is_some_and(super::looks_sealed)
+        } else {
+            should_be_encrypted(self.meta, &self.keys)
+        };
+        let plain = if encrypted {
+            let Value::String(sealed) = value else {
+                return Err(self.error(ValueError::Format));
+            };
+            let aad = format!("{}:", self.keys.join(":"));
+            cipher::decrypt(sealed, self.key, &aad).map_err(|e| self.error(e))?
+        } else {
+            match value {
+                Value::String(s) => Plain::Str(s.clone()),
+                Value::Bool(b) => Plain::Bool(*b),
+                Value::Number(n) => match n.as_i64() {
+                    Some(i) => Plain::Int(i),
+                    None => Plain::Float(n.as_f64().unwrap_or_default()),
+                },
+                _ => return Ok(()),
+            }
+        };
+        // Comments are never in the MAC.
+        if (!self.meta.mac_only_encrypted || encrypted) && !matches!(plain, Plain::Comment(_)) {
+            self.hash.update(plain.mac_bytes());
+        }
+        if encrypted {
+            *value = plain.into_value();
+        }
+        Ok(())
+    }
+
+    fn error(&self, source: ValueError) -> SopsError {
+        SopsError::Value {
+            doc: self.doc,
+            path: self.steps.clone(),
+            source,
+        }
+    }
+}

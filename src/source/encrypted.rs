@@ -1,0 +1,97 @@
+//! SOPS-encrypted inputs of kustomize units (resources, patches, generator `files:` and
+//! `envs:`, in the unit and every base and component it reaches): kustomize would build them
+//! into objects holding ciphertext, so they are decrypted into a private copy of the tree
+//! that kustomize builds instead ([`super::private_copy`]), or the unit is reported and not
+//! built (SPEC 2).
+
+use super::kustomize::Unit;
+use super::walk::MAX_FILE_BYTES;
+use crate::problem::Problem;
+use crate::sops::{self, Keys};
+use std::collections::BTreeSet;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use zeroize::Zeroizing;
+
+/// A decrypted input: its path relative to the walked directory, and its plaintext.
+pub type Decrypted = (PathBuf, Zeroizing<Vec<u8>>);
+
+/// Every encrypted input file of `unit` (relative to `root`), with the line where its
+/// encryption shows.
+pub fn encrypted_inputs(root: &Path, unit: &Unit, units: &[Unit]) -> Vec<(PathBuf, usize)> {
+    let mut found = Vec::new();
+    let mut seen: BTreeSet<PathBuf> = BTreeSet::new();
+    let mut stack = vec![unit];
+    while let Some(current) = stack.pop() {
+        if !seen.insert(current.dir.clone()) {
+            continue;
+        }
+        for reference in &current.refs {
+            if let Some(base) = units.iter().find(|u| &u.dir == reference) {
+                stack.push(base);
+                continue;
+            }
+            if !seen.insert(reference.clone()) {
+                continue;
+            }
+            if let Some(line) = encrypted_line(&root.join(reference)) {
+                found.push((reference.clone(), line));
+            }
+        }
+    }
+    found
+}
+
+/// Decrypt the encrypted inputs of `units`: the plaintext of each, or one problem per file
+/// that does not open (then its units are not built).
+pub fn decrypt_inputs(
+    root: &Path,
+    inputs: &[(PathBuf, usize)],
+    keys: &Keys,
+    unit_file: &Path,
+) -> Result<Vec<Decrypted>, Vec<Problem>> {
+    let mut plain = Vec::new();
+    let mut problems = Vec::new();
+    for (file, line) in inputs {
+        if file.starts_with("..") {
+            problems.push(Problem::new(
+                file,
+                *line,
+                format!("this SOPS-encrypted input of {} lies outside the walked directory, where tend cannot decrypt it for kustomize; move it inside, or widen --path", unit_file.display()),
+            ));
+            continue;
+        }
+        let text = std::fs::read(root.join(file)).unwrap_or_default();
+        match sops::formats::decrypt_file(file, &String::from_utf8_lossy(&text), keys) {
+            Ok(bytes) => plain.push((file.clone(), bytes)),
+            Err(err) => problems.push(Problem::new(
+                file,
+                *line,
+                format!(
+                    "{err} (an input of the kustomization {})",
+                    unit_file.display()
+                ),
+            )),
+        }
+    }
+    if problems.is_empty() {
+        Ok(plain)
+    } else {
+        Err(problems)
+    }
+}
+
+/// The line where `file` shows SOPS encryption, if it is a readable file that does.
+fn encrypted_line(file: &Path) -> Option<usize> {
+    let meta = std::fs::metadata(file).ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(file)
+        .ok()?
+        .take(MAX_FILE_BYTES)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    sops::looks_encrypted(&String::from_utf8_lossy(&bytes))
+}

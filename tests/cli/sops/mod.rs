@@ -1,0 +1,566 @@
+//! SOPS-encrypted secrets (SPEC 2, issue 19): decrypted natively with age keys, or refused at
+//! file:line with exit 2 and nothing written; never applied as ciphertext.
+
+pub(crate) mod encryptor;
+
+use crate::common::*;
+use encryptor::*;
+use serde_json::{json, Value};
+use std::path::Path;
+use tend_testserver::TestCluster;
+
+/// A decrypted value that must never show in any output.
+const PLAINTEXT: &str = "s0ps-plain-canary-7c41e";
+
+fn fixture_text(name: &str) -> Option<String> {
+    let text = std::fs::read_to_string(Path::new(FIXTURES).join(name)).ok();
+    if text.is_none() {
+        eprintln!("no sops fixtures at {FIXTURES}: skipped");
+    }
+    text
+}
+
+fn secret(name: &str, password: &str) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": "default"},
+        "type": "Opaque",
+        "stringData": {"password": password, "port": "5432"},
+    })
+}
+
+/// As Flux users encrypt Secrets: only `data`/`stringData`.
+fn flux_rules() -> Rules {
+    Rules {
+        encrypted_regex: Some("^(data|stringData)$".into()),
+        ..Rules::default()
+    }
+}
+
+fn key_file(dir: &Path) -> std::path::PathBuf {
+    let path = dir.join("keys.txt");
+    std::fs::write(&path, format!("# test key\n{TEST_IDENTITY}\n")).unwrap();
+    path
+}
+
+/// `tend` with no key source from the developer's environment.
+fn tend_clean() -> assert_cmd::Command {
+    let mut cmd = tend();
+    let home = tempfile::tempdir().unwrap().keep();
+    cmd.env_remove("SOPS_AGE_KEY")
+        .env_remove("SOPS_AGE_KEY_FILE")
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("HOME", &home);
+    cmd
+}
+
+fn on(
+    cluster: &TestCluster,
+    dir: &Path,
+    args: &[&str],
+    keys: Option<&Path>,
+) -> (i32, String, String) {
+    let mut cmd = tend_clean();
+    cmd.args(args)
+        .arg("--repo")
+        .arg(dir)
+        .arg("--kubeconfig")
+        .arg(cluster.kubeconfig_path());
+    if let Some(keys) = keys {
+        cmd.arg("--decryption-key-file").arg(keys);
+    }
+    run(&mut cmd)
+}
+
+#[test]
+fn the_encryptor_agrees_with_real_sops() {
+    let Some(text) = fixture_text("secrets.yaml") else {
+        return;
+    };
+    let encrypted: Value = serde_yaml::from_str(&text).unwrap();
+    let plain = json!({
+        "test_key": "test_value",
+        "a_list": ["e1", "e3"],
+        "nested": {"test": {"file": "another value"}},
+    });
+    let rules = Rules {
+        unencrypted_suffix: Some("_unencrypted".into()),
+        ..Rules::default()
+    };
+    // The MAC rules: what this encryptor computes is what sops stored.
+    assert_eq!(
+        mac_of(std::slice::from_ref(&plain), &rules),
+        stored_mac(&encrypted["sops"], TEST_IDENTITY)
+    );
+    // What it writes, tend reads back to the plaintext, with sops's value types.
+    let widget = json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "w", "namespace": "default"},
+        "spec": {"name": "x", "count": 3, "ratio": 0.5, "on": true, "off": false, "items": [1, "two"]},
+    });
+    let rules = Rules {
+        encrypted_regex: Some("^spec$".into()),
+        mac_only_encrypted: true,
+        ..Rules::default()
+    };
+    let text = encrypt_yaml(std::slice::from_ref(&widget), TEST_RECIPIENT, &rules, 3);
+    for kind in ["type:int", "type:float", "type:bool", "type:str"] {
+        assert!(text.contains(kind), "{text}");
+    }
+    let dir = site(&[("w.yaml", &text)]);
+    let keys = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(keys.path(), TEST_IDENTITY).unwrap();
+    let (code, out, err) = run(tend_clean()
+        .args(["render", "--repo"])
+        .arg(dir.path())
+        .arg("--decryption-key-file")
+        .arg(keys.path())
+        .args(["-o", "json", "--reveal-secrets"]));
+    assert_eq!(code, 0, "{err}");
+    let listed: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(listed["items"][0]["spec"], widget["spec"], "{out}");
+    assert!(listed["items"][0].get("sops").is_none());
+    // In any other kind, decrypted values would be printed: such a file is refused.
+    let other = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"token": "t0ken-value"}});
+    let dir = site(&[("w.yaml", &encrypt_yaml(&[other], TEST_RECIPIENT, &rules, 4))]);
+    let (code, out, err) = run(tend_clean()
+        .args(["render", "--repo"])
+        .arg(dir.path())
+        .arg("--decryption-key-file")
+        .arg(keys.path()));
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("w.yaml:1: this Widget holds SOPS-encrypted values"),
+        "{err}"
+    );
+    assert!(!err.contains("t0ken-value") && !out.contains("t0ken-value"));
+}
+
+#[test]
+fn the_real_sops_fixture_is_decrypted_with_sops_age_key_file() {
+    let Some(text) = fixture_text("secrets.yaml") else {
+        return;
+    };
+    let dir = site(&[("secrets.yaml", &text)]);
+    // Without a key: the recipients and where tend looked.
+    let (code, out, err) = run(tend_clean().args(["render", "--repo"]).arg(dir.path()));
+    assert_eq!(code, 2, "{err}");
+    assert!(out.is_empty());
+    assert!(err.contains("secrets.yaml:"), "{err}");
+    assert!(err.contains(TEST_RECIPIENT), "{err}");
+    assert!(
+        err.contains("PGP key 2504791468B153B8A3963CC97BA53D1919C5DFD4"),
+        "{err}"
+    );
+    assert!(err.contains("SOPS_AGE_KEY_FILE (unset)"), "{err}");
+    // With the fixture's key file: it opens and its MAC holds; what is left is that it is no
+    // Secret (it is sops's own test file), so its values would be shown: refused, unprinted.
+    let (code, _, err) = run(tend_clean().args(["render", "--repo"]).arg(dir.path()).env(
+        "SOPS_AGE_KEY_FILE",
+        Path::new(FIXTURES).join("age-keys.txt"),
+    ));
+    assert_eq!(code, 2);
+    assert!(!err.contains("no available key"), "{err}");
+    assert!(
+        err.contains("secrets.yaml:1: this document holds SOPS-encrypted values"),
+        "{err}"
+    );
+    for value in ["test_value", "another value"] {
+        assert!(!err.contains(value), "{err}");
+    }
+}
+
+#[test]
+fn an_encrypted_secret_applies_its_plaintext_and_diffs_clean() {
+    let cluster = TestCluster::start();
+    let text = encrypt_yaml(&[secret("db", PLAINTEXT)], TEST_RECIPIENT, &flux_rules(), 9);
+    assert!(!text.contains(PLAINTEXT));
+    let dir = site(&[("db.yaml", &text)]);
+    let keys = tempfile::tempdir().unwrap();
+    let keys = key_file(keys.path());
+    let (code, out, err) = on(&cluster, dir.path(), &["apply", "-vvv"], Some(&keys));
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(!out.contains(PLAINTEXT) && !err.contains(PLAINTEXT));
+    let live = get(&cluster, "", "secrets", "default", "db").expect("the Secret was created");
+    let stored = live["data"]["password"].as_str().unwrap();
+    use base64::Engine;
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(stored)
+        .unwrap();
+    assert_eq!(decoded, PLAINTEXT.as_bytes());
+    assert_eq!(
+        live["data"]["port"],
+        json!(base64::engine::general_purpose::STANDARD.encode("5432"))
+    );
+    // Decryption is deterministic: nothing to change on a second look.
+    for format in ["text", "json", "markdown"] {
+        let (code, out, err) = on(
+            &cluster,
+            dir.path(),
+            &["diff", "-o", format, "-vvv"],
+            Some(&keys),
+        );
+        assert_eq!(code, 0, "{out}\n{err}");
+        assert!(!out.contains(PLAINTEXT) && !err.contains(PLAINTEXT));
+    }
+    // A changed encrypted value shows as a masked change.
+    let text = encrypt_yaml(
+        &[secret("db", "another-pass")],
+        TEST_RECIPIENT,
+        &flux_rules(),
+        9,
+    );
+    write_site(dir.path(), &[("db.yaml", &text)]);
+    let (code, out, err) = on(&cluster, dir.path(), &["diff", "-vvv"], Some(&keys));
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(
+        !out.contains("another-pass") && !err.contains("another-pass"),
+        "{out}"
+    );
+}
+
+/// Each negative fixture: exit 2, its message at file:line, nothing written.
+fn refused(files: &[(&str, &str)], keys: bool, expect: &[&str]) {
+    let cluster = TestCluster::start();
+    let dir = site(files);
+    let key_dir = tempfile::tempdir().unwrap();
+    let keys = keys.then(|| key_file(key_dir.path()));
+    for command in ["diff", "apply"] {
+        let (code, out, err) = on(&cluster, dir.path(), &[command], keys.as_deref());
+        assert_eq!(code, 2, "{command}: {out}\n{err}");
+        for needle in expect {
+            assert!(
+                err.contains(needle),
+                "{command}: expected {needle:?} in\n{err}"
+            );
+        }
+        assert!(!err.contains(PLAINTEXT) && !out.contains(PLAINTEXT));
+    }
+    assert_eq!(writes(&cluster), Vec::<String>::new());
+}
+
+fn tampered() -> String {
+    let text = encrypt_yaml(&[secret("db", PLAINTEXT)], TEST_RECIPIENT, &flux_rules(), 5);
+    // An unencrypted field changed after encryption: every seal holds, the MAC does not.
+    text.replacen("name: db", "name: dc", 1)
+}
+
+#[test]
+fn a_file_changed_after_encryption_is_refused() {
+    let text = tampered();
+    refused(
+        &[("ns.yaml", &ns_yaml("other")), ("db.yaml", &text)],
+        true,
+        &["db.yaml:", "modified after it was encrypted"],
+    );
+}
+
+#[test]
+fn a_file_no_key_opens_is_refused_naming_recipients_and_places() {
+    let text = encrypt_yaml(&[secret("db", PLAINTEXT)], TEST_RECIPIENT, &flux_rules(), 5);
+    refused(
+        &[("ns.yaml", &ns_yaml("other")), ("db.yaml", &text)],
+        false,
+        &[
+            "db.yaml:",
+            TEST_RECIPIENT,
+            "SOPS_AGE_KEY (unset)",
+            "(not found)",
+        ],
+    );
+}
+
+#[test]
+fn a_kms_only_file_is_refused_with_the_way_to_add_an_age_recipient() {
+    let text = encrypt_yaml(&[secret("db", PLAINTEXT)], TEST_RECIPIENT, &flux_rules(), 5);
+    let mut value: Value = serde_yaml::from_str(&text).unwrap();
+    value["sops"]["age"] = json!([]);
+    value["sops"]["kms"] = json!([{"arn": "arn:aws:kms:eu-west-1:123456789012:key/abcd", "enc": "AQIC", "created_at": LASTMODIFIED}]);
+    refused(
+        &[("db.yaml", &serde_yaml::to_string(&value).unwrap())],
+        true,
+        &[
+            "db.yaml:",
+            "AWS KMS arn:aws:kms:eu-west-1:123456789012:key/abcd",
+            "sops updatekeys",
+        ],
+    );
+}
+
+#[test]
+fn a_sealed_value_without_metadata_is_refused_at_its_line() {
+    let text = encrypt_yaml(&[secret("db", PLAINTEXT)], TEST_RECIPIENT, &flux_rules(), 5);
+    let mut value: Value = serde_yaml::from_str(&text).unwrap();
+    value.as_object_mut().unwrap().remove("sops");
+    let text = serde_yaml::to_string(&value).unwrap();
+    let line = text.lines().position(|l| l.contains("password:")).unwrap() + 1;
+    refused(
+        &[("db.yaml", &text)],
+        true,
+        &[&format!("db.yaml:{line}:"), "looks SOPS-encrypted"],
+    );
+}
+
+#[test]
+fn a_malformed_sealed_value_is_refused_at_its_line() {
+    let text = encrypt_yaml(&[secret("db", PLAINTEXT)], TEST_RECIPIENT, &flux_rules(), 5);
+    let text = text.replacen(",iv:", ",iv:!", 1);
+    let line = text.lines().position(|l| l.contains(",iv:!")).unwrap() + 1;
+    refused(
+        &[("db.yaml", &text)],
+        true,
+        &[&format!("db.yaml:{line}:"), "not valid base64"],
+    );
+}
+
+const KUSTOMIZATION: &str = "apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+namespace: default
+resources: [db.yaml]
+patches:
+  - path: patch.yaml
+secretGenerator:
+  - name: app
+    envs: [app.env]
+    options:
+      disableNameSuffixHash: true
+";
+
+/// A unit as Flux users write one: an encrypted Secret, an encrypted patch of it, and a
+/// generator reading an encrypted dotenv file.
+fn encrypted_unit(password: &str) -> Vec<(String, String)> {
+    let patch = json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "db"},
+        "stringData": {"user": "patched-user"},
+    });
+    vec![
+        ("app/kustomization.yaml".into(), KUSTOMIZATION.into()),
+        (
+            "app/db.yaml".into(),
+            encrypt_yaml(&[secret("db", password)], TEST_RECIPIENT, &flux_rules(), 11),
+        ),
+        (
+            "app/patch.yaml".into(),
+            encrypt_yaml(&[patch], TEST_RECIPIENT, &flux_rules(), 12),
+        ),
+        (
+            "app/app.env".into(),
+            encrypt_dotenv(
+                &[("API_TOKEN", password), ("MODE", "a\nb")],
+                TEST_RECIPIENT,
+                13,
+            ),
+        ),
+    ]
+}
+
+fn b64_of(value: &Value) -> String {
+    use base64::Engine;
+    String::from_utf8(
+        base64::engine::general_purpose::STANDARD
+            .decode(value.as_str().unwrap())
+            .unwrap(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_kustomize_unit_builds_from_decrypted_inputs_in_a_private_copy() {
+    let cluster = TestCluster::start();
+    let files = encrypted_unit(PLAINTEXT);
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let dir = site(&refs);
+    let tmp = tempfile::tempdir().unwrap();
+    let key_dir = tempfile::tempdir().unwrap();
+    let keys = key_file(key_dir.path());
+    let tend_here = |args: &[&str]| {
+        run(tend_clean()
+            .env("TMPDIR", tmp.path())
+            .env("TEND_KUSTOMIZE_COMMAND", "kubectl kustomize")
+            .args(args)
+            .arg("--repo")
+            .arg(dir.path())
+            .arg("--kubeconfig")
+            .arg(cluster.kubeconfig_path())
+            .arg("--decryption-key-file")
+            .arg(&keys))
+    };
+    let (code, out, err) = tend_here(&["apply", "-vvv"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        !out.contains(PLAINTEXT) && !err.contains(PLAINTEXT),
+        "{out}\n{err}"
+    );
+    let db = get(&cluster, "", "secrets", "default", "db").expect("db applied");
+    assert_eq!(b64_of(&db["data"]["password"]), PLAINTEXT);
+    assert_eq!(b64_of(&db["data"]["user"]), "patched-user");
+    let app = get(&cluster, "", "secrets", "default", "app").expect("app generated");
+    assert_eq!(b64_of(&app["data"]["API_TOKEN"]), PLAINTEXT);
+    // The private copy is gone, and the repository holds no plaintext.
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+    for (name, _) in &files {
+        let text = std::fs::read_to_string(dir.path().join(name)).unwrap();
+        assert!(!text.contains(PLAINTEXT));
+    }
+    let (code, out, err) = tend_here(&["diff"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn a_kustomize_unit_with_an_input_no_key_opens_is_not_built() {
+    let files = encrypted_unit(PLAINTEXT);
+    let mut refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    refs.push((
+        "ns.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: other\n",
+    ));
+    let cluster = TestCluster::start();
+    let dir = site(&refs);
+    // No builder is needed: the unit is refused before it is built.
+    let (code, out, err) = run(tend_clean()
+        .env("TEND_KUSTOMIZE_COMMAND", "false")
+        .args(["apply", "--repo"])
+        .arg(dir.path())
+        .arg("--kubeconfig")
+        .arg(cluster.kubeconfig_path()));
+    assert_eq!(code, 2, "{out}\n{err}");
+    let env_line = files[3].1.lines().position(|l| l.contains("ENC[")).unwrap() + 1;
+    assert!(err.contains(&format!("app/app.env:{env_line}:")), "{err}");
+    assert!(err.contains("app/db.yaml:"), "{err}");
+    assert!(err.contains(TEST_RECIPIENT), "{err}");
+    assert!(
+        err.contains("an input of the kustomization app/kustomization.yaml"),
+        "{err}"
+    );
+    assert_eq!(writes(&cluster), Vec::<String>::new());
+}
+
+#[test]
+fn real_sops_dotenv_and_binary_files_feed_a_generator_with_a_pgp_key() {
+    let (Some(env), Some(bin)) = (fixture_text("secrets.env"), fixture_text("secrets.bin")) else {
+        return;
+    };
+    let kustomization = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: default\nsecretGenerator:\n  - name: real\n    envs: [secrets.env]\n    files: [secrets.bin]\n    options:\n      disableNameSuffixHash: true\n";
+    let dir = site(&[
+        ("real/kustomization.yaml", kustomization),
+        ("real/secrets.env", &env),
+        ("real/secrets.bin", &bin),
+    ]);
+    let cluster = TestCluster::start();
+    let (code, out, err) = run(tend_clean()
+        .env("TEND_KUSTOMIZE_COMMAND", "kubectl kustomize")
+        .args(["apply", "--repo"])
+        .arg(dir.path())
+        .arg("--kubeconfig")
+        .arg(cluster.kubeconfig_path())
+        .arg("--decryption-key-file")
+        .arg(Path::new(FIXTURES).join("key.asc")));
+    assert_eq!(code, 0, "{out}\n{err}");
+    let real = get(&cluster, "", "secrets", "default", "real").expect("generated");
+    assert_eq!(b64_of(&real["data"]["example_key"]), "example_value");
+    assert_eq!(b64_of(&real["data"]["never_gonna"]), "give you up");
+    assert_eq!(b64_of(&real["data"]["secrets.bin"]), "binary_value\n");
+    for plain in ["example_value", "give you up", "binary_value"] {
+        assert!(!out.contains(plain) && !err.contains(plain));
+    }
+}
+
+#[test]
+fn keys_come_from_a_decryption_secret_in_the_cluster() {
+    use base64::Engine;
+    let cluster = TestCluster::start();
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    let keys_secret = json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "sops-keys", "namespace": "flux-system"},
+        "data": {"identity.agekey": b64(&format!("# test\n{TEST_IDENTITY}\n")), "README": b64("not a key")},
+    });
+    let dir = site(&[
+        ("ns.yaml", &ns_yaml("flux-system")),
+        ("keys.yaml", &serde_yaml::to_string(&keys_secret).unwrap()),
+    ]);
+    let (code, out, err) = on(&cluster, dir.path(), &["apply"], None);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let text = encrypt_yaml(
+        &[secret("db", PLAINTEXT)],
+        TEST_RECIPIENT,
+        &flux_rules(),
+        21,
+    );
+    write_site(
+        dir.path(),
+        &[
+            ("ns.yaml", &ns_yaml("flux-system")),
+            ("keys.yaml", &serde_yaml::to_string(&keys_secret).unwrap()),
+            ("db.yaml", &text),
+        ],
+    );
+    let args = [
+        "apply",
+        "-vvv",
+        "--decryption-secret",
+        "flux-system/sops-keys",
+    ];
+    let (code, out, err) = on(&cluster, dir.path(), &args, None);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(!out.contains(PLAINTEXT) && !err.contains(PLAINTEXT));
+    assert!(!err.contains(TEST_IDENTITY) && !out.contains(TEST_IDENTITY));
+    let db = get(&cluster, "", "secrets", "default", "db").expect("db applied");
+    assert_eq!(b64_of(&db["data"]["password"]), PLAINTEXT);
+    // A Secret that is not there: exit 2, nothing written.
+    let before = writes(&cluster).len();
+    let args = ["diff", "--decryption-secret", "flux-system/missing"];
+    let (code, _, err) = on(&cluster, dir.path(), &args, None);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("flux-system/missing: no such Secret"), "{err}");
+    let (code, _, err) = on(
+        &cluster,
+        dir.path(),
+        &["diff", "--decryption-secret", "nope"],
+        None,
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("expected NAMESPACE/NAME"), "{err}");
+    assert_eq!(writes(&cluster).len(), before);
+}
+
+/// The README section runs as written (its commands are also run with the others by
+/// `shipping::readme_commands_run`): the example decrypts, its values masked.
+#[test]
+fn the_readme_example_decrypts_and_stays_masked() {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let section = &readme[readme
+        .find("\n## Encrypted secrets (SOPS)\n")
+        .expect("section")..];
+    let command = section
+        .lines()
+        .find(|l| l.starts_with("tend render"))
+        .expect("a render command");
+    let words: Vec<&str> = command.split_whitespace().skip(1).collect();
+    let (code, out, err) = run(tend_clean().current_dir(repo_root()).args(&words));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("name: db-credentials"), "{out}");
+    assert!(
+        !out.contains("ENC[") && !out.contains("correct-horse"),
+        "{out}"
+    );
+    let (code, out, _) = run(tend_clean().current_dir(repo_root()).args(&words).args([
+        "--reveal-secrets",
+        "-o",
+        "json",
+    ]));
+    assert_eq!(code, 0);
+    assert!(out.contains("correct-horse-battery-staple"));
+}
