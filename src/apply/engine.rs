@@ -8,11 +8,12 @@
 //! reports the diff against what the server returns then, so a dry run would double its
 //! requests and prevent nothing (independent objects are applied even when one fails).
 
+use super::hooks::{self, Hook};
 use super::lock::{self, Clock};
 use super::observe::{self, Observed};
 use super::parent::{self, inventory_of, Record};
 use super::prepare::{prepare, Prepared};
-use super::{prune, stages, wait};
+use super::{prune, stages, wait, waves};
 use crate::cluster::{ClusterError, Session};
 use crate::plan::inventory;
 use crate::plan::planner::{self, Desired, Plan, PlanInput, PruneLimits, Triage};
@@ -116,6 +117,20 @@ async fn observe_and_plan(
     })
 }
 
+/// Resolve the site's hooks against discovery (before any write).
+fn prepare_hooks(
+    session: &Session,
+    hooks: Vec<Object>,
+    opts: &EngineOptions,
+) -> Result<Vec<Hook>, EngineError> {
+    hooks::prepare_hooks(
+        &session.resources,
+        hooks,
+        &opts.default_namespace,
+        &opts.applyset_id(),
+    )
+}
+
 /// The planner's fast path, applied while LIST pages are read.
 struct FastPath<'a> {
     desired: HashMap<ObjectKey, Desired<'a>>,
@@ -182,7 +197,9 @@ pub async fn diff(
     kinds: &super::kinds::KindsContext,
 ) -> Result<RunReport, EngineError> {
     let started = Instant::now();
+    let (desired, hooks) = hooks::split(desired);
     let count = desired.len();
+    let hooks = prepare_hooks(session, hooks, opts)?;
     let prepared = prepare(
         &session.resources,
         desired,
@@ -191,6 +208,7 @@ pub async fn diff(
     )?;
     let planned = observe_and_plan(session, prepared, opts, true).await?;
     let mut report = base_report("diff", opts, &planned.plan);
+    waves::describe(&mut report, &planned.prepared, &hooks, &planned.plan, None);
     super::kinds::add_reload_changes(&mut report, kinds);
     if let Err(message) =
         planner::check_prune_limits(planned.plan.prune.len(), count, opts.prune_limits)
@@ -211,6 +229,8 @@ pub async fn apply(
 ) -> Result<RunReport, EngineError> {
     let started = Instant::now();
     // Validate against discovery before the first write (the lock and state namespace are writes).
+    let (desired, hooks) = hooks::split(desired);
+    let hooks = prepare_hooks(session, hooks, opts)?;
     let prepared = prepare(
         &session.resources,
         desired,
@@ -230,7 +250,7 @@ pub async fn apply(
             .await?,
         ),
     };
-    let result = apply_locked(session, prepared, opts, kinds, clock.as_ref()).await;
+    let result = apply_locked(session, prepared, &hooks, opts, kinds, clock.as_ref()).await;
     if let Some(lock) = lock {
         if let Err(err) = lock.release().await {
             tracing::warn!("cannot release the lock: {err}");
@@ -244,6 +264,7 @@ pub async fn apply(
 async fn apply_locked(
     session: &Session,
     prepared: Vec<Prepared>,
+    hooks: &[Hook],
     opts: &EngineOptions,
     kinds: &super::kinds::KindsContext,
     clock: &dyn Clock,
@@ -259,6 +280,7 @@ async fn apply_locked(
     let id = opts.applyset_id();
     let limits = planner::check_prune_limits(plan.prune.len(), prepared.len(), opts.prune_limits);
     if opts.dry_run {
+        waves::describe(&mut report, &prepared, hooks, &plan, Some("--dry-run"));
         if let Err(message) = limits {
             report.errors.push(message);
         }
@@ -278,7 +300,16 @@ async fn apply_locked(
     .await?;
 
     let existing: BTreeSet<ObjectKey> = observed.existing.iter().cloned().collect();
-    let applied = stages::apply_stages(session, &prepared, &plan, &existing, opts).await?;
+    let (applied, stopped) = waves::apply_waves(
+        session,
+        &prepared,
+        hooks,
+        &plan,
+        &existing,
+        opts,
+        &mut report,
+    )
+    .await?;
     report.outcomes.extend(applied.outcomes.clone());
 
     // tend's kinds: ownerReferences for objects whose owner was created just now, status of
@@ -307,6 +338,8 @@ async fn apply_locked(
     // Prune, in reverse stage order, after everything else.
     let mut still_members: Vec<ObjectKey> = plan.kept.keys().cloned().collect();
     match limits {
+        // A wave stopped the run: what is no longer desired stays until the run completes.
+        _ if stopped => still_members.extend(plan.prune.iter().cloned()),
         Err(message) => {
             tracing::error!("{message}");
             report.errors.push(message);
@@ -333,7 +366,7 @@ async fn apply_locked(
         report.errors.push(message);
     }
 
-    if opts.wait {
+    if opts.wait && !stopped {
         wait::until_ready(session, &prepared, &applied.served, &mut report, opts).await;
     }
     Ok(report)

@@ -6,6 +6,7 @@
 //! [`lock`] serialises runs with a Lease.
 
 pub mod engine;
+pub mod hooks;
 pub mod kinds;
 pub mod live;
 pub mod lock;
@@ -17,6 +18,7 @@ pub mod prune;
 mod replace;
 pub mod stages;
 pub mod wait;
+pub mod waves;
 
 use crate::render::object::ObjectKey;
 

@@ -21,3 +21,4 @@ mod render;
 mod shipping;
 mod version;
 mod wait;
+mod waves;
