@@ -44,6 +44,29 @@ const DEPLOYMENTS: (&str, &str, &str, &str) = ("apps", "v1", "Deployment", "depl
 /// then merge `status` into its status. Gives up after 15 s.
 fn play(
     cluster: &TestCluster,
+    resource: (&str, &str, &str, &str),
+    name: &str,
+    not_uid: Option<String>,
+    after: Duration,
+    status: Value,
+) {
+    play_at(cluster, "web", resource, name, not_uid, after, status)
+}
+
+/// [`play`] in namespace `ns`, at once.
+fn play_in(
+    cluster: &TestCluster,
+    ns: &str,
+    resource: (&str, &str, &str, &str),
+    name: &str,
+    status: Value,
+) {
+    play_at(cluster, ns, resource, name, None, Duration::ZERO, status)
+}
+
+fn play_at(
+    cluster: &TestCluster,
+    ns: &str,
     (group, version, kind, plural): (&str, &str, &str, &str),
     name: &str,
     not_uid: Option<String>,
@@ -52,7 +75,7 @@ fn play(
 ) {
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
-        let live = cluster.object(group, plural, "web", name);
+        let live = cluster.object(group, plural, ns, name);
         let uid = live
             .as_ref()
             .and_then(|l| l["metadata"]["uid"].as_str().map(str::to_string));
@@ -69,8 +92,7 @@ fn play(
     let resource = ApiResource::from_gvk_with_plural(&gvk, plural);
     let patch = json!({ "status": status });
     tokio::runtime::Runtime::new().unwrap().block_on(async {
-        let api: Api<DynamicObject> =
-            Api::namespaced_with(cluster.client().await, "web", &resource);
+        let api: Api<DynamicObject> = Api::namespaced_with(cluster.client().await, ns, &resource);
         api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
             .expect("status write");
@@ -102,10 +124,16 @@ fn job_failed() -> Value {
     })
 }
 
+/// A Deployment of one replica at `generation`, rolled out.
 fn available(generation: i64) -> Value {
+    available_with(generation, 1)
+}
+
+fn available_with(generation: i64, replicas: i64) -> Value {
     json!({
         "observedGeneration": generation,
-        "replicas": 1, "updatedReplicas": 1, "readyReplicas": 1, "availableReplicas": 1,
+        "replicas": replicas, "updatedReplicas": replicas, "readyReplicas": replicas,
+        "availableReplicas": replicas,
         "conditions": [
             {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"},
             {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable"},
@@ -469,4 +497,77 @@ fn a_bad_wave_is_a_render_error_that_writes_nothing() {
         "{stderr}"
     );
     assert!(cluster.requests().iter().all(|r| !is_write(r)));
+}
+
+/// The README's "Waves and hooks" section: its commands run as written on examples/migrations,
+/// with the controllers played, in the order it describes; its quoted diff is what tend prints.
+#[test]
+fn the_readme_section_runs_as_written() {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let section = readme
+        .split("\n## Waves and hooks\n")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("README has a Waves and hooks section");
+    let block = |fence: &str| {
+        section
+            .split(fence)
+            .nth(1)
+            .and_then(|b| b.split("```").next())
+            .unwrap()
+    };
+    let commands: Vec<Vec<&str>> = block("```sh\n")
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(commands.len(), 2);
+    assert_eq!(
+        (commands[0][..2].to_vec(), commands[1][..2].to_vec()),
+        (vec!["tend", "diff"], vec!["tend", "apply"])
+    );
+    let cluster = TestCluster::start();
+    let tend_here = |words: &[&str]| {
+        run(tend()
+            .current_dir(repo_root())
+            .args(&words[1..])
+            .arg("--kubeconfig")
+            .arg(cluster.kubeconfig_path()))
+    };
+    let (code, out, err) = tend_here(&commands[0]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    for line in block("```text\n").lines() {
+        assert!(
+            out.contains(line),
+            "README quotes `{line}`; tend says:\n{out}"
+        );
+    }
+    let (code, out, err) = std::thread::scope(|s| {
+        s.spawn(|| play_in(&cluster, "shop", DEPLOYMENTS, "db", available(1)));
+        s.spawn(|| play_in(&cluster, "shop", JOBS, "migrate", job_complete()));
+        s.spawn(|| play_in(&cluster, "shop", DEPLOYMENTS, "app", available_with(1, 2)));
+        s.spawn(|| play_in(&cluster, "shop", JOBS, "smoke-test", job_complete()));
+        tend_here(&commands[1])
+    });
+    assert_eq!(code, 0, "{out}\n{err}");
+    let log = cluster.requests();
+    let at = |what: &str, pred: &dyn Fn(&RequestRecord) -> bool| {
+        first(&log, pred).unwrap_or_else(|| panic!("no request for {what}"))
+    };
+    let order = [
+        at("db", &|r| written(r, "deployments", "db")),
+        at("db ready", &|r| status_written(r, "deployments", "db")),
+        at("migrate", &|r| written(r, "jobs", "migrate")),
+        at("migrate done", &|r| status_written(r, "jobs", "migrate")),
+        at("app", &|r| written(r, "deployments", "app")),
+        at("app ready", &|r| status_written(r, "deployments", "app")),
+        at("smoke-test", &|r| written(r, "jobs", "smoke-test")),
+    ];
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?}");
+    // The smoke test is deleted once it succeeded; the migration stays for inspection.
+    assert!(get(&cluster, "batch", "jobs", "shop", "smoke-test").is_none());
+    assert!(get(&cluster, "batch", "jobs", "shop", "migrate").is_some());
+    assert!(
+        out.contains("hook post-apply (wave 0) Job shop/smoke-test: succeeded"),
+        "{out}"
+    );
 }
