@@ -1,8 +1,9 @@
 //! The engine: `diff` and `apply` as a sequence of steps, each in its own file.
 //!
 //! diff:  prepare → observe (parent, LISTs) → triage → dry runs → plan → report
-//! apply: prepare → lock → observe → triage → plan → widen parent → stages → tend's kinds →
-//!        prune → narrow parent and record → wait → unlock
+//! apply: prepare → lock → observe → triage → plan → widen parent → stages (per wave, with
+//!        hooks, when the site has waves or hooks) → tend's kinds → prune → narrow parent and
+//!        record → wait → unlock
 //!
 //! A real apply does not dry-run first: it writes each object that may change next anyway and
 //! reports the diff against what the server returns then, so a dry run would double its

@@ -2,6 +2,7 @@
 //! resolves the desired set against discovery; [`observe`] reads the parent, LISTs and dry
 //! runs; the pure planner ([`crate::plan::planner`]) decides; [`stages`] applies in order
 //! ([`replace`] deletes and recreates what the API refuses as immutable);
+//! [`waves`] runs the stages wave by wave and [`hooks`] the Jobs and Pods around them;
 //! [`prune`] deletes; [`parent`] keeps the ApplySet inventory and run record; [`wait`] waits;
 //! [`lock`] serialises runs with a Lease.
 

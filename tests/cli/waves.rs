@@ -571,3 +571,51 @@ fn the_readme_section_runs_as_written() {
         "{out}"
     );
 }
+
+/// Waves cost what they must and nothing more: a no-op run of a site with waves makes the
+/// requests of the same site without them plus one readiness poll (a LIST per kind and
+/// namespace) of each wave that has a later one; a site without waves takes the path it
+/// took before waves existed.
+#[test]
+fn a_no_op_run_costs_one_readiness_poll_per_wave() {
+    let no_op_counts = |files: &[(&str, &str)]| {
+        let cluster = TestCluster::start();
+        let dir = site(files);
+        let (code, _, stderr) = tend_on(&cluster, dir.path(), &["apply"]);
+        assert_eq!(code, 0, "{stderr}");
+        cluster.clear_requests();
+        let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["apply"]);
+        assert_eq!(code, 0, "{stderr}");
+        assert!(
+            stdout.contains("0 to create, 0 to update, 0 to prune, 3 unchanged"),
+            "{stdout}"
+        );
+        assert_eq!(object_writes(&cluster), Vec::<String>::new());
+        cluster.counts()
+    };
+    let plain = no_op_counts(&[
+        ("ns.yaml", NS),
+        ("cm.yaml", &configmap("v1", "")),
+        ("app.yaml", &deployment("app", "app:1", None)),
+    ]);
+    let waves = no_op_counts(&[
+        ("ns.yaml", NS),
+        ("cm.yaml", &configmap("v1", "")),
+        (
+            "app.yaml",
+            &deployment("app", "app:1", Some(("tend.dev/wave", 1))),
+        ),
+    ]);
+    let mut extra = waves.clone();
+    for (key, n) in &plain {
+        let left = extra.get(key).copied().unwrap_or(0);
+        assert!(left >= *n, "{key:?}: {left} with waves, {n} without");
+        extra.insert(key.clone(), left - n);
+    }
+    extra.retain(|_, n| *n > 0);
+    let expected = [
+        ((Verb::List, "configmaps".to_string()), 1),
+        ((Verb::List, "namespaces".to_string()), 1),
+    ];
+    assert_eq!(extra, expected.into_iter().collect(), "{waves:#?}");
+}
