@@ -21,4 +21,7 @@ pub enum Error {
     Usage(String),
     #[error("cannot write output")]
     Output(#[source] std::io::Error),
+    /// The async runtime could not start, or a task on it died.
+    #[error("cannot run tend's async runtime")]
+    Runtime(#[source] std::io::Error),
 }

@@ -1,20 +1,18 @@
 //! The engine: `diff` and `apply` as a sequence of steps, each in its own file.
 //!
 //! diff:  prepare → observe (parent, LISTs) → triage → dry runs → plan → report
-//! apply: prepare → lock → observe → triage → plan → widen parent → stages (per wave, with
-//!        hooks, when the site has waves or hooks) → tend's kinds → prune → narrow parent and
-//!        record → wait → unlock
+//! apply: prepare → read the lock → (take it ‖ observe) → triage → plan → widen parent →
+//!        stages (by wave, with hooks) → tend's kinds → prune → narrow and record → wait → unlock
 //!
 //! A real apply does not dry-run first: it writes each object that may change next anyway and
 //! reports the diff against what the server returns then, so a dry run would double its
 //! requests and prevent nothing (independent objects are applied even when one fails).
 
-use super::hooks::{self, Hook};
 use super::lock::{self, Clock};
 use super::observe::{self, Observed};
 use super::parent::{self, inventory_of, Record};
 use super::prepare::{prepare, Prepared};
-use super::{prune, stages, wait, waves};
+use super::{hooks, interrupted, prune, stages, wait, waves};
 use crate::cluster::{ClusterError, Session};
 use crate::plan::inventory;
 use crate::plan::planner::{self, Desired, Plan, PlanInput, PruneLimits, Triage};
@@ -43,6 +41,8 @@ pub struct EngineOptions {
     pub cluster_name: Option<String>,
     /// Draw progress bars (stderr is a terminal); otherwise plain log lines only.
     pub progress: bool,
+    /// Set by the first SIGTERM/SIGINT: no write starts after it.
+    pub interrupt: crate::interrupt::Interrupt,
 }
 
 impl EngineOptions {
@@ -62,9 +62,8 @@ pub enum EngineError {
     Lock(#[from] lock::LockError),
 }
 
-/// A planned run: the plan plus what applying it needs.
+/// A planned run: what was observed and the plan.
 struct Planned {
-    prepared: Vec<Prepared>,
     observed: Observed,
     plan: Plan,
 }
@@ -73,7 +72,7 @@ struct Planned {
 /// `--dry-run`); otherwise leave them pending for the real apply.
 async fn observe_and_plan(
     session: &Session,
-    prepared: Vec<Prepared>,
+    prepared: &[Prepared],
     opts: &EngineOptions,
     dry_run_all: bool,
 ) -> Result<Planned, EngineError> {
@@ -88,7 +87,7 @@ async fn observe_and_plan(
     let settle = FastPath {
         desired: inputs.iter().map(|d| (d.object.key(), *d)).collect(),
     };
-    let observed = observe::observe(session, &prepared, opts, &id, &settle).await?;
+    let observed = observe::observe(session, prepared, opts, &id, &settle).await?;
     let needs_server: BTreeSet<ObjectKey> = inputs
         .iter()
         .map(|d| (d, d.object.key()))
@@ -98,7 +97,7 @@ async fn observe_and_plan(
         .collect();
     let (dry_runs, pending) = if dry_run_all {
         let answers =
-            observe::dry_runs(session, &prepared, &needs_server, &observed.live, opts).await;
+            observe::dry_runs(session, prepared, &needs_server, &observed.live, opts).await;
         (answers, BTreeSet::new())
     } else {
         (HashMap::new(), needs_server)
@@ -111,25 +110,7 @@ async fn observe_and_plan(
         pending: &pending,
         applyset_id: &id,
     });
-    Ok(Planned {
-        prepared,
-        observed,
-        plan,
-    })
-}
-
-/// Resolve the site's hooks against discovery (before any write).
-fn prepare_hooks(
-    session: &Session,
-    hooks: Vec<Object>,
-    opts: &EngineOptions,
-) -> Result<Vec<Hook>, EngineError> {
-    hooks::prepare_hooks(
-        &session.resources,
-        hooks,
-        &opts.default_namespace,
-        &opts.applyset_id(),
-    )
+    Ok(Planned { observed, plan })
 }
 
 /// The planner's fast path, applied while LIST pages are read.
@@ -198,18 +179,17 @@ pub async fn diff(
     kinds: &super::kinds::KindsContext,
 ) -> Result<RunReport, EngineError> {
     let started = Instant::now();
-    let (desired, hooks) = hooks::split(desired);
+    let (desired, hooks) = hooks::take(&session.resources, desired, opts)?;
     let count = desired.len();
-    let hooks = prepare_hooks(session, hooks, opts)?;
     let prepared = prepare(
         &session.resources,
         desired,
         &opts.default_namespace,
         &opts.applyset_id(),
     )?;
-    let planned = observe_and_plan(session, prepared, opts, true).await?;
+    let planned = observe_and_plan(session, &prepared, opts, true).await?;
     let mut report = base_report("diff", opts, &planned.plan);
-    waves::describe(&mut report, &planned.prepared, &hooks, &planned.plan, None);
+    waves::describe(&mut report, &prepared, &hooks, &planned.plan, None);
     super::kinds::add_reload_changes(&mut report, kinds);
     if let Err(message) =
         planner::check_prune_limits(planned.plan.prune.len(), count, opts.prune_limits)
@@ -230,64 +210,87 @@ pub async fn apply(
 ) -> Result<RunReport, EngineError> {
     let started = Instant::now();
     // Validate against discovery before the first write (the lock and state namespace are writes).
-    let (desired, hooks) = hooks::split(desired);
-    let hooks = prepare_hooks(session, hooks, opts)?;
+    let (desired, hooks) = hooks::take(&session.resources, desired, opts)?;
     let prepared = prepare(
         &session.resources,
         desired,
         &opts.default_namespace,
         &opts.applyset_id(),
     )?;
-    let lock = match opts.dry_run {
-        true => None,
-        false => Some(
-            lock::take_for_run(
-                session,
-                &opts.state_namespace,
-                &opts.applyset,
-                opts.lock_timeout,
-                clock.clone(),
-            )
-            .await?,
-        ),
+    let site = (&prepared[..], &hooks[..]);
+    if opts.dry_run {
+        let planned = observe_and_plan(session, &prepared, opts, true).await?;
+        let mut report = apply_planned(session, site, planned, opts, kinds, &*clock).await?;
+        report.duration = started.elapsed();
+        return Ok(report);
+    }
+    let (lock, planned) = lock_and_plan(session, &prepared, opts, clock.clone()).await?;
+    let result = match planned {
+        Ok(planned) => apply_planned(session, site, planned, opts, kinds, &*clock).await,
+        Err(err) => Err(err),
     };
-    let result = apply_locked(session, prepared, &hooks, opts, kinds, clock.as_ref()).await;
-    if let Some(lock) = lock {
-        if let Err(err) = lock.release().await {
-            tracing::warn!("cannot release the lock: {err}");
-        }
+    if let Err(err) = lock.release().await {
+        tracing::warn!("cannot release the lock: {err}");
     }
     let mut report = result?;
     report.duration = started.elapsed();
     Ok(report)
 }
 
-async fn apply_locked(
+/// Take the run's lock and plan. A lock that is free is taken while the LISTs run (see
+/// [`lock`]); one that is held is waited for, and the cluster observed once it is ours.
+async fn lock_and_plan(
     session: &Session,
-    prepared: Vec<Prepared>,
-    hooks: &[Hook],
+    prepared: &[Prepared],
+    opts: &EngineOptions,
+    clock: Arc<dyn Clock>,
+) -> Result<(lock::Lock, Result<Planned, EngineError>), EngineError> {
+    let sighting = lock::look(session, &opts.state_namespace, &opts.applyset).await?;
+    if sighting.is_free(clock.now()) {
+        let (taken, planned) = tokio::join!(
+            lock::take_free(&sighting, clock.clone()),
+            observe_and_plan(session, prepared, opts, false)
+        );
+        match taken {
+            Ok(lock) => return Ok((lock, planned)),
+            Err(lock::Missed::Failed(err)) => return Err(err.into()),
+            // Another run took it first: what was observed may be mid-way through its writes.
+            Err(lock::Missed::Raced) => {}
+        }
+    }
+    let lock = lock::wait_for(&sighting, opts.lock_timeout, clock, &opts.interrupt).await?;
+    let planned = observe_and_plan(session, prepared, opts, false).await;
+    Ok((lock, planned))
+}
+
+/// Apply a plan (under the lock), or report it (`--dry-run`, planned with dry runs of
+/// everything; nothing below is written then).
+async fn apply_planned(
+    session: &Session,
+    (prepared, hooks): (&[Prepared], &[hooks::Hook]),
+    planned: Planned,
     opts: &EngineOptions,
     kinds: &super::kinds::KindsContext,
     clock: &dyn Clock,
 ) -> Result<RunReport, EngineError> {
-    // `--dry-run` dry-runs everything while planning; nothing below is written then.
-    let Planned {
-        prepared,
-        observed,
-        plan,
-    } = observe_and_plan(session, prepared, opts, opts.dry_run).await?;
+    let Planned { observed, plan } = planned;
     let mut report = base_report("apply", opts, &plan);
     super::kinds::add_reload_changes(&mut report, kinds);
     let id = opts.applyset_id();
     let limits = planner::check_prune_limits(plan.prune.len(), prepared.len(), opts.prune_limits);
     if opts.dry_run {
-        waves::describe(&mut report, &prepared, hooks, &plan, Some("--dry-run"));
+        waves::describe(&mut report, prepared, hooks, &plan, Some("--dry-run"));
         if let Err(message) = limits {
             report.errors.push(message);
         }
         return Ok(report);
     }
 
+    if let Some(stop) = opts.interrupt.stopped() {
+        // Stopped before the first write: the cluster and the parent are as they were.
+        interrupted::not_started(&mut report, stop);
+        return Ok(report);
+    }
     let desired_keys: Vec<ObjectKey> = prepared.iter().map(|p| p.object.key()).collect();
     let desired_inventory = inventory_of(desired_keys.iter().cloned());
     parent::widen(
@@ -301,9 +304,9 @@ async fn apply_locked(
     .await?;
 
     let existing: BTreeSet<ObjectKey> = observed.existing.iter().cloned().collect();
-    let (applied, stopped) = waves::apply_waves(
+    let (applied, wave_stopped) = waves::apply_waves(
         session,
-        &prepared,
+        prepared,
         hooks,
         &plan,
         &existing,
@@ -321,26 +324,31 @@ async fn apply_locked(
         .filter(needed_after_apply)
         .filter_map(|k| Some((k.clone(), observed.live.get(&k)?.clone())))
         .collect();
-    let errors = super::kinds::after_apply(
-        session,
-        &prepared,
-        &live_desired,
-        &plan.recreate,
-        &mut report,
-        kinds,
-        &applied.tend_objects,
-        clock,
-    )
-    .await;
+    // A stopped run writes no status and reloads nothing; prunes below do not start.
+    let errors = match opts.interrupt.is_set() {
+        true => Vec::new(),
+        false => {
+            super::kinds::after_apply(
+                session,
+                prepared,
+                &live_desired,
+                &plan.recreate,
+                &mut report,
+                kinds,
+                &applied.tend_objects,
+                clock,
+            )
+            .await
+        }
+    };
     report.errors.extend(errors);
 
-    stages::settle_pending(&mut report, &plan, &applied, &prepared, &observed.live);
+    stages::settle_pending(&mut report, &plan, &applied, prepared, &observed.live);
 
     // Prune, in reverse stage order, after everything else.
     let mut still_members: Vec<ObjectKey> = plan.kept.keys().cloned().collect();
     match limits {
-        // A wave stopped the run: what is no longer desired stays until the run completes.
-        _ if stopped => still_members.extend(plan.prune.iter().cloned()),
+        _ if wave_stopped => still_members.extend(plan.prune.iter().cloned()),
         Err(message) => {
             tracing::error!("{message}");
             report.errors.push(message);
@@ -355,11 +363,18 @@ async fn apply_locked(
 
     // Narrow the parent to what is desired plus members that still exist, and record the run.
     let narrowed = inventory_of(desired_keys.into_iter().chain(still_members));
+    let stopped = opts.interrupt.stopped().map(|stop| {
+        let account = interrupted::account(&report, stop);
+        tracing::error!("{account}");
+        report.errors.push(account.clone());
+        account
+    });
     let record = Record {
         commit: opts.commit.as_deref(),
         time: clock.now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
         summary: report.summary(),
         failed: report.failed(),
+        interrupted: stopped.as_deref(),
     };
     if let Err(err) = parent::narrow_and_record(session, opts, &id, &narrowed, record).await {
         let message = format!("cannot record the run on the ApplySet parent: {err}");
@@ -367,8 +382,17 @@ async fn apply_locked(
         report.errors.push(message);
     }
 
-    if opts.wait && !stopped {
-        wait::until_ready(session, &prepared, &applied.served, &mut report, opts).await;
+    if opts.wait && !opts.interrupt.is_set() && !wave_stopped {
+        let stopped = tokio::select! {
+            _ = wait::until_ready(session, prepared, &applied.served, &mut report, opts) => None,
+            _ = opts.interrupt.requested() => opts.interrupt.stopped(),
+        };
+        if let Some(stop) = stopped {
+            report.errors.push(format!(
+                "the run was stopped by {} while waiting for readiness (everything was applied)",
+                stop.signal
+            ));
+        }
     }
     Ok(report)
 }

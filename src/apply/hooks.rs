@@ -53,6 +53,18 @@ pub fn split(desired: Vec<Object>) -> (Vec<Object>, Vec<Object>) {
         .partition(|o| waves::hook_of(&o.value).is_none())
 }
 
+/// Take the hooks out of the desired set, resolved (before any write): (the rest, the hooks).
+pub fn take(
+    resources: &Resources,
+    desired: Vec<Object>,
+    opts: &EngineOptions,
+) -> Result<(Vec<Object>, Vec<Hook>), EngineError> {
+    let (desired, hooks) = split(desired);
+    let id = opts.applyset_id();
+    let hooks = prepare_hooks(resources, hooks, &opts.default_namespace, &id)?;
+    Ok((desired, hooks))
+}
+
 /// Resolve the hooks against discovery (with every problem reported before any write), without
 /// the ApplySet membership label: a hook is never pruned. Ordered as they run: by phase, wave,
 /// then identity.

@@ -125,39 +125,17 @@ pub async fn gather(
 
     let desired_keys: BTreeSet<ObjectKey> = rendered.objects.iter().map(Object::key).collect();
     // Live workloads not in git that opted in with the label: one label-selected LIST per
-    // workload kind across all namespaces.
-    let mut candidates = Vec::new();
+    // workload kind across all namespaces, the three at once.
     let selector = format!("{}=true", config_hash::RELOAD_LABEL);
-    for kind in ["Deployment", "StatefulSet", "DaemonSet"] {
-        let Some(resource) = resources.get("apps", "v1", kind).cloned() else {
+    let lists = ["Deployment", "StatefulSet", "DaemonSet"]
+        .into_iter()
+        .filter_map(|kind| resources.get("apps", "v1", kind).cloned())
+        .map(|resource| opted_in(session, resource, &selector));
+    let mut candidates = Vec::new();
+    for listed in futures::future::join_all(lists).await {
+        let Some((resource, items)) = listed? else {
             continue;
         };
-        // Without the right to list them across namespaces, reloads are skipped (asking
-        // costs as much as trying; a 403 answers too).
-        let skip = |why: &str| {
-            tracing::debug!(
-                "not looking for {} labelled {selector}: {why}",
-                resource.api.plural
-            )
-        };
-        if session.known_list_right(&resource) == Some(false) {
-            skip("listing them across namespaces is not allowed");
-            continue;
-        }
-        let mut items = Vec::new();
-        let query = cluster::ListQuery {
-            labels: Some(&selector),
-            stats: Some(&session.stats),
-            ..cluster::ListQuery::default()
-        };
-        match cluster::list_each(client, &resource, None, query, |item| items.push(item)).await {
-            Ok(()) => {}
-            Err(err) if err.code() == Some(403) => {
-                skip("listing them across namespaces is forbidden");
-                continue;
-            }
-            Err(err) => return Err(err),
-        }
         for item in items {
             if !desired_keys.contains(&ObjectKey::of_value(&item))
                 && !inventory::is_member(&item, applyset_id)
@@ -214,6 +192,44 @@ pub async fn gather(
         });
     }
     Ok(ctx)
+}
+
+/// The live workloads of one kind labelled `selector`, across all namespaces; `None` when
+/// this client may not list them so (reloads are then skipped: asking costs as much as
+/// trying, and a 403 answers too).
+async fn opted_in(
+    session: &Session,
+    resource: Resource,
+    selector: &str,
+) -> Result<Option<(Resource, Vec<Value>)>, ClusterError> {
+    let skip = |why: &str| {
+        tracing::debug!(
+            "not looking for {} labelled {selector}: {why}",
+            resource.api.plural
+        )
+    };
+    if session.known_list_right(&resource) == Some(false) {
+        skip("listing them across namespaces is not allowed");
+        return Ok(None);
+    }
+    let mut items = Vec::new();
+    let query = cluster::ListQuery {
+        labels: Some(selector),
+        stats: Some(&session.stats),
+        ..cluster::ListQuery::default()
+    };
+    match cluster::list_each(&session.client, &resource, None, query, |item| {
+        items.push(item)
+    })
+    .await
+    {
+        Ok(()) => Ok(Some((resource, items))),
+        Err(err) if err.code() == Some(403) => {
+            skip("listing them across namespaces is forbidden");
+            Ok(None)
+        }
+        Err(err) => Err(err),
+    }
 }
 
 /// The ConfigMaps/Secrets a live workload's pod template references, with their keys.

@@ -1,10 +1,12 @@
 //! Observe: what the cluster holds for this run. The ApplySet parent (what earlier runs
 //! recorded); label-selected LISTs of the members of every kind the desired set or the
 //! recorded inventory touches (reads scale with what tend manages, not with the cluster);
-//! a GET of each desired object that is not a member yet; and, for objects the fast path
-//! cannot settle, server-side dry runs.
+//! for desired objects that are not members yet, nothing where this run creates their
+//! namespace, else a GET each or one metadata-only LIST per kind and namespace; and, for
+//! objects the fast path cannot settle, server-side dry runs.
 
 use super::engine::{EngineError, EngineOptions};
+use super::non_members;
 use super::prepare::Prepared;
 use super::progress::{self, Tick};
 use crate::cluster::{self, key_of, ListQuery, Resource, Session};
@@ -145,7 +147,8 @@ pub async fn observe(
         result?;
     }
 
-    // Desired objects that are not members (new, or made by someone else): one GET each.
+    // Desired objects that are not members: new, or made by someone else (adopted). Namespaces
+    // first, so objects in a namespace this run creates need no read at all.
     let missing: Vec<&Prepared> = {
         let o = observed.lock().map_err(|_| poisoned())?;
         prepared
@@ -153,29 +156,30 @@ pub async fn observe(
             .filter(|p| p.resource.is_some() && !o.existing.contains(&p.object.key()))
             .collect()
     };
-    let gets = stream::iter(missing.into_iter().map(|p| async move {
-        let Some(resource) = &p.resource else {
-            return Ok(None);
-        };
-        cluster::get(
-            &session.client,
-            resource,
-            p.object.namespace(),
-            p.object.name(),
-        )
-        .await
-    }))
-    .buffer_unordered(opts.concurrency.max(1))
-    .collect::<Vec<_>>()
-    .await;
-    for result in gets {
-        match result {
-            Ok(Some(item)) => take(item),
-            Ok(None) => {}
-            // The namespace is created by this run.
-            Err(err) if err.code() == Some(404) => {}
-            Err(err) => return Err(err.into()),
-        }
+    let (namespaces, others): (Vec<&Prepared>, Vec<&Prepared>) = missing
+        .into_iter()
+        .partition(|p| p.object.group().is_empty() && p.object.kind() == "Namespace");
+    for item in non_members::read(session, &namespaces, opts.concurrency).await? {
+        take(item);
+    }
+    let created_namespaces: HashSet<&str> = {
+        let o = observed.lock().map_err(|_| poisoned())?;
+        namespaces
+            .iter()
+            .filter(|p| !o.existing.contains(&p.object.key()))
+            .map(|p| p.object.name())
+            .collect()
+    };
+    let others: Vec<&Prepared> = others
+        .into_iter()
+        .filter(|p| {
+            !p.object
+                .namespace()
+                .is_some_and(|ns| created_namespaces.contains(ns))
+        })
+        .collect();
+    for item in non_members::read(session, &others, opts.concurrency).await? {
+        take(item);
     }
     observed.into_inner().map_err(|_| poisoned())
 }

@@ -45,6 +45,8 @@ pub struct Record<'a> {
     pub time: String,
     pub summary: Summary,
     pub failed: usize,
+    /// What a run stopped by a signal did and did not do.
+    pub interrupted: Option<&'a str>,
 }
 
 /// Narrow the parent to `inventory` and record the run.
@@ -56,7 +58,7 @@ pub async fn narrow_and_record(
     record: Record<'_>,
 ) -> Result<(), ClusterError> {
     let s = record.summary;
-    let annotations = [
+    let mut annotations = vec![
         (
             inventory::LAST_COMMIT_ANNOTATION,
             record.commit.unwrap_or_default().to_string(),
@@ -78,6 +80,10 @@ pub async fn narrow_and_record(
             ),
         ),
     ];
+    // Written only by a stopped run; the next run's apply drops it (server-side apply).
+    if let Some(account) = record.interrupted {
+        annotations.push((inventory::INTERRUPTED_ANNOTATION, account.to_string()));
+    }
     write(session, opts, applyset_id, inventory, &annotations).await
 }
 

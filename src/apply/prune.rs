@@ -46,21 +46,24 @@ pub async fn prune(
             let resource = session.resources.get(group, version, &key.kind).cloned();
             async move {
                 let started = Instant::now();
-                let result = match resource {
-                    Some(resource) => cluster::delete(
-                        &client,
-                        &resource,
-                        key.namespace.as_deref(),
-                        &key.name,
-                        opts.dry_run,
-                    )
-                    .await
-                    .map_err(|e| e.to_string()),
-                    None => Err(format!(
-                        "cannot delete {key}: the cluster no longer serves {api_version} {}",
-                        key.kind
-                    )),
+                let delete = async {
+                    match resource {
+                        Some(resource) => cluster::delete(
+                            &client,
+                            &resource,
+                            key.namespace.as_deref(),
+                            &key.name,
+                            opts.dry_run,
+                        )
+                        .await
+                        .map_err(|e| e.to_string()),
+                        None => Err(format!(
+                            "cannot delete {key}: the cluster no longer serves {api_version} {}",
+                            key.kind
+                        )),
+                    }
                 };
+                let result = super::interrupted::write(&opts.interrupt, delete).await;
                 (key, started.elapsed(), result)
             }
         }))

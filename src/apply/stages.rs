@@ -3,6 +3,7 @@
 //! independent objects.
 
 use super::engine::{EngineError, EngineOptions};
+use super::interrupted;
 use super::prepare::Prepared;
 use super::progress::{self, Tick};
 use super::replace::{apply_or_replace, Written};
@@ -89,27 +90,35 @@ pub async fn apply_stages(
             async move {
                 let _tick = Tick(&bar);
                 let started = Instant::now();
-                let result = match &resource {
-                    Some(r) if recreate.contains(&p.object.key()) => {
-                        crate::apply::kinds::recreate_pod(&client, r, &p.object.value, opts.timeout)
+                let write = async {
+                    match &resource {
+                        Some(r) if recreate.contains(&p.object.key()) => {
+                            crate::apply::kinds::recreate_pod(
+                                &client,
+                                r,
+                                &p.object.value,
+                                opts.timeout,
+                            )
                             .await
                             .map(|value| Written {
                                 value,
                                 replaced: None,
                             })
                             .map_err(|e| e.to_string())
+                        }
+                        Some(r) => {
+                            let key = p.object.key();
+                            let planned = planned.get(&key).copied();
+                            apply_or_replace(&client, r, &p.object.value, planned, opts).await
+                        }
+                        None => Err(format!(
+                            "the cluster does not serve {} {} (its CRD did not become established)",
+                            p.object.api_version(),
+                            p.object.kind()
+                        )),
                     }
-                    Some(r) => {
-                        let key = p.object.key();
-                        let planned = planned.get(&key).copied();
-                        apply_or_replace(&client, r, &p.object.value, planned, opts).await
-                    }
-                    None => Err(format!(
-                        "the cluster does not serve {} {} (its CRD did not become established)",
-                        p.object.api_version(),
-                        p.object.kind()
-                    )),
                 };
+                let result = interrupted::write(&opts.interrupt, write).await;
                 (p, resource, started.elapsed(), result)
             }
         }))
@@ -167,7 +176,7 @@ pub async fn apply_stages(
                 String::new()
             }
         );
-        if stage == Stage::Crds && !crds.is_empty() {
+        if stage == Stage::Crds && !crds.is_empty() && !opts.interrupt.is_set() {
             wait::established(session, &crds, opts.timeout).await;
             resources = cluster::discover(&session.client).await?;
         }

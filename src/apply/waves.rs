@@ -90,12 +90,20 @@ pub async fn apply_waves(
     let mut total = Applied::default();
     let mut crds_applied = false;
     for (wave, members) in by_wave {
+        // A stop signal: no wave or hook starts (the engine reports the interruption).
+        if opts.interrupt.is_set() {
+            return Ok((total, true));
+        }
         if changes {
             let pre = hooks
                 .iter()
                 .filter(|h| h.phase == Phase::PreApply && h.wave == wave);
             if !run_hooks(session, pre, opts, &secrets, report).await {
-                return Ok(stop(report, wave, total));
+                let interrupted = opts.interrupt.is_set();
+                return Ok(match interrupted {
+                    true => (total, true),
+                    false => stop(report, wave, total),
+                });
             }
         }
         // Kinds whose CRD an earlier wave created are served now.
@@ -134,8 +142,11 @@ pub async fn apply_waves(
         // Before the next wave (or the post-apply hooks), this one is ready.
         if Some(wave) != last || post_hooks {
             let why = format!("wave {wave}");
-            let (statuses, errors) =
-                wait::ready(session, members.iter(), &total.served, report, opts, &why).await;
+            let ready = wait::ready(session, members.iter(), &total.served, report, opts, &why);
+            let (statuses, errors) = tokio::select! {
+                answer = ready => answer,
+                _ = opts.interrupt.requested() => return Ok((total, true)),
+            };
             if !errors.is_empty() {
                 report.waits.extend(
                     statuses
@@ -147,7 +158,7 @@ pub async fn apply_waves(
             }
         }
     }
-    if changes {
+    if changes && !opts.interrupt.is_set() {
         let post = hooks.iter().filter(|h| h.phase == Phase::PostApply);
         run_hooks(session, post, opts, &secrets, report).await;
     }
@@ -164,7 +175,13 @@ async fn run_hooks<'a>(
     report: &mut RunReport,
 ) -> bool {
     for hook in hooks {
-        let run = hooks::run(session, hook, opts, secrets).await;
+        if opts.interrupt.is_set() {
+            return false;
+        }
+        let run = tokio::select! {
+            run = hooks::run(session, hook, opts, secrets) => run,
+            _ = opts.interrupt.requested() => return false,
+        };
         let failed = run.state == HookState::Failed;
         if failed {
             report.errors.push(format!(

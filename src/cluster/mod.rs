@@ -5,6 +5,7 @@
 pub mod cause;
 mod discovery;
 mod logs;
+pub mod outage;
 pub mod retry;
 mod session;
 mod verbs;
@@ -131,11 +132,25 @@ impl ClusterError {
     }
 }
 
-/// How to reach the cluster (`--kubeconfig`, `--context`).
-#[derive(Debug, Clone, Default)]
+/// How to reach the cluster (`--kubeconfig`, `--context`), and how long to ride out its
+/// outages (`--retry-timeout`, shared by the whole run; less once `interrupt` is set).
+#[derive(Debug, Clone)]
 pub struct Access {
     pub kubeconfig: Option<std::path::PathBuf>,
     pub context: Option<String>,
+    pub retry_timeout: Duration,
+    pub interrupt: crate::interrupt::Interrupt,
+}
+
+impl Default for Access {
+    fn default() -> Self {
+        Access {
+            kubeconfig: None,
+            context: None,
+            retry_timeout: outage::DEFAULT_RETRY_TIMEOUT,
+            interrupt: crate::interrupt::Interrupt::default(),
+        }
+    }
 }
 
 /// Build a client: an explicit kubeconfig file, else `$KUBECONFIG`/`~/.kube/config`, else
@@ -170,6 +185,18 @@ pub async fn connect(access: &Access, stats: Arc<RequestStats>) -> Result<Client
     config.connect_timeout = Some(Duration::from_secs(10));
     config.read_timeout = Some(Duration::from_secs(30));
     config.write_timeout = Some(Duration::from_secs(30));
+    // kube's own retry layer (429/503/504, up to 15 times) would wait outside the run's
+    // budget; the outage layer below does this under `--retry-timeout`.
+    config.default_retry = false;
+    let outages = outage::OutageLayer {
+        budget: Arc::new(outage::RetryBudget::new(access.retry_timeout)),
+        interrupt: access.interrupt.clone(),
+        server: config
+            .cluster_url
+            .to_string()
+            .trim_end_matches('/')
+            .to_string(),
+    };
     let counter = stats.clone();
     let counting =
         tower::util::MapRequestLayer::new(move |req: http::Request<kube::client::Body>| {
@@ -179,6 +206,7 @@ pub async fn connect(access: &Access, stats: Arc<RequestStats>) -> Result<Client
     Ok(kube::client::ClientBuilder::try_from(config)
         .map_err(ClusterError::Client)?
         .with_layer(&counting)
+        .with_layer(&outages)
         .build())
 }
 

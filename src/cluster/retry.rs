@@ -1,6 +1,6 @@
-//! Retries with exponential backoff for transient API failures: 429, 5xx, timeouts and
-//! dropped connections. kube's own layer retries some of these; this one also covers 500s
-//! and transport errors, and every verb tend uses is safe to repeat (server-side apply is
+//! Retries with exponential backoff for transient API failures: 500s and the like, per
+//! request. Outages (connections refused or dropped, 429, 502-504) are ridden out under the
+//! run-wide budget by [`super::outage`] before an error gets here. Every verb tend uses is safe to repeat (server-side apply is
 //! idempotent, a repeated DELETE answers 404, which callers treat as done).
 //!
 //! One 403 is transient too: a Pod created right after its namespace is refused until
@@ -17,8 +17,12 @@ pub const MAX_ATTEMPTS: u32 = 5;
 /// How long after the first refusal for a missing ServiceAccount tend keeps retrying.
 pub const SERVICE_ACCOUNT_WAIT: Duration = Duration::from_secs(10);
 
-/// Whether an error is worth retrying.
+/// Whether an error is worth retrying here. Outages (connection failures, 429, 502-504) are
+/// waited for by the client's outage layer under the run's budget, and not again here.
 pub fn is_transient(err: &kube::Error) -> bool {
+    if super::outage::already_retried(err) {
+        return false;
+    }
     match err {
         kube::Error::Api(status) => status.code == 429 || (500..600).contains(&status.code),
         kube::Error::HyperError(_) | kube::Error::Service(_) => true,
@@ -62,7 +66,8 @@ impl ServiceAccountBackoff {
 }
 
 /// Run `op` until it succeeds, fails permanently, or [`MAX_ATTEMPTS`] is reached. Backoff
-/// 100 ms, 200 ms, 400 ms, 800 ms (Retry-After is honoured by kube's layer for 429). A
+/// 100 ms, 200 ms, 400 ms, 800 ms (outages and 429s are waited for below, by
+/// [`super::outage`]). A
 /// missing ServiceAccount is retried separately, until [`SERVICE_ACCOUNT_WAIT`] has passed
 /// since its first refusal.
 pub async fn retry<T, F, Fut>(what: &str, op: F) -> Result<T, kube::Error>

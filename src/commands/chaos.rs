@@ -2,7 +2,6 @@
 //! `--execute`; `--seed` makes a pass reproducible.
 
 use super::{GlobalArgs, OutputFormat};
-use crate::cluster::Access;
 use crate::ops::chaos::{self, ChaosOptions};
 use crate::ops::Verdict;
 use crate::report;
@@ -46,10 +45,7 @@ pub fn run(global: &GlobalArgs, args: &ChaosArgs) -> Result<Verdict, Error> {
         })
         .ok_or_else(|| Error::Usage("tend chaos needs --agent NAME (or TEND_AGENT)".into()))?;
     let opts = ChaosOptions {
-        access: Access {
-            kubeconfig: global.kubeconfig.clone(),
-            context: global.context.clone(),
-        },
+        access: global.access(&Default::default()),
         agent,
         execute: args.execute || env_flag("TEND_CHAOS_EXECUTE"),
         seed: args

@@ -27,6 +27,9 @@ pub struct GlobalArgs {
     /// Kubeconfig context to use.
     #[arg(long, global = true, env = "TEND_CONTEXT")]
     pub context: Option<String>,
+    /// How long the run as a whole rides out API outages (connections refused or dropped, 429, 502-504): one budget shared by every request, after which requests fail.
+    #[arg(long, global = true, env = "TEND_RETRY_TIMEOUT", default_value = "60s", value_parser = super::reconcile_args::parse_duration)]
+    pub retry_timeout: std::time::Duration,
     /// Output format (where it applies; each command has its own default).
     #[arg(short = 'o', long, global = true, env = "TEND_OUTPUT", value_enum)]
     pub output: Option<OutputFormat>,
@@ -102,6 +105,18 @@ impl GlobalArgs {
             token: std::env::var("TEND_GIT_TOKEN")
                 .ok()
                 .filter(|t| !t.is_empty()),
+        }
+    }
+}
+
+impl GlobalArgs {
+    /// How to reach the cluster; `interrupt` is the run's stop request.
+    pub fn access(&self, interrupt: &crate::interrupt::Interrupt) -> crate::cluster::Access {
+        crate::cluster::Access {
+            kubeconfig: self.kubeconfig.clone(),
+            context: self.context.clone(),
+            retry_timeout: self.retry_timeout,
+            interrupt: interrupt.clone(),
         }
     }
 }

@@ -2,7 +2,6 @@
 
 use super::{GlobalArgs, LogFormat, OutputFormat};
 use crate::apply::engine::EngineOptions;
-use crate::cluster::Access;
 use crate::ops::reconcile::{Mode, ReconcileOptions, Reconciled};
 use crate::ops::Verdict;
 use crate::plan::planner::PruneLimits;
@@ -72,6 +71,8 @@ impl EngineArgs {
     ) -> ReconcileOptions {
         let defaults = ApplyFlags::default();
         let apply = apply.unwrap_or(&defaults);
+        // One stop request for the run, seen by the engine and the cluster client alike.
+        let interrupt = crate::interrupt::Interrupt::default();
         ReconcileOptions {
             mode,
             source: global.source_options(),
@@ -79,10 +80,7 @@ impl EngineArgs {
                 cluster: global.cluster.clone(),
                 default_namespace: global.namespace.clone(),
             },
-            access: Access {
-                kubeconfig: global.kubeconfig.clone(),
-                context: global.context.clone(),
-            },
+            access: global.access(&interrupt),
             engine: EngineOptions {
                 applyset: self.applyset.clone(),
                 state_namespace: self.state_namespace.clone(),
@@ -100,6 +98,7 @@ impl EngineArgs {
                 commit: None,
                 cluster_name: global.cluster.clone(),
                 progress: std::io::stderr().is_terminal() && global.log_format == LogFormat::Text,
+                interrupt,
             },
         }
     }

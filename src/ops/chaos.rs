@@ -39,7 +39,7 @@ pub fn run(opts: &ChaosOptions) -> Result<ChaosReport, Error> {
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(Error::Output)?;
+        .map_err(Error::Runtime)?;
     runtime.block_on(pass(opts, seed))
 }
 

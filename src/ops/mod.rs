@@ -5,6 +5,7 @@
 pub mod chaos;
 pub mod load;
 pub mod reconcile;
+pub mod signals;
 
 /// How a command ended, for [`crate::cli`] to turn into an exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -52,25 +52,39 @@ impl Reconciled {
     }
 }
 
-/// Run a diff or an apply. Everything is loaded and validated before the cluster is even
-/// contacted.
+/// Run a diff or an apply. Connecting (kubeconfig, TLS, discovery: reads only) runs while
+/// the desired state is loaded and rendered, which takes a while on its own; nothing touches
+/// the cluster beyond that until the whole desired state is validated, and a problem in it
+/// is reported before any connection error.
 pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
-    let desired = load::desired_state(&opts.source, &opts.render)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(Error::Runtime)?;
+    let access = opts.access.clone();
+    let connecting = runtime.spawn(async move { Session::connect(&access).await });
+    let desired = match load::desired_state(&opts.source, &opts.render) {
+        Ok(desired) => desired,
+        Err(err) => {
+            connecting.abort();
+            return Err(err);
+        }
+    };
     tracing::debug!(
         "offline: {}",
         desired.summary(opts.render.cluster.as_deref())
     );
     let mut engine_opts = opts.engine.clone();
     engine_opts.commit = desired.checkout.commit.clone();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(Error::Output)?;
     let engine_opts = &engine_opts;
     let (report, requests) = runtime.block_on(async {
-        let session = Session::connect(&opts.access)
+        if opts.mode == Mode::Apply && !engine_opts.dry_run {
+            super::signals::listen(engine_opts.interrupt.clone()).map_err(Error::Runtime)?;
+        }
+        let session = connecting
             .await
+            .map_err(|err| Error::Runtime(std::io::Error::other(err)))?
             .map_err(EngineError::from)?;
         // tend's kinds need the cluster's view (CopyRule sources and namespaces, owner uids,
         // referenced config not in git): read it, then complete the rendered set with it.

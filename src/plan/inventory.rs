@@ -16,6 +16,8 @@ pub const NAMESPACES_ANNOTATION: &str = "applyset.kubernetes.io/additional-names
 pub const LAST_COMMIT_ANNOTATION: &str = "tend.dev/last-commit";
 pub const LAST_RUN_ANNOTATION: &str = "tend.dev/last-run";
 pub const LAST_SUMMARY_ANNOTATION: &str = "tend.dev/last-summary";
+/// Set when the last run was stopped by a signal: what it wrote and what it did not.
+pub const INTERRUPTED_ANNOTATION: &str = "tend.dev/interrupted";
 
 /// The ApplySet ID, as the KEP specifies for a parent of kind `kind` in group `group`:
 /// `applyset-<base64url(sha256("<name>.<namespace>.<kind>.<group>"))>-v1`, unpadded.

@@ -556,3 +556,88 @@ fn unsupported_output_formats_are_refused_before_any_work() {
     assert_eq!(code, 2);
     assert!(stderr.contains("prints text, json or markdown"), "{stderr}");
 }
+
+/// The lock costs a no-op apply one read before the LISTs and two writes: taking it (beside
+/// the LISTs) and releasing it (over the lease as taken, with no read first).
+#[test]
+fn a_free_lock_is_taken_beside_the_lists_and_released_without_a_read() {
+    let cluster = TestCluster::start();
+    let dir = basic_site();
+    let (code, _, stderr) = tend_on(&cluster, dir.path(), &["apply"]);
+    assert_eq!(code, 0, "{stderr}");
+    cluster.clear_requests();
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["apply"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let log = cluster.requests();
+    let lease: Vec<String> = log
+        .iter()
+        .filter(|r| r.resource == "leases")
+        .map(|r| r.method.clone())
+        .collect();
+    assert_eq!(lease, ["GET", "PUT", "PUT"], "{log:#?}");
+    // The lease is read before the engine reads the parent and its members: a read that began
+    // earlier could see another run's writes half done.
+    let first_lease = log.iter().position(|r| r.resource == "leases").unwrap();
+    let first_member_read = log
+        .iter()
+        .position(|r| {
+            (r.verb == Verb::List && r.query.contains("applyset.kubernetes.io"))
+                || (r.verb == Verb::Get && r.resource == "secrets")
+        })
+        .unwrap();
+    assert!(first_lease < first_member_read, "{log:#?}");
+    // No namespace read for the state namespace: the lease's answer says it exists.
+    assert_eq!(cluster.count(Verb::Get, "namespaces"), 0, "{log:#?}");
+    let lease = get(
+        &cluster,
+        "coordination.k8s.io",
+        "leases",
+        "tend-system",
+        "tend-lock",
+    )
+    .unwrap();
+    assert!(lease["spec"]["holderIdentity"].is_null(), "{lease}");
+}
+
+/// When another run takes the lock between this run's read and its write, the run waits for
+/// the lock as usual and observes the cluster again once it holds it.
+#[test]
+fn a_lock_lost_to_a_race_is_waited_for_and_the_cluster_read_again() {
+    let cluster = TestCluster::start();
+    let dir = basic_site();
+    let (code, _, stderr) = tend_on(&cluster, dir.path(), &["apply"]);
+    assert_eq!(code, 0, "{stderr}");
+    write_site(
+        dir.path(),
+        &[("ns.yaml", NS_WEB), ("app.yaml", &configmap("app", "v2"))],
+    );
+    // The write that takes the free lease meets a newer resourceVersion, as when another run
+    // took it first.
+    cluster.inject(
+        Fault::status(409)
+            .method("PUT")
+            .path_contains("/leases/tend-lock")
+            .times(1),
+    );
+    cluster.clear_requests();
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["apply"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let log = cluster.requests();
+    let taken = log
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.resource == "leases" && r.method == "PUT")
+        .map(|(i, _)| i)
+        .nth(1)
+        .expect("a second write took the lease");
+    assert!(
+        log[taken..]
+            .iter()
+            .any(|r| r.verb == Verb::List && r.resource == "configmaps"),
+        "observed again after taking the lock: {log:#?}"
+    );
+    assert_eq!(
+        get(&cluster, "", "configmaps", "web", "app").unwrap()["data"]["key"],
+        "v2"
+    );
+}

@@ -529,10 +529,12 @@ fn run_row(row: &Row) -> Result<String, String> {
     write(dir.path(), &v2());
     cluster.inject(row.fault.fault(&row.target));
     let started = Instant::now();
+    // A persistently dropped connection is retried as an outage, under the run's budget.
     let (code, stdout, stderr) = tend_on(
         &cluster,
         dir.path(),
-        &[row.command, "--lock-timeout", "5s"][..if row.command == "apply" { 3 } else { 1 }],
+        &[row.command, "--retry-timeout", "3s", "--lock-timeout", "5s"]
+            [..if row.command == "apply" { 5 } else { 3 }],
     );
     let elapsed = started.elapsed();
     let hit = cluster

@@ -13,6 +13,7 @@ mod kustomize;
 mod lists;
 mod load_errors;
 mod namespace_race;
+mod outages;
 mod output;
 mod policies;
 mod quickstart;

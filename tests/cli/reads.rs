@@ -98,16 +98,18 @@ fn a_no_op_diff_does_not_read_what_tend_does_not_manage() {
     }
 }
 
-/// A first run reads each desired object once (GET); later runs only the selected LISTs.
+/// A first run reads nothing of objects in a namespace it creates; later runs only the
+/// selected LISTs.
 #[test]
-fn new_objects_are_read_one_by_one_members_by_label() {
+fn new_objects_in_a_new_namespace_cost_no_read() {
     let cluster = TestCluster::start();
     let dir = site(&[("app.yaml", MANAGED)]);
     let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["diff"]);
     assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(stdout.contains("3 to create"), "{stdout}");
     let gets = |c: &TestCluster| c.requests().iter().filter(|r| r.verb == Verb::Get).count();
-    // The parent, and the three desired objects.
-    assert_eq!(gets(&cluster), 4, "{:#?}", cluster.requests());
+    // The parent, and the Namespace (which does not exist, so nothing in it is read).
+    assert_eq!(gets(&cluster), 2, "{:#?}", cluster.requests());
     tend_on(&cluster, dir.path(), &["apply"]);
     cluster.clear_requests();
     let (code, _, stderr) = tend_on(&cluster, dir.path(), &["diff"]);
@@ -117,6 +119,73 @@ fn new_objects_are_read_one_by_one_members_by_label() {
         1,
         "only the parent: {:#?}",
         cluster.requests()
+    );
+}
+
+/// In a namespace that exists, a few non-members are read with a GET each, many with one
+/// metadata-only LIST per kind and namespace (then a GET of those that exist); objects that
+/// existed without tend's label are adopted (an update), the others created.
+#[test]
+fn non_members_in_an_existing_namespace_are_read_per_kind_not_per_object() {
+    let cluster = TestCluster::start();
+    cluster
+        .seed(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "app"}}))
+        .unwrap();
+    for name in ["cm-0", "hand-made"] {
+        cluster
+            .seed(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                         "metadata": {"name": name, "namespace": "app"}, "data": {"k": "old"}}))
+            .unwrap();
+    }
+    let mut files = String::new();
+    for i in 0..20 {
+        files.push_str(&format!(
+            "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-{i}\n  namespace: app\ndata:\n  k: v\n"
+        ));
+    }
+    files.push_str("---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: token\n  namespace: app\nstringData:\n  t: x\n");
+    let dir = site(&[("app.yaml", &files)]);
+    cluster.clear_requests();
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["diff"]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(
+        stdout.contains("20 to create, 1 to update, 0 to prune, 0 unchanged"),
+        "cm-0 is adopted, not created:\n{stdout}"
+    );
+    let log = cluster.requests();
+    let unselected: Vec<_> = log
+        .iter()
+        .filter(|r| r.verb == Verb::List && !r.query.contains("labelSelector="))
+        .collect();
+    assert_eq!(unselected.len(), 1, "one LIST for 20 ConfigMaps: {log:#?}");
+    assert_eq!(unselected[0].path, "/api/v1/namespaces/app/configmaps");
+    let mut gets: Vec<&str> = log
+        .iter()
+        .filter(|r| r.verb == Verb::Get)
+        .map(|r| r.path.as_str())
+        .collect();
+    gets.sort_unstable();
+    assert_eq!(
+        gets,
+        [
+            "/api/v1/namespaces/app/configmaps/cm-0",
+            "/api/v1/namespaces/app/secrets/token",
+            "/api/v1/namespaces/tend-system/secrets/tend",
+        ],
+        "the parent, the one ConfigMap that exists, the lone Secret"
+    );
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["apply"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let (code, stdout, _) = tend_on(&cluster, dir.path(), &["diff"]);
+    assert_eq!(code, 0, "{stdout}");
+    assert_eq!(
+        get(&cluster, "", "configmaps", "app", "cm-0").unwrap()["data"]["k"],
+        "v"
+    );
+    // What tend did not declare stays as it was.
+    assert_eq!(
+        get(&cluster, "", "configmaps", "app", "hand-made").unwrap()["data"]["k"],
+        "old"
     );
 }
 

@@ -100,6 +100,9 @@ pub enum FaultAction {
     Delay(Duration),
     /// Close the TCP connection without sending a response.
     Drop,
+    /// Refuse as kube-apiserver's API Priority and Fairness (and max-in-flight) filter does:
+    /// 429 with `Retry-After: <secs>` and a plain-text body (`http.Error`), not a Status.
+    Throttle { retry_after: u64 },
 }
 
 #[derive(Debug, Clone)]
@@ -149,6 +152,11 @@ impl Fault {
     /// Close the connection without answering.
     pub fn drop_connection() -> Self {
         Self::with(FaultAction::Drop)
+    }
+
+    /// A 429 as API Priority and Fairness sends it (see [`FaultAction::Throttle`]).
+    pub fn throttle(retry_after: u64) -> Self {
+        Self::with(FaultAction::Throttle { retry_after })
     }
 
     /// Adds a `Retry-After: secs` header (for 429/503 status faults).

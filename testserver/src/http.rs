@@ -661,6 +661,28 @@ async fn handle(
             std::future::pending::<()>().await;
             unreachable!("pending never completes")
         }
+        Some(FaultAction::Throttle { retry_after }) => {
+            // staging/src/k8s.io/apiserver/pkg/server/filters/maxinflight.go, tooManyRequests:
+            // `Retry-After` and http.Error's plain text.
+            let out = Outcome {
+                code: 429,
+                payload: Payload::Text("Too many requests, please try again later.\n"),
+                content_type: "text/plain; charset=utf-8".into(),
+                headers: vec![
+                    ("retry-after".into(), retry_after.to_string()),
+                    ("x-content-type-options".into(), "nosniff".into()),
+                ],
+            };
+            record.faulted = true;
+            record.status = Some(429);
+            let resp = out.into_response(&count);
+            record.response_bytes = count.this.load(Ordering::Relaxed);
+            shared.log.lock().push(Logged {
+                record,
+                streamed: None,
+            });
+            return Ok(resp);
+        }
         Some(FaultAction::Status {
             code,
             retry_after,

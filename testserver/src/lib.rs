@@ -78,8 +78,32 @@ pub struct TestCluster {
     addr: SocketAddr,
     kubeconfig: PathBuf,
     _dir: tempfile::TempDir,
-    shutdown: Option<oneshot::Sender<()>>,
-    thread: Option<JoinHandle<()>>,
+    /// The serving thread and how to stop it; `None` while stopped.
+    running: Mutex<Option<(oneshot::Sender<()>, JoinHandle<()>)>>,
+}
+
+/// Serve `listener` on a thread of its own until told to stop. The thread's runtime ends
+/// with it, closing every connection it had open.
+fn spawn_server(
+    listener: std::net::TcpListener,
+    shared: Arc<Shared>,
+) -> (oneshot::Sender<()>, JoinHandle<()>) {
+    let (tx, rx) = oneshot::channel();
+    let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
+    let thread = std::thread::Builder::new()
+        .name(format!("tend-testserver-{port}"))
+        .spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("tokio runtime");
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).expect("tokio listener");
+                http::serve(listener, shared, rx).await;
+            });
+        })
+        .expect("spawn server thread");
+    (tx, thread)
 }
 
 impl TestCluster {
@@ -108,22 +132,7 @@ impl TestCluster {
             response_bytes: Arc::new(AtomicU64::new(0)),
             controllers: tokio::sync::Notify::new(),
         });
-        let (tx, rx) = oneshot::channel();
-        let s2 = shared.clone();
-        let thread = std::thread::Builder::new()
-            .name(format!("tend-testserver-{}", addr.port()))
-            .spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .expect("tokio runtime");
-                rt.block_on(async move {
-                    let listener =
-                        tokio::net::TcpListener::from_std(listener).expect("tokio listener");
-                    http::serve(listener, s2, rx).await;
-                });
-            })
-            .expect("spawn server thread");
+        let (tx, thread) = spawn_server(listener, shared.clone());
         let dir = tempfile::tempdir().expect("temp dir");
         let kubeconfig = dir.path().join("kubeconfig");
         std::fs::write(&kubeconfig, kubeconfig_yaml(&format!("http://{addr}")))
@@ -133,9 +142,31 @@ impl TestCluster {
             addr,
             kubeconfig,
             _dir: dir,
-            shutdown: Some(tx),
-            thread: Some(thread),
+            running: Mutex::new(Some((tx, thread))),
         }
+    }
+
+    /// Stop serving, as a crashed or restarting apiserver does: the port refuses
+    /// connections and every open connection is closed (requests in flight get no answer).
+    /// State, faults and the request log are kept for [`TestCluster::restart`].
+    pub fn stop(&self) {
+        if let Some((tx, thread)) = self.running.lock().take() {
+            let _ = tx.send(());
+            let _ = thread.join();
+        }
+    }
+
+    /// Serve again on the same port, with the state as it was when stopped.
+    pub fn restart(&self) {
+        let mut running = self.running.lock();
+        if running.is_some() {
+            return;
+        }
+        let listener = std::net::TcpListener::bind(self.addr).expect("bind the same port again");
+        listener
+            .set_nonblocking(true)
+            .expect("set listener non-blocking");
+        *running = Some(spawn_server(listener, self.shared.clone()));
     }
 
     /// `http://127.0.0.1:PORT`
@@ -260,12 +291,7 @@ impl TestCluster {
 
 impl Drop for TestCluster {
     fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        self.stop();
     }
 }
 
