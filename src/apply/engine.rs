@@ -2,7 +2,7 @@
 //!
 //! diff:  prepare → observe (parent, LISTs) → triage → dry runs → plan → report
 //! apply: prepare → read the lock → (take it ‖ observe) → triage → plan → widen parent →
-//!        stages → tend's kinds → prune → narrow parent and record → wait → unlock
+//!        stages (by wave, with hooks) → tend's kinds → prune → narrow and record → wait → unlock
 //!
 //! A real apply does not dry-run first: it writes each object that may change next anyway and
 //! reports the diff against what the server returns then, so a dry run would double its
@@ -12,7 +12,7 @@ use super::lock::{self, Clock};
 use super::observe::{self, Observed};
 use super::parent::{self, inventory_of, Record};
 use super::prepare::{prepare, Prepared};
-use super::{interrupted, prune, stages, wait};
+use super::{hooks, interrupted, prune, stages, wait, waves};
 use crate::cluster::{ClusterError, Session};
 use crate::plan::inventory;
 use crate::plan::planner::{self, Desired, Plan, PlanInput, PruneLimits, Triage};
@@ -179,6 +179,7 @@ pub async fn diff(
     kinds: &super::kinds::KindsContext,
 ) -> Result<RunReport, EngineError> {
     let started = Instant::now();
+    let (desired, hooks) = hooks::take(&session.resources, desired, opts)?;
     let count = desired.len();
     let prepared = prepare(
         &session.resources,
@@ -188,6 +189,7 @@ pub async fn diff(
     )?;
     let planned = observe_and_plan(session, &prepared, opts, true).await?;
     let mut report = base_report("diff", opts, &planned.plan);
+    waves::describe(&mut report, &prepared, &hooks, &planned.plan, None);
     super::kinds::add_reload_changes(&mut report, kinds);
     if let Err(message) =
         planner::check_prune_limits(planned.plan.prune.len(), count, opts.prune_limits)
@@ -208,24 +210,23 @@ pub async fn apply(
 ) -> Result<RunReport, EngineError> {
     let started = Instant::now();
     // Validate against discovery before the first write (the lock and state namespace are writes).
+    let (desired, hooks) = hooks::take(&session.resources, desired, opts)?;
     let prepared = prepare(
         &session.resources,
         desired,
         &opts.default_namespace,
         &opts.applyset_id(),
     )?;
+    let site = (&prepared[..], &hooks[..]);
     if opts.dry_run {
         let planned = observe_and_plan(session, &prepared, opts, true).await?;
-        let mut report =
-            apply_planned(session, &prepared, planned, opts, kinds, clock.as_ref()).await?;
+        let mut report = apply_planned(session, site, planned, opts, kinds, &*clock).await?;
         report.duration = started.elapsed();
         return Ok(report);
     }
     let (lock, planned) = lock_and_plan(session, &prepared, opts, clock.clone()).await?;
     let result = match planned {
-        Ok(planned) => {
-            apply_planned(session, &prepared, planned, opts, kinds, clock.as_ref()).await
-        }
+        Ok(planned) => apply_planned(session, site, planned, opts, kinds, &*clock).await,
         Err(err) => Err(err),
     };
     if let Err(err) = lock.release().await {
@@ -266,7 +267,7 @@ async fn lock_and_plan(
 /// everything; nothing below is written then).
 async fn apply_planned(
     session: &Session,
-    prepared: &[Prepared],
+    (prepared, hooks): (&[Prepared], &[hooks::Hook]),
     planned: Planned,
     opts: &EngineOptions,
     kinds: &super::kinds::KindsContext,
@@ -278,6 +279,7 @@ async fn apply_planned(
     let id = opts.applyset_id();
     let limits = planner::check_prune_limits(plan.prune.len(), prepared.len(), opts.prune_limits);
     if opts.dry_run {
+        waves::describe(&mut report, prepared, hooks, &plan, Some("--dry-run"));
         if let Err(message) = limits {
             report.errors.push(message);
         }
@@ -302,7 +304,16 @@ async fn apply_planned(
     .await?;
 
     let existing: BTreeSet<ObjectKey> = observed.existing.iter().cloned().collect();
-    let applied = stages::apply_stages(session, prepared, &plan, &existing, opts).await?;
+    let (applied, wave_stopped) = waves::apply_waves(
+        session,
+        prepared,
+        hooks,
+        &plan,
+        &existing,
+        opts,
+        &mut report,
+    )
+    .await?;
     report.outcomes.extend(applied.outcomes.clone());
 
     // tend's kinds: ownerReferences for objects whose owner was created just now, status of
@@ -337,6 +348,7 @@ async fn apply_planned(
     // Prune, in reverse stage order, after everything else.
     let mut still_members: Vec<ObjectKey> = plan.kept.keys().cloned().collect();
     match limits {
+        _ if wave_stopped => still_members.extend(plan.prune.iter().cloned()),
         Err(message) => {
             tracing::error!("{message}");
             report.errors.push(message);
@@ -370,7 +382,7 @@ async fn apply_planned(
         report.errors.push(message);
     }
 
-    if opts.wait && !opts.interrupt.is_set() {
+    if opts.wait && !opts.interrupt.is_set() && !wave_stopped {
         let stopped = tokio::select! {
             _ = wait::until_ready(session, prepared, &applied.served, &mut report, opts) => None,
             _ = opts.interrupt.requested() => opts.interrupt.stopped(),

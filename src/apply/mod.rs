@@ -2,11 +2,13 @@
 //! resolves the desired set against discovery; [`observe`] reads the parent, LISTs and dry
 //! runs ([`non_members`] the objects not in the ApplySet yet); the pure planner ([`crate::plan::planner`]) decides; [`stages`] applies in order
 //! ([`replace`] deletes and recreates what the API refuses as immutable);
+//! [`waves`] runs the stages wave by wave and [`hooks`] the Jobs and Pods around them;
 //! [`prune`] deletes; [`parent`] keeps the ApplySet inventory and run record; [`wait`] waits;
 //! [`lock`] serialises runs with a Lease.
 
 pub mod engine;
 pub mod holder;
+pub mod hooks;
 pub mod interrupted;
 pub mod kinds;
 pub mod live;
@@ -20,6 +22,7 @@ pub mod prune;
 mod replace;
 pub mod stages;
 pub mod wait;
+pub mod waves;
 
 use crate::render::object::ObjectKey;
 

@@ -77,7 +77,7 @@ pub async fn apply_or_replace(
 
 /// Delete (background propagation: a Job's pods are collected afterwards, they do not hold up
 /// the new Job), wait until the object is gone within `--timeout`, then create it from git.
-async fn replace(
+pub(super) async fn replace(
     client: &Client,
     resource: &Resource,
     desired: &Value,

@@ -76,6 +76,22 @@ pub async fn until_ready(
     report: &mut RunReport,
     opts: &EngineOptions,
 ) {
+    let (statuses, errors) = ready(session, prepared.iter(), served, report, opts, "--wait").await;
+    report.waits = statuses;
+    report.errors.extend(errors);
+}
+
+/// Wait until `prepared` are ready as `--wait` does (the same objects left out), for `why`
+/// (`--wait`, a wave): each one's last status and the errors, one per Failed object or one
+/// for the timeout.
+pub async fn ready<'a>(
+    session: &Session,
+    prepared: impl Iterator<Item = &'a Prepared>,
+    served: &HashMap<ObjectKey, Resource>,
+    report: &RunReport,
+    opts: &EngineOptions,
+    why: &str,
+) -> (BTreeMap<ObjectKey, Status>, Vec<String>) {
     let mut targets = Vec::new();
     for p in prepared {
         let key = p.object.key();
@@ -90,9 +106,7 @@ pub async fn until_ready(
         }
     }
     let selector = format!("{}={}", inventory::PART_OF_LABEL, opts.applyset_id());
-    let (statuses, errors) = wait_for(session, targets, &selector, opts).await;
-    report.waits = statuses;
-    report.errors.extend(errors);
+    wait_for(session, targets, &selector, opts, why).await
 }
 
 /// Poll until every target is Current, one is Failed, or `opts.timeout` passes. Returns each
@@ -102,6 +116,7 @@ async fn wait_for(
     targets: Vec<(Resource, ObjectKey)>,
     selector: &str,
     opts: &EngineOptions,
+    why: &str,
 ) -> (BTreeMap<ObjectKey, Status>, Vec<String>) {
     let started = Instant::now();
     let total = targets.len();
@@ -111,7 +126,7 @@ async fn wait_for(
         .collect();
     let mut groups = group(session, targets);
     tracing::info!(
-        "waiting up to {:?} for {total} object{} to be ready (--wait)",
+        "waiting up to {:?} for {total} object{} to be ready ({why})",
         opts.timeout,
         plural(total)
     );
@@ -135,7 +150,7 @@ async fn wait_for(
         let failed: Vec<String> = statuses
             .iter()
             .filter(|(_, s)| s.is_failed())
-            .map(|(k, s)| format!("{k} failed: {} (--wait)", s.reason().unwrap_or_default()))
+            .map(|(k, s)| format!("{k} failed: {} ({why})", s.reason().unwrap_or_default()))
             .collect();
         if !failed.is_empty() {
             bar.finish_and_clear();
@@ -156,7 +171,7 @@ async fn wait_for(
         let left = opts.timeout.saturating_sub(started.elapsed());
         if left.is_zero() {
             bar.finish_and_clear();
-            return timed_out(statuses, opts.timeout);
+            return timed_out(statuses, opts.timeout, why);
         }
         if logged.elapsed() >= LOG_INTERVAL {
             logged = Instant::now();
@@ -176,6 +191,7 @@ async fn wait_for(
 fn timed_out(
     statuses: BTreeMap<ObjectKey, Status>,
     timeout: Duration,
+    why: &str,
 ) -> (BTreeMap<ObjectKey, Status>, Vec<String>) {
     let mut waiting = 0;
     for (key, status) in statuses.iter().filter(|(_, s)| !s.is_current()) {
@@ -183,7 +199,7 @@ fn timed_out(
         tracing::error!("{key} not ready within {timeout:?} (--timeout): {status}");
     }
     let error = format!(
-        "{waiting} of {} object{} not ready within {timeout:?} (--timeout of --wait)",
+        "{waiting} of {} object{} not ready within {timeout:?} (--timeout of {why})",
         statuses.len(),
         plural(statuses.len())
     );

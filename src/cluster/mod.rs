@@ -4,12 +4,14 @@
 
 pub mod cause;
 mod discovery;
+mod logs;
 pub mod outage;
 pub mod retry;
 mod session;
 mod verbs;
 
 pub use discovery::{discover, Resource, Resources};
+pub use logs::pod_log_tail;
 pub use verbs::{
     apply, apply_status, can_list_cluster_wide, create, delete, get, list, list_each,
     list_selected, merge_patch, replace, ListQuery,

@@ -20,6 +20,7 @@ pub mod object;
 pub mod policy;
 pub mod tend_kinds;
 pub mod validate;
+pub mod waves;
 
 pub use complete::complete;
 

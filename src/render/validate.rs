@@ -185,6 +185,11 @@ pub fn check_document(file: &Path, doc: &Document) -> Vec<Problem> {
                     ) {
                         problem(&["metadata", field, crate::kstatus::WAIT_ANNOTATION], why);
                     }
+                    if field == "annotations" {
+                        for (key, why) in super::waves::problems(&doc.value) {
+                            problem(&["metadata", field, key], why);
+                        }
+                    }
                     if field == "annotations" && total_bytes > MAX_ANNOTATION_BYTES {
                         problem(
                             &["metadata", field],

@@ -140,7 +140,35 @@ pub(crate) fn diff_report() -> RunReport {
         waits: Default::default(),
         errors: vec![],
         duration: Duration::from_millis(1234),
+        ..RunReport::default()
     }
+}
+
+/// An apply that stopped at wave 0: a pre-apply hook failed (with its log).
+pub(crate) fn waves_report() -> RunReport {
+    use crate::report::run::{HookRun, HookState, Phase};
+    let mut r = apply_report();
+    for (i, c) in r.changes.iter().enumerate() {
+        r.waves.insert(c.key.clone(), if i == 0 { -1 } else { 0 });
+    }
+    r.hooks.push(HookRun {
+        key: key("batch", "Job", Some("web"), "migrate"),
+        phase: Phase::PreApply,
+        wave: 0,
+        state: HookState::Failed,
+        error: Some("BackoffLimitExceeded: Job has reached the specified backoff limit".into()),
+        log: vec!["migrating".into(), "error: relation exists".into()],
+    });
+    r.hooks.push(HookRun {
+        key: key("batch", "Job", Some("web"), "smoke"),
+        phase: Phase::PostApply,
+        wave: 0,
+        state: HookState::NotRun("the run stopped at wave 0".into()),
+        error: None,
+        log: vec![],
+    });
+    r.stopped_at_wave = Some(0);
+    r
 }
 
 pub(crate) fn apply_report() -> RunReport {

@@ -206,8 +206,22 @@ pub fn text(report: &RunReport, color: bool, shown: Shown) -> String {
     if !separated {
         out.push('\n');
     }
+    for line in super::waves::lines(report) {
+        out.push_str(&line);
+        out.push('\n');
+    }
     out.push_str(&summary_line(report));
     out.push('\n');
+    if let Some(line) = super::waves::stopped_line(report) {
+        out.push_str(&paint(RED, &line));
+        out.push('\n');
+    }
+    for hook in report.hooks.iter().filter(|h| !h.log.is_empty()) {
+        let _ = writeln!(out, "last lines of {}'s log:", hook.key.kind_and_name());
+        for line in &hook.log {
+            let _ = writeln!(out, "  | {line}");
+        }
+    }
     for (key, status) in not_ready(report) {
         out.push_str(&paint(RED, &format!("not ready: {key}: {status}")));
         out.push('\n');
@@ -259,6 +273,7 @@ pub fn json(report: &RunReport) -> String {
             })
         })
         .collect();
+    let (waves, hooks, stopped_at_wave) = super::waves::json_fields(report);
     let value = json!({
         "schemaVersion": SCHEMA_VERSION,
         "command": report.command,
@@ -276,6 +291,9 @@ pub fn json(report: &RunReport) -> String {
         "durationMs": millis(report.duration),
         "errors": report.errors,
         "objects": objects,
+        "waves": waves,
+        "hooks": hooks,
+        "stoppedAtWave": stopped_at_wave,
     });
     let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
     text.push('\n');
@@ -416,6 +434,35 @@ mod tests {
     }
 
     #[test]
+    fn waves_and_hooks_in_every_format() {
+        let r = waves_report();
+        let text = text(&r, false, PLAIN);
+        let summary = text.lines().position(|l| l.contains("to prune")).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[summary + 1].starts_with("stopped at wave 0"),
+            "{text}"
+        );
+        assert!(
+            lines[summary - 1].starts_with("hook post-apply (wave 0) Job web/smoke: not run"),
+            "{text}"
+        );
+        assert!(text.contains("  | error: relation exists"), "{text}");
+        let md = markdown(&r, PLAIN);
+        assert!(md.contains("**stopped at wave 0"), "{md}");
+        assert!(
+            md.contains("- hook pre-apply (wave 0) Job web/migrate: failed"),
+            "{md}"
+        );
+        let v: Value = serde_json::from_str(&json(&r)).unwrap();
+        assert_eq!(v["stoppedAtWave"], 0);
+        assert_eq!(v["hooks"][0]["log"][1], "error: relation exists");
+        assert_eq!(v["hooks"][1]["reason"], "the run stopped at wave 0");
+        // Reports of sites without waves or hooks show none of it.
+        assert!(!super::text(&apply_report(), false, PLAIN).contains("wave"));
+    }
+
+    #[test]
     fn text_in_sync_is_just_the_summary() {
         let mut r = diff_report();
         r.changes.retain(|c| c.action == Action::Unchanged);
@@ -547,7 +594,10 @@ mod tests {
                 "summary",
                 "durationMs",
                 "errors",
-                "objects"
+                "objects",
+                "waves",
+                "hooks",
+                "stoppedAtWave"
             ]
         );
     }
@@ -579,7 +629,13 @@ mod tests {
             command: "diff".into(),
             ..Default::default()
         };
-        for report in [diff_report(), apply_report(), wait_report(), empty] {
+        for report in [
+            diff_report(),
+            apply_report(),
+            wait_report(),
+            waves_report(),
+            empty,
+        ] {
             let v: Value = serde_json::from_str(&json(&report)).unwrap();
             if let Err(e) = jsonschema::validate(&schema, &v) {
                 panic!("{e}\n{v:#}");

@@ -37,6 +37,27 @@ pub fn markdown(report: &RunReport, shown: Shown) -> String {
     }
     head.push_str("\n\n");
     let _ = writeln!(head, "**{}**\n", summary_line(report));
+    if let Some(line) = super::waves::stopped_line(report) {
+        let _ = writeln!(head, "**{}**\n", md_text(&line));
+    }
+    let waves = super::waves::lines(report);
+    for line in &waves {
+        let _ = writeln!(head, "- {}", md_cell(line));
+    }
+    if !waves.is_empty() {
+        head.push('\n');
+    }
+    for hook in report.hooks.iter().filter(|h| !h.log.is_empty()) {
+        let _ = writeln!(
+            head,
+            "last lines of {}'s log:\n\n```",
+            md_text(&hook.key.kind_and_name())
+        );
+        for line in &hook.log {
+            let _ = writeln!(head, "{}", line.replace("```", "'''"));
+        }
+        head.push_str("```\n\n");
+    }
 
     let mut body = String::new();
     let summary = report.summary();

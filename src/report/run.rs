@@ -4,6 +4,7 @@
 
 use crate::plan::{Change, Summary};
 use crate::render::object::ObjectKey;
+pub use crate::render::waves::Phase;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -32,6 +33,49 @@ pub struct RunReport {
     /// Run-level errors not tied to one object.
     pub errors: Vec<String>,
     pub duration: Duration,
+    /// The wave of every desired object, when the site has waves or hooks (empty otherwise:
+    /// reports of such sites stay as they were).
+    pub waves: BTreeMap<ObjectKey, i64>,
+    /// The site's hooks, in the order they run (or would run), with what became of them.
+    pub hooks: Vec<HookRun>,
+    /// The wave that failed and stopped the run; later waves were not touched.
+    pub stopped_at_wave: Option<i64>,
+}
+
+/// One hook of the site (SPEC 4, "Waves and hooks").
+#[derive(Debug, Clone)]
+pub struct HookRun {
+    pub key: ObjectKey,
+    pub phase: Phase,
+    pub wave: i64,
+    pub state: HookState,
+    /// Its failure: the Job's or Pod's reason.
+    pub error: Option<String>,
+    /// The last lines of its pod's log when it failed, where the server gives them (Secret
+    /// values of the site masked).
+    pub log: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HookState {
+    /// `diff`: it runs on the next apply.
+    WouldRun,
+    /// Not run, and why (`--dry-run`, nothing to change, an earlier failure).
+    NotRun(String),
+    Succeeded,
+    Failed,
+}
+
+impl HookState {
+    /// The state as the reports name it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            HookState::WouldRun => "would run",
+            HookState::NotRun(_) => "not run",
+            HookState::Succeeded => "succeeded",
+            HookState::Failed => "failed",
+        }
+    }
 }
 
 impl RunReport {
@@ -55,5 +99,23 @@ impl RunReport {
 
     pub fn failed(&self) -> usize {
         self.outcomes.values().filter(|o| o.error.is_some()).count()
+    }
+
+    /// Per wave, in order: the summary of its objects' changes (only for sites with waves or
+    /// hooks; prunes run after the last wave and are in no wave).
+    pub fn wave_summaries(&self) -> Vec<(i64, Summary)> {
+        let mut by_wave: BTreeMap<i64, Vec<Change>> = BTreeMap::new();
+        for change in &self.changes {
+            if let Some(wave) = self.waves.get(&change.key) {
+                by_wave.entry(*wave).or_default().push(change.clone());
+            }
+        }
+        for hook in &self.hooks {
+            by_wave.entry(hook.wave).or_default();
+        }
+        by_wave
+            .into_iter()
+            .map(|(wave, changes)| (wave, Summary::of(&changes)))
+            .collect()
     }
 }

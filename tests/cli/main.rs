@@ -23,3 +23,4 @@ mod shipping;
 mod sops;
 mod version;
 mod wait;
+mod waves;

@@ -1454,6 +1454,10 @@ fn readme_documents_every_flag_and_variable() {
 
 /// README commands the tests do not run, by prefix, and why.
 pub(crate) const README_NOT_RUN: &[(&str, &str)] = &[
+    (
+        "tend apply --repo examples/migrations",
+        "waits for Deployments and Jobs to finish; waves::the_readme_section_runs_as_written runs it with their controllers played",
+    ),
     ("git clone ", "needs the network"),
     ("cd tend", "follows the clone"),
     (

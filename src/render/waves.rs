@@ -1,0 +1,210 @@
+//! Waves and hooks (SPEC 4): the annotations that order an apply and mark Jobs and Pods that
+//! run around it. Checked here, while rendering, so a bad value stops the run before any
+//! write; read by the engine. Argo CD's annotations are read when tend's are absent, so a
+//! repository moving from Argo CD keeps its order and its migrations.
+
+use serde_json::Value;
+
+/// `tend.dev/wave: "<integer>"`: the wave an object is applied in (default 0).
+pub const WAVE_ANNOTATION: &str = "tend.dev/wave";
+/// Argo CD's sync wave, read when [`WAVE_ANNOTATION`] is absent.
+pub const ARGO_WAVE_ANNOTATION: &str = "argocd.argoproj.io/sync-wave";
+/// `tend.dev/hook: pre-apply | post-apply` on a Job or Pod.
+pub const HOOK_ANNOTATION: &str = "tend.dev/hook";
+/// Argo CD's hook (`PreSync`, `PostSync`), read when [`HOOK_ANNOTATION`] is absent.
+pub const ARGO_HOOK_ANNOTATION: &str = "argocd.argoproj.io/hook";
+/// `tend.dev/hook-delete-policy: on-success`: delete the hook once it succeeded.
+pub const HOOK_DELETE_ANNOTATION: &str = "tend.dev/hook-delete-policy";
+pub const ON_SUCCESS: &str = "on-success";
+/// Argo CD's delete policy; its `HookSucceeded` means [`ON_SUCCESS`]. Its other values
+/// (`BeforeHookCreation`, what tend always does; `HookFailed`) change nothing here.
+pub const ARGO_HOOK_DELETE_ANNOTATION: &str = "argocd.argoproj.io/hook-delete-policy";
+
+/// When a hook runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Phase {
+    /// Before the first change of a run that changes something.
+    PreApply,
+    /// After every wave is ready.
+    PostApply,
+}
+
+impl Phase {
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::PreApply => "pre-apply",
+            Phase::PostApply => "post-apply",
+        }
+    }
+}
+
+fn annotation<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
+    object
+        .get("metadata")?
+        .get("annotations")?
+        .get(key)?
+        .as_str()
+}
+
+/// The annotation that sets the object's wave, if any: tend's, else Argo CD's.
+fn wave_annotation(object: &Value) -> Option<(&'static str, &str)> {
+    [WAVE_ANNOTATION, ARGO_WAVE_ANNOTATION]
+        .into_iter()
+        .find_map(|key| Some((key, annotation(object, key)?)))
+}
+
+fn parse_wave(text: &str) -> Option<i64> {
+    text.trim().parse().ok()
+}
+
+/// The object's wave: 0 unless annotated (a value [`problems`] refuses counts as 0; rendering
+/// stops before anything reads it).
+pub fn wave_of(object: &Value) -> i64 {
+    wave_annotation(object)
+        .and_then(|(_, text)| parse_wave(text))
+        .unwrap_or(0)
+}
+
+/// The annotation that makes the object a hook, if any: tend's, else Argo CD's.
+fn hook_annotation(object: &Value) -> Option<(&'static str, &str)> {
+    [HOOK_ANNOTATION, ARGO_HOOK_ANNOTATION]
+        .into_iter()
+        .find_map(|key| Some((key, annotation(object, key)?)))
+}
+
+fn parse_phase(key: &str, value: &str) -> Option<Phase> {
+    match (key, value) {
+        (HOOK_ANNOTATION, "pre-apply") | (ARGO_HOOK_ANNOTATION, "PreSync") => Some(Phase::PreApply),
+        (HOOK_ANNOTATION, "post-apply") | (ARGO_HOOK_ANNOTATION, "PostSync") => {
+            Some(Phase::PostApply)
+        }
+        _ => None,
+    }
+}
+
+/// When the object runs as a hook, if it is one.
+pub fn hook_of(object: &Value) -> Option<Phase> {
+    hook_annotation(object).and_then(|(key, value)| parse_phase(key, value))
+}
+
+/// Whether a hook is deleted once it succeeded.
+pub fn delete_on_success(object: &Value) -> bool {
+    annotation(object, HOOK_DELETE_ANNOTATION) == Some(ON_SUCCESS)
+        || annotation(object, ARGO_HOOK_DELETE_ANNOTATION)
+            .is_some_and(|v| v.split(',').any(|p| p.trim() == "HookSucceeded"))
+}
+
+/// Whether the object is a Job or a Pod, the kinds that run to completion.
+fn runs_to_completion(object: &Value) -> bool {
+    let api = object.get("apiVersion").and_then(Value::as_str);
+    match object.get("kind").and_then(Value::as_str) {
+        Some("Job") => api.is_some_and(|v| v.starts_with("batch/")),
+        Some("Pod") => api == Some("v1"),
+        _ => false,
+    }
+}
+
+/// Every problem with the object's wave and hook annotations: (annotation, message).
+pub fn problems(object: &Value) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    if let Some((key, text)) = wave_annotation(object) {
+        if parse_wave(text).is_none() {
+            out.push((
+                key,
+                format!(
+                    "metadata.annotations.{key}: {text:?} is not an integer; write a whole number such as \"-1\", \"0\" or \"2\" (quoted)"
+                ),
+            ));
+        }
+    }
+    if let Some((key, value)) = hook_annotation(object) {
+        let known = match key {
+            HOOK_ANNOTATION => "\"pre-apply\" or \"post-apply\"",
+            _ => "\"PreSync\" or \"PostSync\" (the Argo CD hooks tend runs)",
+        };
+        if parse_phase(key, value).is_none() {
+            out.push((
+                key,
+                format!("metadata.annotations.{key}: unknown value {value:?}; use {known}"),
+            ));
+        } else if !runs_to_completion(object) {
+            out.push((
+                key,
+                format!(
+                    "metadata.annotations.{key}: only a Job (batch/v1) or a Pod (v1) can be a hook; remove the annotation or make the hook a Job"
+                ),
+            ));
+        }
+    }
+    if let Some(value) = annotation(object, HOOK_DELETE_ANNOTATION) {
+        if value != ON_SUCCESS {
+            out.push((
+                HOOK_DELETE_ANNOTATION,
+                format!(
+                    "metadata.annotations.{HOOK_DELETE_ANNOTATION}: unknown value {value:?}; the only value is {ON_SUCCESS:?}"
+                ),
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn object(kind: &str, annotations: Value) -> Value {
+        let api = match kind {
+            "Job" => "batch/v1",
+            "Deployment" => "apps/v1",
+            _ => "v1",
+        };
+        json!({"apiVersion": api, "kind": kind,
+               "metadata": {"name": "x", "annotations": annotations}})
+    }
+
+    #[test]
+    fn waves_default_to_zero_and_prefer_tend() {
+        assert_eq!(wave_of(&object("ConfigMap", json!({}))), 0);
+        assert_eq!(
+            wave_of(&object("ConfigMap", json!({WAVE_ANNOTATION: "-2"}))),
+            -2
+        );
+        assert_eq!(
+            wave_of(&object("ConfigMap", json!({ARGO_WAVE_ANNOTATION: "3"}))),
+            3
+        );
+        let both = object(
+            "ConfigMap",
+            json!({WAVE_ANNOTATION: "1", ARGO_WAVE_ANNOTATION: "5"}),
+        );
+        assert_eq!(wave_of(&both), 1);
+    }
+
+    #[test]
+    fn hooks_from_tend_or_argo() {
+        let pre = object("Job", json!({HOOK_ANNOTATION: "pre-apply"}));
+        assert_eq!(hook_of(&pre), Some(Phase::PreApply));
+        let post = object("Pod", json!({ARGO_HOOK_ANNOTATION: "PostSync"}));
+        assert_eq!(hook_of(&post), Some(Phase::PostApply));
+        assert_eq!(hook_of(&object("Job", json!({}))), None);
+        assert!(delete_on_success(&object(
+            "Job",
+            json!({ARGO_HOOK_DELETE_ANNOTATION: "BeforeHookCreation,HookSucceeded"})
+        )));
+        assert!(!delete_on_success(&pre));
+    }
+
+    #[test]
+    fn bad_values_are_problems() {
+        let p = problems(&object("ConfigMap", json!({WAVE_ANNOTATION: "first"})));
+        assert_eq!(p.len(), 1);
+        assert!(p[0].1.contains("\"first\" is not an integer"), "{p:?}");
+        let p = problems(&object("Job", json!({ARGO_HOOK_ANNOTATION: "SyncFail"})));
+        assert!(p[0].1.contains("PreSync"), "{p:?}");
+        let p = problems(&object("Deployment", json!({HOOK_ANNOTATION: "pre-apply"})));
+        assert!(p[0].1.contains("only a Job"), "{p:?}");
+        assert!(problems(&object("Job", json!({HOOK_ANNOTATION: "post-apply"}))).is_empty());
+    }
+}
