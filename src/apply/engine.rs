@@ -72,7 +72,7 @@ struct Planned {
 /// `--dry-run`); otherwise leave them pending for the real apply.
 async fn observe_and_plan(
     session: &Session,
-    prepared: &[Prepared],
+    (prepared, hooks): (&[Prepared], &[hooks::Hook]),
     opts: &EngineOptions,
     dry_run_all: bool,
 ) -> Result<Planned, EngineError> {
@@ -102,7 +102,7 @@ async fn observe_and_plan(
     } else {
         (HashMap::new(), needs_server)
     };
-    let plan = planner::plan(PlanInput {
+    let mut plan = planner::plan(PlanInput {
         desired: &inputs,
         live: &observed.live,
         unchanged: &observed.unchanged,
@@ -110,6 +110,7 @@ async fn observe_and_plan(
         pending: &pending,
         applyset_id: &id,
     });
+    hooks::never_prune(&mut plan, hooks);
     Ok(Planned { observed, plan })
 }
 
@@ -187,7 +188,7 @@ pub async fn diff(
         &opts.default_namespace,
         &opts.applyset_id(),
     )?;
-    let planned = observe_and_plan(session, &prepared, opts, true).await?;
+    let planned = observe_and_plan(session, (&prepared, &hooks), opts, true).await?;
     let mut report = base_report("diff", opts, &planned.plan);
     waves::describe(&mut report, &prepared, &hooks, &planned.plan, None);
     super::kinds::add_reload_changes(&mut report, kinds);
@@ -219,12 +220,12 @@ pub async fn apply(
     )?;
     let site = (&prepared[..], &hooks[..]);
     if opts.dry_run {
-        let planned = observe_and_plan(session, &prepared, opts, true).await?;
+        let planned = observe_and_plan(session, site, opts, true).await?;
         let mut report = apply_planned(session, site, planned, opts, kinds, &*clock).await?;
         report.duration = started.elapsed();
         return Ok(report);
     }
-    let (lock, planned) = lock_and_plan(session, &prepared, opts, clock.clone()).await?;
+    let (lock, planned) = lock_and_plan(session, site, opts, clock.clone()).await?;
     let result = match planned {
         Ok(planned) => apply_planned(session, site, planned, opts, kinds, &*clock).await,
         Err(err) => Err(err),
@@ -241,7 +242,7 @@ pub async fn apply(
 /// [`lock`]); one that is held is waited for, and the cluster observed once it is ours.
 async fn lock_and_plan(
     session: &Session,
-    prepared: &[Prepared],
+    site: (&[Prepared], &[hooks::Hook]),
     opts: &EngineOptions,
     clock: Arc<dyn Clock>,
 ) -> Result<(lock::Lock, Result<Planned, EngineError>), EngineError> {
@@ -249,7 +250,7 @@ async fn lock_and_plan(
     if sighting.is_free(clock.now()) {
         let (taken, planned) = tokio::join!(
             lock::take_free(&sighting, clock.clone()),
-            observe_and_plan(session, prepared, opts, false)
+            observe_and_plan(session, site, opts, false)
         );
         match taken {
             Ok(lock) => return Ok((lock, planned)),
@@ -259,7 +260,7 @@ async fn lock_and_plan(
         }
     }
     let lock = lock::wait_for(&sighting, opts.lock_timeout, clock, &opts.interrupt).await?;
-    let planned = observe_and_plan(session, prepared, opts, false).await;
+    let planned = observe_and_plan(session, site, opts, false).await;
     Ok((lock, planned))
 }
 

@@ -10,6 +10,7 @@ use super::prepare::{prepare, Prepared};
 use crate::cluster::{self, Resources, Session};
 use crate::kstatus::{self, Status};
 use crate::plan::inventory;
+use crate::plan::planner::Plan;
 use crate::render::object::{Object, ObjectKey};
 use crate::render::waves::{self, Phase};
 use crate::report::run::{HookRun, HookState};
@@ -63,6 +64,21 @@ pub fn take(
     let id = opts.applyset_id();
     let hooks = prepare_hooks(resources, hooks, &opts.default_namespace, &id)?;
     Ok((desired, hooks))
+}
+
+/// A member that became a hook (annotated since the last run) is no longer desired as a
+/// member, but pruning it would delete the hook this run recreates under the same name: it is
+/// kept, and the report says why.
+pub fn never_prune(plan: &mut Plan, hooks: &[Hook]) {
+    for hook in hooks {
+        let key = hook.key();
+        if plan.prune.remove(&key) {
+            plan.kept.insert(
+                key,
+                "it is a hook now (tend.dev/hook), and hooks are never pruned".into(),
+            );
+        }
+    }
 }
 
 /// Resolve the hooks against discovery (with every problem reported before any write), without

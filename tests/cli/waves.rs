@@ -619,3 +619,54 @@ fn a_no_op_run_costs_one_readiness_poll_per_wave() {
     ];
     assert_eq!(extra, expected.into_iter().collect(), "{waves:#?}");
 }
+
+/// A Job applied as an ordinary member and then annotated as a hook is run as a hook
+/// (recreated) and kept: the prune that follows must not delete the hook it just ran.
+#[test]
+fn a_member_that_becomes_a_hook_is_not_pruned() {
+    let cluster = TestCluster::start();
+    let plain_job = hook_job(&[("example.com/owner", "db-team")]);
+    let dir = site(&[
+        ("ns.yaml", NS),
+        ("cm.yaml", &configmap("v1", "")),
+        ("job.yaml", &plain_job),
+    ]);
+    let (code, _, stderr) = run_while(&cluster, dir.path(), &["apply"], || {});
+    assert_eq!(code, 0, "{stderr}");
+    let member = get(&cluster, "batch", "jobs", "web", "migrate").unwrap();
+    let old_uid = member["metadata"]["uid"].as_str().map(str::to_string);
+    assert!(
+        member["metadata"]["labels"]["applyset.kubernetes.io/part-of"].is_string(),
+        "{member}"
+    );
+    write_site(
+        dir.path(),
+        &[
+            ("ns.yaml", NS),
+            ("cm.yaml", &configmap("v2", "")),
+            ("job.yaml", &hook_job(&[("tend.dev/hook", "pre-apply")])),
+        ],
+    );
+    let (code, stdout, stderr) = run_while(&cluster, dir.path(), &["apply"], || {
+        play(
+            &cluster,
+            JOBS,
+            "migrate",
+            old_uid.clone(),
+            Duration::ZERO,
+            job_complete(),
+        )
+    });
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let hook = get(&cluster, "batch", "jobs", "web", "migrate").expect("the hook Job is kept");
+    assert_ne!(
+        hook["metadata"]["uid"].as_str().map(str::to_string),
+        old_uid,
+        "the hook was recreated"
+    );
+    assert!(
+        hook["metadata"]["labels"]["applyset.kubernetes.io/part-of"].is_null(),
+        "{hook}"
+    );
+    assert!(stdout.contains("hooks are never pruned"), "{stdout}");
+}
