@@ -44,6 +44,18 @@ spec:
             name: app
 ";
 
+/// The run lock's Lease, `tend-system/tend-lock`.
+fn lock_lease(cluster: &TestCluster) -> Value {
+    get(
+        cluster,
+        "coordination.k8s.io",
+        "leases",
+        "tend-system",
+        "tend-lock",
+    )
+    .expect("the lock lease")
+}
+
 fn basic_site() -> tempfile::TempDir {
     site(&[
         ("ns.yaml", NS_WEB),
@@ -399,14 +411,7 @@ fn held_lock_makes_a_second_run_wait_then_fail() {
 
     // An expired lease is taken over, and released at the end.
     let old = "2020-01-01T00:00:00.000000Z";
-    let mut lease = get(
-        &cluster,
-        "coordination.k8s.io",
-        "leases",
-        "tend-system",
-        "tend-lock",
-    )
-    .unwrap();
+    let mut lease = lock_lease(&cluster);
     lease["spec"]["renewTime"] = json!(old);
     // Age the lease: its holder stopped renewing long ago.
     let client_rt = tokio::runtime::Runtime::new().unwrap();
@@ -423,14 +428,7 @@ fn held_lock_makes_a_second_run_wait_then_fail() {
     let (code, _, stderr) = tend_on(&cluster, dir.path(), &["apply", "--lock-timeout", "1s"]);
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("taking over the expired lock"), "{stderr}");
-    let lease = get(
-        &cluster,
-        "coordination.k8s.io",
-        "leases",
-        "tend-system",
-        "tend-lock",
-    )
-    .unwrap();
+    let lease = lock_lease(&cluster);
     assert!(
         lease["spec"]["holderIdentity"].is_null(),
         "released: {lease}"
@@ -588,14 +586,7 @@ fn a_free_lock_is_taken_beside_the_lists_and_released_without_a_read() {
     assert!(first_lease < first_member_read, "{log:#?}");
     // No namespace read for the state namespace: the lease's answer says it exists.
     assert_eq!(cluster.count(Verb::Get, "namespaces"), 0, "{log:#?}");
-    let lease = get(
-        &cluster,
-        "coordination.k8s.io",
-        "leases",
-        "tend-system",
-        "tend-lock",
-    )
-    .unwrap();
+    let lease = lock_lease(&cluster);
     assert!(lease["spec"]["holderIdentity"].is_null(), "{lease}");
 }
 
