@@ -10,57 +10,18 @@
 
 use super::lock::{self, Clock};
 use super::observe::{self, Observed};
+pub use super::options::{EngineError, EngineOptions};
 use super::parent::{self, inventory_of, Record};
 use super::prepare::{prepare, Prepared};
 use super::{hooks, interrupted, prune, stages, wait, waves};
-use crate::cluster::{ClusterError, Session};
-use crate::plan::inventory;
-use crate::plan::planner::{self, Desired, Plan, PlanInput, PruneLimits, Triage};
-use crate::problem::Problems;
+use crate::cluster::Session;
+use crate::plan::planner::{self, Desired, Plan, PlanInput, Triage};
 use crate::render::object::{Object, ObjectKey};
 use crate::report::run::{Outcome, RunReport};
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-#[derive(Debug, Clone)]
-pub struct EngineOptions {
-    /// Name of the ApplySet parent Secret (`--applyset`).
-    pub applyset: String,
-    pub state_namespace: String,
-    pub default_namespace: String,
-    pub force_conflicts: bool,
-    pub dry_run: bool,
-    pub concurrency: usize,
-    pub prune_limits: PruneLimits,
-    pub lock_timeout: Duration,
-    pub wait: bool,
-    pub timeout: Duration,
-    pub commit: Option<String>,
-    pub cluster_name: Option<String>,
-    /// Draw progress bars (stderr is a terminal); otherwise plain log lines only.
-    pub progress: bool,
-    /// Set by the first SIGTERM/SIGINT: no write starts after it.
-    pub interrupt: crate::interrupt::Interrupt,
-}
-
-impl EngineOptions {
-    /// The id of this run's ApplySet (KEP-3659), from the parent's name and namespace.
-    pub fn applyset_id(&self) -> String {
-        inventory::applyset_id(&self.applyset, &self.state_namespace, "Secret", "")
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum EngineError {
-    #[error(transparent)]
-    Cluster(#[from] ClusterError),
-    #[error("the desired state does not match what the cluster serves; nothing was changed:\n{0}")]
-    Unresolved(Problems),
-    #[error(transparent)]
-    Lock(#[from] lock::LockError),
-}
+use std::time::Instant;
 
 /// A planned run: what was observed and the plan.
 struct Planned {

@@ -5,7 +5,7 @@
 //! Each run deletes the last run's copy and creates the hook anew (the copy stays until then,
 //! for inspection), then polls it until it succeeds, fails, or `--timeout` passes.
 
-use super::engine::{EngineError, EngineOptions};
+use super::options::{EngineError, EngineOptions};
 use super::prepare::{prepare, Prepared};
 use crate::cluster::{self, Resources, Session};
 use crate::kstatus::{self, Status};

@@ -1,4 +1,5 @@
-//! Apply: the reconcile engine, one file per step. [`engine`] orchestrates; [`prepare`]
+//! Apply: the reconcile engine, one file per step. [`engine`] orchestrates ([`options`]: what
+//! every step shares); [`prepare`]
 //! resolves the desired set against discovery; [`observe`] reads the parent, LISTs and dry
 //! runs ([`non_members`] the objects not in the ApplySet yet); the pure planner ([`crate::plan::planner`]) decides; [`stages`] applies in order
 //! ([`replace`] deletes and recreates what the API refuses as immutable);
@@ -15,6 +16,7 @@ pub mod live;
 pub mod lock;
 mod non_members;
 pub mod observe;
+pub mod options;
 pub mod parent;
 pub mod prepare;
 mod progress;

@@ -1,7 +1,7 @@
 //! The live state of desired objects that are not ApplySet members yet: new ones (nothing to
 //! read) and ones made by someone else (adopted: read in full, so the plan shows the update).
 
-use super::engine::EngineError;
+use super::options::EngineError;
 use super::prepare::Prepared;
 use crate::cluster::{self, ListQuery, Resource, Session};
 use crate::plan::inventory::GroupKind;

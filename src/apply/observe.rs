@@ -5,8 +5,8 @@
 //! namespace, else a GET each or one metadata-only LIST per kind and namespace; and, for
 //! objects the fast path cannot settle, server-side dry runs.
 
-use super::engine::{EngineError, EngineOptions};
 use super::non_members;
+use super::options::{EngineError, EngineOptions};
 use super::prepare::Prepared;
 use super::progress::{self, Tick};
 use crate::cluster::{self, key_of, ListQuery, Resource, Session};

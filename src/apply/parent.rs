@@ -2,7 +2,7 @@
 //! member findable), narrowed after pruning to what is desired plus members that still exist,
 //! and carrying the record of the last run.
 
-use super::engine::EngineOptions;
+use super::options::EngineOptions;
 use crate::cluster::{self, ClusterError, Session};
 use crate::plan::inventory::{self, GroupKind, Inventory};
 use crate::plan::Summary;

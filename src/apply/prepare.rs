@@ -2,7 +2,7 @@
 //! kinds, scope mismatches and missing CRDs are reported together, before anything is
 //! written), default namespaces, label ApplySet members, fold Secret `stringData`.
 
-use super::engine::EngineError;
+use super::options::EngineError;
 use crate::cluster::{Resource, Resources};
 use crate::plan::inventory;
 use crate::problem::{Problem, Problems};

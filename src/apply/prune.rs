@@ -1,7 +1,7 @@
 //! Prune: delete the members the plan no longer wants, in reverse stage order (workloads
 //! before the namespaces and CRDs they live in), after everything else was applied.
 
-use super::engine::EngineOptions;
+use super::options::EngineOptions;
 use crate::cluster::{self, Session};
 use crate::render::builtin::stage_of;
 use crate::render::object::{split_api_version, ObjectKey};

@@ -9,7 +9,7 @@
 //! scheduling fields), so asking is exact where comparing would guess. It costs nothing extra:
 //! the apply is sent anyway.
 
-use super::engine::EngineOptions;
+use super::options::EngineOptions;
 use crate::cluster::{self, ClusterError, Resource};
 use crate::object::ObjectKey;
 use crate::render::policy;

@@ -2,8 +2,8 @@
 //! rest; SPEC 4), with bounded concurrency within a stage. One object failing does not stop
 //! independent objects.
 
-use super::engine::{EngineError, EngineOptions};
 use super::interrupted;
+use super::options::{EngineError, EngineOptions};
 use super::prepare::Prepared;
 use super::progress::{self, Tick};
 use super::replace::{apply_or_replace, Written};

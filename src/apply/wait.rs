@@ -6,7 +6,7 @@
 //! however many objects there are. It stops at once when an object is Failed, when all are
 //! Current, or at `--timeout`.
 
-use super::engine::EngineOptions;
+use super::options::EngineOptions;
 use super::prepare::Prepared;
 use super::progress;
 use crate::cluster::{self, key_of, ListQuery, Resource, Session};

@@ -6,8 +6,8 @@
 //! A site without waves or hooks goes straight to [`stages::apply_stages`]: the same requests
 //! as before waves existed.
 
-use super::engine::{EngineError, EngineOptions};
 use super::hooks::{self, Hook};
+use super::options::{EngineError, EngineOptions};
 use super::prepare::Prepared;
 use super::stages::{self, Applied};
 use super::wait;
