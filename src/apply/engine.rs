@@ -13,7 +13,7 @@ use super::observe::{self, Observed};
 pub use super::options::{EngineError, EngineOptions};
 use super::parent::{self, inventory_of, Record};
 use super::prepare::{prepare, Prepared};
-use super::{hooks, interrupted, prune, stages, wait, waves};
+use super::{hooks, interrupted, prune, stages, tend_kinds, wait, waves};
 use crate::cluster::Session;
 use crate::plan::planner::{self, Desired, Plan, PlanInput, Triage};
 use crate::render::object::{Object, ObjectKey};
@@ -138,7 +138,7 @@ pub async fn diff(
     session: &Session,
     desired: Vec<Object>,
     opts: &EngineOptions,
-    kinds: &super::kinds::KindsContext,
+    kinds: &tend_kinds::KindsContext,
 ) -> Result<RunReport, EngineError> {
     let started = Instant::now();
     let (desired, hooks) = hooks::take(&session.resources, desired, opts)?;
@@ -152,7 +152,7 @@ pub async fn diff(
     let planned = observe_and_plan(session, (&prepared, &hooks), opts, true).await?;
     let mut report = base_report("diff", opts, &planned.plan);
     waves::describe(&mut report, &prepared, &hooks, &planned.plan, None);
-    super::kinds::add_reload_changes(&mut report, kinds);
+    tend_kinds::add_reload_changes(&mut report, kinds);
     if let Err(message) =
         planner::check_prune_limits(planned.plan.prune.len(), count, opts.prune_limits)
     {
@@ -167,7 +167,7 @@ pub async fn apply(
     session: &Session,
     desired: Vec<Object>,
     opts: &EngineOptions,
-    kinds: &super::kinds::KindsContext,
+    kinds: &tend_kinds::KindsContext,
     clock: Arc<dyn Clock>,
 ) -> Result<RunReport, EngineError> {
     let started = Instant::now();
@@ -232,12 +232,12 @@ async fn apply_planned(
     (prepared, hooks): (&[Prepared], &[hooks::Hook]),
     planned: Planned,
     opts: &EngineOptions,
-    kinds: &super::kinds::KindsContext,
+    kinds: &tend_kinds::KindsContext,
     clock: &dyn Clock,
 ) -> Result<RunReport, EngineError> {
     let Planned { observed, plan } = planned;
     let mut report = base_report("apply", opts, &plan);
-    super::kinds::add_reload_changes(&mut report, kinds);
+    tend_kinds::add_reload_changes(&mut report, kinds);
     let id = opts.applyset_id();
     let limits = planner::check_prune_limits(plan.prune.len(), prepared.len(), opts.prune_limits);
     if opts.dry_run {
@@ -290,17 +290,14 @@ async fn apply_planned(
     let errors = match opts.interrupt.is_set() {
         true => Vec::new(),
         false => {
-            super::kinds::after_apply(
-                session,
+            let stages = tend_kinds::AfterStages {
                 prepared,
-                &live_desired,
-                &plan.recreate,
-                &mut report,
+                live_desired: &live_desired,
+                recreate: &plan.recreate,
                 kinds,
-                &applied.tend_objects,
-                clock,
-            )
-            .await
+                applied_tend: &applied.tend_objects,
+            };
+            tend_kinds::after_apply(session, stages, &mut report, clock).await
         }
     };
     report.errors.extend(errors);

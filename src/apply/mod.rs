@@ -11,7 +11,6 @@ pub mod engine;
 pub mod holder;
 pub mod hooks;
 pub mod interrupted;
-pub mod kinds;
 pub mod live;
 pub mod lock;
 mod non_members;
@@ -23,6 +22,7 @@ mod progress;
 pub mod prune;
 mod replace;
 pub mod stages;
+pub mod tend_kinds;
 pub mod wait;
 pub mod waves;
 

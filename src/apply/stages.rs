@@ -93,7 +93,7 @@ pub async fn apply_stages(
                 let write = async {
                     match &resource {
                         Some(r) if recreate.contains(&p.object.key()) => {
-                            crate::apply::kinds::recreate_pod(
+                            crate::apply::tend_kinds::recreate_pod(
                                 &client,
                                 r,
                                 &p.object.value,

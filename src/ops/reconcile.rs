@@ -120,7 +120,7 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
         };
         tracing::info!("{}", desired.summary(engine_opts.cluster_name.as_deref()));
         let rendered = desired.rendered;
-        let kinds = crate::apply::kinds::KindsContext {
+        let kinds = crate::apply::tend_kinds::KindsContext {
             reloads: live.reloads,
             copy_outcomes: rendered.copy_outcomes,
         };

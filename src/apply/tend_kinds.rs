@@ -84,19 +84,33 @@ fn merge(target: &mut Value, patch: &Value) {
     }
 }
 
+/// What the stages did that tend's kinds need afterwards.
+pub struct AfterStages<'a> {
+    pub prepared: &'a [Prepared],
+    /// Live objects of tend's kinds (and their mirrors' StatefulSets and pods) as observed.
+    pub live_desired: &'a HashMap<ObjectKey, Value>,
+    /// ImmortalContainer pods (re)created this run, with the reason.
+    pub recreate: &'a std::collections::BTreeMap<ObjectKey, String>,
+    pub kinds: &'a KindsContext,
+    /// tend's own objects as the apply answered them.
+    pub applied_tend: &'a HashMap<ObjectKey, Value>,
+}
+
 /// After all stages: ownerReferences, statuses, reloads. Returns run-level errors; none of
 /// them undoes what was applied.
-#[allow(clippy::too_many_arguments)]
 pub async fn after_apply(
     session: &Session,
-    prepared: &[Prepared],
-    live_desired: &HashMap<ObjectKey, Value>,
-    recreate: &std::collections::BTreeMap<ObjectKey, String>,
+    stages: AfterStages<'_>,
     report: &mut RunReport,
-    kinds: &KindsContext,
-    applied_tend: &HashMap<ObjectKey, Value>,
     clock: &dyn Clock,
 ) -> Vec<String> {
+    let AfterStages {
+        prepared,
+        live_desired,
+        recreate,
+        kinds,
+        applied_tend,
+    } = stages;
     let client = &session.client;
     let mut errors = Vec::new();
     let failed = |key: &ObjectKey| report.outcomes.get(key).is_some_and(|o| o.error.is_some());
