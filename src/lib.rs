@@ -37,6 +37,7 @@ pub mod cli;
 pub mod cluster;
 pub mod commands;
 pub mod error;
+pub mod helm;
 pub mod interrupt;
 pub mod kinds;
 pub mod kstatus;

@@ -1,0 +1,6 @@
+//! Helm's and Sprig's template functions.
+
+use super::template::Engine;
+
+/// Registers every Helm and Sprig function tend supports on `engine`.
+pub fn register(_engine: &mut Engine) {}
