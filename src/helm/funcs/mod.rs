@@ -63,11 +63,84 @@ pub fn register(engine: &mut Engine) {
             },
         )
     });
+    // chartutil.VersionSet.Has: `.Capabilities.APIVersions.Has "apps/v1"`.
+    engine.register_method("Has", |_, args| {
+        let [set, wanted] = exact::<2>(args, "Has")?;
+        let Value::List(set) = set else {
+            return Err("Has needs a list of API versions".into());
+        };
+        Ok(Value::Bool(
+            set.iter().any(|v| v.as_str() == wanted.as_str()),
+        ))
+    });
+    // Helm's Files.Get: a file's text, "" when the chart has no such file.
+    engine.register_method("Get", |_, args| {
+        let [files, path] = exact::<2>(args, "Get")?;
+        let Value::Map(files) = files else {
+            return Err("Get needs .Files".into());
+        };
+        let found = files.borrow().get(want_str(&path)?).cloned();
+        Ok(found.unwrap_or_else(|| Value::str("")))
+    });
     // `helm template` has no cluster: lookup finds nothing (an empty map), as Helm's does.
     engine.register("lookup", |_, args| {
         let _ = exact::<4>(args, "lookup")?;
         Ok(Value::empty_map())
     });
+}
+
+/// Sprig's random strings (`randAlphaNum`, `randAlpha`, `randNumeric`, `randAscii`), drawn
+/// from `seed`: the caller decides how stable they are.
+pub fn register_random(engine: &mut Engine, seed: u64) {
+    RANDOM_SEED.with(|s| s.set(seed));
+    engine.register("randAlphaNum", |_, args| {
+        random(
+            args,
+            "randAlphaNum",
+            b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
+        )
+    });
+    engine.register("randAlpha", |_, args| {
+        random(
+            args,
+            "randAlpha",
+            b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
+        )
+    });
+    engine.register("randNumeric", |_, args| {
+        random(args, "randNumeric", b"0123456789")
+    });
+    engine.register("randAscii", |_, args| {
+        let printable: Vec<u8> = (b' '..=b'~').collect();
+        random(args, "randAscii", &printable)
+    });
+}
+
+thread_local! {
+    /// The state of the random functions of the render running on this thread (functions are
+    /// plain `fn`s, so their state can't be captured).
+    static RANDOM_SEED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// splitmix64: small, and good enough for names and test data.
+fn next_random() -> u64 {
+    RANDOM_SEED.with(|s| {
+        let next = s.get().wrapping_add(0x9e37_79b9_7f4a_7c15);
+        s.set(next);
+        let mut z = next;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    })
+}
+
+fn random(args: Vec<Value>, name: &str, alphabet: &[u8]) -> Result<Value, CallError> {
+    let [n] = exact::<1>(args, name)?;
+    let n = to_int(&n).max(0) as usize;
+    let text: String = (0..n)
+        .map(|_| alphabet[(next_random() % alphabet.len() as u64) as usize] as char)
+        .collect();
+    Ok(Value::str(text))
 }
 
 /// Helm's fromYaml: a map (or a list for fromYamlArray) with numbers as float64, or a map

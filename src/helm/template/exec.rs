@@ -261,17 +261,35 @@ impl<'e> Exec<'e> {
             .ok_or_else(|| self.error(format!("undefined variable: {name}")))
     }
 
-    fn fields(&self, mut value: Value, fields: &[String], has_args: bool) -> Res<Value> {
+    /// Follows `.A.B` from `value`; the last step gets `args` (only a method takes them).
+    /// A map key wins over a method of the same name, as a Go map has no methods; methods
+    /// are those of Helm's types (`.Capabilities.APIVersions.Has`, `.Files.Get`).
+    fn fields(&mut self, mut value: Value, fields: &[String], args: Vec<Value>) -> Res<Value> {
+        let mut args = Some(args);
         for (i, field) in fields.iter().enumerate() {
             let last = i + 1 == fields.len();
+            let method = self.engine.method(field);
             value = match &value {
-                Value::Map(m) => {
-                    if last && has_args {
+                Value::Map(m) if m.borrow().contains_key(field) || method.is_none() => {
+                    if last && args.as_ref().is_some_and(|a| !a.is_empty()) {
                         return Err(
                             self.error(format!("{field} is not a method but has arguments"))
                         );
                     }
                     m.borrow().get(field).cloned().unwrap_or(Value::Nil)
+                }
+                Value::Map(_) | Value::List(_) if method.is_some() => {
+                    let mut call = vec![value.clone()];
+                    if last {
+                        call.extend(args.take().unwrap_or_default());
+                    }
+                    let func = method.expect("checked");
+                    func(self, call).map_err(|e| match e {
+                        super::CallError::Message(m) => {
+                            self.error(format!("error calling {field}: {m}"))
+                        }
+                        super::CallError::Template(t) => t,
+                    })?
                 }
                 Value::Nil => {
                     return Err(
@@ -289,19 +307,33 @@ impl<'e> Exec<'e> {
         Ok(value)
     }
 
+    fn args(&mut self, dot: &Value, operands: &[Operand], fin: Option<Value>) -> Res<Vec<Value>> {
+        let mut values = Vec::with_capacity(operands.len() + 1);
+        for operand in operands {
+            values.push(self.arg(dot, operand)?);
+        }
+        values.extend(fin);
+        Ok(values)
+    }
+
     fn command(&mut self, dot: &Value, cmd: &Command, fin: Option<Value>) -> Res<Value> {
         let first = &cmd.args[0];
         let has_args = cmd.args.len() > 1 || fin.is_some();
         match first {
             Operand::Function(name) => return self.call(dot, name, &cmd.args[1..], fin),
-            Operand::Field(fields) => return self.fields(dot.clone(), fields, has_args),
+            Operand::Field(fields) => {
+                let args = self.args(dot, &cmd.args[1..], fin)?;
+                return self.fields(dot.clone(), fields, args);
+            }
             Operand::Variable(name, fields) => {
                 let value = self.variable(name)?;
-                return self.fields(value, fields, has_args);
+                let args = self.args(dot, &cmd.args[1..], fin)?;
+                return self.fields(value, fields, args);
             }
             Operand::Chain(pipe, fields) => {
                 let value = self.pipeline(dot, pipe)?;
-                return self.fields(value, fields, has_args);
+                let args = self.args(dot, &cmd.args[1..], fin)?;
+                return self.fields(value, fields, args);
             }
             _ => {}
         }
@@ -322,14 +354,14 @@ impl<'e> Exec<'e> {
             Operand::Int(i) => Value::Int(*i),
             Operand::Float(f) => Value::Float(*f),
             Operand::Str(s) => Value::Str(s.clone()),
-            Operand::Field(fields) => self.fields(dot.clone(), fields, false)?,
+            Operand::Field(fields) => self.fields(dot.clone(), fields, Vec::new())?,
             Operand::Variable(name, fields) => {
                 let value = self.variable(name)?;
-                self.fields(value, fields, false)?
+                self.fields(value, fields, Vec::new())?
             }
             Operand::Chain(pipe, fields) => {
                 let value = self.pipeline(dot, pipe)?;
-                self.fields(value, fields, false)?
+                self.fields(value, fields, Vec::new())?
             }
             Operand::Pipe(pipe) => {
                 let mark = self.vars.len();
@@ -374,11 +406,7 @@ impl<'e> Exec<'e> {
             }
             return Ok(fin.unwrap_or(last));
         }
-        let mut values = Vec::with_capacity(args.len() + 1);
-        for operand in args {
-            values.push(self.arg(dot, operand)?);
-        }
-        values.extend(fin);
+        let values = self.args(dot, args, fin)?;
         self.line = line;
         let Some(func) = self.engine.function(name) else {
             return Err(self.error(format!("function {name:?} not defined")));

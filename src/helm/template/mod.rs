@@ -63,6 +63,8 @@ pub struct TemplateError {
 pub struct Engine {
     templates: HashMap<String, Rc<Vec<Node>>>,
     functions: HashMap<&'static str, Func>,
+    /// Methods of Helm's types, called with the receiver first.
+    methods: HashMap<&'static str, Func>,
 }
 
 impl Engine {
@@ -75,6 +77,17 @@ impl Engine {
 
     pub fn register(&mut self, name: &'static str, func: Func) {
         self.functions.insert(name, func);
+    }
+
+    /// A method of Helm's types (`Has` of `.Capabilities.APIVersions`, `Get` of `.Files`):
+    /// `.X.Name args` on a list or map without a key `Name` calls it with the receiver
+    /// first.
+    pub fn register_method(&mut self, name: &'static str, func: Func) {
+        self.methods.insert(name, func);
+    }
+
+    fn method(&self, name: &str) -> Option<Func> {
+        self.methods.get(name).copied()
     }
 
     pub fn has_function(&self, name: &str) -> bool {
