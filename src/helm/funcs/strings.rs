@@ -272,7 +272,7 @@ fn cmp_versions(a: &Version, b: &Version) -> std::cmp::Ordering {
 /// constraint itself names a prerelease (e.g. `>=1.19-0`).
 pub fn semver_compare(constraint: &str, version: &str) -> Result<bool, CallError> {
     let (v, _) = parse_version(version)
-        .ok_or_else(|| CallError::Message(format!("Invalid Semantic Version")))?;
+        .ok_or_else(|| CallError::Message("Invalid Semantic Version".to_string()))?;
     for alternative in constraint.split("||") {
         let mut all = true;
         let normalized = alternative.replace(", ", ",");
@@ -316,7 +316,7 @@ fn check(part: &str, v: &Version) -> Result<bool, CallError> {
     let ord = cmp_versions(v, &c);
     use std::cmp::Ordering::*;
     let upper = |bump_minor: bool| -> Version {
-        if bump_minor || given >= 2 && bump_minor {
+        if bump_minor {
             Version {
                 major: c.major,
                 minor: c.minor + 1,

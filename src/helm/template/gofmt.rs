@@ -125,7 +125,7 @@ fn format_g(f: f64, precision: Option<usize>) -> String {
         None => 6,
         Some(p) => {
             let p = p.max(1) as i32;
-            if p > digs.len() as i32 && digs.len() as i32 >= exp + 1 {
+            if p > digs.len() as i32 && digs.len() as i32 > exp {
                 digs.len() as i32
             } else {
                 p
@@ -409,7 +409,7 @@ mod tests {
         assert_eq!(float_v(0.0001), "0.0001");
         assert_eq!(float_v(0.00001), "1e-05");
         assert_eq!(float_v(-2.5), "-2.5");
-        assert_eq!(sprintf("%.2f", &[Value::Float(3.14159)]), "3.14");
+        assert_eq!(sprintf("%.2f", &[Value::Float(1.23456)]), "1.23");
         assert_eq!(sprintf("%f", &[Value::Float(1.0)]), "1.000000");
         assert_eq!(sprintf("%e", &[Value::Float(1234.5)]), "1.234500e+03");
         assert_eq!(sprintf("%g", &[Value::Float(0.5)]), "0.5");

@@ -96,6 +96,9 @@ struct Parser<'f> {
 
 type Res<T> = Result<T, (usize, String)>;
 
+/// What ended a list: `{{end}}` or `{{else}}`, and its line.
+type End = (usize, &'static str);
+
 impl Parser<'_> {
     fn line(&self) -> usize {
         self.tokens
@@ -134,7 +137,7 @@ impl Parser<'_> {
 
     /// Nodes up to `{{end}}` or `{{else}}` (returned with its line), or the end of input when
     /// `top`.
-    fn list(&mut self, top: bool) -> Res<(Vec<Node>, Option<(usize, &'static str)>)> {
+    fn list(&mut self, top: bool) -> Res<(Vec<Node>, Option<End>)> {
         let mut nodes = Vec::new();
         loop {
             let line = self.line();
@@ -323,10 +326,7 @@ impl Parser<'_> {
     fn declarations(&mut self, pipe: &mut Pipe, context: &str) -> Res<()> {
         let start = self.pos;
         let mut names = Vec::new();
-        loop {
-            let Some(Token::Variable(name)) = self.peek().cloned() else {
-                break;
-            };
+        while let Some(Token::Variable(name)) = self.peek().cloned() {
             self.pos += 1;
             self.skip_space();
             match self.peek() {
