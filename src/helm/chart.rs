@@ -30,6 +30,9 @@ impl Chart {
     }
 }
 
+/// The charts of a repository, by directory relative to its root.
+pub type Charts = BTreeMap<std::path::PathBuf, Chart>;
+
 /// What `.Release` and `.Capabilities` report.
 #[derive(Debug, Clone)]
 pub struct Release {

@@ -145,6 +145,7 @@ tend_kinds! {
     RegistryMirror => registry_mirror,
     ImmortalContainer => immortal_container,
     ChaosAgent => chaos_agent,
+    HelmChart => helm_chart,
 }
 
 /// One of tend's kinds: what the rest of tend needs from it. Implemented by the type in the
