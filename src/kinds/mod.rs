@@ -470,12 +470,13 @@ mod tests {
                 "copyrules",
                 "registrymirrors",
                 "immortalcontainers",
-                "chaosagents"
+                "chaosagents",
+                "helmcharts"
             ]
         );
         assert_eq!(
             TendKind::names(),
-            "CopyRule, RegistryMirror, ImmortalContainer and ChaosAgent"
+            "CopyRule, RegistryMirror, ImmortalContainer, ChaosAgent and HelmChart"
         );
         assert_eq!(TendKind::from_kind("copyrule"), None);
         assert_eq!(TendKind::from_kind("Deployment"), None);
@@ -494,7 +495,8 @@ mod tests {
                 "copyrules.tend.dev",
                 "registrymirrors.tend.dev",
                 "immortalcontainers.tend.dev",
-                "chaosagents.tend.dev"
+                "chaosagents.tend.dev",
+                "helmcharts.tend.dev"
             ]
         );
         for crd in &crds {

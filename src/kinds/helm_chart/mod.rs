@@ -23,6 +23,7 @@ pub const DEFAULT_KUBE_VERSION: &str = "v1.33.0";
     version = "v1alpha1",
     kind = "HelmChart",
     namespaced,
+    status = "HelmChartStatus",
     derive = "PartialEq",
     shortname = "hc",
     category = "tend",
@@ -73,6 +74,17 @@ pub struct HelmChartSpec {
     pub clusters: Option<Vec<String>>,
 }
 
+/// The status subresource every tend kind declares. tend does not write it yet (issue 23:
+/// the resolved chart version and the release's objects will go here).
+// Lenient (no `deny_unknown_fields`), so an older tend can read a newer tend's status.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HelmChartStatus {
+    /// `metadata.generation` this status was computed for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
 impl HelmChart {
     /// The release name: `spec.releaseName`, else `metadata.name`.
     pub fn release_name(&self) -> &str {
@@ -86,7 +98,7 @@ impl HelmChart {
 
 impl Kind for HelmChart {
     const KIND: TendKind = TendKind::HelmChart;
-    type Status = ();
+    type Status = HelmChartStatus;
 
     fn validate(&self) -> Vec<FieldProblem> {
         let mut out = Vec::new();
