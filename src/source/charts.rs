@@ -73,7 +73,7 @@ pub fn read_chart(root: &Path, dir: &Path, rel: &Path) -> Result<Chart, Problem>
     }
     if chart.name().is_empty() {
         return Err(Problem::new(
-            &rel.join(CHART_FILE),
+            rel.join(CHART_FILE),
             1,
             "Chart.yaml has no name; add `name: <chart>`",
         ));
