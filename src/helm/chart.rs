@@ -51,6 +51,8 @@ pub struct Release {
 pub struct Manifest {
     pub template: String,
     pub text: String,
+    /// Whether the template called a random function (`randAlphaNum`, ...).
+    pub random: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -162,6 +164,14 @@ fn go_name(key: &str) -> String {
     }
 }
 
+/// FNV-1a of `text`: mixed into the run's seed so that each release and template draws its
+/// own random values.
+fn seed_of(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
 /// Whether an object is a chart test (`helm.sh/hook: test`, or Helm 2's `test-success`,
 /// which Helm 3 still reads as one): tend never renders those, like `--skip-tests`.
 pub fn is_test_hook(object: &serde_json::Value) -> bool {
@@ -193,6 +203,11 @@ pub fn render(
     let mut engine = Engine::new();
     funcs::register(&mut engine);
     funcs::register_random(&mut engine, release.seed);
+    let release_seed = seed_of(&format!("{}/{}", release.namespace, release.name));
+    let release = &Release {
+        seed: release.seed ^ release_seed,
+        ..release.clone()
+    };
 
     // Helm parses the deepest paths first and, at one depth, in reverse order; a later
     // `define` of the same name wins.
@@ -276,10 +291,12 @@ pub fn render(
                 ]),
             ),
         ]);
+        funcs::register_random(&mut engine, release.seed ^ seed_of(&full));
         let text = engine.execute(&full, dot).map_err(template_error)?;
         out.push(Manifest {
             template: path.clone(),
             text: text.replace("<no value>", ""),
+            random: funcs::random_used(),
         });
     }
     Ok(out)

@@ -25,6 +25,8 @@ pub struct ChartOutput {
     /// namespace land there.
     pub namespaces: HashMap<PathBuf, String>,
     pub problems: Vec<Problem>,
+    /// What the user should know (charts whose random values change on every run).
+    pub notes: Vec<String>,
 }
 
 pub fn render_charts(files: &[SourceFile], charts: &Charts, opts: &RenderOptions) -> ChartOutput {
@@ -151,8 +153,24 @@ fn render_one(
             }
         }
     }
+    let mut random = Vec::new();
     for manifest in manifests {
-        add(&manifest.template, without_tests(&manifest.text));
+        let text = without_tests(&manifest.text);
+        // Tests are left out, so their random names don't matter.
+        if manifest.random && !text.trim().is_empty() {
+            random.push(manifest.template.clone());
+        }
+        add(&manifest.template, text);
+    }
+    if !random.is_empty() {
+        out.notes.push(format!(
+            "HelmChart {}/{} ({}:{}): {} use random functions; their values change on every run (a stable per-cluster seed is not implemented yet)",
+            namespace,
+            helm_chart.release_name(),
+            file.path.display(),
+            doc.line,
+            random.join(", ")
+        ));
     }
 }
 

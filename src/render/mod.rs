@@ -118,7 +118,7 @@ pub fn render_with_charts(
             .get(file)
             .map_or(opts.default_namespace.as_str(), String::as_str)
     };
-    let mut notes = Vec::new();
+    let mut notes = charted.notes.clone();
     let mut documents = 0;
     let mut skipped_by_targeting = 0;
     let mut objects: Vec<Object> = Vec::new();

@@ -253,3 +253,36 @@ fn unsupported_sources_and_missing_charts_are_refused_clearly() {
     assert!(stderr.contains("apps/store.yaml:7"), "{stderr}");
     assert!(stderr.contains("no chart at \"charts/nope\""), "{stderr}");
 }
+
+#[test]
+fn random_values_are_never_predictable_and_the_run_says_they_change() {
+    let token = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: token\ndata:\n  token: {{ randAlphaNum 16 | quote }}\n";
+    let dir = chart_site(RELEASE, DEPLOYMENT);
+    std::fs::write(dir.path().join("charts/shop/templates/token.yaml"), token).unwrap();
+    let render = || {
+        let (code, stdout, stderr) = run(tend().arg("render").arg("--repo").arg(dir.path()));
+        assert_eq!(code, 0, "{stderr}");
+        let objects = parse_stream(&stdout);
+        let cm = objects
+            .iter()
+            .find(|o| o["metadata"]["name"] == "token")
+            .cloned()
+            .unwrap();
+        (cm["data"]["token"].as_str().unwrap().to_string(), stderr)
+    };
+    let (first, stderr) = render();
+    let (second, _) = render();
+    assert_eq!(first.len(), 16);
+    assert_ne!(
+        first, second,
+        "a fresh seed each run, derived from nothing in the repository"
+    );
+    assert!(
+        stderr.contains(
+            "templates/token.yaml use random functions; their values change on every run"
+        ),
+        "{stderr}"
+    );
+    // The chart's test pod uses randAlphaNum too, but is left out: no note about it.
+    assert!(!stderr.contains("test-connection"), "{stderr}");
+}

@@ -93,6 +93,7 @@ pub fn register(engine: &mut Engine) {
 /// from `seed`: the caller decides how stable they are.
 pub fn register_random(engine: &mut Engine, seed: u64) {
     RANDOM_SEED.with(|s| s.set(seed));
+    RANDOM_USED.with(|u| u.set(false));
     engine.register("randAlphaNum", |_, args| {
         random(
             args,
@@ -120,10 +121,18 @@ thread_local! {
     /// The state of the random functions of the render running on this thread (functions are
     /// plain `fn`s, so their state can't be captured).
     static RANDOM_SEED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Whether a random function ran since [`register_random`].
+    static RANDOM_USED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the render on this thread used a random function since [`register_random`].
+pub fn random_used() -> bool {
+    RANDOM_USED.with(std::cell::Cell::get)
 }
 
 /// splitmix64: small, and good enough for names and test data.
 fn next_random() -> u64 {
+    RANDOM_USED.with(|u| u.set(true));
     RANDOM_SEED.with(|s| {
         let next = s.get().wrapping_add(0x9e37_79b9_7f4a_7c15);
         s.set(next);
