@@ -34,7 +34,7 @@ pub fn sprintln(args: &[Value]) -> String {
     text
 }
 
-/// Go's shortest `%v` of a float64 (`strconv.FormatFloat(f, 'g', -1, 64)`); see [`format_g`].
+/// Go's shortest `%v` of a float64 (`strconv.FormatFloat(f, 'g', -1, 64)`); see `format_g`.
 /// That is why Helm prints `1e+06` for a value of 1000000 (values are float64).
 pub fn float_v(f: f64) -> String {
     format_g(f, None)

@@ -1,4 +1,4 @@
-//! Go's `text/template`, as Helm runs it: lexer ([`lex`]), parser ([`parse`]), executor
+//! Go's `text/template`, as Helm runs it: lexer (`lex`), parser ([`parse`]), executor
 //! ([`exec`]), Go's `fmt` ([`gofmt`]) and the language's built-in functions ([`builtins`]).
 //! Pure: text and values in, text or a [`TemplateError`] out. Helm's and Sprig's functions
 //! are added by the caller through [`Engine::register`].
