@@ -24,7 +24,7 @@ pub type Func = fn(&mut Exec, Vec<Value>) -> Result<Value, CallError>;
 /// Why a function call failed.
 #[derive(Debug)]
 pub enum CallError {
-    /// Go's "error calling <func>: <message>".
+    /// Go's `error calling <func>: <message>`.
     Message(String),
     /// An error of a template the function ran, passed through as it is.
     Template(TemplateError),
