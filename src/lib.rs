@@ -11,8 +11,9 @@
 //! | [`cli`]     | the clap definition, logging setup, and the one place results become exit codes ([`cli::exit_code`]: 0 success / in sync, 1 differences, 2 error) | — |
 //! | [`commands`]| one file per subcommand: its flags, the options it builds once ([`ops::reconcile::ReconcileOptions`], [`ops::chaos::ChaosOptions`]), a call into its operation, printing through [`report`]; `-o` is checked before any work | stdout |
 //! | [`ops`]     | the operations, free of the CLI: load the desired state; diff/apply ([`ops::reconcile`]); one chaos pass. Domain options in, domain results and a [`ops::Verdict`] out | via the modules below |
-//! | [`source`]  | where desired state comes from: a local directory or a git commit; walking the tree (`.tendignore`, hidden files, symlinks); kustomize build units | files, git, kustomize |
+//! | [`source`]  | where desired state comes from: a local directory or a git commit; walking the tree (`.tendignore`, hidden files, symlinks); kustomize build units; Helm chart directories, read whole | files, git, kustomize |
 //! | [`sops`]    | SOPS-encrypted files decrypted natively (age and OpenPGP keys, AES-256-GCM values, the MAC): parsed documents or file bytes and [`sops::Keys`] in, plaintext or a [`sops::SopsError`] out; used by [`render`] for plain manifests and by [`source`] for kustomize inputs (decrypted into a private copy of the tree) | none |
+//! | [`helm`]    | Helm charts rendered natively: Go's `text/template` ([`helm::template`]), Helm's and Sprig's functions ([`helm::funcs`], `toYaml` with go-yaml's exact text), a chart's render as `helm template` gives it ([`helm::chart`]); used by [`render`] for `HelmChart` objects, on charts [`source`] read | none |
 //! | [`object`]  | the unit every stage works on: an object as JSON, its origin and identity; Kubernetes name syntax | none |
 //! | [`yaml`]    | the only module that parses YAML: documents with their lines (a path → line locator for every message), List documents expanded per item, loader limits (nesting, aliases), YAML → JSON | none |
 //! | [`render`]  | validation (wave and hook annotations in [`render::waves`]), targeting, tend's kinds expanded into plain objects, config-hash annotations, stable ordering — once, offline; then [`render::complete`] with the cluster's view (CopyRule copies, ownerReferences, config hashes of live config) | none |
@@ -37,6 +38,7 @@ pub mod cli;
 pub mod cluster;
 pub mod commands;
 pub mod error;
+pub mod helm;
 pub mod interrupt;
 pub mod kinds;
 pub mod kstatus;

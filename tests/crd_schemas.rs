@@ -123,6 +123,11 @@ fn valid_example(kind: TendKind) -> Value {
             json!({"tantrumMode": true, "podTolerance": 10, "eagerness": 20,
                    "excludedNamespaces": ["prod"]}),
         ),
+        TendKind::HelmChart => (
+            json!({"name": "web", "namespace": "apps"}),
+            json!({"chart": "../charts/web", "kubeVersion": "v1.33.0",
+                   "values": {"replicas": 2, "image": {"tag": "1.0"}, "list": [1, "a"]}}),
+        ),
     };
     json!({"apiVersion": "tend.dev/v1alpha1", "kind": kind.kind(), "metadata": metadata, "spec": spec})
 }

@@ -108,6 +108,12 @@ impl GlobalArgs {
             cluster: self.cluster.clone(),
             default_namespace: self.namespace.clone(),
             keys: std::sync::Arc::new(crate::ops::keys::load(&self.decryption_key_file)?),
+            // A fresh seed each run (std's per-process random hasher keys): chart values made
+            // with randAlphaNum & co. are never predictable from the repository.
+            helm_seed: {
+                use std::hash::BuildHasher;
+                std::collections::hash_map::RandomState::new().hash_one(0u8)
+            },
         })
     }
 

@@ -145,6 +145,7 @@ tend_kinds! {
     RegistryMirror => registry_mirror,
     ImmortalContainer => immortal_container,
     ChaosAgent => chaos_agent,
+    HelmChart => helm_chart,
 }
 
 /// One of tend's kinds: what the rest of tend needs from it. Implemented by the type in the
@@ -469,12 +470,13 @@ mod tests {
                 "copyrules",
                 "registrymirrors",
                 "immortalcontainers",
-                "chaosagents"
+                "chaosagents",
+                "helmcharts"
             ]
         );
         assert_eq!(
             TendKind::names(),
-            "CopyRule, RegistryMirror, ImmortalContainer and ChaosAgent"
+            "CopyRule, RegistryMirror, ImmortalContainer, ChaosAgent and HelmChart"
         );
         assert_eq!(TendKind::from_kind("copyrule"), None);
         assert_eq!(TendKind::from_kind("Deployment"), None);
@@ -493,7 +495,8 @@ mod tests {
                 "copyrules.tend.dev",
                 "registrymirrors.tend.dev",
                 "immortalcontainers.tend.dev",
-                "chaosagents.tend.dev"
+                "chaosagents.tend.dev",
+                "helmcharts.tend.dev"
             ]
         );
         for crd in &crds {

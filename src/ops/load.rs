@@ -65,7 +65,7 @@ pub fn desired_state(
             path: checkout.dir.clone(),
             source,
         })?;
-    let rendered = match render::render(&walked.files, render_opts) {
+    let rendered = match render::render_with_charts(&walked.files, &walked.charts, render_opts) {
         Ok(rendered) if walked.problems.is_empty() => rendered,
         Ok(_) => {
             return Err(

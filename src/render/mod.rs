@@ -16,6 +16,7 @@ mod complete;
 pub mod config_hash;
 mod decrypt;
 pub mod file_modes;
+mod helm_charts;
 pub mod object;
 pub mod policy;
 pub mod tend_kinds;
@@ -24,6 +25,7 @@ pub mod waves;
 
 pub use complete::complete;
 
+use crate::helm::chart::Charts;
 use crate::kinds::copy_rule::CopyOutcome;
 use crate::kinds::registry_mirror::HostPorts;
 use crate::kinds::{TendKind, TendObject};
@@ -47,6 +49,9 @@ pub struct RenderOptions {
     pub default_namespace: String,
     /// Keys for SOPS-encrypted files (SPEC 2); none by default.
     pub keys: Arc<Keys>,
+    /// Seed of the random functions of Helm charts (`randAlphaNum`, ...): chosen at random
+    /// by each run, so their values are never predictable (and change from run to run).
+    pub helm_seed: u64,
 }
 
 impl Default for RenderOptions {
@@ -55,6 +60,7 @@ impl Default for RenderOptions {
             cluster: None,
             default_namespace: "default".into(),
             keys: Arc::default(),
+            helm_seed: 0,
         }
     }
 }
@@ -88,8 +94,32 @@ pub enum RenderError {
 
 /// Render `files` into desired objects, or report every problem found.
 pub fn render(files: &[SourceFile], opts: &RenderOptions) -> Result<Rendered, RenderError> {
-    let mut problems: Vec<Problem> = Vec::new();
-    let mut notes = Vec::new();
+    render_with_charts(files, &Charts::new(), opts)
+}
+
+/// [`render`], with the repository's Helm charts for its `HelmChart` objects.
+pub fn render_with_charts(
+    files: &[SourceFile],
+    charts: &Charts,
+    opts: &RenderOptions,
+) -> Result<Rendered, RenderError> {
+    let file_count = files.len();
+    let charted = helm_charts::render_charts(files, charts, opts);
+    let mut problems: Vec<Problem> = charted.problems;
+    let all_files: Vec<SourceFile>;
+    let files = if charted.files.is_empty() {
+        files
+    } else {
+        all_files = files.iter().cloned().chain(charted.files).collect();
+        &all_files[..]
+    };
+    let default_namespace = |file: &std::path::Path| {
+        charted
+            .namespaces
+            .get(file)
+            .map_or(opts.default_namespace.as_str(), String::as_str)
+    };
+    let mut notes = charted.notes.clone();
     let mut documents = 0;
     let mut skipped_by_targeting = 0;
     let mut objects: Vec<Object> = Vec::new();
@@ -172,7 +202,7 @@ pub fn render(files: &[SourceFile], opts: &RenderOptions) -> Result<Rendered, Re
                 .copied()
         });
         if namespaced == Some(true) && object.namespace().is_none() {
-            object.set_namespace(&opts.default_namespace);
+            object.set_namespace(default_namespace(&file.path));
         }
         if namespaced == Some(false) && object.namespace().is_some() {
             problems.push(Problem::new(
@@ -202,7 +232,7 @@ pub fn render(files: &[SourceFile], opts: &RenderOptions) -> Result<Rendered, Re
     Ok(Rendered {
         objects,
         notes,
-        files: files.len(),
+        files: file_count,
         documents,
         skipped_by_targeting,
         tend,

@@ -1,6 +1,7 @@
 //! Where desired state comes from: a local directory, or a commit of a git repository
 //! fetched into a cache; then the walk over its YAML files.
 
+pub mod charts;
 pub mod encrypted;
 pub mod git;
 pub mod kustomize;

@@ -29,6 +29,9 @@ pub struct SourceFile {
 #[derive(Debug, Default)]
 pub struct Walked {
     pub files: Vec<SourceFile>,
+    /// Helm chart directories (holding `Chart.yaml`), by their path relative to the walked
+    /// directory; not walked for manifests.
+    pub charts: crate::helm::chart::Charts,
     pub problems: Vec<Problem>,
 }
 
@@ -214,6 +217,19 @@ fn visit(
             }
         }
         break;
+    }
+    // A chart's templates are not manifests: the chart is read whole for HelmChart objects.
+    let chart_file = rel.join(super::charts::CHART_FILE);
+    if dir.join(super::charts::CHART_FILE).is_file()
+        && !ignore.matched(&chart_file, false).is_ignore()
+    {
+        match super::charts::read_chart(root, dir, rel) {
+            Ok(chart) => {
+                out.charts.insert(rel.to_path_buf(), chart);
+            }
+            Err(problem) => out.problems.push(problem),
+        }
+        return;
     }
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,

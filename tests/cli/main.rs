@@ -8,6 +8,7 @@ mod crds;
 mod engine;
 mod faults;
 mod git;
+mod helm;
 mod kinds;
 mod kustomize;
 mod lists;

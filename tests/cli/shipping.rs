@@ -577,6 +577,7 @@ fn tend_render_and_kustomize_agree_on_the_install() {
         "CronJob tend-system/tend-chaos",
         "CustomResourceDefinition /chaosagents.tend.dev",
         "CustomResourceDefinition /copyrules.tend.dev",
+        "CustomResourceDefinition /helmcharts.tend.dev",
         "CustomResourceDefinition /immortalcontainers.tend.dev",
         "CustomResourceDefinition /registrymirrors.tend.dev",
         "Namespace /tend-system",

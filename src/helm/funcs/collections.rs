@@ -1,0 +1,278 @@
+//! Sprig's functions over values, lists and dicts (`default`, `empty`, `coalesce`, `dict`,
+//! `set`, `merge`, ...), its integer math, and type inspection.
+
+use super::strings::string_list;
+use super::{strval, to_int};
+use crate::helm::template::builtins::{equal, exact};
+use crate::helm::template::value::Map;
+use crate::helm::template::{CallError, Engine, Value};
+use std::collections::BTreeMap;
+
+fn want_map(v: &Value) -> Result<&Map, CallError> {
+    match v {
+        Value::Map(m) => Ok(m),
+        other => Err(format!(
+            "wrong type for value; expected map[string]interface {{}}; got {}",
+            other.type_name()
+        )
+        .into()),
+    }
+}
+
+fn want_list(v: &Value) -> Result<Vec<Value>, CallError> {
+    match v {
+        Value::List(l) => Ok(l.to_vec()),
+        Value::Nil => Ok(Vec::new()),
+        other => Err(format!("Cannot find on type {}", other.type_name()).into()),
+    }
+}
+
+pub fn register(engine: &mut Engine) {
+    engine.register("default", |_, args| {
+        let mut args = args.into_iter();
+        let fallback = args
+            .next()
+            .ok_or("wrong number of args for default: want 2 got 0")?;
+        Ok(match args.next() {
+            Some(given) if given.truthy() => given,
+            _ => fallback,
+        })
+    });
+    engine.register("empty", |_, args| {
+        let [v] = exact::<1>(args, "empty")?;
+        Ok(Value::Bool(!v.truthy()))
+    });
+    engine.register("coalesce", |_, args| {
+        Ok(args.into_iter().find(Value::truthy).unwrap_or(Value::Nil))
+    });
+    engine.register("ternary", |_, args| {
+        let [yes, no, cond] = exact::<3>(args, "ternary")?;
+        Ok(if matches!(cond, Value::Bool(true)) {
+            yes
+        } else {
+            no
+        })
+    });
+    engine.register("list", |_, args| Ok(Value::list(args)));
+    engine.register("dict", |_, args| {
+        let mut map = BTreeMap::new();
+        let mut it = args.chunks(2);
+        for pair in &mut it {
+            let value = pair.get(1).cloned().unwrap_or_else(|| Value::str(""));
+            map.insert(strval(&pair[0]), value);
+        }
+        Ok(Value::map(map))
+    });
+    engine.register("set", |_, args| {
+        let [d, k, v] = exact::<3>(args, "set")?;
+        want_map(&d)?.borrow_mut().insert(strval(&k), v);
+        Ok(d)
+    });
+    engine.register("unset", |_, args| {
+        let [d, k] = exact::<2>(args, "unset")?;
+        want_map(&d)?.borrow_mut().remove(&strval(&k));
+        Ok(d)
+    });
+    engine.register("hasKey", |_, args| {
+        let [d, k] = exact::<2>(args, "hasKey")?;
+        let found = want_map(&d)?.borrow().contains_key(&strval(&k));
+        Ok(Value::Bool(found))
+    });
+    engine.register("get", |_, args| {
+        let [d, k] = exact::<2>(args, "get")?;
+        let found = want_map(&d)?.borrow().get(&strval(&k)).cloned();
+        Ok(found.unwrap_or_else(|| Value::str("")))
+    });
+    // Go's map order is random, so charts sort what `keys` gives; sorted here.
+    engine.register("keys", |_, args| {
+        let mut keys = Vec::new();
+        for d in &args {
+            keys.extend(want_map(d)?.borrow().keys().map(|k| Value::str(k.as_str())));
+        }
+        Ok(Value::list(keys))
+    });
+    engine.register("values", |_, args| {
+        let [d] = exact::<1>(args, "values")?;
+        let values = want_map(&d)?.borrow().values().cloned().collect();
+        Ok(Value::list(values))
+    });
+    engine.register("omit", |_, args| pick_or_omit(args, false));
+    engine.register("pick", |_, args| pick_or_omit(args, true));
+    engine.register("merge", |_, args| merge_all(args, false));
+    engine.register("mustMerge", |_, args| merge_all(args, false));
+    engine.register("mergeOverwrite", |_, args| merge_all(args, true));
+    engine.register("mustMergeOverwrite", |_, args| merge_all(args, true));
+    engine.register("deepCopy", |_, args| {
+        Ok(exact::<1>(args, "deepCopy")?[0].deep_copy())
+    });
+    engine.register("has", |_, args| {
+        let [needle, haystack] = exact::<2>(args, "has")?;
+        for item in want_list(&haystack)? {
+            if equal(&item, &needle).unwrap_or(false) {
+                return Ok(Value::Bool(true));
+            }
+        }
+        Ok(Value::Bool(false))
+    });
+    engine.register("concat", |_, args| {
+        let mut out = Vec::new();
+        for l in &args {
+            out.extend(want_list(l)?);
+        }
+        Ok(Value::list(out))
+    });
+    engine.register("uniq", |_, args| uniq(args));
+    engine.register("mustUniq", |_, args| uniq(args));
+    engine.register("first", |_, args| {
+        Ok(want_list(&exact::<1>(args, "first")?[0])?
+            .first()
+            .cloned()
+            .unwrap_or_default())
+    });
+    engine.register("last", |_, args| {
+        Ok(want_list(&exact::<1>(args, "last")?[0])?
+            .last()
+            .cloned()
+            .unwrap_or_default())
+    });
+    engine.register("append", |_, args| {
+        let [l, v] = exact::<2>(args, "append")?;
+        let mut out = want_list(&l)?;
+        out.push(v);
+        Ok(Value::list(out))
+    });
+    engine.register("prepend", |_, args| {
+        let [l, v] = exact::<2>(args, "prepend")?;
+        let mut out = vec![v];
+        out.extend(want_list(&l)?);
+        Ok(Value::list(out))
+    });
+    engine.register("compact", |_, args| {
+        let [l] = exact::<1>(args, "compact")?;
+        Ok(Value::list(
+            want_list(&l)?.into_iter().filter(Value::truthy).collect(),
+        ))
+    });
+    engine.register("sortAlpha", |_, args| {
+        let [l] = exact::<1>(args, "sortAlpha")?;
+        let mut items = string_list(&l);
+        items.sort();
+        Ok(Value::list(items.into_iter().map(Value::from).collect()))
+    });
+    engine.register("until", |_, args| {
+        let [n] = exact::<1>(args, "until")?;
+        Ok(Value::list((0..to_int(&n)).map(Value::Int).collect()))
+    });
+    engine.register("kindIs", |_, args| {
+        let [kind, v] = exact::<2>(args, "kindIs")?;
+        Ok(Value::Bool(strval(&kind) == kind_of(&v)))
+    });
+    engine.register("kindOf", |_, args| {
+        Ok(Value::str(kind_of(&exact::<1>(args, "kindOf")?[0])))
+    });
+    engine.register("typeOf", |_, args| {
+        Ok(Value::str(exact::<1>(args, "typeOf")?[0].type_name()))
+    });
+    engine.register("add", |_, args| {
+        Ok(Value::Int(args.iter().map(to_int).sum()))
+    });
+    engine.register("add1", |_, args| {
+        Ok(Value::Int(to_int(&exact::<1>(args, "add1")?[0]) + 1))
+    });
+    engine.register("mul", |_, args| {
+        Ok(Value::Int(args.iter().map(to_int).product()))
+    });
+    engine.register("sub", |_, args| {
+        let [a, b] = exact::<2>(args, "sub")?;
+        Ok(Value::Int(to_int(&a) - to_int(&b)))
+    });
+    engine.register("div", |_, args| {
+        let [a, b] = exact::<2>(args, "div")?;
+        let b = to_int(&b);
+        if b == 0 {
+            return Err("integer divide by zero".into());
+        }
+        Ok(Value::Int(to_int(&a) / b))
+    });
+    engine.register("mod", |_, args| {
+        let [a, b] = exact::<2>(args, "mod")?;
+        let b = to_int(&b);
+        if b == 0 {
+            return Err("integer divide by zero".into());
+        }
+        Ok(Value::Int(to_int(&a) % b))
+    });
+    engine.register("max", |_, args| {
+        Ok(Value::Int(args.iter().map(to_int).max().unwrap_or(0)))
+    });
+    engine.register("min", |_, args| {
+        Ok(Value::Int(args.iter().map(to_int).min().unwrap_or(0)))
+    });
+}
+
+/// Go's `reflect.Kind` name, as Sprig's `kindOf` gives it.
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Nil => "invalid",
+        Value::Bool(_) => "bool",
+        Value::Int(_) => "int",
+        Value::Float(_) => "float64",
+        Value::Str(_) => "string",
+        Value::List(_) => "slice",
+        Value::Map(_) => "map",
+    }
+}
+
+fn uniq(args: Vec<Value>) -> Result<Value, CallError> {
+    let [l] = exact::<1>(args, "uniq")?;
+    let mut out: Vec<Value> = Vec::new();
+    for item in want_list(&l)? {
+        if !out.iter().any(|o| equal(o, &item).unwrap_or(false)) {
+            out.push(item);
+        }
+    }
+    Ok(Value::list(out))
+}
+
+fn pick_or_omit(args: Vec<Value>, keep: bool) -> Result<Value, CallError> {
+    let (d, keys) = args.split_first().ok_or("missing dict")?;
+    let keys: Vec<String> = keys.iter().map(strval).collect();
+    let map = want_map(d)?
+        .borrow()
+        .iter()
+        .filter(|(k, _)| keys.contains(k) == keep)
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    Ok(Value::map(map))
+}
+
+/// Sprig's `merge`/`mergeOverwrite` (mergo): into the first dict, in place; nested dicts
+/// merge; otherwise the destination's value stays unless it is empty (or `overwrite`).
+fn merge_all(args: Vec<Value>, overwrite: bool) -> Result<Value, CallError> {
+    let (dst, srcs) = args.split_first().ok_or("missing dict")?;
+    let dst_map = want_map(dst)?;
+    for src in srcs {
+        let src_map = want_map(src)?;
+        if std::rc::Rc::ptr_eq(dst_map, src_map) {
+            continue;
+        }
+        merge_into(dst_map, &src_map.borrow(), overwrite);
+    }
+    Ok(dst.clone())
+}
+
+fn merge_into(dst: &Map, src: &BTreeMap<String, Value>, overwrite: bool) {
+    for (key, value) in src {
+        let existing = dst.borrow().get(key).cloned();
+        match (existing, value) {
+            (Some(Value::Map(d)), Value::Map(s)) if !std::rc::Rc::ptr_eq(&d, s) => {
+                merge_into(&d, &s.borrow(), overwrite);
+            }
+            (Some(current), _) if current.truthy() && !overwrite => {}
+            (Some(_), Value::Nil) if overwrite => {}
+            _ => {
+                dst.borrow_mut().insert(key.clone(), value.clone());
+            }
+        }
+    }
+}

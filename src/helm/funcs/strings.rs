@@ -1,0 +1,371 @@
+//! Sprig's string functions, type conversions, encodings, hashes, regular expressions and
+//! semver comparison.
+
+use super::{strval, to_float, to_int, want_int, want_str};
+use crate::helm::template::builtins::exact;
+use crate::helm::template::{gofmt, CallError, Engine, Value};
+use base64::Engine as _;
+use sha2::Digest;
+
+fn s(text: impl Into<std::rc::Rc<str>>) -> Result<Value, CallError> {
+    Ok(Value::Str(text.into()))
+}
+
+/// Registers a function of one string argument.
+macro_rules! unary {
+    ($engine:ident, $name:literal, |$x:ident| $body:expr) => {
+        $engine.register($name, |_, args| {
+            let [v] = exact::<1>(args, $name)?;
+            let $x = want_str(&v)?;
+            s($body)
+        });
+    };
+}
+
+/// Registers a function of two string arguments.
+macro_rules! binary {
+    ($engine:ident, $name:literal, |$a:ident, $b:ident| $body:expr) => {
+        $engine.register($name, |_, args| {
+            let [a, b] = exact::<2>(args, $name)?;
+            let ($a, $b) = (want_str(&a)?, want_str(&b)?);
+            Ok(Value::from($body))
+        });
+    };
+}
+
+pub fn register(engine: &mut Engine) {
+    unary!(engine, "upper", |x| x.to_uppercase());
+    unary!(engine, "lower", |x| x.to_lowercase());
+    unary!(engine, "trim", |x| x.trim());
+    unary!(engine, "title", |x| title(x));
+    unary!(engine, "b64enc", |x| {
+        base64::engine::general_purpose::STANDARD.encode(x)
+    });
+    unary!(engine, "sha256sum", |x| hex::encode(sha2::Sha256::digest(
+        x.as_bytes()
+    )));
+    unary!(engine, "sha1sum", |x| hex::encode(sha1::Sha1::digest(
+        x.as_bytes()
+    )));
+    engine.register("b64dec", |_, args| {
+        let [v] = exact::<1>(args, "b64dec")?;
+        match base64::engine::general_purpose::STANDARD.decode(want_str(&v)?) {
+            Ok(bytes) => s(String::from_utf8_lossy(&bytes).into_owned()),
+            Err(e) => s(e.to_string()),
+        }
+    });
+    binary!(engine, "trimSuffix", |suffix, x| x
+        .strip_suffix(suffix)
+        .unwrap_or(x));
+    binary!(engine, "trimPrefix", |prefix, x| x
+        .strip_prefix(prefix)
+        .unwrap_or(x));
+    binary!(engine, "trimAll", |cut, x| x
+        .trim_matches(|c| cut.contains(c)));
+    binary!(engine, "contains", |sub, x| x.contains(sub));
+    binary!(engine, "hasPrefix", |prefix, x| x.starts_with(prefix));
+    binary!(engine, "hasSuffix", |suffix, x| x.ends_with(suffix));
+    engine.register("replace", |_, args| {
+        let [old, new, src] = exact::<3>(args, "replace")?;
+        s(want_str(&src)?.replace(want_str(&old)?, want_str(&new)?))
+    });
+    engine.register("trunc", |_, args| {
+        let [n, v] = exact::<2>(args, "trunc")?;
+        let (n, text) = (want_int(&n)?, want_str(&v)?);
+        let len = text.len() as i64;
+        let cut = if n < 0 && len + n > 0 {
+            text.get((len + n) as usize..)
+        } else if n >= 0 && len > n {
+            text.get(..n as usize)
+        } else {
+            Some(text)
+        };
+        s(cut.unwrap_or(text))
+    });
+    engine.register("indent", |_, args| {
+        let [n, v] = exact::<2>(args, "indent")?;
+        s(indent(want_int(&n)?, want_str(&v)?))
+    });
+    engine.register("nindent", |_, args| {
+        let [n, v] = exact::<2>(args, "nindent")?;
+        s(format!("\n{}", indent(want_int(&n)?, want_str(&v)?)))
+    });
+    engine.register("quote", |_, args| {
+        let quoted: Vec<String> = args
+            .iter()
+            .filter(|a| !matches!(a, Value::Nil))
+            .map(|a| gofmt::quote(&strval(a)))
+            .collect();
+        s(quoted.join(" "))
+    });
+    engine.register("squote", |_, args| {
+        let quoted: Vec<String> = args
+            .iter()
+            .filter(|a| !matches!(a, Value::Nil))
+            .map(|a| format!("'{}'", strval(a)))
+            .collect();
+        s(quoted.join(" "))
+    });
+    engine.register("toString", |_, args| {
+        let [v] = exact::<1>(args, "toString")?;
+        s(strval(&v))
+    });
+    engine.register("int", |_, args| {
+        Ok(Value::Int(to_int(&exact::<1>(args, "int")?[0])))
+    });
+    engine.register("int64", |_, args| {
+        Ok(Value::Int(to_int(&exact::<1>(args, "int64")?[0])))
+    });
+    engine.register("float64", |_, args| {
+        Ok(Value::Float(to_float(&exact::<1>(args, "float64")?[0])))
+    });
+    engine.register("atoi", |_, args| {
+        let [v] = exact::<1>(args, "atoi")?;
+        Ok(Value::Int(want_str(&v)?.parse().unwrap_or(0)))
+    });
+    engine.register("join", |_, args| {
+        let [sep, v] = exact::<2>(args, "join")?;
+        s(string_list(&v).join(want_str(&sep)?))
+    });
+    engine.register("splitList", |_, args| {
+        let [sep, v] = exact::<2>(args, "splitList")?;
+        let parts = want_str(&v)?
+            .split(want_str(&sep)?)
+            .map(Value::from)
+            .collect();
+        Ok(Value::list(parts))
+    });
+    engine.register("split", |_, args| {
+        let [sep, v] = exact::<2>(args, "split")?;
+        let parts = want_str(&v)?
+            .split(want_str(&sep)?)
+            .enumerate()
+            .map(|(i, p)| (format!("_{i}"), Value::from(p)))
+            .collect();
+        Ok(Value::map(parts))
+    });
+    engine.register("regexMatch", |_, args| {
+        let [re, v] = exact::<2>(args, "regexMatch")?;
+        Ok(Value::Bool(regex(&re)?.is_match(want_str(&v)?)))
+    });
+    engine.register("regexReplaceAll", |_, args| {
+        let [re, v, repl] = exact::<3>(args, "regexReplaceAll")?;
+        s(regex(&re)?
+            .replace_all(want_str(&v)?, want_str(&repl)?)
+            .into_owned())
+    });
+    engine.register("regexFind", |_, args| {
+        let [re, v] = exact::<2>(args, "regexFind")?;
+        s(regex(&re)?.find(want_str(&v)?).map_or("", |m| m.as_str()))
+    });
+    engine.register("semverCompare", |_, args| {
+        let [constraint, version] = exact::<2>(args, "semverCompare")?;
+        Ok(Value::Bool(semver_compare(
+            want_str(&constraint)?,
+            want_str(&version)?,
+        )?))
+    });
+}
+
+fn regex(v: &Value) -> Result<regex::Regex, CallError> {
+    regex::Regex::new(want_str(v)?).map_err(|e| CallError::Message(e.to_string()))
+}
+
+fn indent(n: i64, text: &str) -> String {
+    let pad = " ".repeat(n.max(0) as usize);
+    format!("{pad}{}", text.replace('\n', &format!("\n{pad}")))
+}
+
+fn title(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut start = true;
+    for c in text.chars() {
+        if start && c.is_alphabetic() {
+            out.extend(c.to_uppercase());
+        } else {
+            out.push(c);
+        }
+        start = c.is_whitespace();
+    }
+    out
+}
+
+/// Sprig's `strslice`: a list's items as strings (nil items left out), a string alone.
+pub fn string_list(v: &Value) -> Vec<String> {
+    match v {
+        Value::List(l) => l
+            .iter()
+            .filter(|i| !matches!(i, Value::Nil))
+            .map(strval)
+            .collect(),
+        Value::Nil => Vec::new(),
+        other => vec![strval(other)],
+    }
+}
+
+/// A version as Masterminds/semver reads it (`v` prefix, missing parts 0).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Version {
+    major: u64,
+    minor: u64,
+    patch: u64,
+    /// Empty for a release; compared so that a prerelease sorts before its release.
+    pre: Vec<Pre>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Pre {
+    Num(u64),
+    Text(String),
+}
+
+fn parse_version(text: &str) -> Option<(Version, usize)> {
+    let t = text.trim().trim_start_matches(['v', 'V']);
+    let t = t.split('+').next().unwrap_or(t);
+    let (core, pre) = match t.split_once('-') {
+        Some((c, p)) => (c, Some(p)),
+        None => (t, None),
+    };
+    let parts: Vec<&str> = core.split('.').collect();
+    if parts.is_empty() || parts.len() > 3 {
+        return None;
+    }
+    let mut nums = [0u64; 3];
+    for (i, p) in parts.iter().enumerate() {
+        nums[i] = p.parse().ok()?;
+    }
+    let pre = pre
+        .map(|p| {
+            p.split('.')
+                .map(|x| {
+                    x.parse()
+                        .map(Pre::Num)
+                        .unwrap_or_else(|_| Pre::Text(x.into()))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Some((
+        Version {
+            major: nums[0],
+            minor: nums[1],
+            patch: nums[2],
+            pre,
+        },
+        parts.len(),
+    ))
+}
+
+fn cmp_versions(a: &Version, b: &Version) -> std::cmp::Ordering {
+    (a.major, a.minor, a.patch)
+        .cmp(&(b.major, b.minor, b.patch))
+        .then_with(|| match (a.pre.is_empty(), b.pre.is_empty()) {
+            (true, true) => std::cmp::Ordering::Equal,
+            (true, false) => std::cmp::Ordering::Greater,
+            (false, true) => std::cmp::Ordering::Less,
+            (false, false) => a.pre.cmp(&b.pre),
+        })
+}
+
+/// Masterminds/semver v3 constraints: `||` of `,`/space-separated comparisons (`= != > < >=
+/// <= ~ ^`, `x` wildcards). A prerelease version satisfies a comparison only when the
+/// constraint itself names a prerelease (e.g. `>=1.19-0`).
+pub fn semver_compare(constraint: &str, version: &str) -> Result<bool, CallError> {
+    let (v, _) = parse_version(version)
+        .ok_or_else(|| CallError::Message("Invalid Semantic Version".to_string()))?;
+    for alternative in constraint.split("||") {
+        let mut all = true;
+        let normalized = alternative.replace(", ", ",");
+        for part in normalized
+            .split([',', ' '])
+            .filter(|p| !p.trim().is_empty())
+        {
+            if !check(part.trim(), &v)? {
+                all = false;
+                break;
+            }
+        }
+        if all {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+fn check(part: &str, v: &Version) -> Result<bool, CallError> {
+    let op_len = part
+        .find(|c: char| c.is_ascii_digit() || c == 'v' || c == 'x' || c == 'X' || c == '*')
+        .unwrap_or(part.len());
+    let (op, rest) = part.split_at(op_len);
+    let op = op.trim();
+    let wild = rest.split('.').position(|p| matches!(p, "x" | "X" | "*"));
+    let cleaned: String = rest
+        .split('.')
+        .take(wild.unwrap_or(3))
+        .collect::<Vec<_>>()
+        .join(".");
+    let (c, given) = if cleaned.is_empty() {
+        (parse_version("0.0.0").map(|p| p.0), 0)
+    } else {
+        parse_version(&cleaned).map_or((None, 0), |(c, n)| (Some(c), n))
+    };
+    let c = c.ok_or_else(|| CallError::Message(format!("improper constraint: {part}")))?;
+    if !v.pre.is_empty() && c.pre.is_empty() {
+        return Ok(false);
+    }
+    let ord = cmp_versions(v, &c);
+    use std::cmp::Ordering::*;
+    let upper = |bump_minor: bool| -> Version {
+        if bump_minor {
+            Version {
+                major: c.major,
+                minor: c.minor + 1,
+                patch: 0,
+                pre: vec![],
+            }
+        } else {
+            Version {
+                major: c.major + 1,
+                minor: 0,
+                patch: 0,
+                pre: vec![],
+            }
+        }
+    };
+    Ok(match op {
+        "" | "=" | "==" if given < 3 => ord != Less && cmp_versions(v, &upper(given == 2)) == Less,
+        "" | "=" | "==" => ord == Equal,
+        "!=" => ord != Equal,
+        ">" => ord == Greater,
+        "<" => ord == Less,
+        ">=" | "=>" => ord != Less,
+        "<=" | "=<" => ord != Greater,
+        "~" | "~>" => ord != Less && cmp_versions(v, &upper(given >= 2)) == Less,
+        "^" => {
+            let limit = if c.major > 0 || given < 2 {
+                Version {
+                    major: c.major + 1,
+                    minor: 0,
+                    patch: 0,
+                    pre: vec![],
+                }
+            } else if c.minor > 0 || given < 3 {
+                Version {
+                    major: 0,
+                    minor: c.minor + 1,
+                    patch: 0,
+                    pre: vec![],
+                }
+            } else {
+                Version {
+                    major: 0,
+                    minor: 0,
+                    patch: c.patch + 1,
+                    pre: vec![],
+                }
+            };
+            ord != Less && cmp_versions(v, &limit) == Less
+        }
+        other => return Err(format!("improper constraint: {other}{rest}").into()),
+    })
+}

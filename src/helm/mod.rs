@@ -1,0 +1,10 @@
+//! Helm charts rendered natively (SPEC 3.6, issue 23): Go's template language
+//! ([`template`]), the functions Helm and Sprig give charts ([`funcs`]) and a chart's render
+//! ([`chart`]). Pure: no I/O.
+
+pub mod chart;
+pub mod funcs;
+pub mod template;
+
+#[cfg(test)]
+mod corpus_tests;

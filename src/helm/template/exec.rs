@@ -1,0 +1,430 @@
+//! Executing a parsed template with Go's semantics: variables and `$`, pipelines, control
+//! structures with `break`/`continue`, named templates, and the built-in functions whose
+//! behaviour is part of the language (`and`/`or` short-circuit, comparisons, `index`, ...).
+
+use super::gofmt;
+use super::parse::{Command, Node, Operand, Pipe};
+use super::value::Value;
+use super::{Engine, TemplateError};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+/// How deep `template`/`include`/`tpl` may nest; Helm stops recursion the same way.
+const MAX_DEPTH: usize = 1000;
+
+enum Flow {
+    Normal,
+    Break,
+    Continue,
+}
+
+/// One execution: the engine's templates, the variables in scope, where we are.
+pub struct Exec<'e> {
+    engine: &'e Engine,
+    vars: Vec<(String, Value)>,
+    /// The template being executed and the line of the action being evaluated, for errors.
+    name: Rc<str>,
+    line: usize,
+    depth: usize,
+    /// Templates defined by `tpl` text, visible while it runs.
+    overlay: Vec<HashMap<String, Rc<Vec<Node>>>>,
+}
+
+type Res<T> = Result<T, TemplateError>;
+
+impl<'e> Exec<'e> {
+    pub(super) fn new(engine: &'e Engine, name: &str) -> Self {
+        Exec {
+            engine,
+            vars: Vec::new(),
+            name: name.into(),
+            line: 0,
+            depth: 0,
+            overlay: Vec::new(),
+        }
+    }
+
+    /// The template running now (Helm's `.Template.Name` and `tpl` use it).
+    pub fn template_name(&self) -> &str {
+        &self.name
+    }
+
+    pub(super) fn error(&self, message: impl Into<String>) -> TemplateError {
+        TemplateError {
+            template: self.name.to_string(),
+            line: self.line,
+            message: message.into(),
+        }
+    }
+
+    fn lookup(&self, name: &str) -> Option<Rc<Vec<Node>>> {
+        self.overlay
+            .iter()
+            .rev()
+            .find_map(|o| o.get(name).cloned())
+            .or_else(|| self.engine.templates.get(name).cloned())
+    }
+
+    /// Runs the named template with `dot` (and `$` = `dot`) and returns its text: Go's
+    /// `{{template}}` and Helm's `include`.
+    pub fn execute_named(&mut self, name: &str, dot: Value) -> Res<String> {
+        let Some(body) = self.lookup(name) else {
+            return Err(self.error(format!(
+                "no template {name:?} associated with template {:?}",
+                self.name
+            )));
+        };
+        let mut out = String::new();
+        self.nested(name, dot, &body, &mut out)?;
+        Ok(out)
+    }
+
+    /// Parses `text` and runs it with `dot`: Helm's `tpl`. Templates it defines are visible
+    /// to it only.
+    pub fn execute_text(&mut self, text: &str, dot: Value) -> Res<String> {
+        let tree = super::parse::parse(text, &|f| self.engine.has_function(f)).map_err(
+            |(line, message)| TemplateError {
+                template: self.name.to_string(),
+                line,
+                message: format!("in tpl text: {message}"),
+            },
+        )?;
+        self.overlay.push(tree.defines.into_iter().collect());
+        let mut out = String::new();
+        let name = self.name.clone();
+        let result = self.nested(&name, dot, &tree.root, &mut out);
+        self.overlay.pop();
+        result.map(|_| out)
+    }
+
+    fn nested(&mut self, name: &str, dot: Value, body: &[Node], out: &mut String) -> Res<()> {
+        if self.depth >= MAX_DEPTH {
+            return Err(self.error(format!(
+                "exceeded max template depth ({MAX_DEPTH}) executing {name:?}"
+            )));
+        }
+        let saved_vars = std::mem::replace(&mut self.vars, vec![("$".into(), dot.clone())]);
+        let saved_name = std::mem::replace(&mut self.name, name.into());
+        let saved_line = self.line;
+        self.depth += 1;
+        let result = self.walk_list(&dot, body, out);
+        self.depth -= 1;
+        self.vars = saved_vars;
+        self.name = saved_name;
+        self.line = saved_line;
+        result.map(|_| ())
+    }
+
+    pub(super) fn run(&mut self, dot: Value, body: &[Node], out: &mut String) -> Res<()> {
+        self.vars = vec![("$".into(), dot.clone())];
+        self.walk_list(&dot, body, out).map(|_| ())
+    }
+
+    fn walk_list(&mut self, dot: &Value, nodes: &[Node], out: &mut String) -> Res<Flow> {
+        for node in nodes {
+            match self.walk(dot, node, out)? {
+                Flow::Normal => {}
+                flow => return Ok(flow),
+            }
+        }
+        Ok(Flow::Normal)
+    }
+
+    fn walk(&mut self, dot: &Value, node: &Node, out: &mut String) -> Res<Flow> {
+        match node {
+            Node::Text(text) => out.push_str(text),
+            Node::Action(pipe) => {
+                let value = self.pipeline(dot, pipe)?;
+                if pipe.decl.is_empty() {
+                    match value {
+                        // Go prints an invalid (nil) result as "<no value>".
+                        Value::Nil => out.push_str("<no value>"),
+                        Value::Str(s) => out.push_str(&s),
+                        v => out.push_str(&gofmt::display(&v)),
+                    }
+                }
+            }
+            Node::If(c) | Node::With(c) => {
+                let mark = self.vars.len();
+                let value = self.pipeline(dot, &c.pipe)?;
+                let flow = if value.truthy() {
+                    let inner = if matches!(node, Node::With(_)) {
+                        &value
+                    } else {
+                        dot
+                    };
+                    self.walk_list(inner, &c.body, out)?
+                } else {
+                    self.walk_list(dot, &c.otherwise, out)?
+                };
+                self.vars.truncate(mark);
+                return Ok(flow);
+            }
+            Node::Range(c) => return self.range(dot, c, out),
+            Node::Template { line, name, pipe } => {
+                self.line = *line;
+                let value = match pipe {
+                    Some(p) => self.pipeline(dot, p)?,
+                    None => Value::Nil,
+                };
+                let text = self.execute_named(name, value)?;
+                out.push_str(&text);
+            }
+            Node::Break(_) => return Ok(Flow::Break),
+            Node::Continue(_) => return Ok(Flow::Continue),
+        }
+        Ok(Flow::Normal)
+    }
+
+    fn range(&mut self, dot: &Value, c: &super::parse::Control, out: &mut String) -> Res<Flow> {
+        let mark = self.vars.len();
+        // The pipeline's own declarations are the loop variables, not the value's.
+        let pipe = Pipe {
+            decl: Vec::new(),
+            ..c.pipe.clone()
+        };
+        let value = self.pipeline(dot, &pipe)?;
+        let items: Vec<(Value, Value)> = match &value {
+            Value::Nil => Vec::new(),
+            Value::List(l) => l
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (Value::Int(i as i64), v.clone()))
+                .collect(),
+            Value::Map(m) => m
+                .borrow()
+                .iter()
+                .map(|(k, v)| (Value::str(k.as_str()), v.clone()))
+                .collect(),
+            Value::Int(n) => {
+                if c.pipe.decl.len() > 1 {
+                    return Err(self.error("can't use two iteration variables with range over int"));
+                }
+                (0..*n).map(|i| (Value::Int(i), Value::Int(i))).collect()
+            }
+            other => {
+                return Err(self.error(format!(
+                    "range can't iterate over {}",
+                    gofmt::display(other)
+                )));
+            }
+        };
+        if items.is_empty() {
+            let flow = self.walk_list(dot, &c.otherwise, out)?;
+            self.vars.truncate(mark);
+            return Ok(flow);
+        }
+        for (key, item) in items {
+            match c.pipe.decl.as_slice() {
+                [] => {}
+                [elem] => self.vars.push((elem.clone(), item.clone())),
+                [k, elem, ..] => {
+                    self.vars.push((k.clone(), key));
+                    self.vars.push((elem.clone(), item.clone()));
+                }
+            }
+            let flow = self.walk_list(&item, &c.body, out)?;
+            self.vars.truncate(mark);
+            if let Flow::Break = flow {
+                break;
+            }
+        }
+        Ok(Flow::Normal)
+    }
+
+    fn pipeline(&mut self, dot: &Value, pipe: &Pipe) -> Res<Value> {
+        self.line = pipe.line;
+        let mut value: Option<Value> = None;
+        for cmd in &pipe.cmds {
+            value = Some(self.command(dot, cmd, value)?);
+        }
+        let value = value.unwrap_or_default();
+        for name in &pipe.decl {
+            if pipe.assign {
+                match self.vars.iter_mut().rev().find(|(n, _)| n == name) {
+                    Some(slot) => slot.1 = value.clone(),
+                    None => return Err(self.error(format!("undefined variable: {name}"))),
+                }
+            } else {
+                self.vars.push((name.clone(), value.clone()));
+            }
+        }
+        Ok(value)
+    }
+
+    fn variable(&self, name: &str) -> Res<Value> {
+        self.vars
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+            .ok_or_else(|| self.error(format!("undefined variable: {name}")))
+    }
+
+    /// Follows `.A.B` from `value`; the last step gets `args` (only a method takes them).
+    /// A map key wins over a method of the same name, as a Go map has no methods; methods
+    /// are those of Helm's types (`.Capabilities.APIVersions.Has`, `.Files.Get`).
+    fn fields(&mut self, mut value: Value, fields: &[String], args: Vec<Value>) -> Res<Value> {
+        let mut args = Some(args);
+        for (i, field) in fields.iter().enumerate() {
+            let last = i + 1 == fields.len();
+            let method = self.engine.method(field);
+            value = match &value {
+                Value::Map(m) if m.borrow().contains_key(field) || method.is_none() => {
+                    if last && args.as_ref().is_some_and(|a| !a.is_empty()) {
+                        return Err(
+                            self.error(format!("{field} is not a method but has arguments"))
+                        );
+                    }
+                    m.borrow().get(field).cloned().unwrap_or(Value::Nil)
+                }
+                Value::Map(_) | Value::List(_) if method.is_some() => {
+                    let mut call = vec![value.clone()];
+                    if last {
+                        call.extend(args.take().unwrap_or_default());
+                    }
+                    let func = method.expect("checked");
+                    func(self, call).map_err(|e| match e {
+                        super::CallError::Message(m) => {
+                            self.error(format!("error calling {field}: {m}"))
+                        }
+                        super::CallError::Template(t) => t,
+                    })?
+                }
+                Value::Nil => {
+                    return Err(
+                        self.error(format!("nil pointer evaluating interface {{}}.{field}"))
+                    );
+                }
+                other => {
+                    return Err(self.error(format!(
+                        "can't evaluate field {field} in type {}",
+                        other.type_name()
+                    )));
+                }
+            };
+        }
+        Ok(value)
+    }
+
+    fn args(&mut self, dot: &Value, operands: &[Operand], fin: Option<Value>) -> Res<Vec<Value>> {
+        let mut values = Vec::with_capacity(operands.len() + 1);
+        for operand in operands {
+            values.push(self.arg(dot, operand)?);
+        }
+        values.extend(fin);
+        Ok(values)
+    }
+
+    fn command(&mut self, dot: &Value, cmd: &Command, fin: Option<Value>) -> Res<Value> {
+        let first = &cmd.args[0];
+        let has_args = cmd.args.len() > 1 || fin.is_some();
+        match first {
+            Operand::Function(name) => return self.call(dot, name, &cmd.args[1..], fin),
+            Operand::Field(fields) => {
+                let args = self.args(dot, &cmd.args[1..], fin)?;
+                return self.fields(dot.clone(), fields, args);
+            }
+            Operand::Variable(name, fields) => {
+                let value = self.variable(name)?;
+                let args = self.args(dot, &cmd.args[1..], fin)?;
+                return self.fields(value, fields, args);
+            }
+            Operand::Chain(pipe, fields) => {
+                let value = self.pipeline(dot, pipe)?;
+                let args = self.args(dot, &cmd.args[1..], fin)?;
+                return self.fields(value, fields, args);
+            }
+            _ => {}
+        }
+        if has_args {
+            return Err(self.error(format!(
+                "can't give argument to non-function {}",
+                operand_text(first)
+            )));
+        }
+        self.operand(dot, first)
+    }
+
+    fn operand(&mut self, dot: &Value, operand: &Operand) -> Res<Value> {
+        Ok(match operand {
+            Operand::Dot => dot.clone(),
+            Operand::Nil => return Err(self.error("nil is not a command")),
+            Operand::Bool(b) => Value::Bool(*b),
+            Operand::Int(i) => Value::Int(*i),
+            Operand::Float(f) => Value::Float(*f),
+            Operand::Str(s) => Value::Str(s.clone()),
+            Operand::Field(fields) => self.fields(dot.clone(), fields, Vec::new())?,
+            Operand::Variable(name, fields) => {
+                let value = self.variable(name)?;
+                self.fields(value, fields, Vec::new())?
+            }
+            Operand::Chain(pipe, fields) => {
+                let value = self.pipeline(dot, pipe)?;
+                self.fields(value, fields, Vec::new())?
+            }
+            Operand::Pipe(pipe) => {
+                let mark = self.vars.len();
+                let value = self.pipeline(dot, pipe)?;
+                self.vars.truncate(mark);
+                value
+            }
+            // A function used as an argument is called without arguments.
+            Operand::Function(name) => self.call(dot, name, &[], None)?,
+        })
+    }
+
+    fn arg(&mut self, dot: &Value, operand: &Operand) -> Res<Value> {
+        match operand {
+            Operand::Nil => Ok(Value::Nil),
+            other => self.operand(dot, other),
+        }
+    }
+
+    fn call(
+        &mut self,
+        dot: &Value,
+        name: &str,
+        args: &[Operand],
+        fin: Option<Value>,
+    ) -> Res<Value> {
+        let line = self.line;
+        // `and` and `or` stop at the first argument that decides the result.
+        if name == "and" || name == "or" {
+            let count = args.len() + usize::from(fin.is_some());
+            if count == 0 {
+                return Err(self.error(format!(
+                    "wrong number of args for {name}: want at least 1 got 0"
+                )));
+            }
+            let mut last = Value::Nil;
+            for operand in args {
+                last = self.arg(dot, operand)?;
+                if last.truthy() != (name == "and") {
+                    return Ok(last);
+                }
+            }
+            return Ok(fin.unwrap_or(last));
+        }
+        let values = self.args(dot, args, fin)?;
+        self.line = line;
+        let Some(func) = self.engine.function(name) else {
+            return Err(self.error(format!("function {name:?} not defined")));
+        };
+        func(self, values).map_err(|e| match e {
+            super::CallError::Message(m) => self.error(format!("error calling {name}: {m}")),
+            super::CallError::Template(t) => t,
+        })
+    }
+}
+
+fn operand_text(operand: &Operand) -> String {
+    match operand {
+        Operand::Dot => ".".into(),
+        Operand::Bool(b) => b.to_string(),
+        Operand::Int(i) => i.to_string(),
+        Operand::Float(f) => gofmt::float_v(*f),
+        Operand::Str(s) => gofmt::quote(s),
+        _ => "operand".into(),
+    }
+}

@@ -1,0 +1,131 @@
+//! Go's `text/template`, as Helm runs it: lexer (`lex`), parser ([`parse`]), executor
+//! ([`exec`]), Go's `fmt` ([`gofmt`]) and the language's built-in functions ([`builtins`]).
+//! Pure: text and values in, text or a [`TemplateError`] out. Helm's and Sprig's functions
+//! are added by the caller through [`Engine::register`].
+
+pub mod builtins;
+pub mod exec;
+pub mod gofmt;
+mod lex;
+pub mod parse;
+pub mod value;
+
+pub use exec::Exec;
+pub use value::Value;
+
+use parse::Node;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+/// A template function: Go's `func(args...) (any, error)`, with the execution for
+/// functions that run templates (`include`, `tpl`).
+pub type Func = fn(&mut Exec, Vec<Value>) -> Result<Value, CallError>;
+
+/// Why a function call failed.
+#[derive(Debug)]
+pub enum CallError {
+    /// Go's `error calling <func>: <message>`.
+    Message(String),
+    /// An error of a template the function ran, passed through as it is.
+    Template(TemplateError),
+}
+
+impl From<String> for CallError {
+    fn from(m: String) -> Self {
+        CallError::Message(m)
+    }
+}
+
+impl From<&str> for CallError {
+    fn from(m: &str) -> Self {
+        CallError::Message(m.to_string())
+    }
+}
+
+impl From<TemplateError> for CallError {
+    fn from(e: TemplateError) -> Self {
+        CallError::Template(e)
+    }
+}
+
+/// A parse or execution error: the template (file) name, the line, what went wrong.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("template: {template}:{line}: {message}")]
+pub struct TemplateError {
+    pub template: String,
+    pub line: usize,
+    pub message: String,
+}
+
+/// A set of templates sharing one namespace of `define`d names, and the functions they may
+/// call.
+#[derive(Default)]
+pub struct Engine {
+    templates: HashMap<String, Rc<Vec<Node>>>,
+    functions: HashMap<&'static str, Func>,
+    /// Methods of Helm's types, called with the receiver first.
+    methods: HashMap<&'static str, Func>,
+}
+
+impl Engine {
+    /// An engine with Go's built-in functions.
+    pub fn new() -> Engine {
+        let mut engine = Engine::default();
+        builtins::register(&mut engine);
+        engine
+    }
+
+    pub fn register(&mut self, name: &'static str, func: Func) {
+        self.functions.insert(name, func);
+    }
+
+    /// A method of Helm's types (`Has` of `.Capabilities.APIVersions`, `Get` of `.Files`):
+    /// `.X.Name args` on a list or map without a key `Name` calls it with the receiver
+    /// first.
+    pub fn register_method(&mut self, name: &'static str, func: Func) {
+        self.methods.insert(name, func);
+    }
+
+    fn method(&self, name: &str) -> Option<Func> {
+        self.methods.get(name).copied()
+    }
+
+    pub fn has_function(&self, name: &str) -> bool {
+        self.functions.contains_key(name) || name == "and" || name == "or"
+    }
+
+    fn function(&self, name: &str) -> Option<Func> {
+        self.functions.get(name).copied()
+    }
+
+    /// Parses `src` as the template `name`; its `define`s join the shared set, replacing
+    /// earlier ones of the same name (as Go's `AddParseTree` does).
+    pub fn add(&mut self, name: &str, src: &str) -> Result<(), TemplateError> {
+        let tree = parse::parse(src, &|f| self.has_function(f)).map_err(|(line, message)| {
+            TemplateError {
+                template: name.to_string(),
+                line,
+                message,
+            }
+        })?;
+        for (define, body) in tree.defines {
+            self.templates.insert(define, body);
+        }
+        self.templates.insert(name.to_string(), Rc::new(tree.root));
+        Ok(())
+    }
+
+    /// Runs the template `name` with `dot`.
+    pub fn execute(&self, name: &str, dot: Value) -> Result<String, TemplateError> {
+        let mut exec = Exec::new(self, name);
+        let Some(body) = self.templates.get(name).cloned() else {
+            return Err(exec.error(format!("no template {name:?}")));
+        };
+        let mut out = String::new();
+        exec.run(dot, &body, &mut out)?;
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,247 @@
+//! Each construct of the language, with the output Go's text/template gives (checked against
+//! Go's own exec_test.go cases where they cover it).
+
+use super::value::Value;
+use super::Engine;
+use std::collections::BTreeMap;
+
+fn data() -> Value {
+    let json = serde_json::json!({
+        "name": "web",
+        "replicas": 3,
+        "enabled": true,
+        "empty": "",
+        "list": ["a", "b", "c"],
+        "map": {"z": 1, "a": 2, "m": 3},
+        "nested": {"inner": {"value": "deep"}},
+        "zero": 0,
+        "nothing": null
+    });
+    Value::from_json(&json, false)
+}
+
+fn render(src: &str) -> String {
+    try_render(src).unwrap_or_else(|e| panic!("{src}: {e}"))
+}
+
+fn try_render(src: &str) -> Result<String, super::TemplateError> {
+    let mut engine = Engine::new();
+    engine.add("t", src)?;
+    engine.execute("t", data())
+}
+
+#[test]
+fn text_fields_and_missing_keys() {
+    assert_eq!(render("hello {{ .name }}!"), "hello web!");
+    assert_eq!(render("{{ .nested.inner.value }}"), "deep");
+    assert_eq!(render("{{ .missing }}"), "<no value>");
+    assert_eq!(render("{{ .nothing }}"), "<no value>");
+    assert_eq!(render("{{ . | len }}"), "9");
+    let err = try_render("{{ .missing.deeper }}").unwrap_err();
+    assert_eq!(err.message, "nil pointer evaluating interface {}.deeper");
+    let err = try_render("{{ .name.x }}").unwrap_err();
+    assert_eq!(err.message, "can't evaluate field x in type string");
+}
+
+#[test]
+fn trimming_and_comments() {
+    assert_eq!(render("a  {{- .name -}}  b"), "awebb");
+    assert_eq!(render("a \n{{- /* note */ -}}\n b"), "ab");
+    assert_eq!(render("a {{/* note */}} b"), "a  b");
+    assert_eq!(render("{{ 3 -}} x"), "3x");
+    assert_eq!(render("{{ -3 }}"), "-3");
+}
+
+#[test]
+fn variables_and_dollar() {
+    assert_eq!(render("{{ $x := .name }}{{ $x }}"), "web");
+    assert_eq!(render("{{ $x := 1 }}{{ $x = 2 }}{{ $x }}"), "2");
+    assert_eq!(
+        render("{{ with .nested }}{{ $.name }}-{{ .inner.value }}{{ end }}"),
+        "web-deep"
+    );
+    assert_eq!(
+        render("{{ if true }}{{ $y := 1 }}{{ end }}{{ $x := 2 }}{{ $x }}"),
+        "2"
+    );
+    assert!(try_render("{{ if true }}{{ $y := 1 }}{{ end }}{{ $y }}").is_err());
+    assert_eq!(
+        render("{{ $v := 1 }}{{ range .list }}{{ $v = . }}{{ end }}{{ $v }}"),
+        "c"
+    );
+}
+
+#[test]
+fn if_else_with() {
+    assert_eq!(render("{{ if .enabled }}on{{ else }}off{{ end }}"), "on");
+    assert_eq!(
+        render("{{ if .empty }}x{{ else if .zero }}y{{ else if .list }}z{{ end }}"),
+        "z"
+    );
+    assert_eq!(
+        render("{{ with .missing }}x{{ else }}none{{ end }}"),
+        "none"
+    );
+    assert_eq!(
+        render("{{ with .missing }}x{{ else with .name }}{{ . }}{{ end }}"),
+        "web"
+    );
+    assert_eq!(render("{{ if .nothing }}x{{ end }}"), "");
+    assert_eq!(render("{{ if .map }}{{ .map.a }}{{ end }}"), "2");
+}
+
+#[test]
+fn range_lists_maps_ints_else_break_continue() {
+    assert_eq!(render("{{ range .list }}{{ . }}{{ end }}"), "abc");
+    assert_eq!(
+        render("{{ range $i, $e := .list }}{{ $i }}={{ $e }} {{ end }}"),
+        "0=a 1=b 2=c "
+    );
+    assert_eq!(
+        render("{{ range $k, $v := .map }}{{ $k }}{{ $v }}{{ end }}"),
+        "a2m3z1"
+    );
+    assert_eq!(render("{{ range $v := .map }}{{ $v }}{{ end }}"), "231");
+    assert_eq!(
+        render("{{ range .missing }}x{{ else }}empty{{ end }}"),
+        "empty"
+    );
+    assert_eq!(render("{{ range 3 }}{{ . }}{{ end }}"), "012");
+    assert_eq!(
+        render("{{ range .list }}{{ if eq . \"b\" }}{{ continue }}{{ end }}{{ . }}{{ end }}"),
+        "ac"
+    );
+    assert_eq!(
+        render("{{ range .list }}{{ if eq . \"b\" }}{{ break }}{{ end }}{{ . }}{{ end }}"),
+        "a"
+    );
+    assert!(try_render("{{ break }}").is_err());
+    assert!(try_render("{{ range .name }}{{ end }}").is_err());
+}
+
+#[test]
+fn define_template_block() {
+    let src = r#"{{ define "greet" }}hi {{ . }}{{ end }}{{ template "greet" .name }}|{{ block "b" . }}{{ .replicas }}{{ end }}"#;
+    assert_eq!(render(src), "hi web|3");
+    assert_eq!(
+        render(r#"{{ define "d" }}{{ $ }}{{ end }}{{ template "d" 5 }}"#),
+        "5"
+    );
+    assert_eq!(
+        render(r#"{{ define "n" }}[{{ . }}]{{ end }}{{ template "n" }}"#),
+        "[<no value>]"
+    );
+    let err = try_render(r#"{{ template "nope" }}"#).unwrap_err();
+    assert!(err.message.contains("no template \"nope\""), "{err}");
+}
+
+#[test]
+fn and_or_short_circuit_not() {
+    assert_eq!(render("{{ and 1 0 2 }}"), "0");
+    assert_eq!(render("{{ and 1 2 }}"), "2");
+    assert_eq!(render("{{ or 0 \"\" .name }}"), "web");
+    assert_eq!(render("{{ or 0 \"\" }}"), "");
+    // The missing field on nil would fail if evaluated.
+    assert_eq!(render("{{ or .name .missing.x }}"), "web");
+    assert_eq!(render("{{ and .missing .missing.x }}"), "<no value>");
+    assert_eq!(render("{{ not .empty }} {{ not .list }}"), "true false");
+}
+
+#[test]
+fn comparisons_follow_go() {
+    assert_eq!(
+        render("{{ eq .name \"web\" }} {{ eq 1 2 3 1 }} {{ ne 1 2 }}"),
+        "true true true"
+    );
+    assert_eq!(
+        render("{{ lt 1 2 }} {{ le 2 2 }} {{ gt \"b\" \"a\" }} {{ ge 1.5 2.5 }}"),
+        "true true true false"
+    );
+    assert_eq!(
+        render("{{ eq .missing \"x\" }} {{ eq .missing nil }}"),
+        "false true"
+    );
+    let err = try_render("{{ eq 1 1.0 }}").unwrap_err();
+    assert_eq!(
+        err.message,
+        "error calling eq: incompatible types for comparison"
+    );
+    assert!(try_render("{{ lt true false }}").is_err());
+}
+
+#[test]
+fn len_index_slice_print() {
+    assert_eq!(
+        render("{{ len .list }} {{ len .name }} {{ len .map }}"),
+        "3 3 3"
+    );
+    assert_eq!(render("{{ index .list 1 }} {{ index .map \"z\" }} {{ index . \"nested\" \"inner\" \"value\" }}"), "b 1 deep");
+    assert_eq!(render("{{ index .map \"nope\" }}"), "<no value>");
+    assert!(try_render("{{ index .list 5 }}").is_err());
+    assert_eq!(
+        render("{{ slice .list 1 }} {{ slice .name 0 2 }}"),
+        "[b c] we"
+    );
+    assert_eq!(
+        render("{{ print 1 2 \"a\" }}|{{ println \"x\" 1 }}|"),
+        "1 2a|x 1\n|"
+    );
+    assert_eq!(
+        render("{{ printf \"%s-%d-%v-%q-%t\" .name 3 .list \"q\" true }}"),
+        "web-3-[a b c]-\"q\"-true"
+    );
+    assert_eq!(render("{{ .list }} {{ .map }}"), "[a b c] map[a:2 m:3 z:1]");
+    assert_eq!(
+        render("{{ 1.5 }} {{ 1e6 }} {{ 0x1F }} {{ 'a' }}"),
+        "1.5 1e+06 31 97"
+    );
+}
+
+#[test]
+fn pipelines_and_parens() {
+    assert_eq!(render("{{ .name | printf \"%s!\" }}"), "web!");
+    assert_eq!(render("{{ \"a\" | printf \"%s%s\" \"b\" }}"), "ba");
+    assert_eq!(
+        render("{{ (index .list 0) }}{{ (.nested).inner.value }}"),
+        "adeep"
+    );
+    assert_eq!(render("{{ (printf \"%d\" 3) | len }}"), "1");
+    let err = try_render("{{ 3 | 4 }}").unwrap_err();
+    assert!(
+        err.message.contains("can't give argument to non-function"),
+        "{err}"
+    );
+}
+
+#[test]
+fn parse_errors_name_line() {
+    let err = try_render("line1\n{{ if .x }}\n{{ nosuchfn 1 }}{{ end }}").unwrap_err();
+    assert_eq!(
+        (err.line, err.message.as_str()),
+        (3, "function \"nosuchfn\" not defined")
+    );
+    let err = try_render("a\n{{ if .x }}").unwrap_err();
+    assert_eq!(err.template, "t");
+    assert!(try_render("{{ end }}").is_err());
+    assert!(try_render("{{ .x ").is_err());
+    assert!(try_render("{{ \"unterminated }}").is_err());
+}
+
+#[test]
+fn maps_are_shared_like_go_maps() {
+    let mut engine = Engine::new();
+    engine.register("put", |_, args| {
+        if let [Value::Map(m), Value::Str(k), v] = args.as_slice() {
+            m.borrow_mut().insert(k.to_string(), v.clone());
+        }
+        Ok(Value::str(""))
+    });
+    engine
+        .add(
+            "t",
+            "{{ $m := .nested }}{{ put $m \"k\" 1 }}{{ .nested.k }}",
+        )
+        .unwrap();
+    assert_eq!(engine.execute("t", data()).unwrap(), "1");
+    let _ = BTreeMap::<String, Value>::new();
+}

@@ -1,0 +1,153 @@
+//! `HelmChart` (SPEC 3.6, issue 23): a Helm chart in the repository, rendered by tend itself
+//! (no helm binary) into plain objects that then go through everything else. The chart is
+//! read by the source stage and rendered by `render` (see `render::helm_charts`); this
+//! folder holds the type, its CRD and its checks.
+
+use super::checks::Problems;
+use super::{FieldProblem, Kind, TendKind};
+use crate::object::names;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// What `.Capabilities.KubeVersion` reports when `spec.kubeVersion` is not set.
+pub const DEFAULT_KUBE_VERSION: &str = "v1.33.0";
+
+/// A release of a chart: `metadata.name` is the release name (unless `spec.releaseName`),
+/// `metadata.namespace` the release namespace.
+// Each printcolumn(...) repeats `type_ = ...`, which clippy mistakes for duplicates.
+#[allow(clippy::duplicated_attributes)]
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "tend.dev",
+    version = "v1alpha1",
+    kind = "HelmChart",
+    namespaced,
+    status = "HelmChartStatus",
+    derive = "PartialEq",
+    shortname = "hc",
+    category = "tend",
+    doc = "A Helm chart rendered natively by tend into plain objects (tend).",
+    printcolumn(name = "CHART", type_ = "string", json_path = ".spec.chart"),
+    printcolumn(
+        name = "AGE",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HelmChartSpec {
+    /// The chart's directory (holding `Chart.yaml`), relative to this file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chart: Option<String>,
+    /// A chart repository (HTTP(S) or `oci://`); not supported yet: tend refuses it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repository: Option<String>,
+    /// The chart's name in `repository`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The chart's version (or semver range) in `repository`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The release name. Default: `metadata.name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release_name: Option<String>,
+    /// Values over the chart's `values.yaml` (maps merge, anything else replaces, `null`
+    /// removes a default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
+    pub values: Option<serde_json::Value>,
+    /// Values files, relative to this file; not supported yet: tend refuses them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values_files: Vec<String>,
+    /// Whether the chart's `crds/` are applied. Default: true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub include_crds: Option<bool>,
+    /// What `.Capabilities.KubeVersion` reports, e.g. `v1.33.0` (the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kube_version: Option<String>,
+    /// API versions `.Capabilities.APIVersions.Has` finds besides the built-in ones.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub api_versions: Vec<String>,
+    /// Render the chart only for these clusters (`--cluster`). Default: every cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clusters: Option<Vec<String>>,
+}
+
+/// The status subresource every tend kind declares. tend does not write it yet (issue 23:
+/// the resolved chart version and the release's objects will go here).
+// Lenient (no `deny_unknown_fields`), so an older tend can read a newer tend's status.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HelmChartStatus {
+    /// `metadata.generation` this status was computed for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+impl HelmChart {
+    /// The release name: `spec.releaseName`, else `metadata.name`.
+    pub fn release_name(&self) -> &str {
+        self.spec
+            .release_name
+            .as_deref()
+            .or(self.metadata.name.as_deref())
+            .unwrap_or("")
+    }
+}
+
+impl Kind for HelmChart {
+    const KIND: TendKind = TendKind::HelmChart;
+    type Status = HelmChartStatus;
+
+    fn validate(&self) -> Vec<FieldProblem> {
+        let mut out = Vec::new();
+        let mut p = Problems { out: &mut out };
+        let spec = &self.spec;
+        match (&spec.chart, &spec.repository) {
+            (None, None) => p.push(
+                &["spec", "chart"],
+                "missing: set spec.chart to the chart's directory, relative to this file",
+            ),
+            (_, Some(_)) => p.push(
+                &["spec", "repository"],
+                "charts from repositories (HTTP(S), oci://) are not supported yet; vendor the chart into the repository and set spec.chart to its directory",
+            ),
+            (Some(chart), None) => p.non_empty(&["spec", "chart"], chart, "the chart's directory, relative to this file"),
+        }
+        if !spec.values_files.is_empty() {
+            p.push(
+                &["spec", "valuesFiles"],
+                "values files are not supported yet; put the values in spec.values",
+            );
+        }
+        if let Some(values) = &spec.values {
+            if !values.is_object() {
+                p.push(&["spec", "values"], "must be a map of values, as in values.yaml");
+            }
+        }
+        if let Err(why) = names::dns1123_subdomain(self.release_name()) {
+            let path: &[&str] = if spec.release_name.is_some() {
+                &["spec", "releaseName"]
+            } else {
+                &["metadata", "name"]
+            };
+            p.push(path, format!("{:?} is not a valid release name: {why}", self.release_name()));
+        }
+        if let Some(version) = &spec.kube_version {
+            let v = version.trim_start_matches('v');
+            let parts: Vec<&str> = v.split('.').collect();
+            if parts.len() < 2 || parts.iter().any(|n| n.parse::<u32>().is_err()) {
+                p.push(
+                    &["spec", "kubeVersion"],
+                    format!("{version:?} is not a Kubernetes version; write e.g. v1.33.0"),
+                );
+            }
+        }
+        out
+    }
+
+    fn clusters(&self) -> Option<&[String]> {
+        self.spec.clusters.as_deref()
+    }
+}
