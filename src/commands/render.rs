@@ -9,8 +9,12 @@ use clap::Args;
 
 #[derive(Debug, Clone, Args)]
 pub struct RenderArgs {
-    /// Print Secret values instead of masking them (e.g. to pipe into kubectl).
-    #[arg(long, env = "TEND_REVEAL_SECRETS")]
+    /// Print Secret values (and values decrypted from SOPS-encrypted fields) instead of
+    /// masking them (e.g. to pipe into kubectl).
+    #[arg(long, env = "TEND_SHOW_SECRETS")]
+    pub show_secrets: bool,
+    /// The name `--show-secrets` had before SPEC named it; still accepted, not shown in help.
+    #[arg(long, env = "TEND_REVEAL_SECRETS", hide = true)]
     pub reveal_secrets: bool,
 }
 
@@ -32,7 +36,7 @@ pub fn run(global: &GlobalArgs, args: &RenderArgs) -> Result<Verdict, Error> {
     super::print(&format_objects(
         &desired.rendered.objects,
         format,
-        args.reveal_secrets,
+        args.show_secrets || args.reveal_secrets,
     ))?;
     tracing::info!("{}", desired.summary(global.cluster.as_deref()));
     Ok(Verdict::Success)

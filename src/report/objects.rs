@@ -13,10 +13,10 @@ pub enum StreamFormat {
 }
 
 /// Print objects as a YAML stream (each preceded by a `# Source:` comment naming its origin)
-/// or as a JSON `v1/List`. Secrets are masked unless `reveal_secrets`.
-pub fn format_objects(objects: &[Object], format: StreamFormat, reveal_secrets: bool) -> String {
+/// or as a JSON `v1/List`. Secrets are masked unless `show_secrets`.
+pub fn format_objects(objects: &[Object], format: StreamFormat, show_secrets: bool) -> String {
     let shown = |o: &Object| {
-        if reveal_secrets {
+        if show_secrets {
             o.value.clone()
         } else {
             mask_secret(&o.value)

@@ -119,8 +119,22 @@ fn parse(s: &str) -> Result<Sealed, ValueError> {
     })
 }
 
+/// A data key made ready to open values (its AES key schedule), once per file, not per value.
+pub struct DataKey(SopsGcm);
+
+impl DataKey {
+    pub fn new(key: &[u8; 32]) -> DataKey {
+        DataKey(SopsGcm::new(key.into()))
+    }
+}
+
 /// Open a sealed value with the data key; `aad` is its path joined and ended by `:`.
 pub fn decrypt(sealed: &str, key: &[u8; 32], aad: &str) -> Result<Plain, ValueError> {
+    open(sealed, &DataKey::new(key), aad)
+}
+
+/// [`decrypt`] with a prepared [`DataKey`].
+pub fn open(sealed: &str, key: &DataKey, aad: &str) -> Result<Plain, ValueError> {
     // sops leaves empty values as they are (its cipher.go `isEmpty`).
     if sealed.is_empty() {
         return Ok(Plain::Str(String::new()));
@@ -132,7 +146,7 @@ pub fn decrypt(sealed: &str, key: &[u8; 32], aad: &str) -> Result<Plain, ValueEr
     if sealed.tag.len() != 16 {
         return Err(ValueError::TagLength(sealed.tag.len()));
     }
-    let cipher = SopsGcm::new(key.into());
+    let cipher = &key.0;
     let mut message = sealed.data;
     message.extend_from_slice(&sealed.tag);
     let nonce = aes_gcm::Nonce::<aes_gcm::aead::consts::U32>::try_from(&sealed.iv[..])

@@ -35,17 +35,29 @@ fn text(meta: &Value, key: &str) -> String {
         .to_string()
 }
 
+/// Compiling a regex costs more than decrypting a file's values (it builds a DFA), and a
+/// repository's files share one `.sops.yaml` rule: each pattern is compiled once per run.
 fn regex(meta: &Value, key: &str) -> Result<Option<regex::Regex>, SopsError> {
-    match meta
+    static COMPILED: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashMap<String, regex::Regex>>,
+    > = std::sync::OnceLock::new();
+    let Some(pattern) = meta
         .get(key)
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
-    {
-        None => Ok(None),
-        Some(re) => regex::Regex::new(re).map(Some).map_err(|_| {
-            SopsError::BadMetadata(format!("{key} is not a valid regular expression"))
-        }),
+    else {
+        return Ok(None);
+    };
+    let cache = COMPILED.get_or_init(Default::default);
+    if let Some(re) = cache.lock().ok().and_then(|c| c.get(pattern).cloned()) {
+        return Ok(Some(re));
     }
+    let re = regex::Regex::new(pattern)
+        .map_err(|_| SopsError::BadMetadata(format!("{key} is not a valid regular expression")))?;
+    if let Ok(mut cache) = cache.lock() {
+        cache.insert(pattern.to_string(), re.clone());
+    }
+    Ok(Some(re))
 }
 
 impl Metadata {

@@ -247,6 +247,10 @@ mod tests {
             "hello=Welcome to SOPS! Edit this file as you please!\nexample_key=example_value\nexample_multiline=foo\\nbar\\nbaz\nnever_gonna=give you up\n"
         );
         assert_eq!(decrypted("secrets.bin", &keys).unwrap(), "binary_value\n");
+        assert_eq!(
+            decrypted("secrets.ini", &keys).unwrap(),
+            "[Welcome!]\nhello = Welcome to SOPS! Edit this file as you please!\nexample_key = example_value\nnever_gonna = give you up\n"
+        );
     }
 
     #[test]

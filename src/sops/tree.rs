@@ -39,7 +39,7 @@ pub fn should_be_encrypted(meta: &Metadata, path: &[String]) -> bool {
 
 struct Walk<'a> {
     meta: &'a Metadata,
-    key: &'a [u8; 32],
+    key: cipher::DataKey,
     hash: Sha512,
     doc: usize,
     /// The sops path (keys only) and the full path (with list indexes, for lines).
@@ -51,7 +51,7 @@ struct Walk<'a> {
 pub fn decrypt(docs: &mut [Value], meta: &Metadata, key: &[u8; 32]) -> Result<(), SopsError> {
     let mut walk = Walk {
         meta,
-        key,
+        key: cipher::DataKey::new(key),
         hash: Sha512::new(),
         doc: 0,
         keys: Vec::new(),
@@ -116,7 +116,7 @@ impl Walk<'_> {
                 return Err(self.error(ValueError::Format));
             };
             let aad = format!("{}:", self.keys.join(":"));
-            cipher::decrypt(sealed, self.key, &aad).map_err(|e| self.error(e))?
+            cipher::open(sealed, &self.key, &aad).map_err(|e| self.error(e))?
         } else {
             match value {
                 Value::String(s) => Plain::Str(s.clone()),

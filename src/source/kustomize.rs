@@ -316,6 +316,7 @@ pub fn build_all(
     root: &Path,
     units: &[&Unit],
     opts: &KustomizeOptions,
+    inputs: Inputs,
 ) -> (Vec<SourceFile>, Vec<Problem>) {
     let mut files = Vec::new();
     let mut problems = Vec::new();
@@ -343,7 +344,7 @@ pub fn build_all(
         let results: Vec<_> = std::thread::scope(|scope| {
             let handles: Vec<_> = chunk
                 .iter()
-                .map(|unit| scope.spawn(|| build(root, unit, &words)))
+                .map(|unit| scope.spawn(|| build(root, unit, &words, inputs)))
                 .collect();
             handles
                 .into_iter()
@@ -363,6 +364,14 @@ pub fn build_all(
     (files, problems)
 }
 
+/// What a build reads: the repository's own files, or a private copy holding decrypted SOPS
+/// inputs (whose builder messages may quote plaintext, so they are never shown).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Inputs {
+    AsCommitted,
+    Decrypted,
+}
+
 /// `overlays/prod`, or `.` for the root.
 fn display_dir(dir: &Path) -> String {
     if dir.as_os_str().is_empty() {
@@ -375,7 +384,12 @@ fn display_dir(dir: &Path) -> String {
 /// Build one unit. Its documents keep the lines the builder printed them at, under the name
 /// `<dir> (kustomize build)`; where kustomize's origin annotations say which file a document
 /// came from (`buildMetadata: [originAnnotations]`), that file is named too.
-fn build(root: &Path, unit: &Unit, words: &[String]) -> Result<Vec<SourceFile>, Problem> {
+fn build(
+    root: &Path,
+    unit: &Unit,
+    words: &[String],
+    inputs: Inputs,
+) -> Result<Vec<SourceFile>, Problem> {
     let dir = display_dir(&unit.dir);
     let shown = format!("{} {dir}", words.join(" "));
     let mut cmd = Command::new(&words[0]);
@@ -408,7 +422,17 @@ fn build(root: &Path, unit: &Unit, words: &[String]) -> Result<Vec<SourceFile>, 
         started.elapsed().as_millis(),
         ran.stdout.len()
     );
-    if !ran.status.success() {
+    if inputs == Inputs::Decrypted {
+        // The builder read plaintext and may quote it in any message (a YAML error shows
+        // the line): its stderr is dropped unread, never logged or reported.
+        if !ran.status.success() {
+            return Err(Problem::new(
+                &unit.file,
+                1,
+                format!("`{shown}` failed on the unit's decrypted inputs; its message is not shown, as it may quote decrypted values (decrypt the inputs with `sops -d` into a scratch copy and build that to see it)"),
+            ));
+        }
+    } else if !ran.status.success() {
         let stderr = String::from_utf8_lossy(&ran.stderr);
         tracing::debug!("`{shown}` failed ({}):\n{stderr}", ran.status);
         let message = builder_message(&stderr, root);
@@ -418,10 +442,9 @@ fn build(root: &Path, unit: &Unit, words: &[String]) -> Result<Vec<SourceFile>, 
             line,
             format!("`{shown}` failed: {message}"),
         ));
-    }
-    // Deprecation notices and the like: worth seeing, not worth failing for.
-    let notes = builder_message(&String::from_utf8_lossy(&ran.stderr), root);
-    if !ran.stderr.iter().all(u8::is_ascii_whitespace) {
+    } else if !ran.stderr.iter().all(u8::is_ascii_whitespace) {
+        // Deprecation notices and the like: worth seeing, not worth failing for.
+        let notes = builder_message(&String::from_utf8_lossy(&ran.stderr), root);
         tracing::warn!("`{shown}`: {notes}");
     }
     if ran.truncated {

@@ -84,7 +84,8 @@ pub fn walk_with(dir: &Path, kustomize: &KustomizeOptions) -> std::io::Result<Wa
             Err(problems) => walked.problems.extend(problems),
         }
     }
-    let (built, problems) = kustomize::build_all(&root, &plain, kustomize);
+    let (built, problems) =
+        kustomize::build_all(&root, &plain, kustomize, kustomize::Inputs::AsCommitted);
     walked.files.extend(built);
     walked.problems.extend(problems);
     if !decrypting.is_empty() {
@@ -131,7 +132,7 @@ fn build_decrypted(
         units.len()
     );
     let list: Vec<&Unit> = units.iter().map(|(u, _)| *u).collect();
-    kustomize::build_all(copy.path(), &list, kustomize)
+    kustomize::build_all(copy.path(), &list, kustomize, kustomize::Inputs::Decrypted)
 }
 
 fn load_tendignore(root: &Path, problems: &mut Vec<Problem>) -> Gitignore {

@@ -326,14 +326,14 @@ fn secret_canary_never_appears_in_any_output() {
     out.assert_clean();
 }
 
-/// `render --reveal-secrets` is the one documented way to see values; it must show them
+/// `render --show-secrets` is the one documented way to see values; it must show them
 /// (otherwise the search above would prove nothing about masking).
 #[test]
-fn reveal_secrets_is_the_only_way_to_see_a_value() {
+fn show_secrets_is_the_only_way_to_see_a_value() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), &site_files(&secret(CANARY_DATA)));
     let (code, stdout, _) = run(tend()
-        .args(["render", "--reveal-secrets", "--repo"])
+        .args(["render", "--show-secrets", "--repo"])
         .arg(dir.path()));
     assert_eq!(code, 0);
     assert!(

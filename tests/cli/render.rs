@@ -174,10 +174,31 @@ fn secrets_are_masked_unless_revealed() {
     assert!(!stdout.contains("example-only-change-me"));
     assert!(stdout.contains("BASIC_AUTH_PASSWORD: '***'"), "{stdout}");
     let (code, stdout, _) = run(tend()
-        .args(["render", "--reveal-secrets", "--repo"])
+        .args(["render", "--show-secrets", "--repo"])
         .arg(example_site()));
     assert_eq!(code, 0);
     assert!(stdout.contains("example-only-change-me"));
+    // The flag's environment variable, and its earlier name (a hidden alias) with its own.
+    for (flag, env) in [
+        (None, Some(("TEND_SHOW_SECRETS", "true"))),
+        (Some("--reveal-secrets"), None),
+        (None, Some(("TEND_REVEAL_SECRETS", "true"))),
+    ] {
+        let mut cmd = tend();
+        cmd.args(["render", "--repo"]).arg(example_site());
+        cmd.args(flag);
+        if let Some((k, v)) = env {
+            cmd.env(k, v);
+        }
+        let (code, stdout, _) = run(&mut cmd);
+        assert_eq!(code, 0);
+        assert!(
+            stdout.contains("example-only-change-me"),
+            "{flag:?} {env:?}"
+        );
+    }
+    let (_, help, _) = run(tend().args(["render", "--help"]));
+    assert!(help.contains("--show-secrets") && !help.contains("--reveal-secrets"));
 }
 
 #[test]

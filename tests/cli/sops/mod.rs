@@ -117,7 +117,7 @@ fn the_encryptor_agrees_with_real_sops() {
         .arg(dir.path())
         .arg("--decryption-key-file")
         .arg(keys.path())
-        .args(["-o", "json", "--reveal-secrets"]));
+        .args(["-o", "json", "--show-secrets"]));
     assert_eq!(code, 0, "{err}");
     let listed: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(listed["items"][0]["spec"], widget["spec"], "{out}");
@@ -362,7 +362,8 @@ fn b64_of(value: &Value) -> String {
     use base64::Engine;
     String::from_utf8(
         base64::engine::general_purpose::STANDARD
-            .decode(value.as_str().unwrap())
+            // kustomize wraps long values at 70 columns; the API server's decoder skips newlines.
+            .decode(value.as_str().unwrap().replace('\n', ""))
             .unwrap(),
     )
     .unwrap()
@@ -414,6 +415,60 @@ fn a_kustomize_unit_builds_from_decrypted_inputs_in_a_private_copy() {
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
 }
 
+/// A builder that quotes its inputs on stderr (as a YAML error quotes the line it failed
+/// on): with a unit built from decrypted inputs, none of it is shown, failed or not, at -vvv.
+#[test]
+fn a_builder_quoting_decrypted_inputs_is_never_shown() {
+    let files = encrypted_unit(PLAINTEXT);
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let dir = site(&refs);
+    let key_dir = tempfile::tempdir().unwrap();
+    let keys = key_file(key_dir.path());
+    let script = key_dir.path().join("quoting-builder");
+    for (exit, builds) in [(1, ""), (0, "kubectl kustomize \"$1\"")] {
+        std::fs::write(
+            &script,
+            format!("#!/bin/sh\ncat \"$1\"/app.env \"$1\"/db.yaml >&2\n{builds}\nexit {exit}\n"),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let (code, out, err) = run(tend_clean()
+            .env("TEND_KUSTOMIZE_COMMAND", &script)
+            .args(["render", "-vvv", "--repo"])
+            .arg(dir.path())
+            .arg("--decryption-key-file")
+            .arg(&keys));
+        assert!(
+            !out.contains(PLAINTEXT) && !err.contains(PLAINTEXT),
+            "{out}\n{err}"
+        );
+        if exit == 1 {
+            assert_eq!(code, 2, "{err}");
+            assert!(err.contains("app/kustomization.yaml:1"), "{err}");
+            assert!(err.contains("its message is not shown"), "{err}");
+        } else {
+            assert_eq!(code, 0, "{err}");
+            assert!(out.contains("name: app"), "{out}");
+        }
+    }
+    // The same builder on a unit without encrypted inputs is quoted as before.
+    let plain = site(&[
+        ("app/kustomization.yaml", "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [cm.yaml]\n"),
+        ("app/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  shown: visible-value\n"),
+    ]);
+    std::fs::write(&script, "#!/bin/sh\ncat \"$1\"/cm.yaml >&2\nexit 1\n").unwrap();
+    let (code, _, err) = run(tend_clean()
+        .env("TEND_KUSTOMIZE_COMMAND", &script)
+        .args(["render", "--repo"])
+        .arg(plain.path()));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("visible-value"), "{err}");
+}
+
 #[test]
 fn a_kustomize_unit_with_an_input_no_key_opens_is_not_built() {
     let files = encrypted_unit(PLAINTEXT);
@@ -447,15 +502,20 @@ fn a_kustomize_unit_with_an_input_no_key_opens_is_not_built() {
 }
 
 #[test]
-fn real_sops_dotenv_and_binary_files_feed_a_generator_with_a_pgp_key() {
-    let (Some(env), Some(bin)) = (fixture_text("secrets.env"), fixture_text("secrets.bin")) else {
+fn real_sops_dotenv_ini_and_binary_files_feed_a_generator_with_a_pgp_key() {
+    let (Some(env), Some(bin), Some(ini)) = (
+        fixture_text("secrets.env"),
+        fixture_text("secrets.bin"),
+        fixture_text("secrets.ini"),
+    ) else {
         return;
     };
-    let kustomization = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: default\nsecretGenerator:\n  - name: real\n    envs: [secrets.env]\n    files: [secrets.bin]\n    options:\n      disableNameSuffixHash: true\n";
+    let kustomization = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: default\nsecretGenerator:\n  - name: real\n    envs: [secrets.env]\n    files: [secrets.bin, secrets.ini]\n    options:\n      disableNameSuffixHash: true\n";
     let dir = site(&[
         ("real/kustomization.yaml", kustomization),
         ("real/secrets.env", &env),
         ("real/secrets.bin", &bin),
+        ("real/secrets.ini", &ini),
     ]);
     let cluster = TestCluster::start();
     let (code, out, err) = run(tend_clean()
@@ -471,7 +531,17 @@ fn real_sops_dotenv_and_binary_files_feed_a_generator_with_a_pgp_key() {
     assert_eq!(b64_of(&real["data"]["example_key"]), "example_value");
     assert_eq!(b64_of(&real["data"]["never_gonna"]), "give you up");
     assert_eq!(b64_of(&real["data"]["secrets.bin"]), "binary_value\n");
-    for plain in ["example_value", "give you up", "binary_value"] {
+    // The INI file decrypted as a whole, its sections kept and its `[sops]` section gone.
+    assert_eq!(
+        b64_of(&real["data"]["secrets.ini"]),
+        "[Welcome!]\nhello = Welcome to SOPS! Edit this file as you please!\nexample_key = example_value\nnever_gonna = give you up\n"
+    );
+    for plain in [
+        "example_value",
+        "give you up",
+        "binary_value",
+        "Welcome to SOPS",
+    ] {
         assert!(!out.contains(plain) && !err.contains(plain));
     }
 }
@@ -557,7 +627,7 @@ fn the_readme_example_decrypts_and_stays_masked() {
         "{out}"
     );
     let (code, out, _) = run(tend_clean().current_dir(repo_root()).args(&words).args([
-        "--reveal-secrets",
+        "--show-secrets",
         "-o",
         "json",
     ]));
