@@ -42,6 +42,19 @@ pub fn encrypted_inputs(root: &Path, unit: &Unit, units: &[Unit]) -> Vec<(PathBu
     found
 }
 
+/// The problem of an encrypted file that a `configMapGenerator` reads: its plaintext would
+/// be a ConfigMap's data, which reports and logs show (only Secret data is masked).
+pub fn feeds_a_config_map(file: &Path, line: usize, unit_file: &Path) -> Problem {
+    Problem::new(
+        file,
+        line,
+        format!(
+            "this SOPS-encrypted file feeds a configMapGenerator of {}: its decrypted values would be shown in diffs and reports like any ConfigMap data; generate a Secret from it (secretGenerator), whose data tend always masks",
+            unit_file.display()
+        ),
+    )
+}
+
 /// Decrypt the encrypted inputs of `units`: the plaintext of each, or one problem per file
 /// that does not open (then its units are not built).
 pub fn decrypt_inputs(

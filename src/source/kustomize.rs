@@ -61,6 +61,9 @@ pub struct Unit {
     /// Local paths the kustomization refers to (resources, bases, components, patches,
     /// generator inputs...), relative to the walked root; `..` where they lie outside it.
     pub refs: Vec<PathBuf>,
+    /// The inputs of its `configMapGenerator`s (a subset of `refs`): tend masks Secret data
+    /// only, so a decrypted file must not become a ConfigMap's values.
+    pub config_map_inputs: Vec<PathBuf>,
 }
 
 /// How to build units: `--kustomize-command`, or found on PATH.
@@ -77,20 +80,21 @@ pub struct KustomizeOptions {
 /// `kustomize.toolkit.fluxcd.io` Kustomization, say) is an ordinary object: `None`.
 pub fn detect(root: &Path, dir: &Path, file: &Path, text: &str) -> Option<Unit> {
     let (docs, _) = yaml::parse_file(file, text);
-    let unit = |kind, refs| {
+    let unit = |kind, refs, config_map_inputs| {
         Some(Unit {
             dir: dir.to_path_buf(),
             file: file.to_path_buf(),
             kind,
             refs,
+            config_map_inputs,
         })
     };
     let Some(value) = docs.first().map(|d| &d.value) else {
         // Unreadable or empty: it is named as kustomize's, so kustomize reports what is wrong.
-        return unit(UnitKind::Kustomization, Vec::new());
+        return unit(UnitKind::Kustomization, Vec::new(), Vec::new());
     };
     let Some(map) = value.as_object() else {
-        return unit(UnitKind::Kustomization, Vec::new());
+        return unit(UnitKind::Kustomization, Vec::new(), Vec::new());
     };
     let kind = map.get("kind").and_then(Value::as_str);
     match map.get("apiVersion") {
@@ -104,13 +108,42 @@ pub fn detect(root: &Path, dir: &Path, file: &Path, text: &str) -> Option<Unit> 
     } else {
         UnitKind::Kustomization
     };
-    let refs = local_refs(value)
+    let local = |refs: Vec<String>| -> Vec<PathBuf> {
+        refs.into_iter()
+            .filter(|r| !is_remote(r))
+            .map(|r| normalize(&dir.join(r)))
+            .filter(|p| !p.as_os_str().is_empty() && root.join(p).exists())
+            .collect()
+    };
+    let mut config_map_inputs = Vec::new();
+    generator_inputs(value, "configMapGenerator", &mut config_map_inputs);
+    unit(kind, local(local_refs(value)), local(config_map_inputs))
+}
+
+/// The `files:`, `envs:` and `env:` paths of a kustomization's generators of one kind.
+fn generator_inputs(value: &Value, key: &str, out: &mut Vec<String>) {
+    for item in value
+        .get(key)
+        .and_then(Value::as_array)
         .into_iter()
-        .filter(|r| !is_remote(r))
-        .map(|r| normalize(&dir.join(r)))
-        .filter(|p| !p.as_os_str().is_empty() && root.join(p).exists())
-        .collect();
-    unit(kind, refs)
+        .flatten()
+    {
+        let mut files = Vec::new();
+        for list in [item.get("files"), item.get("envs")] {
+            for f in list.and_then(Value::as_array).into_iter().flatten() {
+                if let Some(f) = f.as_str().filter(|f| !f.contains('\n')) {
+                    files.push(f.to_string());
+                }
+            }
+        }
+        out.extend(files.into_iter().map(|f| match f.split_once('=') {
+            Some((_, path)) => path.to_string(),
+            None => f,
+        }));
+        if let Some(env) = item.get("env").and_then(Value::as_str) {
+            out.push(env.to_string());
+        }
+    }
 }
 
 /// Every path a kustomization names, local or not.
@@ -150,23 +183,7 @@ fn local_refs(value: &Value) -> Vec<String> {
         }
     }
     for key in ["configMapGenerator", "secretGenerator"] {
-        for item in value
-            .get(key)
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let mut files = Vec::new();
-            strings(item.get("files"), &mut files);
-            strings(item.get("envs"), &mut files);
-            out.extend(files.into_iter().map(|f| match f.split_once('=') {
-                Some((_, path)) => path.to_string(),
-                None => f,
-            }));
-            if let Some(env) = item.get("env").and_then(Value::as_str) {
-                out.push(env.to_string());
-            }
-        }
+        generator_inputs(value, key, &mut out);
     }
     if let Some(path) = value.pointer("/openapi/path").and_then(Value::as_str) {
         out.push(path.to_string());
@@ -742,6 +759,7 @@ mod tests {
             file: Path::new(dir).join("kustomization.yaml"),
             kind,
             refs: refs.iter().map(PathBuf::from).collect(),
+            config_map_inputs: Vec::new(),
         }
     }
 

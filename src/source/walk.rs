@@ -73,10 +73,22 @@ pub fn walk_with(dir: &Path, kustomize: &KustomizeOptions) -> std::io::Result<Wa
     walked.problems.extend(problems);
     // Units reading SOPS-encrypted inputs are built from a private, decrypted copy.
     let (mut plain, mut decrypting) = (Vec::new(), Vec::new());
+    let config_map_inputs: BTreeSet<&PathBuf> =
+        units.iter().flat_map(|u| &u.config_map_inputs).collect();
     for unit in build {
         let inputs = super::encrypted::encrypted_inputs(&root, unit, &units);
         if inputs.is_empty() {
             plain.push(unit);
+            continue;
+        }
+        // tend masks Secret data only: decrypted values must not become a ConfigMap's.
+        let into_config_maps: Vec<Problem> = inputs
+            .iter()
+            .filter(|(file, _)| config_map_inputs.contains(file))
+            .map(|(file, line)| super::encrypted::feeds_a_config_map(file, *line, &unit.file))
+            .collect();
+        if !into_config_maps.is_empty() {
+            walked.problems.extend(into_config_maps);
             continue;
         }
         match super::encrypted::decrypt_inputs(&root, &inputs, &kustomize.keys, &unit.file) {

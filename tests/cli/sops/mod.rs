@@ -634,3 +634,26 @@ fn the_readme_example_decrypts_and_stays_masked() {
     assert_eq!(code, 0);
     assert!(out.contains("correct-horse-battery-staple"));
 }
+
+/// An encrypted file that a configMapGenerator reads would put its plaintext into ConfigMap
+/// data, which reports show (only Secret data is masked): refused at the file, nothing built
+/// or written, the way out named.
+#[test]
+fn an_encrypted_file_feeding_a_config_map_is_refused() {
+    let mut files = encrypted_unit(PLAINTEXT);
+    files[0].1 = KUSTOMIZATION.replace("secretGenerator:", "configMapGenerator:");
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let env_line = files[3].1.lines().position(|l| l.contains("ENC[")).unwrap() + 1;
+    refused(
+        &refs,
+        true,
+        &[
+            &format!("app/app.env:{env_line}:"),
+            "feeds a configMapGenerator of app/kustomization.yaml",
+            "secretGenerator",
+        ],
+    );
+}
