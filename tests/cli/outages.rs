@@ -132,17 +132,23 @@ fn each_object_once(report: &str, n: usize) {
     assert!(objects.iter().all(|o| o["error"].is_null()));
 }
 
+/// Every server-side apply of a ConfigMap takes `delay`: a run is still writing when a test
+/// signals it or spends its retry budget.
+fn slow_config_map_applies(cluster: &TestCluster, delay: Duration) {
+    cluster.inject(
+        Fault::delay(delay)
+            .verb(Verb::Apply)
+            .path_contains("/configmaps/")
+            .always(),
+    );
+}
+
 #[test]
 fn sigterm_mid_apply_stops_cleanly_and_the_next_run_converges() {
     let cluster = TestCluster::start();
     let dir = many_configmaps(200);
     // Slow writes, so the signal lands while the ConfigMaps are being applied.
-    cluster.inject(
-        Fault::delay(Duration::from_millis(150))
-            .verb(Verb::Apply)
-            .path_contains("/configmaps/")
-            .always(),
-    );
+    slow_config_map_applies(&cluster, Duration::from_millis(150));
     let child = spawn(&cluster, dir.path(), &["apply", "-o", "json"], &[]);
     wait_until("the first ConfigMaps", Duration::from_secs(30), || {
         applied(&cluster) >= 20
@@ -230,12 +236,7 @@ fn sigterm_mid_apply_stops_cleanly_and_the_next_run_converges() {
 fn a_second_signal_exits_at_once() {
     let cluster = TestCluster::start();
     let dir = many_configmaps(40);
-    cluster.inject(
-        Fault::delay(Duration::from_secs(4))
-            .verb(Verb::Apply)
-            .path_contains("/configmaps/")
-            .always(),
-    );
+    slow_config_map_applies(&cluster, Duration::from_secs(4));
     let child = spawn(&cluster, dir.path(), &["apply"], &[]);
     wait_until("the lock", Duration::from_secs(30), || !lock_free(&cluster));
     std::thread::sleep(Duration::from_millis(500));
@@ -282,12 +283,7 @@ fn diff_stops_at_once_on_sigterm() {
 fn an_apiserver_restart_mid_apply_fails_nothing() {
     let cluster = TestCluster::start();
     let dir = many_configmaps(200);
-    cluster.inject(
-        Fault::delay(Duration::from_millis(60))
-            .verb(Verb::Apply)
-            .path_contains("/configmaps/")
-            .always(),
-    );
+    slow_config_map_applies(&cluster, Duration::from_millis(60));
     let started = Instant::now();
     let child = spawn(&cluster, dir.path(), &["apply", "-o", "json", "-v"], &[]);
     wait_until("the first ConfigMaps", Duration::from_secs(30), || {
@@ -332,12 +328,7 @@ fn an_apiserver_restart_mid_apply_fails_nothing() {
 fn a_spent_retry_budget_fails_every_object_quickly() {
     let cluster = TestCluster::start();
     let dir = many_configmaps(200);
-    cluster.inject(
-        Fault::delay(Duration::from_millis(60))
-            .verb(Verb::Apply)
-            .path_contains("/configmaps/")
-            .always(),
-    );
+    slow_config_map_applies(&cluster, Duration::from_millis(60));
     let child = spawn(
         &cluster,
         dir.path(),
