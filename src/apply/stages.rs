@@ -207,7 +207,8 @@ pub fn settle_pending(
                     c.action = Action::Unchanged;
                 } else if let (Some(live), Some(before)) = (live.get(&c.key), &c.before) {
                     // The live object read before the apply still has its managedFields.
-                    c.drift = drift::drift(live, before, after, crate::FIELD_MANAGER);
+                    let sealed = c.origin.as_ref().map_or(&[][..], |o| &o.sealed[..]);
+                    c.drift = drift::drift(live, before, after, crate::FIELD_MANAGER, sealed);
                 }
                 c.after = Some(after.clone());
             }

@@ -21,6 +21,7 @@ pub fn run(global: &GlobalArgs) -> Result<Verdict, Error> {
                     file: "tend crds".into(),
                     line: 1,
                     generated_by: None,
+                    sealed: Vec::new(),
                 },
             )
         })

@@ -160,6 +160,7 @@ mod tests {
                 file: "x.yaml".into(),
                 line: 1,
                 generated_by,
+                sealed: Vec::new(),
             },
         )
     }

@@ -184,6 +184,7 @@ pub(crate) mod tests {
             file: "x.yaml".into(),
             line: 1,
             generated_by: None,
+            sealed: Vec::new(),
         };
         let tend = vec![
             (

@@ -24,6 +24,10 @@ pub struct Origin {
         serialize_with = "serialize_generated_by"
     )]
     pub generated_by: Option<ObjectKey>,
+    /// JSON pointers of fields that were SOPS-encrypted in git: reports mask them in any
+    /// kind, as they mask Secret data. Empty for most objects.
+    #[serde(skip)]
+    pub sealed: Vec<String>,
 }
 
 fn serialize_generated_by<S: serde::Serializer>(

@@ -53,7 +53,13 @@ const CONTEXT: usize = 3;
 /// is a creation (every line `+`), `None` after a deletion (every line `-`). Empty when the two
 /// render the same. Secret values never appear: see [`mask_secret_pair`].
 pub fn unified(before: Option<&Value>, after: Option<&Value>) -> String {
-    let (before, after) = mask_secret_pair(before, after);
+    unified_sealed(before, after, &[])
+}
+
+/// [`unified`], also masking the fields at `sealed` (JSON pointers of values that were
+/// SOPS-encrypted in git), whatever the kind: see [`mask_pair`].
+pub fn unified_sealed(before: Option<&Value>, after: Option<&Value>, sealed: &[String]) -> String {
+    let (before, after) = mask_pair(before, after, sealed);
     let old = before.as_ref().map(render).unwrap_or_default();
     let new = after.as_ref().map(render).unwrap_or_default();
     if old == new {
@@ -107,6 +113,57 @@ pub fn mask_secret_pair(
         Some(LAST_APPLIED),
     );
     (before, after)
+}
+
+/// [`mask_secret_pair`], then the fields at `sealed` on both sides the same way (`***`,
+/// `*** (changed)`, `*** (added)`, `*** (removed)`), and kubectl's last-applied annotation,
+/// which embeds them.
+pub fn mask_pair(
+    before: Option<&Value>,
+    after: Option<&Value>,
+    sealed: &[String],
+) -> (Option<Value>, Option<Value>) {
+    let (mut before, mut after) = mask_secret_pair(before, after);
+    if sealed.is_empty() {
+        return (before, after);
+    }
+    for pointer in sealed {
+        let old = before.as_ref().and_then(|v| v.pointer(pointer)).cloned();
+        let new = after.as_ref().and_then(|v| v.pointer(pointer)).cloned();
+        let same = old == new;
+        if let Some(target) = before.as_mut().and_then(|v| v.pointer_mut(pointer)) {
+            *target = Value::String(mask_for(same, new.is_some(), Side::Before));
+        }
+        if let Some(target) = after.as_mut().and_then(|v| v.pointer_mut(pointer)) {
+            *target = Value::String(mask_for(same, old.is_some(), Side::After));
+        }
+    }
+    mask_map_values(
+        &mut before,
+        &mut after,
+        |v| v.pointer_mut("/metadata/annotations"),
+        Some(LAST_APPLIED),
+    );
+    (before, after)
+}
+
+/// A copy of `value` with the fields at `sealed` masked (see [`mask_pair`]) and Secret data
+/// masked ([`mask_secret`]): what `tend render` prints.
+pub fn mask_object(value: &Value, sealed: &[String]) -> Value {
+    let mut out = mask_secret(value);
+    for pointer in sealed {
+        if let Some(target) = out.pointer_mut(pointer) {
+            *target = Value::String(MASK.into());
+        }
+    }
+    if !sealed.is_empty() {
+        if let Some(v) = out
+            .pointer_mut("/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration")
+        {
+            *v = Value::String(MASK.into());
+        }
+    }
+    out
 }
 
 /// Mask the values of the map that `locate` finds in each side (see [`mask_secret_pair`]),
@@ -171,6 +228,25 @@ mod tests {
     fn cm(data: Value) -> Value {
         json!({"apiVersion": "v1", "kind": "ConfigMap",
                "metadata": {"name": "app", "namespace": "web"}, "data": data})
+    }
+
+    #[test]
+    fn sealed_fields_are_masked_in_any_kind() {
+        let sealed = vec!["/data/token".to_string(), "/data/gone".to_string()];
+        let before = cm(json!({"token": "old-plain", "gone": "was-plain", "open": "a"}));
+        let after = cm(json!({"token": "new-plain", "open": "b"}));
+        let d = unified_sealed(Some(&before), Some(&after), &sealed);
+        for plain in ["old-plain", "new-plain", "was-plain"] {
+            assert!(!d.contains(plain), "{d}");
+        }
+        assert!(d.contains("+  token: '*** (changed)'"), "{d}");
+        assert!(d.contains("-  gone: '*** (removed)'"), "{d}");
+        assert!(d.contains("+  open: b"), "{d}");
+        let rendered = mask_object(&after, &sealed);
+        assert_eq!(rendered["data"]["token"], MASK);
+        assert_eq!(rendered["data"]["open"], "b");
+        let same = unified_sealed(Some(&after), Some(&after), &sealed);
+        assert!(same.is_empty());
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! `f:<name>`; list items `k:{...}` (the item's merge key, matched as a subset of the live
 //! item), `v:<json>` (set items, matched by value) or `i:<n>` (atomic lists, by index).
 
-use super::diff::{is_secret, mask_secret_pair};
+use super::diff::{is_secret, mask_pair};
 use serde_json::Value;
 
 /// One changed field that another field manager last wrote.
@@ -48,8 +48,14 @@ const MAX_VALUE: usize = 60;
 
 /// Changed leaves that someone other than `own_manager` last wrote. `live` is the live object
 /// *with* managedFields; `before`/`after` are what the diff compares (normalized). Secret
-/// values are masked as in diffs.
-pub fn drift(live: &Value, before: &Value, after: &Value, own_manager: &str) -> Vec<Drift> {
+/// values and SOPS-sealed fields (`sealed`) are masked as in diffs.
+pub fn drift(
+    live: &Value,
+    before: &Value,
+    after: &Value,
+    own_manager: &str,
+    sealed: &[String],
+) -> Vec<Drift> {
     let Some(entries) = live
         .pointer("/metadata/managedFields")
         .and_then(Value::as_array)
@@ -62,8 +68,8 @@ pub fn drift(live: &Value, before: &Value, after: &Value, own_manager: &str) -> 
     if others.is_empty() {
         return Vec::new();
     }
-    let (before, after) = if is_secret(before) || is_secret(after) {
-        let (b, a) = mask_secret_pair(Some(before), Some(after));
+    let (before, after) = if is_secret(before) || is_secret(after) || !sealed.is_empty() {
+        let (b, a) = mask_pair(Some(before), Some(after), sealed);
         (b.unwrap_or_default(), a.unwrap_or_default())
     } else {
         (before.clone(), after.clone())
@@ -267,6 +273,7 @@ mod tests {
             &deployment(5, "app:1"),
             &deployment(2, "app:1"),
             "tend",
+            &[],
         );
         assert_eq!(d.len(), 1);
         assert_eq!(
@@ -285,12 +292,13 @@ mod tests {
             &live,
             &deployment(5, "app:1"),
             &deployment(2, "app:1"),
-            "tend"
+            "tend",
+            &[]
         )
         .is_empty());
         // No managedFields at all: nothing to say.
         let bare = deployment(5, "app:1");
-        assert!(drift(&bare, &bare, &deployment(2, "app:1"), "tend").is_empty());
+        assert!(drift(&bare, &bare, &deployment(2, "app:1"), "tend", &[]).is_empty());
     }
 
     #[test]
@@ -304,7 +312,7 @@ mod tests {
                 entry("kubectl-client-side-apply", "t2", f)
             ]),
         );
-        assert!(drift(&live, &deployment(5, "a"), &deployment(2, "a"), "tend").is_empty());
+        assert!(drift(&live, &deployment(5, "a"), &deployment(2, "a"), "tend", &[]).is_empty());
     }
 
     #[test]
@@ -320,6 +328,7 @@ mod tests {
             &deployment(2, "app:hotfix"),
             &deployment(2, "app:1"),
             "tend",
+            &[],
         );
         assert_eq!(d.len(), 1, "{d:?}");
         assert_eq!(d[0].path, "spec.template.spec.containers[0].image");
@@ -333,7 +342,8 @@ mod tests {
             &live,
             &deployment(2, "app:hotfix"),
             &deployment(2, "app:1"),
-            "tend"
+            "tend",
+            &[]
         )
         .is_empty());
     }
@@ -356,7 +366,7 @@ mod tests {
                 entry("new", "2026-02-01T00:00:00Z", f)
             ]),
         );
-        let d = drift(&live, &deployment(5, "a"), &deployment(2, "a"), "tend");
+        let d = drift(&live, &deployment(5, "a"), &deployment(2, "a"), "tend", &[]);
         assert_eq!(d[0].manager, "new");
         assert_eq!(short(json!("x".repeat(100))).chars().count(), MAX_VALUE + 1);
     }
@@ -371,7 +381,13 @@ mod tests {
             secret("aHVudGVyMg=="),
             json!([entry("someone", "t", json!({"f:data": {"f:pw": {}}}))]),
         );
-        let d = drift(&live, &secret("aHVudGVyMg=="), &secret("c3dvcmQ="), "tend");
+        let d = drift(
+            &live,
+            &secret("aHVudGVyMg=="),
+            &secret("c3dvcmQ="),
+            "tend",
+            &[],
+        );
         assert_eq!(d.len(), 1);
         let line = d[0].to_string();
         assert!(

@@ -47,9 +47,10 @@ pub struct Change {
 }
 
 impl Change {
-    /// Unified diff of before → after with Secret values masked.
+    /// Unified diff of before → after with Secret values and SOPS-sealed fields masked.
     pub fn diff(&self) -> String {
-        diff::unified(self.before.as_ref(), self.after.as_ref())
+        let sealed = self.origin.as_ref().map_or(&[][..], |o| &o.sealed[..]);
+        diff::unified_sealed(self.before.as_ref(), self.after.as_ref(), sealed)
     }
 }
 

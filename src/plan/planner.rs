@@ -223,9 +223,13 @@ fn settle(
                 Some(_) => Action::Update,
             };
             let drift = match (live, &before) {
-                (Some(live), Some(b)) if action == Action::Update => {
-                    super::drift::drift(live, b, &after, crate::FIELD_MANAGER)
-                }
+                (Some(live), Some(b)) if action == Action::Update => super::drift::drift(
+                    live,
+                    b,
+                    &after,
+                    crate::FIELD_MANAGER,
+                    &object.origin.sealed,
+                ),
                 _ => Vec::new(),
             };
             Change {
@@ -403,6 +407,7 @@ mod tests {
                 file: "site/app.yaml".into(),
                 line: 3,
                 generated_by: None,
+                sealed: Vec::new(),
             },
         )
     }

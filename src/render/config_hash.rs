@@ -272,6 +272,7 @@ mod tests {
                 file: "t.yaml".into(),
                 line: 1,
                 generated_by: None,
+                sealed: Vec::new(),
             },
         )
     }

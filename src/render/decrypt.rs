@@ -28,31 +28,10 @@ pub fn decrypt_file(file: &SourceFile, docs: &mut Vec<Document>, keys: &Keys) ->
     let mut values: Vec<_> = docs.iter().map(|d| d.value.clone()).collect();
     match sops::decrypt_documents(&mut values, keys) {
         Ok(_) => {
-            // Reports mask Secret data only: decrypted values in any other kind would be
-            // printed by diff and render, so such a file is refused rather than shown.
-            let exposed: Vec<Problem> = docs
-                .iter()
-                .zip(&values)
-                .filter(|(doc, value)| {
-                    let plain = sops::strip_metadata(&doc.value);
-                    plain != **value && value.get("kind").and_then(|k| k.as_str()) != Some("Secret")
-                })
-                .map(|(doc, value)| {
-                    Problem::new(
-                        &file.path,
-                        doc.line,
-                        format!(
-                            "this {} holds SOPS-encrypted values, which tend would print in plain text (only Secret data is masked); keep encrypted values in Secrets",
-                            value.get("kind").and_then(|k| k.as_str()).unwrap_or("document")
-                        ),
-                    )
-                })
-                .collect();
-            if !exposed.is_empty() {
-                docs.clear();
-                return exposed;
-            }
+            // Reports mask Secret data by kind; the fields sops sealed are masked in any kind,
+            // so an encrypted ConfigMap value is no more printed than a Secret's.
             for (doc, value) in docs.iter_mut().zip(values) {
+                doc.sealed = sops::sealed_pointers(&doc.value);
                 doc.set_value(value);
             }
             Vec::new()

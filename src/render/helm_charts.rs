@@ -50,6 +50,7 @@ pub fn render_charts(files: &[SourceFile], charts: &Charts, opts: &RenderOptions
                 file: file.path.clone(),
                 line: doc.line,
                 generated_by: None,
+                sealed: Vec::new(),
             };
             let targeted = is_targeted(
                 &Object::new(doc.value.clone(), origin),

@@ -151,6 +151,7 @@ pub fn render_with_charts(
             file: file.path.clone(),
             line: doc.line,
             generated_by: None,
+            sealed: doc.sealed.clone(),
         };
         let mut object = Object::new(doc.value.clone(), origin.clone());
         let targeted = is_targeted(&object, opts.cluster.as_deref());

@@ -70,6 +70,7 @@ pub fn expand(object: &TendObject, origin: &Origin, notes: &mut Vec<String>) -> 
                 value,
                 Origin {
                     generated_by: Some(owner.clone()),
+                    sealed: Vec::new(),
                     ..origin.clone()
                 },
             )

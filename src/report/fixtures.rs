@@ -27,6 +27,7 @@ pub(crate) fn origin(file: &str, line: usize, by: Option<&str>) -> Option<Origin
         line,
         generated_by: by
             .map(|owner| key(crate::GROUP, "RegistryMirror", Some("registries"), owner)),
+        sealed: Vec::new(),
     })
 }
 

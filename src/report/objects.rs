@@ -1,6 +1,6 @@
 //! Object streams: `tend render` output as YAML documents or a JSON `List`.
 
-use crate::plan::diff::mask_secret;
+use crate::plan::diff::mask_object;
 use crate::render::object::Object;
 use crate::yaml;
 use serde_json::json;
@@ -13,13 +13,13 @@ pub enum StreamFormat {
 }
 
 /// Print objects as a YAML stream (each preceded by a `# Source:` comment naming its origin)
-/// or as a JSON `v1/List`. Secrets are masked unless `show_secrets`.
+/// or as a JSON `v1/List`. Secret data and SOPS-sealed fields are masked unless `show_secrets`.
 pub fn format_objects(objects: &[Object], format: StreamFormat, show_secrets: bool) -> String {
     let shown = |o: &Object| {
         if show_secrets {
             o.value.clone()
         } else {
-            mask_secret(&o.value)
+            mask_object(&o.value, &o.origin.sealed)
         }
     };
     match format {
@@ -49,6 +49,7 @@ pub fn format_objects(objects: &[Object], format: StreamFormat, show_secrets: bo
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::diff::mask_secret;
 
     #[test]
     fn secrets_are_masked() {

@@ -92,6 +92,54 @@ pub fn find_sealed(value: &Value) -> Option<Vec<Step>> {
     }
 }
 
+/// Fields that name an object: printed in every report as its identity, so never masked
+/// even when sops encrypted them (as it does without `--encrypted-regex`).
+const IDENTITY: [&str; 4] = [
+    "/apiVersion",
+    "/kind",
+    "/metadata/name",
+    "/metadata/namespace",
+];
+
+/// JSON pointers (RFC 6901) of every sealed-looking string leaf of an encrypted document
+/// (its `sops` block and identity fields left out): the fields whose plaintext reports must
+/// mask once the document is decrypted, whatever its kind.
+pub fn sealed_pointers(value: &Value) -> Vec<String> {
+    fn walk(value: &Value, pointer: &mut String, out: &mut Vec<String>) {
+        match value {
+            Value::String(s) if looks_sealed(s) => {
+                if !IDENTITY.contains(&pointer.as_str()) {
+                    out.push(pointer.clone());
+                }
+            }
+            Value::Object(map) => {
+                for (key, item) in map {
+                    if pointer.is_empty() && key == METADATA_KEY {
+                        continue;
+                    }
+                    let len = pointer.len();
+                    pointer.push('/');
+                    pointer.push_str(&key.replace('~', "~0").replace('/', "~1"));
+                    walk(item, pointer, out);
+                    pointer.truncate(len);
+                }
+            }
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    let len = pointer.len();
+                    pointer.push_str(&format!("/{i}"));
+                    walk(item, pointer, out);
+                    pointer.truncate(len);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(value, &mut String::new(), &mut out);
+    out
+}
+
 /// Whether a document carries sops metadata.
 pub fn has_metadata(doc: &Value) -> bool {
     doc.get(METADATA_KEY).is_some_and(Value::is_object)
@@ -283,6 +331,22 @@ mod tests {
             .add_text("k", &format!("# x\n{broken}"))
             .unwrap_err();
         assert_eq!(err.line, 2);
+    }
+
+    #[test]
+    fn sealed_pointers_name_every_encrypted_leaf_but_identity_and_metadata() {
+        let doc: Value = serde_json::json!({
+            "apiVersion": "ENC[AES256_GCM,data:x]",
+            "kind": "ConfigMap",
+            "metadata": {"name": "ENC[AES256_GCM,data:y]", "labels": {"a/b": "ENC[AES256_GCM,data:z]"}},
+            "data": {"plain": "v", "token": "ENC[AES256_GCM,data:t]"},
+            "list": ["ENC[AES256_GCM,data:l]", 1],
+            "sops": {"mac": "ENC[AES256_GCM,data:m]"}
+        });
+        assert_eq!(
+            sealed_pointers(&doc),
+            vec!["/metadata/labels/a~1b", "/data/token", "/list/0"]
+        );
     }
 
     #[test]

@@ -55,6 +55,32 @@ pub fn feeds_a_config_map(file: &Path, line: usize, unit_file: &Path) -> Problem
     )
 }
 
+/// The problem of a decrypted YAML or JSON input (not a `secretGenerator`'s) holding an
+/// object other than a Secret: what kustomize makes of it cannot be traced back to the
+/// fields sops sealed, so, unlike a plain file's, they could not be masked in reports.
+pub fn exposes_values(file: &Path, line: usize, plain: &[u8], unit_file: &Path) -> Option<Problem> {
+    let ext = file.extension().and_then(|e| e.to_str()).unwrap_or("");
+    if !matches!(ext, "yaml" | "yml" | "json") {
+        return None;
+    }
+    let (docs, _) = crate::yaml::parse_file(file, &String::from_utf8_lossy(plain));
+    let kind = docs.iter().find_map(|d| {
+        d.value
+            .get("kind")
+            .and_then(|k| k.as_str())
+            .filter(|k| *k != "Secret")
+            .map(str::to_string)
+    })?;
+    Some(Problem::new(
+        file,
+        line,
+        format!(
+            "this SOPS-encrypted {kind} is an input of the kustomization {}: tend masks the encrypted fields of plain files and the data of Secrets, but cannot tell which fields of kustomize's output were encrypted; keep encrypted values in Secrets in kustomizations, or move this file out of the kustomization",
+            unit_file.display()
+        ),
+    ))
+}
+
 /// Decrypt the encrypted inputs of `units`: the plaintext of each, or one problem per file
 /// that does not open (then its units are not built).
 pub fn decrypt_inputs(

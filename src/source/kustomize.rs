@@ -64,6 +64,9 @@ pub struct Unit {
     /// The inputs of its `configMapGenerator`s (a subset of `refs`): tend masks Secret data
     /// only, so a decrypted file must not become a ConfigMap's values.
     pub config_map_inputs: Vec<PathBuf>,
+    /// The inputs of its `secretGenerator`s: their content becomes Secret data, whatever it
+    /// holds (a kubeconfig's `kind: Config` included).
+    pub secret_inputs: Vec<PathBuf>,
 }
 
 /// How to build units: `--kustomize-command`, or found on PATH.
@@ -80,21 +83,22 @@ pub struct KustomizeOptions {
 /// `kustomize.toolkit.fluxcd.io` Kustomization, say) is an ordinary object: `None`.
 pub fn detect(root: &Path, dir: &Path, file: &Path, text: &str) -> Option<Unit> {
     let (docs, _) = yaml::parse_file(file, text);
-    let unit = |kind, refs, config_map_inputs| {
+    let unit = |kind, refs, config_map_inputs, secret_inputs| {
         Some(Unit {
             dir: dir.to_path_buf(),
             file: file.to_path_buf(),
             kind,
             refs,
             config_map_inputs,
+            secret_inputs,
         })
     };
     let Some(value) = docs.first().map(|d| &d.value) else {
         // Unreadable or empty: it is named as kustomize's, so kustomize reports what is wrong.
-        return unit(UnitKind::Kustomization, Vec::new(), Vec::new());
+        return unit(UnitKind::Kustomization, Vec::new(), Vec::new(), Vec::new());
     };
     let Some(map) = value.as_object() else {
-        return unit(UnitKind::Kustomization, Vec::new(), Vec::new());
+        return unit(UnitKind::Kustomization, Vec::new(), Vec::new(), Vec::new());
     };
     let kind = map.get("kind").and_then(Value::as_str);
     match map.get("apiVersion") {
@@ -117,7 +121,14 @@ pub fn detect(root: &Path, dir: &Path, file: &Path, text: &str) -> Option<Unit> 
     };
     let mut config_map_inputs = Vec::new();
     generator_inputs(value, "configMapGenerator", &mut config_map_inputs);
-    unit(kind, local(local_refs(value)), local(config_map_inputs))
+    let mut secret_inputs = Vec::new();
+    generator_inputs(value, "secretGenerator", &mut secret_inputs);
+    unit(
+        kind,
+        local(local_refs(value)),
+        local(config_map_inputs),
+        local(secret_inputs),
+    )
 }
 
 /// The `files:`, `envs:` and `env:` paths of a kustomization's generators of one kind.
@@ -760,6 +771,7 @@ mod tests {
             kind,
             refs: refs.iter().map(PathBuf::from).collect(),
             config_map_inputs: Vec::new(),
+            secret_inputs: Vec::new(),
         }
     }
 

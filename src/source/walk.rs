@@ -75,6 +75,7 @@ pub fn walk_with(dir: &Path, kustomize: &KustomizeOptions) -> std::io::Result<Wa
     let (mut plain, mut decrypting) = (Vec::new(), Vec::new());
     let config_map_inputs: BTreeSet<&PathBuf> =
         units.iter().flat_map(|u| &u.config_map_inputs).collect();
+    let secret_inputs: BTreeSet<&PathBuf> = units.iter().flat_map(|u| &u.secret_inputs).collect();
     for unit in build {
         let inputs = super::encrypted::encrypted_inputs(&root, unit, &units);
         if inputs.is_empty() {
@@ -92,7 +93,21 @@ pub fn walk_with(dir: &Path, kustomize: &KustomizeOptions) -> std::io::Result<Wa
             continue;
         }
         match super::encrypted::decrypt_inputs(&root, &inputs, &kustomize.keys, &unit.file) {
-            Ok(files) => decrypting.push((unit, files)),
+            Ok(files) => {
+                let exposed: Vec<Problem> = files
+                    .iter()
+                    .zip(&inputs)
+                    .filter(|((file, _), _)| !secret_inputs.contains(file))
+                    .filter_map(|((file, plain), (_, line))| {
+                        super::encrypted::exposes_values(file, *line, plain, &unit.file)
+                    })
+                    .collect();
+                if exposed.is_empty() {
+                    decrypting.push((unit, files));
+                } else {
+                    walked.problems.extend(exposed);
+                }
+            }
             Err(problems) => walked.problems.extend(problems),
         }
     }

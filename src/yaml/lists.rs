@@ -110,6 +110,7 @@ pub(super) fn expand_lists(
             text,
             value,
             typed_from_value: false,
+            sealed: Vec::new(),
         };
         expand_lists(file, item_doc, depth + 1, out, problems);
     }

@@ -42,6 +42,9 @@ pub struct Document {
     /// changed after parsing (kustomize's build annotations removed), so the text would put
     /// them back.
     typed_from_value: bool,
+    /// JSON pointers of the fields that were SOPS-encrypted, once the document is decrypted
+    /// (see [`crate::object::Origin::sealed`]).
+    pub sealed: Vec<String>,
 }
 
 impl Document {
@@ -361,6 +364,7 @@ pub fn parse_file(file: &Path, text: &str) -> (Vec<Document>, Vec<Problem>) {
             text: chunk,
             value: Value::Null,
             typed_from_value: false,
+            sealed: Vec::new(),
         };
         if doc.text.contains('\t') {
             if let Some(tab_line) = leading_tab_line(&doc.text) {

@@ -156,6 +156,7 @@ pub fn expand_rule(
                 copy_of(source, kind, target, &spec.source_namespace),
                 Origin {
                     generated_by: Some(owner.clone()),
+                    sealed: Vec::new(),
                     ..origin.clone()
                 },
             ));
@@ -242,6 +243,7 @@ mod tests {
         Origin {
             file: "r.yaml".into(),
             line: 1,
+            sealed: Vec::new(),
             generated_by: None,
         }
     }

@@ -103,6 +103,7 @@ mod tests {
                 file: "git.yaml".into(),
                 line: 1,
                 generated_by: None,
+                sealed: Vec::new(),
             },
         )];
         let mut view = CopyView::default();

@@ -511,6 +511,7 @@ mod tests {
                 file: "ic.yaml".into(),
                 line: 1,
                 generated_by: Some(owner),
+                sealed: Vec::new(),
             },
         );
         assert!(is_immortal_pod(&object));

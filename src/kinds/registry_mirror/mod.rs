@@ -403,6 +403,7 @@ spec:
             file: "m.yaml".into(),
             line: 2,
             generated_by: None,
+            sealed: Vec::new(),
         };
         let mut ports = HostPorts::default();
         assert_eq!(ports.claim(&a, &origin), Ok(()));

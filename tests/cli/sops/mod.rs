@@ -122,20 +122,108 @@ fn the_encryptor_agrees_with_real_sops() {
     let listed: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(listed["items"][0]["spec"], widget["spec"], "{out}");
     assert!(listed["items"][0].get("sops").is_none());
-    // In any other kind, decrypted values would be printed: such a file is refused.
-    let other = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"token": "t0ken-value"}});
+    // In any other kind, the fields sops sealed are masked where Secret data would be.
+    let other = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"token": "t0ken-value", "size": 3}});
     let dir = site(&[("w.yaml", &encrypt_yaml(&[other], TEST_RECIPIENT, &rules, 4))]);
-    let (code, out, err) = run(tend_clean()
+    for output in ["yaml", "json"] {
+        let (code, out, err) = run(tend_clean()
+            .args(["render", "--repo"])
+            .arg(dir.path())
+            .arg("--decryption-key-file")
+            .arg(keys.path())
+            .args(["-o", output, "-vvv"]));
+        assert_eq!(code, 0, "{out}{err}");
+        assert!(!err.contains("t0ken-value") && !out.contains("t0ken-value"));
+        assert!(out.contains("***"), "{out}");
+    }
+    let (code, out, _) = run(tend_clean()
         .args(["render", "--repo"])
         .arg(dir.path())
         .arg("--decryption-key-file")
-        .arg(keys.path()));
-    assert_eq!(code, 2, "{out}{err}");
+        .arg(keys.path())
+        .args(["-o", "json", "--show-secrets"]));
+    assert_eq!(code, 0);
+    let listed: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(listed["items"][0]["spec"]["token"], "t0ken-value");
+}
+
+/// A ConfigMap whose values sops sealed applies its plaintext; every report masks those values as it masks
+/// Secret data, also when they change, while its other fields show as usual.
+#[test]
+fn encrypted_fields_of_any_kind_apply_in_plaintext_and_stay_masked() {
+    let cluster = TestCluster::start();
+    let config = |token: &str, level: &str| {
+        json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "app", "namespace": "default"},
+            "data": {"token": token, "level": level},
+        })
+    };
+    // Its kind sealed too, as sops leaves it without `--encrypted-regex`; `level` open.
+    let rules = Rules {
+        encrypted_regex: Some("^(kind|token)$".into()),
+        ..Rules::default()
+    };
+    let text = encrypt_yaml(&[config(PLAINTEXT, "info")], TEST_RECIPIENT, &rules, 21);
+    assert!(text.contains("kind: ENC[AES256_GCM"), "{text}");
+    let dir = site(&[("app.yaml", &text)]);
+    let keys = tempfile::tempdir().unwrap();
+    let keys = key_file(keys.path());
+    let (code, out, err) = on(&cluster, dir.path(), &["apply", "-vvv"], Some(&keys));
+    assert_eq!(code, 0, "{out}\n{err}");
     assert!(
-        err.contains("w.yaml:1: this Widget holds SOPS-encrypted values"),
-        "{err}"
+        !out.contains(PLAINTEXT) && !err.contains(PLAINTEXT),
+        "{out}\n{err}"
     );
-    assert!(!err.contains("t0ken-value") && !out.contains("t0ken-value"));
+    let live = get(&cluster, "", "configmaps", "default", "app").expect("created");
+    assert_eq!(live["data"]["token"], PLAINTEXT);
+    let (code, out, err) = on(&cluster, dir.path(), &["diff"], Some(&keys));
+    assert_eq!(code, 0, "a second diff is clean: {out}\n{err}");
+    // Both the sealed value and an open one change: only the open one is shown.
+    let text = encrypt_yaml(&[config("new-s3cret", "debug")], TEST_RECIPIENT, &rules, 22);
+    write_site(dir.path(), &[("app.yaml", &text)]);
+    for format in ["text", "json", "markdown"] {
+        let (code, out, err) = on(
+            &cluster,
+            dir.path(),
+            &["diff", "-o", format, "-vvv"],
+            Some(&keys),
+        );
+        assert_eq!(code, 1, "{out}\n{err}");
+        for plain in [PLAINTEXT, "new-s3cret"] {
+            assert!(
+                !out.contains(plain) && !err.contains(plain),
+                "{format}: {out}\n{err}"
+            );
+        }
+        assert!(out.contains("(changed)"), "{format}: {out}");
+        assert!(out.contains("debug"), "{format}: {out}");
+    }
+    // Someone else changes the sealed value in the cluster: drift is reported, masked.
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+            kube::Api::namespaced(cluster.client().await, "default");
+        let params = kube::api::PatchParams {
+            field_manager: Some("kubectl-edit".into()),
+            ..Default::default()
+        };
+        let patch = json!({"data": {"token": "kubectl-edited"}});
+        api.patch("app", &params, &kube::api::Patch::Merge(&patch))
+            .await
+            .expect("merge patch");
+    });
+    let (code, out, err) = on(&cluster, dir.path(), &["diff", "-vvv"], Some(&keys));
+    assert_eq!(code, 1, "{out}\n{err}");
+    for plain in [PLAINTEXT, "new-s3cret", "kubectl-edited"] {
+        assert!(!out.contains(plain) && !err.contains(plain), "{out}\n{err}");
+    }
+    assert!(out.contains("kubectl-edit"), "the drift is named: {out}");
+    let (code, out, err) = on(&cluster, dir.path(), &["apply"], Some(&keys));
+    assert_eq!(code, 0, "{out}\n{err}");
+    let live = get(&cluster, "", "configmaps", "default", "app").expect("kept");
+    assert_eq!(live["data"]["token"], "new-s3cret");
+    assert_eq!(live["data"]["level"], "debug");
 }
 
 #[test]
@@ -156,19 +244,16 @@ fn the_real_sops_fixture_is_decrypted_with_sops_age_key_file() {
     );
     assert!(err.contains("SOPS_AGE_KEY_FILE (unset)"), "{err}");
     // With the fixture's key file: it opens and its MAC holds; what is left is that it is no
-    // Secret (it is sops's own test file), so its values would be shown: refused, unprinted.
-    let (code, _, err) = run(tend_clean().args(["render", "--repo"]).arg(dir.path()).env(
+    // Kubernetes object (it is sops's own test file): refused as such, its values unprinted.
+    let (code, out, err) = run(tend_clean().args(["render", "--repo"]).arg(dir.path()).env(
         "SOPS_AGE_KEY_FILE",
         Path::new(FIXTURES).join("age-keys.txt"),
     ));
     assert_eq!(code, 2);
     assert!(!err.contains("no available key"), "{err}");
-    assert!(
-        err.contains("secrets.yaml:1: this document holds SOPS-encrypted values"),
-        "{err}"
-    );
+    assert!(err.contains("secrets.yaml:1:"), "{err}");
     for value in ["test_value", "another value"] {
-        assert!(!err.contains(value), "{err}");
+        assert!(!err.contains(value) && !out.contains(value), "{err}");
     }
 }
 
@@ -638,6 +723,56 @@ fn the_readme_example_decrypts_and_stays_masked() {
 /// An encrypted file that a configMapGenerator reads would put its plaintext into ConfigMap
 /// data, which reports show (only Secret data is masked): refused at the file, nothing built
 /// or written, the way out named.
+/// In a kustomization, an encrypted resource that is not a Secret is refused: what
+/// kustomize makes of it cannot be traced back to the sealed fields to mask them. A
+/// secretGenerator's YAML input (a kubeconfig, `kind: Config`) is Secret data and builds.
+#[test]
+fn an_encrypted_config_map_in_a_kustomization_is_refused() {
+    let mut files = encrypted_unit(PLAINTEXT);
+    let config = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "settings"}, "data": {"token": PLAINTEXT},
+    });
+    files[1].1 = encrypt_yaml(&[config], TEST_RECIPIENT, &flux_rules(), 14);
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    refused(
+        &refs,
+        true,
+        &[
+            "app/db.yaml:",
+            "this SOPS-encrypted ConfigMap is an input of the kustomization app/kustomization.yaml",
+        ],
+    );
+    // A kubeconfig read by a secretGenerator: its `kind: Config` is no object of the unit.
+    let kubeconfig = json!({"apiVersion": "v1", "kind": "Config", "users": [{"name": "u", "user": {"token": PLAINTEXT}}]});
+    let mut files = encrypted_unit(PLAINTEXT);
+    files[0].1 = KUSTOMIZATION.replace("    envs: [app.env]", "    files: [kubeconfig.yaml]");
+    files[3] = (
+        "app/kubeconfig.yaml".into(),
+        encrypt_yaml(&[kubeconfig], TEST_RECIPIENT, &Rules::default(), 15),
+    );
+    let dir = site(
+        &files
+            .iter()
+            .map(|(a, b)| (a.as_str(), b.as_str()))
+            .collect::<Vec<_>>(),
+    );
+    let keys = tempfile::tempdir().unwrap();
+    let keys = key_file(keys.path());
+    let (code, out, err) = run(tend_clean()
+        .args(["render", "--repo"])
+        .arg(dir.path())
+        .arg("--decryption-key-file")
+        .arg(&keys)
+        .env("TEND_KUSTOMIZE_COMMAND", "kubectl kustomize"));
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("kubeconfig.yaml: '***'"), "{out}");
+    assert!(!out.contains(PLAINTEXT) && !err.contains(PLAINTEXT));
+}
+
 #[test]
 fn an_encrypted_file_feeding_a_config_map_is_refused() {
     let mut files = encrypted_unit(PLAINTEXT);
