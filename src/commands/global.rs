@@ -107,7 +107,13 @@ impl GlobalArgs {
         Ok(crate::render::RenderOptions {
             cluster: self.cluster.clone(),
             default_namespace: self.namespace.clone(),
-            keys: std::sync::Arc::new(crate::ops::keys::load(&self.decryption_key_file)?),
+            keys: std::sync::Arc::new(crate::ops::keys::load(
+                &self.decryption_key_file,
+                &self
+                    .cache_dir
+                    .clone()
+                    .unwrap_or_else(crate::source::default_cache_dir),
+            )?),
             // A fresh seed each run (std's per-process random hasher keys): chart values made
             // with randAlphaNum & co. are never predictable from the repository.
             helm_seed: {

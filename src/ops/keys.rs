@@ -12,7 +12,7 @@ const MAX_KEY_FILE_BYTES: u64 = 1024 * 1024;
 /// (default `~/.config/sops/age/keys.txt`), then each `--decryption-key-file`. A key source
 /// named explicitly that cannot be read or holds something else is an error; the default
 /// file is only noted when missing.
-pub fn load(files: &[PathBuf]) -> Result<Keys, Error> {
+pub fn load(files: &[PathBuf], cache_dir: &Path) -> Result<Keys, Error> {
     let mut keys = Keys::default();
     match std::env::var("SOPS_AGE_KEY") {
         Ok(text) if !text.trim().is_empty() => {
@@ -35,7 +35,53 @@ pub fn load(files: &[PathBuf]) -> Result<Keys, Error> {
     for file in files {
         read_into(&mut keys, file, "--decryption-key-file")?;
     }
+    attach_cache(&mut keys, cache_dir);
     Ok(keys)
+}
+
+/// The file of the data-key cache ([`crate::sops::cache`]) in tend's cache directory.
+fn cache_file(cache_dir: &Path) -> PathBuf {
+    cache_dir.join("sops-data-keys")
+}
+
+/// Give `keys` the data keys earlier runs opened with them (none without keys: nothing is
+/// decrypted then). An unreadable cache is an empty one: it only saves time.
+fn attach_cache(keys: &mut Keys, cache_dir: &Path) {
+    if keys.is_empty() {
+        return;
+    }
+    let text = std::fs::read_to_string(cache_file(cache_dir)).unwrap_or_default();
+    keys.attach_cache(&text);
+}
+
+/// Write back the data keys this run opened, for the next run (mode 0600, replaced whole so
+/// that a concurrent run never reads half a file). Failing to only costs the next run time.
+pub fn save_cache(keys: &Keys, cache_dir: &Path) {
+    let Some(cache) = keys.cache() else {
+        return;
+    };
+    let (cached, opened) = cache.counts();
+    if cached + opened > 0 {
+        tracing::debug!("SOPS data keys: {cached} from the cache, {opened} opened with a key");
+    }
+    let Some(text) = cache.updated_text() else {
+        return;
+    };
+    let write = || -> std::io::Result<()> {
+        std::fs::create_dir_all(cache_dir)?;
+        let mut file = tempfile::Builder::new()
+            .prefix(".sops-data-keys")
+            .tempfile_in(cache_dir)?;
+        std::io::Write::write_all(&mut file, text.as_bytes())?;
+        file.persist(cache_file(cache_dir))?;
+        Ok(())
+    };
+    if let Err(err) = write() {
+        tracing::debug!(
+            "cannot write the SOPS data-key cache in {}: {err}",
+            cache_dir.display()
+        );
+    }
 }
 
 /// `$XDG_CONFIG_HOME/sops/age/keys.txt`, else `$HOME/.config/sops/age/keys.txt`.
@@ -106,6 +152,12 @@ pub async fn with_secret(
             "Secret {namespace}/{name} (no *.agekey or *.asc entries)"
         ));
     }
+    let cache_dir = opts
+        .source
+        .cache_dir
+        .clone()
+        .unwrap_or_else(crate::source::default_cache_dir);
+    attach_cache(&mut keys, &cache_dir);
     render.keys = std::sync::Arc::new(keys);
     Ok(render)
 }

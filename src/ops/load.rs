@@ -65,7 +65,15 @@ pub fn desired_state(
             path: checkout.dir.clone(),
             source,
         })?;
-    let rendered = match render::render_with_charts(&walked.files, &walked.charts, render_opts) {
+    let rendered = render::render_with_charts(&walked.files, &walked.charts, render_opts);
+    super::keys::save_cache(
+        &render_opts.keys,
+        &source_opts
+            .cache_dir
+            .clone()
+            .unwrap_or_else(source::default_cache_dir),
+    );
+    let rendered = match rendered {
         Ok(rendered) if walked.problems.is_empty() => rendered,
         Ok(_) => {
             return Err(

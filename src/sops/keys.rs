@@ -2,8 +2,11 @@
 //! text of key files, and where tend looked for them (for the message when none opens a file). Reading the files is the
 //! caller's; nothing here does I/O, and key material is never printed.
 
+use super::cache::DataKeyCache;
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
+use zeroize::Zeroizing;
 
 /// The keys a run may decrypt with.
 #[derive(Default, Clone)]
@@ -12,6 +15,8 @@ pub struct Keys {
     pgp: Vec<pgp::composed::SignedSecretKey>,
     /// Where tend looked, in order, with what it found: `SOPS_AGE_KEY (1 age key)`.
     pub searched: Vec<String>,
+    /// Data keys opened by earlier runs (see [`DataKeyCache`]), when the caller gave one.
+    cache: Option<Arc<DataKeyCache>>,
 }
 
 // Never the keys themselves.
@@ -104,6 +109,27 @@ impl Keys {
         }
         self.searched.push(format!("{source} ({held})"));
         Ok(n + p)
+    }
+
+    /// Use the data-key cache whose file holds `text`, for the keys held now (call it after
+    /// the last key is added: the cache opens only what these keys opened before).
+    pub fn attach_cache(&mut self, text: &str) {
+        use age::secrecy::ExposeSecret;
+        let age: Vec<_> = self.age.iter().map(|i| i.to_string()).collect();
+        let pgp: Vec<Zeroizing<Vec<u8>>> = self
+            .pgp
+            .iter()
+            .filter_map(|k| pgp::ser::Serialize::to_bytes(k).ok().map(Zeroizing::new))
+            .collect();
+        let secrets = age
+            .iter()
+            .map(|s| s.expose_secret().as_bytes())
+            .chain(pgp.iter().map(|b| &b[..]));
+        self.cache = Some(Arc::new(DataKeyCache::new(secrets, text)));
+    }
+
+    pub fn cache(&self) -> Option<&DataKeyCache> {
+        self.cache.as_deref()
     }
 
     /// Note a place looked at that held nothing (`~/.config/sops/age/keys.txt (not found)`).

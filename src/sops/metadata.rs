@@ -154,16 +154,27 @@ impl Metadata {
         if self.age.is_empty() && self.pgp.is_empty() {
             return Err(SopsError::Unsupported(self.other.clone()));
         }
-        // sops's default order: age, then PGP.
-        for (_, enc) in &self.age {
-            if let Some(key) = open_age(enc, keys) {
+        let stanzas = || self.age.iter().chain(&self.pgp).map(|(_, enc)| enc);
+        if let Some(cache) = keys.cache() {
+            if let Some(key) = stanzas().find_map(|enc| cache.open(enc)) {
                 return Ok(key);
             }
         }
-        for (_, enc) in &self.pgp {
-            if let Some(key) = open_pgp(enc, keys) {
-                return Ok(key);
+        // sops's default order: age, then PGP.
+        let opened = self
+            .age
+            .iter()
+            .find_map(|(_, enc)| open_age(enc, keys).map(|key| (enc, key)))
+            .or_else(|| {
+                self.pgp
+                    .iter()
+                    .find_map(|(_, enc)| open_pgp(enc, keys).map(|key| (enc, key)))
+            });
+        if let Some((enc, key)) = opened {
+            if let Some(cache) = keys.cache() {
+                cache.remember(enc, &key);
             }
+            return Ok(key);
         }
         Err(SopsError::NoKey {
             recipients: self.recipients(),

@@ -7,6 +7,7 @@
 //! with the leaf's path as additional data; the MAC is SHA-512 over the plaintext leaves in
 //! document order ([`tree`]).
 
+pub mod cache;
 pub mod cipher;
 pub mod formats;
 pub mod keys;

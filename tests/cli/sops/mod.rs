@@ -306,6 +306,72 @@ fn an_encrypted_secret_applies_its_plaintext_and_diffs_clean() {
     );
 }
 
+/// Opened data keys are cached (sealed under a key derived from the identity) in the cache
+/// directory: the next run opens none, the file holds neither plaintext nor data keys, and a
+/// damaged or foreign cache only costs time.
+#[test]
+fn opened_data_keys_are_cached_for_the_next_run_and_only_for_its_keys() {
+    let text = encrypt_yaml(
+        &[secret("db", PLAINTEXT)],
+        TEST_RECIPIENT,
+        &flux_rules(),
+        31,
+    );
+    let dir = site(&[("db.yaml", &text)]);
+    let keys_dir = tempfile::tempdir().unwrap();
+    let keys = key_file(keys_dir.path());
+    let cache = tempfile::tempdir().unwrap();
+    let render = || {
+        run(tend_clean()
+            .args(["-v", "render", "--repo"])
+            .arg(dir.path())
+            .arg("--decryption-key-file")
+            .arg(&keys)
+            .arg("--cache-dir")
+            .arg(cache.path()))
+    };
+    let (code, first, err) = render();
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("SOPS data keys: 0 from the cache, 1 opened"),
+        "{err}"
+    );
+    let file = cache.path().join("sops-data-keys");
+    let stored = std::fs::read_to_string(&file).expect("the cache was written");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    assert!(
+        !stored.contains(PLAINTEXT) && stored.lines().count() == 1,
+        "{stored}"
+    );
+    let (code, second, err) = render();
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("SOPS data keys: 1 from the cache, 0 opened"),
+        "{err}"
+    );
+    assert_eq!(first, second);
+    // A damaged entry is passed over: the key opens the file again.
+    let (index, sealed) = stored.trim().split_once(' ').unwrap();
+    let flipped = if sealed.starts_with('0') { "1" } else { "0" };
+    std::fs::write(&file, format!("{index} {flipped}{}\n", &sealed[1..])).unwrap();
+    let (code, third, err) = render();
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("0 from the cache, 1 opened"), "{err}");
+    assert_eq!(first, third);
+    // The cache opens nothing without the identity that filled it.
+    let (code, _, err) = run(tend_clean()
+        .args(["render", "--repo"])
+        .arg(dir.path())
+        .arg("--cache-dir")
+        .arg(cache.path()));
+    assert_eq!(code, 2);
+    assert!(err.contains("no available key opens"), "{err}");
+}
+
 /// Each negative fixture: exit 2, its message at file:line, nothing written.
 fn refused(files: &[(&str, &str)], keys: bool, expect: &[&str]) {
     let cluster = TestCluster::start();
