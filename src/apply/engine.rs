@@ -8,6 +8,7 @@
 //! reports the diff against what the server returns then, so a dry run would double its
 //! requests and prevent nothing (independent objects are applied even when one fails).
 
+use super::lists;
 use super::lock::{self, Clock};
 use super::observe::{self, Observed};
 pub use super::options::{EngineError, EngineOptions};
@@ -36,6 +37,7 @@ async fn observe_and_plan(
     (prepared, hooks): (&[Prepared], &[hooks::Hook]),
     opts: &EngineOptions,
     dry_run_all: bool,
+    ahead: Option<lists::ReadAhead>,
 ) -> Result<Planned, EngineError> {
     let id = opts.applyset_id();
     let inputs: Vec<Desired<'_>> = prepared
@@ -48,7 +50,7 @@ async fn observe_and_plan(
     let settle = FastPath {
         desired: inputs.iter().map(|d| (d.object.key(), *d)).collect(),
     };
-    let observed = observe::observe(session, prepared, opts, &id, &settle).await?;
+    let observed = observe::observe(session, prepared, opts, &id, &settle, ahead).await?;
     let needs_server: BTreeSet<ObjectKey> = inputs
         .iter()
         .map(|d| (d, d.object.key()))
@@ -139,6 +141,7 @@ pub async fn diff(
     desired: Vec<Object>,
     opts: &EngineOptions,
     kinds: &tend_kinds::KindsContext,
+    ahead: Option<lists::ReadAhead>,
 ) -> Result<RunReport, EngineError> {
     let started = Instant::now();
     let (desired, hooks) = hooks::take(&session.resources, desired, opts)?;
@@ -149,7 +152,7 @@ pub async fn diff(
         &opts.default_namespace,
         &opts.applyset_id(),
     )?;
-    let planned = observe_and_plan(session, (&prepared, &hooks), opts, true).await?;
+    let planned = observe_and_plan(session, (&prepared, &hooks), opts, true, ahead).await?;
     let mut report = base_report("diff", opts, &planned.plan);
     waves::describe(&mut report, &prepared, &hooks, &planned.plan, None);
     tend_kinds::add_reload_changes(&mut report, kinds);
@@ -181,7 +184,7 @@ pub async fn apply(
     )?;
     let site = (&prepared[..], &hooks[..]);
     if opts.dry_run {
-        let planned = observe_and_plan(session, site, opts, true).await?;
+        let planned = observe_and_plan(session, site, opts, true, None).await?;
         let mut report = apply_planned(session, site, planned, opts, kinds, &*clock).await?;
         report.duration = started.elapsed();
         return Ok(report);
@@ -211,7 +214,7 @@ async fn lock_and_plan(
     if sighting.is_free(clock.now()) {
         let (taken, planned) = tokio::join!(
             lock::take_free(&sighting, clock.clone()),
-            observe_and_plan(session, site, opts, false)
+            observe_and_plan(session, site, opts, false, None)
         );
         match taken {
             Ok(lock) => return Ok((lock, planned)),
@@ -221,7 +224,7 @@ async fn lock_and_plan(
         }
     }
     let lock = lock::wait_for(&sighting, opts.lock_timeout, clock, &opts.interrupt).await?;
-    let planned = observe_and_plan(session, site, opts, false).await;
+    let planned = observe_and_plan(session, site, opts, false, None).await;
     Ok((lock, planned))
 }
 

@@ -11,6 +11,7 @@ pub mod engine;
 pub mod holder;
 pub mod hooks;
 pub mod interrupted;
+pub mod lists;
 pub mod live;
 pub mod lock;
 mod non_members;

@@ -5,6 +5,7 @@
 //! namespace, else a GET each or one metadata-only LIST per kind and namespace; and, for
 //! objects the fast path cannot settle, server-side dry runs.
 
+use super::lists::{covered, read_parent, scans, ReadAhead};
 use super::non_members;
 use super::options::{EngineError, EngineOptions};
 use super::prepare::Prepared;
@@ -41,30 +42,21 @@ pub trait Settle: Sync {
     fn keep(&self, key: &ObjectKey) -> bool;
 }
 
-/// One LIST of members: a resource in a namespace, or across all namespaces.
-struct Scan {
-    resource: Resource,
-    namespace: Option<String>,
-}
-
 /// Read the parent; LIST the members of every kind the run desires or recorded, with the
 /// ApplySet label selector (per kind across namespaces when allowed, else per namespace);
-/// GET desired objects that are not members yet.
+/// GET desired objects that are not members yet. What `ahead` read already is not read again.
 pub async fn observe(
     session: &Session,
     prepared: &[Prepared],
     opts: &EngineOptions,
     applyset_id: &str,
     settle: &dyn Settle,
+    ahead: Option<ReadAhead>,
 ) -> Result<Observed, EngineError> {
-    let secret = session.core("Secret")?;
-    let parent = cluster::get(
-        &session.client,
-        &secret,
-        Some(&opts.state_namespace),
-        &opts.applyset,
-    )
-    .await?;
+    let (parent, ahead_lists) = match ahead {
+        Some(ahead) => (ahead.parent, ahead.lists),
+        None => (read_parent(session, opts).await?, Vec::new()),
+    };
     let recorded = parent
         .as_ref()
         .map(Inventory::from_parent)
@@ -102,6 +94,7 @@ pub async fn observe(
             namespaces.extend(recorded_namespaces.iter().cloned());
         }
     }
+    let ahead_lists = covered(&mut kinds, ahead_lists);
     let scans = scans(session, kinds, opts.concurrency).await;
 
     let selector = format!("{}={}", inventory::PART_OF_LABEL, applyset_id);
@@ -145,6 +138,9 @@ pub async fn observe(
     .await;
     for result in lists {
         result?;
+    }
+    for item in ahead_lists.into_iter().flat_map(|(_, items)| items) {
+        take(item);
     }
 
     // Desired objects that are not members: new, or made by someone else (adopted). Namespaces
@@ -210,43 +206,6 @@ impl Observed {
         }
         self.live.insert(key, item);
     }
-}
-
-/// The LISTs for each kind: across all namespaces when the kind lives in several and the
-/// client may list it cluster-wide (one SelfSubjectAccessReview per such kind), else one per
-/// namespace.
-async fn scans(
-    session: &Session,
-    kinds: BTreeMap<GroupKind, (Resource, BTreeSet<String>)>,
-    concurrency: usize,
-) -> Vec<Scan> {
-    let decided = stream::iter(
-        kinds
-            .into_values()
-            .map(|(resource, namespaces)| async move {
-                let wide = !resource.namespaced
-                    || (namespaces.len() > 1 && session.may_list_cluster_wide(&resource).await);
-                (resource, namespaces, wide)
-            }),
-    )
-    .buffer_unordered(concurrency.max(1))
-    .collect::<Vec<_>>()
-    .await;
-    let mut scans = Vec::new();
-    for (resource, namespaces, wide) in decided {
-        if wide {
-            scans.push(Scan {
-                resource,
-                namespace: None,
-            });
-        } else {
-            scans.extend(namespaces.into_iter().map(|ns| Scan {
-                resource: resource.clone(),
-                namespace: Some(ns),
-            }));
-        }
-    }
-    scans
 }
 
 /// Server-side dry-run applies of `targets` (keys of prepared objects), concurrently.

@@ -66,7 +66,27 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
         .build()
         .map_err(Error::Runtime)?;
     let access = opts.access.clone();
-    let connecting = runtime.spawn(async move { Session::connect(&access).await });
+    // A diff also reads what the cluster holds of the previous run while rendering goes on:
+    // with nothing new in git, nothing is left to read afterwards. (An apply reads under
+    // its lock, after rendering.)
+    let ahead_opts = (opts.mode == Mode::Diff).then(|| opts.engine.clone());
+    let connecting = runtime.spawn(async move {
+        let session = Session::connect(&access).await?;
+        let ahead = match &ahead_opts {
+            Some(engine_opts) => {
+                match crate::apply::lists::read_ahead(&session, engine_opts).await {
+                    Ok(ahead) => Some(ahead),
+                    Err(err) => {
+                        // Read again once rendered, where the error is reported as usual.
+                        tracing::debug!("reading ahead: {err}");
+                        None
+                    }
+                }
+            }
+            None => None,
+        };
+        Ok::<_, crate::cluster::ClusterError>((session, ahead))
+    });
     let offline = match opts.decryption_secret {
         None => match load::desired_state(&opts.source, &opts.render) {
             Ok(desired) => Some(desired),
@@ -81,7 +101,7 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
         if opts.mode == Mode::Apply && !opts.engine.dry_run {
             super::signals::listen(opts.engine.interrupt.clone()).map_err(Error::Runtime)?;
         }
-        let session = connecting
+        let (session, ahead) = connecting
             .await
             .map_err(|err| Error::Runtime(std::io::Error::other(err)))?
             .map_err(EngineError::from)?;
@@ -126,7 +146,7 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
         };
         let objects = rendered.objects;
         let report = match opts.mode {
-            Mode::Diff => engine::diff(&session, objects, engine_opts, &kinds).await?,
+            Mode::Diff => engine::diff(&session, objects, engine_opts, &kinds, ahead).await?,
             Mode::Apply => {
                 engine::apply(
                     &session,
