@@ -108,10 +108,8 @@ const IDENTITY: [&str; 4] = [
 pub fn sealed_pointers(value: &Value) -> Vec<String> {
     fn walk(value: &Value, pointer: &mut String, out: &mut Vec<String>) {
         match value {
-            Value::String(s) if looks_sealed(s) => {
-                if !IDENTITY.contains(&pointer.as_str()) {
-                    out.push(pointer.clone());
-                }
+            Value::String(s) if looks_sealed(s) && !IDENTITY.contains(&pointer.as_str()) => {
+                out.push(pointer.clone());
             }
             Value::Object(map) => {
                 for (key, item) in map {
