@@ -82,7 +82,7 @@ def timed(cmd):
 
 
 def main():
-    subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "tend", "-p", "tend"], cwd=ROOT, check=True)
+    subprocess.run(["cargo", "build", "--release", "--quiet", "--workspace"], cwd=ROOT, check=True)
     real = os.environ.get("KUBECONFIG")
     servers = []
     if real:

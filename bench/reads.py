@@ -80,7 +80,7 @@ stringData:
 
 
 def main():
-    subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "tend", "--bin", "tend"], cwd=ROOT, check=True)
+    subprocess.run(["cargo", "build", "--release", "--quiet", "--workspace"], cwd=ROOT, check=True)
     real = os.environ.get("KUBECONFIG")
     server = None
     if real:

@@ -16,7 +16,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def main():
     runs = int(os.environ.get("RUNS", "5"))
-    subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+    subprocess.run(["cargo", "build", "--release", "--quiet", "--workspace"], cwd=ROOT, check=True)
     tend = os.path.join(ROOT, "target", "release", "tend")
     with tempfile.TemporaryDirectory() as tmp:
         site = os.path.join(tmp, "site")

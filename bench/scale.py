@@ -76,7 +76,7 @@ def tend(args, server, site, applyset):
 
 
 def main():
-    subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "tend", "--bin", "tend"], cwd=ROOT, check=True)
+    subprocess.run(["cargo", "build", "--release", "--quiet", "--workspace"], cwd=ROOT, check=True)
     subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "tend-testserver", "--bin", "tend-testserver"],
                    cwd=ROOT, check=True)
     tmp = tempfile.mkdtemp()

@@ -72,14 +72,14 @@ impl DataKeyCache {
     /// it), if an earlier run opened it with one of this run's identities.
     pub fn open(&self, stanza: &str) -> Option<Zeroizing<[u8; 32]>> {
         for wrapping in &self.wrapping {
-            let index = hmac(&wrapping[..], &[b"index", stanza.as_bytes()]);
+            let index = index_of(wrapping, stanza);
             let Some(sealed) = self.entries.get(&index) else {
                 continue;
             };
             let plain = Zeroizing::new(
                 cipher(wrapping)
                     .decrypt(
-                        &nonce(wrapping, stanza),
+                        &nonce(&index),
                         Payload {
                             msg: sealed,
                             aad: &index,
@@ -100,9 +100,9 @@ impl DataKeyCache {
     /// of them opened it is the crypto crates' business).
     pub fn remember(&self, stanza: &str, data_key: &[u8; 32]) {
         for wrapping in &self.wrapping {
-            let index = hmac(&wrapping[..], &[b"index", stanza.as_bytes()]);
+            let index = index_of(wrapping, stanza);
             let Ok(sealed) = cipher(wrapping).encrypt(
-                &nonce(wrapping, stanza),
+                &nonce(&index),
                 Payload {
                     msg: data_key,
                     aad: &index,
@@ -149,12 +149,17 @@ fn cipher(wrapping: &[u8; 32]) -> Aes256Gcm {
     Aes256Gcm::new(&Key::<Aes256Gcm>::from(*wrapping))
 }
 
-/// Deterministic: one stanza always seals one data key, so a repeated nonce only repeats
-/// the same message, and the cache needs no randomness.
-fn nonce(wrapping: &[u8; 32], stanza: &str) -> Nonce<aes_gcm::aes::cipher::consts::U12> {
-    let bytes = hmac(wrapping, &[b"nonce", stanza.as_bytes()]);
+/// Where a stanza's data key is filed: a keyed hash, so the file tells nothing about the
+/// stanzas (which are in git) without the identity.
+fn index_of(wrapping: &[u8; 32], stanza: &str) -> Index {
+    hmac(wrapping, &[stanza.as_bytes()])
+}
+
+/// Deterministic, from the index: one stanza always seals one data key, so a repeated nonce
+/// only repeats the same message, and the cache needs no randomness.
+fn nonce(index: &Index) -> Nonce<aes_gcm::aes::cipher::consts::U12> {
     let mut nonce = [0u8; 12];
-    nonce.copy_from_slice(&bytes[..12]);
+    nonce.copy_from_slice(&index[..12]);
     Nonce::from(nonce)
 }
 
