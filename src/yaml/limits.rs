@@ -154,6 +154,11 @@ pub(super) fn may_have_aliases(text: &str) -> bool {
 /// enough for Kubernetes YAML. In block context only a `[`/`{` where a node starts opens a
 /// collection, so brackets inside plain scalars (`a[0]`, `x [y`) do not count.
 pub(super) fn deep_flow_line(text: &str, limit: usize) -> Option<usize> {
+    // Nesting past `limit` needs more than `limit` opening brackets: most documents (sealed
+    // `ENC[...]` values included) have far fewer, and counting is much cheaper than scanning.
+    if text.bytes().filter(|b| matches!(b, b'[' | b'{')).count() <= limit {
+        return None;
+    }
     let mut depth = 0usize;
     // Inside a quoted scalar that continues on the next line: its quote character.
     let mut quote: Option<u8> = None;
