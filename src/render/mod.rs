@@ -26,8 +26,8 @@ pub mod waves;
 pub use complete::complete;
 
 use crate::helm::chart::Charts;
-use crate::kinds::copy_rule::CopyOutcome;
 use crate::kinds::registry_mirror::HostPorts;
+use crate::kinds::run::CopyOutcome;
 use crate::kinds::{TendKind, TendObject};
 use crate::object::{split_api_version, Object, ObjectKey, Origin};
 use crate::problem::{Problem, Problems};

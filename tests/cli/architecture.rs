@@ -125,16 +125,6 @@ const KNOWN_CIRCLES: &[&[&str]] = &[
         "helm/funcs/strings.rs",
     ],
     &["helm/template/builtins.rs", "helm/template/mod.rs"],
-    // `CopyOutcome` (copy_rule, used by run.rs), `Reader` (view.rs, used by copy_rule/view.rs).
-    &[
-        "kinds/checks.rs",
-        "kinds/copy_rule/copies.rs",
-        "kinds/copy_rule/mod.rs",
-        "kinds/copy_rule/view.rs",
-        "kinds/mod.rs",
-        "kinds/run.rs",
-        "kinds/view.rs",
-    ],
     // Each kind's mod.rs holds its type and calls the file that builds its objects.
     &[
         "kinds/immortal_container/mod.rs",

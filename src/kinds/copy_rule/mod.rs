@@ -8,7 +8,7 @@
 pub mod copies;
 pub mod view;
 
-pub use copies::{CopyOutcome, COPIED_FROM_ANNOTATION};
+pub use copies::COPIED_FROM_ANNOTATION;
 pub use view::CopyView;
 
 use super::checks::Problems;
