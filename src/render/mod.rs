@@ -32,6 +32,7 @@ use crate::kinds::{TendKind, TendObject};
 use crate::object::{split_api_version, Object, ObjectKey, Origin};
 use crate::problem::{Problem, Problems};
 use crate::sops::Keys;
+use crate::source::kustomize_annotations;
 use crate::source::walk::SourceFile;
 use crate::yaml;
 use serde_json::Value;
@@ -278,7 +279,7 @@ fn parse_all(
 ) -> Vec<(Vec<(yaml::Document, Vec<Problem>)>, Vec<Problem>)> {
     let parse = |file: &SourceFile| {
         let (mut docs, mut problems) =
-            yaml::parse_source(&file.path, &file.text, file.unit.is_some());
+            kustomize_annotations::parse_source(&file.path, &file.text, file.unit.is_some());
         problems.extend(decrypt::decrypt_file(file, &mut docs, keys));
         let docs = docs
             .into_iter()

@@ -5,6 +5,7 @@ pub mod charts;
 pub mod encrypted;
 pub mod git;
 pub mod kustomize;
+pub mod kustomize_annotations;
 mod private_copy;
 pub mod walk;
 

@@ -150,14 +150,8 @@ const KNOWN_CIRCLES: &[&[&str]] = &[
         "source/kustomize.rs",
         "source/walk.rs",
     ],
-    // The `use super::*` globs of source/git/ and yaml/.
+    // The `use super::*` globs of source/git/.
     &["source/git/extract.rs", "source/git/mod.rs"],
-    &[
-        "yaml/convert.rs",
-        "yaml/limits.rs",
-        "yaml/lists.rs",
-        "yaml/mod.rs",
-    ],
 ];
 
 #[test]
