@@ -12,7 +12,7 @@ use crate::kinds::{TendKind, TendObject};
 use crate::object::{Object, Origin};
 use crate::problem::Problem;
 use crate::source::kustomize_annotations;
-use crate::source::walk::SourceFile;
+use crate::source::SourceFile;
 use crate::yaml;
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};

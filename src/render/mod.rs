@@ -33,7 +33,7 @@ use crate::object::{split_api_version, Object, ObjectKey, Origin};
 use crate::problem::{Problem, Problems};
 use crate::sops::Keys;
 use crate::source::kustomize_annotations;
-use crate::source::walk::SourceFile;
+use crate::source::SourceFile;
 use crate::yaml;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};

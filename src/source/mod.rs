@@ -3,11 +3,14 @@
 
 pub mod charts;
 pub mod encrypted;
+mod file;
 pub mod git;
 pub mod kustomize;
 pub mod kustomize_annotations;
 mod private_copy;
 pub mod walk;
+
+pub use file::{SourceFile, MAX_FILE_BYTES};
 
 use git::{GitError, GitSpec};
 use std::path::{Component, Path, PathBuf};

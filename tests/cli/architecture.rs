@@ -142,14 +142,6 @@ const KNOWN_CIRCLES: &[&[&str]] = &[
     ],
     // SOPS: mod.rs holds `Metadata` and `SopsError`, which the tree walk needs.
     &["sops/metadata.rs", "sops/mod.rs", "sops/tree.rs"],
-    // `SourceFile` (walk.rs, used by kustomize.rs), `MAX_FILE_BYTES` (walk.rs, used by the files
-    // walk.rs calls).
-    &[
-        "source/charts.rs",
-        "source/encrypted.rs",
-        "source/kustomize.rs",
-        "source/walk.rs",
-    ],
     // The `use super::*` globs of source/git/.
     &["source/git/extract.rs", "source/git/mod.rs"],
 ];
