@@ -71,10 +71,11 @@ fn read_into(keys: &mut Keys, path: &Path, what: &str) -> Result<(), Error> {
 /// entries (age identities) and `*.asc` entries (armored PGP keys), as Flux reads them.
 pub async fn with_secret(
     session: &crate::cluster::Session,
-    opts: &super::reconcile::ReconcileOptions,
+    render: &crate::render::RenderOptions,
+    decryption_secret: &Option<(String, String)>,
 ) -> Result<crate::render::RenderOptions, Error> {
-    let mut render = opts.render.clone();
-    let Some((namespace, name)) = &opts.decryption_secret else {
+    let mut render = render.clone();
+    let Some((namespace, name)) = decryption_secret else {
         return Ok(render);
     };
     let entries = session

@@ -88,7 +88,9 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
         let desired = match offline {
             Some(desired) => desired,
             None => {
-                let render = super::keys::with_secret(&session, opts).await?;
+                let render =
+                    super::keys::with_secret(&session, &opts.render, &opts.decryption_secret)
+                        .await?;
                 load::desired_state(&opts.source, &render)?
             }
         };

@@ -134,7 +134,6 @@ const KNOWN_CIRCLES: &[&[&str]] = &[
         "kinds/registry_mirror/expand.rs",
         "kinds/registry_mirror/mod.rs",
     ],
-    &["ops/keys.rs", "ops/reconcile.rs"],
     &[
         "render/helm_charts.rs",
         "render/mod.rs",
