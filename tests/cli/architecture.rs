@@ -114,11 +114,7 @@ const KNOWN_CIRCLES: &[&[&str]] = &[
     &["helm/template/builtins.rs", "helm/template/mod.rs"],
     // render/mod.rs calls render/helm_charts.rs, which calls back for `is_targeted` and
     // `RenderOptions` (helm_charts.rs is being changed elsewhere).
-    &[
-        "render/helm_charts.rs",
-        "render/mod.rs",
-        "render/validate.rs",
-    ],
+    &["render/helm_charts.rs", "render/mod.rs"],
     // SOPS: mod.rs holds `Metadata` and `SopsError`, which the tree walk needs.
     &["sops/metadata.rs", "sops/mod.rs", "sops/tree.rs"],
 ];

@@ -62,10 +62,31 @@ impl FileImports {
     fn read(code: &str) -> Self {
         let tokens = tokenize(code);
         let mut found = FileImports::default();
+        // Brace depth, and the depths at which inline modules (`mod x { … }`) opened: inside
+        // one, `super::` first climbs within this file.
+        let mut depth = 0usize;
+        let mut inline_modules: Vec<usize> = Vec::new();
         let mut i = 0;
         while i < tokens.len() {
             let word = tokens[i].as_str();
             let previous = i.checked_sub(1).map(|p| tokens[p].as_str());
+            match word {
+                "{" => {
+                    let opens_module = i >= 2 && tokens[i - 2] == "mod" && is_ident(&tokens[i - 1]);
+                    if opens_module {
+                        inline_modules.push(depth);
+                    }
+                    depth += 1;
+                }
+                "}" => {
+                    depth = depth.saturating_sub(1);
+                    if inline_modules.last() == Some(&depth) {
+                        inline_modules.pop();
+                    }
+                }
+                _ => {}
+            }
+            let within_file = |path: Vec<String>| within_this_file(path, inline_modules.len());
             if previous != Some("::") && ITEM_KEYWORDS.contains(&word) {
                 if let Some(name) = tokens.get(i + 1).filter(|t| is_ident(t)) {
                     found.items.insert(name.clone());
@@ -83,6 +104,7 @@ impl FileImports {
                 use_tree(&tokens[i + 1..end], Vec::new(), &mut trees);
                 let public = previous == Some("pub") || previous == Some(")");
                 for UsePath { path, name, glob } in trees {
+                    let path = within_file(path);
                     match (public, glob) {
                         (true, true) => found.glob_reexports.push(path),
                         (true, false) => {
@@ -106,7 +128,7 @@ impl FileImports {
                     path.push(tokens[j + 1].clone());
                     j += 2;
                 }
-                found.paths.push(path);
+                found.paths.push(within_file(path));
                 i = j;
                 continue;
             }
@@ -114,6 +136,27 @@ impl FileImports {
         }
         found
     }
+}
+
+/// A path named inside `inline` nested inline modules, as seen from the file's own module:
+/// the `super::`s that climb out of inline modules are dropped, and a path that stays inside
+/// the file becomes `self::…`.
+fn within_this_file(mut path: Vec<String>, inline: usize) -> Vec<String> {
+    if inline == 0 || path.first().is_some_and(|s| s == "crate") {
+        return path;
+    }
+    let climbs = path.iter().take_while(|s| *s == "super").count();
+    if path.first().is_some_and(|s| s == "self") || climbs == 0 {
+        // `self::` or a bare path inside an inline module names its own items.
+        path.insert(0, "self".to_string());
+        return path;
+    }
+    let dropped = climbs.min(inline);
+    path.drain(..dropped);
+    if climbs == dropped {
+        path.insert(0, "self".to_string());
+    }
+    path
 }
 
 const ITEM_KEYWORDS: [&str; 9] = [
