@@ -1,7 +1,42 @@
-//! The report of a `tend chaos` pass: text for people, json for machines.
+//! The report of a `tend chaos` pass ([`ChaosReport`]): text for people, json for machines.
 
-use crate::chaos::ChaosReport;
+use crate::kinds::chaos_agent::pass::{ActionState, Pass};
+use crate::kinds::ChaosAgentSpec;
 use serde_json::{json, Value};
+
+/// What a pass did (or would do).
+#[derive(Debug)]
+pub struct ChaosReport {
+    pub agent: String,
+    pub seed: u64,
+    pub execute: bool,
+    pub excluded: Vec<String>,
+    pub spec: ChaosAgentSpec,
+    pub pass: Pass,
+    /// Per action, with `--execute`: Ok or the error message. Empty for a dry run.
+    pub results: Vec<Result<(), String>>,
+    pub warnings: Vec<String>,
+    /// `N API requests (...)`.
+    pub requests: String,
+}
+
+impl ChaosReport {
+    pub fn failed(&self) -> usize {
+        self.results.iter().filter(|r| r.is_err()).count()
+    }
+
+    pub fn done(&self) -> usize {
+        self.results.iter().filter(|r| r.is_ok()).count()
+    }
+
+    pub fn state(&self, index: usize) -> ActionState<'_> {
+        match self.results.get(index) {
+            None => ActionState::Planned,
+            Some(Ok(())) => ActionState::Done,
+            Some(Err(e)) => ActionState::Failed(e),
+        }
+    }
+}
 
 fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })

@@ -1,5 +1,10 @@
 //! `ChaosAgent` (SPEC 3.5, seed 004 "Blackadder"): configuration of `tend chaos`. `apply`
-//! only stores it; chaos happens only in `tend chaos --agent NAME`.
+//! only stores it; chaos happens only in `tend chaos --agent NAME`, whose decisions are
+//! [`pass`]'s (with [`rng`]'s seeded randomness and [`lorem`]'s text).
+
+mod lorem;
+pub mod pass;
+pub mod rng;
 
 use super::checks::Problems;
 use super::{FieldProblem, Kind, TendKind};
