@@ -16,7 +16,7 @@ use super::prepare::{prepare, Prepared};
 use super::{hooks, interrupted, prune, stages, tend_kinds, wait, waves};
 use crate::cluster::Session;
 use crate::plan::planner::{self, Desired, Plan, PlanInput, Triage};
-use crate::render::object::{Object, ObjectKey};
+use crate::object::{Object, ObjectKey};
 use crate::report::run::{Outcome, RunReport};
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};

@@ -11,7 +11,7 @@ use crate::cluster::{self, Resources, Session};
 use crate::kstatus::{self, Status};
 use crate::plan::inventory;
 use crate::plan::planner::Plan;
-use crate::render::object::{Object, ObjectKey};
+use crate::object::{Object, ObjectKey};
 use crate::render::waves::{self, Phase};
 use crate::report::run::{HookRun, HookState};
 use serde_json::Value;

@@ -84,7 +84,7 @@ pub fn account(report: &RunReport, stop: Stop) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::object::ObjectKey;
+    use crate::object::ObjectKey;
     use crate::report::run::Outcome;
 
     #[tokio::test]

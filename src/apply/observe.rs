@@ -12,7 +12,7 @@ use super::progress::{self, Tick};
 use crate::cluster::{self, key_of, ListQuery, Resource, Session};
 use crate::plan::inventory::{self, GroupKind, Inventory};
 use crate::plan::planner::DryRun;
-use crate::render::object::ObjectKey;
+use crate::object::ObjectKey;
 use futures::stream::{self, StreamExt};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};

@@ -14,7 +14,7 @@ use crate::plan::normalize::normalize;
 use crate::plan::planner::Plan;
 use crate::plan::Action;
 use crate::render::builtin::{stage_of, Stage};
-use crate::render::object::{split_api_version, ObjectKey};
+use crate::object::{split_api_version, ObjectKey};
 use crate::report::run::{Outcome, RunReport};
 use futures::stream::{self, StreamExt};
 use serde_json::Value;

@@ -12,7 +12,7 @@ use super::progress;
 use crate::cluster::{self, key_of, ListQuery, Resource, Session};
 use crate::kstatus::{self, Status};
 use crate::plan::inventory;
-use crate::render::object::ObjectKey;
+use crate::object::ObjectKey;
 use crate::report::run::RunReport;
 use futures::stream::{self, StreamExt};
 use serde_json::Value;

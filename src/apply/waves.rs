@@ -15,7 +15,7 @@ use crate::cluster::{self, Session};
 use crate::kstatus::Status;
 use crate::plan::planner::Plan;
 use crate::plan::Action;
-use crate::render::object::{split_api_version, ObjectKey};
+use crate::object::{split_api_version, ObjectKey};
 use crate::render::waves::{wave_of, Phase};
 use crate::report::run::{HookState, RunReport};
 use std::collections::{BTreeMap, BTreeSet};

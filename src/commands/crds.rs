@@ -3,7 +3,7 @@
 
 use super::{GlobalArgs, OutputFormat};
 use crate::ops::Verdict;
-use crate::render::object::{Object, Origin};
+use crate::object::{Object, Origin};
 use crate::report::objects::{format_objects, StreamFormat};
 use crate::Error;
 

@@ -11,7 +11,7 @@ use crate::kinds::immortal_container::pod::{
     decision as immortal_decision, is_immortal_pod, PodDecision,
 };
 use crate::render::builtin::stage_of;
-use crate::render::object::{Object, ObjectKey};
+use crate::object::{Object, ObjectKey};
 use crate::render::policy;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -391,7 +391,7 @@ pub fn check_prune_limits(
 mod tests {
     use super::*;
     use crate::plan::inventory::PART_OF_LABEL;
-    use crate::render::object::Origin;
+    use crate::object::Origin;
     use serde_json::json;
 
     const ID: &str = "applyset-test-v1";

@@ -17,7 +17,6 @@ pub mod config_hash;
 mod decrypt;
 pub mod file_modes;
 mod helm_charts;
-pub mod object;
 pub mod policy;
 pub mod tend_kinds;
 pub mod validate;

@@ -4,7 +4,7 @@
 use super::run::{Outcome, RunReport};
 use crate::plan::drift::Drift;
 use crate::plan::{Action, Change};
-use crate::render::object::{ObjectKey, Origin};
+use crate::object::{ObjectKey, Origin};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::time::Duration;

@@ -12,7 +12,7 @@
 use super::run::{Outcome, RunReport};
 pub use crate::cluster::cause::cut;
 use crate::plan::{Action, Change};
-use crate::render::object::ObjectKey;
+use crate::object::ObjectKey;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 

@@ -3,7 +3,7 @@
 //! (for merge-request comments).
 
 use crate::plan::{Change, Summary};
-use crate::render::object::ObjectKey;
+use crate::object::ObjectKey;
 pub use crate::render::waves::Phase;
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -90,7 +90,7 @@ pub(super) fn json_fields(report: &RunReport) -> (Value, Value, Value) {
 mod tests {
     use super::*;
     use crate::plan::{Action, Change};
-    use crate::render::object::ObjectKey;
+    use crate::object::ObjectKey;
     use crate::render::waves::Phase;
 
     fn key(kind: &str, name: &str) -> ObjectKey {
