@@ -73,7 +73,7 @@ pub async fn read<R: Reader>(
             _ => None,
         })
         .collect();
-    copy_rule::view::read(reader, &rules, desired, &mut view.copies).await
+    copy_rule::copy_view::read(reader, &rules, desired, &mut view.copies).await
 }
 
 #[cfg(test)]

@@ -10,8 +10,8 @@ use super::{fast_path, normalize::normalize, Action, Change};
 use crate::kinds::immortal_container::pod::{
     decision as immortal_decision, is_immortal_pod, PodDecision,
 };
-use crate::render::builtin::stage_of;
 use crate::object::{Object, ObjectKey};
+use crate::render::builtin::stage_of;
 use crate::render::policy;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -390,8 +390,8 @@ pub fn check_prune_limits(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::inventory::PART_OF_LABEL;
     use crate::object::Origin;
+    use crate::plan::inventory::PART_OF_LABEL;
     use serde_json::json;
 
     const ID: &str = "applyset-test-v1";

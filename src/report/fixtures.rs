@@ -2,9 +2,9 @@
 //! canary values that must never be printed.
 
 use super::run::{Outcome, RunReport};
+use crate::object::{ObjectKey, Origin};
 use crate::plan::drift::Drift;
 use crate::plan::{Action, Change};
-use crate::object::{ObjectKey, Origin};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::time::Duration;

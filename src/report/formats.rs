@@ -11,8 +11,8 @@
 
 use super::run::{Outcome, RunReport};
 pub use crate::cluster::cause::cut;
-use crate::plan::{Action, Change};
 use crate::object::ObjectKey;
+use crate::plan::{Action, Change};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 

@@ -2,8 +2,8 @@
 //! diffs), json (the machine report, schema documented in docs/report-schema.md), markdown
 //! (for merge-request comments).
 
-use crate::plan::{Change, Summary};
 use crate::object::ObjectKey;
+use crate::plan::{Change, Summary};
 pub use crate::render::waves::Phase;
 use std::collections::BTreeMap;
 use std::time::Duration;

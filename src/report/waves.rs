@@ -89,8 +89,8 @@ pub(super) fn json_fields(report: &RunReport) -> (Value, Value, Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{Action, Change};
     use crate::object::ObjectKey;
+    use crate::plan::{Action, Change};
     use crate::render::waves::Phase;
 
     fn key(kind: &str, name: &str) -> ObjectKey {

@@ -2,14 +2,14 @@
 //! namespace into others. Cluster-scoped, since it reaches across namespaces.
 //!
 //! Its copies depend on the cluster (the sources and namespaces live there), so offline it
-//! expands to nothing; [`view`] reads what it needs and [`copies`] computes the copies when
+//! expands to nothing; [`copy_view`] reads what it needs and [`copies`] computes the copies when
 //! rendering is completed with that view.
 
 pub mod copies;
-pub mod view;
+pub mod copy_view;
 
 pub use copies::COPIED_FROM_ANNOTATION;
-pub use view::CopyView;
+pub use copy_view::CopyView;
 
 use super::checks::Problems;
 use super::run::RunState;

@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-/// A module's path below the crate root: `src/kinds/copy_rule/view.rs` is `kinds::copy_rule::view`,
+/// A module's path below the crate root: `src/kinds/copy_rule/copy_view.rs` is `kinds::copy_rule::copy_view`,
 /// `src/kinds/mod.rs` is `kinds`, `src/lib.rs` is the root (empty).
 type ModulePath = Vec<String>;
 
