@@ -6,12 +6,12 @@ use crate::Error;
 
 /// The desired state of a run and where it came from.
 #[derive(Debug)]
-pub struct Desired {
+pub struct DesiredState {
     pub checkout: Checkout,
     pub rendered: Rendered,
 }
 
-impl Desired {
+impl DesiredState {
     /// One-line summary: objects, files, commit, targeting.
     pub fn summary(&self, cluster: Option<&str>) -> String {
         let r = &self.rendered;
@@ -56,7 +56,7 @@ fn plural(n: usize) -> &'static str {
 pub fn desired_state(
     source_opts: &SourceOptions,
     render_opts: &RenderOptions,
-) -> Result<Desired, Error> {
+) -> Result<DesiredState, Error> {
     let mut checkout = source::resolve(source_opts)?;
     checkout.kustomize.keys = render_opts.keys.clone();
     tracing::debug!("reading desired state from {}", checkout.dir.display());
@@ -78,5 +78,5 @@ pub fn desired_state(
             return Err(render::RenderError::Invalid(problems).into());
         }
     };
-    Ok(Desired { checkout, rendered })
+    Ok(DesiredState { checkout, rendered })
 }

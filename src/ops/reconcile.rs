@@ -116,7 +116,7 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
         for note in &rendered.notes {
             tracing::warn!("{note}");
         }
-        let desired = load::Desired {
+        let desired = load::DesiredState {
             checkout: desired.checkout,
             rendered,
         };

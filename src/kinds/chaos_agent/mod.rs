@@ -6,7 +6,7 @@ mod lorem;
 pub mod pass;
 pub mod rng;
 
-use super::checks::Problems;
+use super::checks::FieldChecks;
 use super::{FieldProblem, Kind, TendKind};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::CustomResource;
@@ -117,7 +117,7 @@ impl ChaosAgentSpec {
     }
 
     pub(crate) fn validate(&self, out: &mut Vec<FieldProblem>) {
-        let mut p = Problems { out };
+        let mut p = FieldChecks { out };
         p.range(&["spec", "eagerness"], self.eagerness.into(), 1, Some(100));
         p.range(&["spec", "maxActions"], self.max_actions.into(), 1, None);
         match self.pod_tolerance {

@@ -11,7 +11,7 @@ pub mod copy_view;
 pub use copies::COPIED_FROM_ANNOTATION;
 pub use copy_view::CopyView;
 
-use super::checks::Problems;
+use super::checks::FieldChecks;
 use super::run::RunState;
 use super::{Expansion, FieldProblem, Kind, TendKind};
 use crate::object::names;
@@ -175,7 +175,7 @@ impl CopyRuleStatus {
 
 impl CopyRuleSpec {
     pub(crate) fn validate(&self, out: &mut Vec<FieldProblem>) {
-        let mut p = Problems { out };
+        let mut p = FieldChecks { out };
         if let Err(why) = names::dns1123_label(&self.source_namespace) {
             p.push(
                 &["spec", "sourceNamespace"],

@@ -4,7 +4,7 @@
 mod kind;
 pub mod pod;
 
-use super::checks::{self, Problems};
+use super::checks::{self, FieldChecks};
 use super::{FieldProblem, TendKind};
 use crate::object::names;
 use k8s_openapi::api::core::v1::{EnvVar, ResourceRequirements};
@@ -88,7 +88,7 @@ pub struct ImmortalContainerStatus {
 
 impl ImmortalContainerSpec {
     pub(crate) fn validate(&self, out: &mut Vec<FieldProblem>) {
-        let mut p = Problems { out };
+        let mut p = FieldChecks { out };
         p.non_empty(
             &["spec", "image"],
             &self.image,
@@ -145,7 +145,7 @@ pub(crate) fn validate_name(meta: &ObjectMeta, out: &mut Vec<FieldProblem>) {
     let Some(name) = meta.name.as_deref() else {
         return;
     };
-    let mut p = Problems { out };
+    let mut p = FieldChecks { out };
     if let Err(why) = names::dns1123_subdomain(name) {
         p.push(
             &["metadata", "name"],

@@ -4,7 +4,7 @@
 mod kind;
 pub mod expand;
 
-use super::checks::{self, Problems};
+use super::checks::{self, FieldChecks};
 use super::FieldProblem;
 use crate::object::{names, Origin};
 use k8s_openapi::api::core::v1::ResourceRequirements;
@@ -115,7 +115,7 @@ pub struct RegistryMirrorStatus {
 
 impl RegistryMirrorSpec {
     pub(crate) fn validate(&self, out: &mut Vec<FieldProblem>) {
-        let mut p = Problems { out };
+        let mut p = FieldChecks { out };
         if let Err(why) = upstream_url(&self.upstream) {
             p.push(&["spec", "upstream"], why);
         }
@@ -193,7 +193,7 @@ pub(crate) fn validate_name(meta: &ObjectMeta, out: &mut Vec<FieldProblem>) {
     let Some(name) = meta.name.as_deref() else {
         return;
     };
-    let mut p = Problems { out };
+    let mut p = FieldChecks { out };
     if let Err(why) = names::dns1035_label(name) {
         p.push(
             &["metadata", "name"],
