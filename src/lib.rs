@@ -23,6 +23,7 @@
 //! | [`apply`]   | the engine, one file per step: [`apply::engine`] orchestrates prepare → observe → plan → stages → prune → parent record → wait, under the [`apply::lock`], and stops starting writes on a signal ([`apply::interrupted`]); [`apply::waves`] runs the stages wave by wave with the hooks ([`apply::hooks`]) around them; [`apply::live`] reads the cluster view for tend's kinds and reloads | via [`cluster`] |
 //! | [`kstatus`] | whether a live object is ready for `--wait`, in kstatus terms (Current / InProgress / Failed / Unknown, with a reason); the `tend.dev/wait` annotation (checked by [`render`], obeyed by [`apply::wait`]) | none |
 //! | [`interrupt`] | a run's stop request (first SIGTERM/SIGINT), passed down to the engine (no new writes) and the cluster client (no more waiting through outages) | none |
+//! | [`text`]    | the words messages share: [`text::count`] (`1 object`, `3 objects`) | none |
 //! | [`report`]  | printing results: YAML/JSON object streams, text/json/markdown run reports sized for CI logs (one line per create/prune, markdown under GitLab's note limit), chaos reports; secret values masked once for every format | — |
 //!
 //! `render`, `kinds`, `plan` and `kstatus` take no client and do no I/O, so they are
@@ -48,6 +49,7 @@ pub mod render;
 pub mod report;
 pub mod sops;
 pub mod source;
+pub mod text;
 pub mod yaml;
 
 pub use error::Error;

@@ -67,9 +67,9 @@ pub fn account(report: &RunReport, stop: Stop) -> String {
         }
     }
     let mut text = format!(
-        "the run was stopped by {}: {written} write{} done, {not_started} not started",
+        "the run was stopped by {}: {} done, {not_started} not started",
         stop.signal,
-        if written == 1 { "" } else { "s" }
+        crate::text::count(written, "write")
     );
     if abandoned > 0 {
         text.push_str(&format!(", {abandoned} abandoned in flight"));

@@ -167,9 +167,8 @@ pub async fn apply_stages(
             );
         }
         tracing::info!(
-            "applied {} object{} in stage {stage:?}{}",
-            count - failed,
-            if count - failed == 1 { "" } else { "s" },
+            "applied {} in stage {stage:?}{}",
+            crate::text::count(count - failed, "object"),
             if failed > 0 {
                 format!(", {failed} failed")
             } else {

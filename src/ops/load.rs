@@ -2,6 +2,7 @@
 
 use crate::render::{self, RenderOptions, Rendered};
 use crate::source::{self, walk, Checkout, SourceOptions};
+use crate::text::count;
 use crate::Error;
 
 /// The desired state of a run and where it came from.
@@ -16,13 +17,10 @@ impl DesiredState {
     pub fn summary(&self, cluster: Option<&str>) -> String {
         let r = &self.rendered;
         let mut line = format!(
-            "rendered {} object{} from {} file{} ({} document{}) of {}",
-            r.objects.len(),
-            plural(r.objects.len()),
-            r.files,
-            plural(r.files),
-            r.documents,
-            plural(r.documents),
+            "rendered {} from {} ({}) of {}",
+            count(r.objects.len(), "object"),
+            count(r.files, "file"),
+            count(r.documents, "document"),
             self.checkout.description,
         );
         match &self.checkout.commit {
@@ -34,20 +32,11 @@ impl DesiredState {
         }
         if r.skipped_by_targeting > 0 {
             line.push_str(&format!(
-                ", {} document{} targeted at other clusters skipped",
-                r.skipped_by_targeting,
-                plural(r.skipped_by_targeting)
+                ", {} targeted at other clusters skipped",
+                count(r.skipped_by_targeting, "document")
             ));
         }
         line
-    }
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
     }
 }
 

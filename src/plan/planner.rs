@@ -373,8 +373,8 @@ pub fn check_prune_limits(
     }
     if desired == 0 && !limits.allow_empty {
         return Err(format!(
-            "refusing to prune {prunes} object{} because the desired set is empty (a wrong --path or --ref?); pass --allow-empty to prune everything",
-            if prunes == 1 { "" } else { "s" }
+            "refusing to prune {} because the desired set is empty (a wrong --path or --ref?); pass --allow-empty to prune everything",
+            crate::text::count(prunes, "object")
         ));
     }
     if let Some(max) = limits.max_deletions {

@@ -2,6 +2,7 @@
 
 use crate::kinds::chaos_agent::pass::{ActionState, Pass};
 use crate::kinds::ChaosAgentSpec;
+use crate::text::count;
 use serde_json::{json, Value};
 
 /// What a pass did (or would do).
@@ -38,10 +39,6 @@ impl ChaosReport {
     }
 }
 
-fn count(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
 pub fn text(report: &ChaosReport) -> String {
     let spec = &report.spec;
     let mut out = format!(
@@ -59,19 +56,13 @@ pub fn text(report: &ChaosReport) -> String {
     let c = &report.pass.candidates;
     let mut modes = Vec::new();
     if spec.tantrum_mode {
-        modes.push(format!("{} (tantrum)", count(c.pods, "pod", "pods")));
+        modes.push(format!("{} (tantrum)", count(c.pods, "pod")));
     }
     if spec.cancer_mode {
-        modes.push(format!(
-            "{} (cancer)",
-            count(c.deployments, "Deployment", "Deployments")
-        ));
+        modes.push(format!("{} (cancer)", count(c.deployments, "Deployment")));
     }
     if spec.ipsum_mode {
-        modes.push(format!(
-            "{} (ipsum)",
-            count(c.configmaps, "ConfigMap", "ConfigMaps")
-        ));
+        modes.push(format!("{} (ipsum)", count(c.configmaps, "ConfigMap")));
     }
     if modes.is_empty() {
         out.push_str("no mode is enabled (tantrumMode, cancerMode, ipsumMode): nothing to do\n");
@@ -80,7 +71,7 @@ pub fn text(report: &ChaosReport) -> String {
             "candidates: {}; eagerness {}%, at most {}\n",
             modes.join(", "),
             spec.eagerness,
-            count(spec.max_actions.max(0) as usize, "action", "actions")
+            count(spec.max_actions.max(0) as usize, "action")
         ));
     }
     for note in &report.pass.notes {
@@ -95,13 +86,13 @@ pub fn text(report: &ChaosReport) -> String {
     let summary = if n == 0 {
         "no action: no candidate was hit".to_string()
     } else if !report.execute {
-        format!("{} planned", count(n, "action", "actions"))
+        format!("{} planned", count(n, "action"))
     } else if report.failed() == 0 {
-        format!("{} done", count(n, "action", "actions"))
+        format!("{} done", count(n, "action"))
     } else {
         format!(
             "{}: {} done, {} failed",
-            count(n, "action", "actions"),
+            count(n, "action"),
             report.done(),
             report.failed()
         )

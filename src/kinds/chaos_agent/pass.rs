@@ -12,6 +12,7 @@
 use super::lorem::ipsum_data;
 use super::rng::Rng;
 use super::{ChaosAgentSpec, ALWAYS_EXCLUDED, MAX_CANCER_REPLICAS};
+use crate::text::count;
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 use std::fmt;
@@ -203,7 +204,7 @@ pub fn choose_actions(
             ),
             Some(tolerance) if (found.len() as i64) < i64::from(tolerance) => notes.push(format!(
                 "tantrum: {} in non-excluded namespaces, fewer than podTolerance {tolerance}, so no pod is deleted",
-                plural(found.len(), "pod", "pods")
+                count(found.len(), "pod")
             )),
             Some(_) => {
                 candidates.pods = found.len();
@@ -273,7 +274,7 @@ pub fn choose_actions(
                 let keys: Vec<&str> = old.keys().map(String::as_str).collect();
                 (
                     "ConfigMap",
-                    format!("{}: {}", plural(keys.len(), "key", "keys"), keys.join(", ")),
+                    format!("{}: {}", count(keys.len(), "key"), keys.join(", ")),
                     Mischief::WriteData { data },
                 )
             }
@@ -326,10 +327,6 @@ fn replicas(deployment: &Value) -> i64 {
         None | Some(Value::Null) => 1,
         Some(v) => v.as_i64().unwrap_or(0),
     }
-}
-
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 #[cfg(test)]
