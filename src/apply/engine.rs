@@ -17,7 +17,7 @@ use super::{hooks, interrupted, prune, stages, tend_kinds, wait, waves};
 use crate::cluster::Session;
 use crate::object::{Object, ObjectKey};
 use crate::plan::planner::{self, Desired, Plan, PlanInput, Triage};
-use crate::report::run::{Outcome, RunReport};
+use crate::report::run::{Mode, Outcome, RunReport};
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -101,9 +101,9 @@ fn needed_after_apply(key: &ObjectKey) -> bool {
 }
 
 /// The report as planned: changes, planning errors, guard-kept prunes.
-fn base_report(command: &str, opts: &EngineOptions, plan: &Plan) -> RunReport {
+fn base_report(command: Mode, opts: &EngineOptions, plan: &Plan) -> RunReport {
     let mut report = RunReport {
-        command: command.into(),
+        command,
         commit: opts.commit.clone(),
         cluster: opts.cluster_name.clone(),
         dry_run: opts.dry_run,
@@ -150,7 +150,7 @@ pub async fn diff(
         &opts.applyset_id(),
     )?;
     let planned = observe_and_plan(session, (&prepared, &hooks), opts, true).await?;
-    let mut report = base_report("diff", opts, &planned.plan);
+    let mut report = base_report(Mode::Diff, opts, &planned.plan);
     waves::describe(&mut report, &prepared, &hooks, &planned.plan, None);
     tend_kinds::add_reload_changes(&mut report, kinds);
     if let Err(message) =
@@ -236,7 +236,7 @@ async fn apply_planned(
     clock: &dyn Clock,
 ) -> Result<RunReport, EngineError> {
     let Planned { observed, plan } = planned;
-    let mut report = base_report("apply", opts, &plan);
+    let mut report = base_report(Mode::Apply, opts, &plan);
     tend_kinds::add_reload_changes(&mut report, kinds);
     let id = opts.applyset_id();
     let limits = planner::check_prune_limits(plan.prune.len(), prepared.len(), opts.prune_limits);

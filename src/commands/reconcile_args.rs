@@ -2,9 +2,10 @@
 
 use super::{GlobalArgs, LogFormat, OutputFormat};
 use crate::apply::engine::EngineOptions;
-use crate::ops::reconcile::{Mode, ReconcileOptions, Reconciled};
+use crate::ops::reconcile::{ReconcileOptions, Reconciled};
 use crate::ops::Verdict;
 use crate::plan::planner::PruneLimits;
+use crate::report::run::Mode;
 use crate::report::{ReportFormat, Shown};
 use crate::Error;
 use clap::Args;

@@ -6,17 +6,10 @@ use crate::apply::lock::SystemClock;
 use crate::cluster::{Access, Session};
 use crate::ops::{load, Verdict};
 use crate::render::RenderOptions;
-use crate::report::run::RunReport;
+use crate::report::run::{Mode, RunReport};
 use crate::source::SourceOptions;
 use crate::Error;
 use std::sync::Arc;
-
-/// What a reconcile does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    Diff,
-    Apply,
-}
 
 /// Everything `diff` and `apply` need, built once from flags and environment.
 #[derive(Debug, Clone)]
