@@ -141,14 +141,9 @@ pub async fn diff(
     kinds: &tend_kinds::KindsContext,
 ) -> Result<RunReport, EngineError> {
     let started = Instant::now();
-    let (desired, hooks) = hooks::take(&session.resources, desired, opts)?;
-    let count = desired.len();
-    let prepared = prepare(
-        &session.resources,
-        desired,
-        &opts.default_namespace,
-        &opts.applyset_id(),
-    )?;
+    let (prepared, hooks) = prepare_site(session, desired, opts)?;
+    // Every desired object is prepared, or preparing failed.
+    let count = prepared.len();
     let planned = observe_and_plan(session, (&prepared, &hooks), opts, true).await?;
     let mut report = base_report(Mode::Diff, opts, &planned.plan);
     waves::describe(&mut report, &prepared, &hooks, &planned.plan, None);
@@ -162,6 +157,23 @@ pub async fn diff(
     Ok(report)
 }
 
+/// The hooks taken out of the desired objects, and the rest checked against discovery and
+/// ready to plan.
+fn prepare_site(
+    session: &Session,
+    desired: Vec<Object>,
+    opts: &EngineOptions,
+) -> Result<(Vec<Prepared>, Vec<hooks::Hook>), EngineError> {
+    let (desired, hooks) = hooks::take(&session.resources, desired, opts)?;
+    let prepared = prepare(
+        &session.resources,
+        desired,
+        &opts.default_namespace,
+        &opts.applyset_id(),
+    )?;
+    Ok((prepared, hooks))
+}
+
 /// `tend apply`: lock, plan, apply, prune, record.
 pub async fn apply(
     session: &Session,
@@ -172,13 +184,7 @@ pub async fn apply(
 ) -> Result<RunReport, EngineError> {
     let started = Instant::now();
     // Validate against discovery before the first write (the lock and state namespace are writes).
-    let (desired, hooks) = hooks::take(&session.resources, desired, opts)?;
-    let prepared = prepare(
-        &session.resources,
-        desired,
-        &opts.default_namespace,
-        &opts.applyset_id(),
-    )?;
+    let (prepared, hooks) = prepare_site(session, desired, opts)?;
     let site = (&prepared[..], &hooks[..]);
     if opts.dry_run {
         let planned = observe_and_plan(session, site, opts, true).await?;
