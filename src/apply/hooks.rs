@@ -1,4 +1,4 @@
-//! Hooks (SPEC 4, "Waves and hooks"): Jobs and Pods annotated `tend.dev/hook` (or Argo CD's
+//! Hooks (README "Waves and hooks"): Jobs and Pods annotated `tend.dev/hook` (or Argo CD's
 //! `argocd.argoproj.io/hook`) that run to completion before the first change of a run, or
 //! after every wave is ready. They are not ApplySet members: never pruned, never drift.
 //!

@@ -1,4 +1,4 @@
-//! A stopped run (SPEC 4, "Signals and outages"): after the first SIGTERM/SIGINT no write
+//! A stopped run (README "Signals"): after the first SIGTERM/SIGINT no write
 //! starts, writes in flight get [`GRACE`] to finish, and the run reports and records what
 //! was written and what was not.
 

@@ -1,5 +1,5 @@
 //! Apply the planned creates and updates stage by stage (CRDs, then Namespaces, then the
-//! rest; SPEC 4), with bounded concurrency within a stage. One object failing does not stop
+//! rest; README "Reconcile (diff and apply)"), with bounded concurrency within a stage. One object failing does not stop
 //! independent objects.
 
 use super::interrupted;

@@ -1,5 +1,5 @@
 //! Waits: CRDs until Established (before the stages that use them), and `--wait` until every
-//! applied object is ready in kstatus terms ([`crate::kstatus`], SPEC 4 "Waits").
+//! applied object is ready in kstatus terms ([`crate::kstatus`], README "Wait (`tend apply --wait`)").
 //!
 //! `--wait` polls with one label-selected LIST per kind and namespace (per kind when the run may
 //! list cluster-wide), not a GET per object, so a poll costs O(kinds × namespaces) requests

@@ -1,10 +1,10 @@
-//! Flags shared by every command (SPEC 1): each also reads `TEND_<FLAG>`; flags win.
+//! Flags shared by every command (README "Commands, flags and environment variables"): each also reads `TEND_<FLAG>`; flags win.
 
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Flags shared by every command (SPEC 1).
+/// Flags shared by every command (README "Commands, flags and environment variables").
 #[derive(Debug, Clone, Args)]
 pub struct GlobalArgs {
     /// Desired-state repository: a local directory or a git URL (https://, ssh://, git@host:path, file://).

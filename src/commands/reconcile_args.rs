@@ -1,4 +1,4 @@
-//! Flags shared by `tend diff` and `tend apply` (SPEC 4), and the options they build.
+//! Flags shared by `tend diff` and `tend apply` (README "Commands, flags and environment variables"), and the options they build.
 
 use super::{GlobalArgs, LogFormat, OutputFormat};
 use crate::apply::engine::EngineOptions;

@@ -169,7 +169,7 @@ pub trait Kind:
     /// reported here (the loader checks it for every document).
     fn validate(&self) -> Vec<FieldProblem>;
 
-    /// The clusters it is limited to (`spec.clusters`, SPEC 2 targeting), if any.
+    /// The clusters it is limited to (`spec.clusters`, README "Targeting"), if any.
     fn clusters(&self) -> Option<&[String]> {
         None
     }

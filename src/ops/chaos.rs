@@ -1,4 +1,4 @@
-//! `tend chaos --agent NAME`: one pass of a ChaosAgent (SPEC 3.5). Reads the agent and the
+//! `tend chaos --agent NAME`: one pass of a ChaosAgent (README "ChaosAgent"). Reads the agent and the
 //! cluster's pods, Deployments and ConfigMaps, lets [`pass::choose_actions`] decide, and
 //! prints the plan (dry run, the default: nothing is written at all) or carries it out
 //! (`--execute`: DELETE pods, merge-patch Deployments and ConfigMaps with the field manager

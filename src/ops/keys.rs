@@ -1,4 +1,4 @@
-//! Where decryption keys come from (SPEC 2, "Encrypted secrets"): sops's own conventions,
+//! Where decryption keys come from (README "Encrypted secrets (SOPS)"): sops's own conventions,
 //! then `--decryption-key-file`. Reads files and the environment; parsing is [`crate::sops`].
 
 use crate::sops::Keys;

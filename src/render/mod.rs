@@ -47,7 +47,7 @@ pub struct RenderOptions {
     pub cluster: Option<String>,
     /// Namespace given to namespaced objects that have none (`--namespace`).
     pub default_namespace: String,
-    /// Keys for SOPS-encrypted files (SPEC 2); none by default.
+    /// Keys for SOPS-encrypted files (README "Encrypted secrets (SOPS)"); none by default.
     pub keys: Arc<Keys>,
     /// Seed of the random functions of Helm charts (`randAlphaNum`, ...): chosen at random
     /// by each run, so their values are never predictable (and change from run to run).

@@ -1,6 +1,6 @@
 //! The `-o markdown` report, for merge-request notes (GitLab, GitHub).
 //!
-//! Sized for a note (SPEC 4): a diff longer than [`COLLAPSE_LINES`] lines is collapsed in a
+//! Sized for a note (README "What `diff` and `apply` print"): a diff longer than [`COLLAPSE_LINES`] lines is collapsed in a
 //! `<details>` block, and the whole note stays under GitLab's 1,000,000-character limit. How
 //! long content is cut: the object table may use half of [`MARKDOWN_BUDGET`] (rows past it are
 //! counted, not listed), run-level errors a tenth; then, while the note would exceed the

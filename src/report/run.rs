@@ -61,7 +61,7 @@ pub struct RunReport {
     pub stopped_at_wave: Option<i64>,
 }
 
-/// One hook of the site (SPEC 4, "Waves and hooks").
+/// One hook of the site (README "Waves and hooks").
 #[derive(Debug, Clone)]
 pub struct HookRun {
     pub key: ObjectKey,

@@ -1,4 +1,4 @@
-//! Waves and hooks in the reports (SPEC 4): one line per wave with its counts, one per hook
+//! Waves and hooks in the reports (README "Waves and hooks"): one line per wave with its counts, one per hook
 //! with what became of it, and the wave that stopped the run. Shown only for sites that have
 //! waves or hooks, so every other report stays as it was.
 

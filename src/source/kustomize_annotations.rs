@@ -7,7 +7,7 @@ use serde_json::Value;
 use std::path::Path;
 
 /// Parse one source file: [`yaml::parse_file`], and for text that kustomize built (`built`), without
-/// kustomize's build annotations (SPEC 2: they describe the build, not the object).
+/// kustomize's build annotations (README "Kustomize": they describe the build, not the object).
 pub fn parse_source(file: &Path, text: &str, built: bool) -> (Vec<Document>, Vec<Problem>) {
     let (mut docs, problems) = yaml::parse_file(file, text);
     if built {

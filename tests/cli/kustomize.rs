@@ -1,4 +1,4 @@
-//! Kustomize build units (SPEC 2): overlays render as `kubectl kustomize` builds them, apply
+//! Kustomize build units (README "Kustomize"): overlays render as `kubectl kustomize` builds them, apply
 //! and diff clean, generators roll workloads, and broken kustomizations change nothing.
 
 use crate::common::*;

@@ -1,4 +1,4 @@
-//! `ChaosAgent` (SPEC 3.5, seed 004 "Blackadder"): configuration of `tend chaos`. `apply`
+//! `ChaosAgent` (README "ChaosAgent"): configuration of `tend chaos`. `apply`
 //! only stores it; chaos happens only in `tend chaos --agent NAME`, whose decisions are
 //! [`pass`]'s (with [`rng`]'s seeded randomness and [`lorem`]'s text).
 

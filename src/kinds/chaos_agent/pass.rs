@@ -1,4 +1,4 @@
-//! The decisions of one chaos pass (SPEC 3.5, seed 004 "Blackadder"), without I/O: given a
+//! The decisions of one chaos pass (README "ChaosAgent"), without I/O: given a
 //! [`ChaosAgentSpec`], the pods, Deployments and ConfigMaps of the cluster and a seed, which
 //! objects to hit and how. `tend chaos` (in `ops::chaos`) lists the objects, calls
 //! [`choose_actions`], and prints or carries out the result.

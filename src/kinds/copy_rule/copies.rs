@@ -1,4 +1,4 @@
-//! CopyRule expansion (SPEC 3.2, seed 001 "Copyrator"): one copy of each selected source
+//! CopyRule expansion (README "CopyRule"): one copy of each selected source
 //! object per target namespace. Needs a view of the cluster ([`CopyView`]): the namespaces,
 //! the source objects, and whatever already sits where a copy would go. Pure.
 

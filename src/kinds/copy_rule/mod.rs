@@ -1,4 +1,4 @@
-//! `CopyRule` (SPEC 3.2, seed 001 "Copyrator"): copy labelled ConfigMaps or Secrets from one
+//! `CopyRule` (README "CopyRule"): copy labelled ConfigMaps or Secrets from one
 //! namespace into others. Cluster-scoped, since it reaches across namespaces.
 //!
 //! Its copies depend on the cluster (the sources and namespaces live there), so offline it

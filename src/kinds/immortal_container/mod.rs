@@ -1,4 +1,4 @@
-//! `ImmortalContainer` (SPEC 3.4, seed 003): a container that tend recreates whenever its pod
+//! `ImmortalContainer` (README "ImmortalContainer"): a container that tend recreates whenever its pod
 //! is gone or has terminated. The pod, and whether to recreate it, is [`pod`]'s; it owns it.
 
 mod kind;
@@ -13,7 +13,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// Suffix of the pod's name: `<name>-immortalpod`, as in seed 003.
+/// Suffix of the pod's name: `<name>-immortalpod`, as the original ImmortalContainer operator named it.
 pub const POD_SUFFIX: &str = "-immortalpod";
 
 /// A container that runs forever: tend recreates its pod `<name>-immortalpod` on every run

@@ -1,4 +1,4 @@
-//! `RegistryMirror` (SPEC 3.3, seed 002): a pull-through cache of an upstream registry,
+//! `RegistryMirror` (README "RegistryMirror"): a pull-through cache of an upstream registry,
 //! exposed on every node. Expanded into plain objects by [`expand`]; owns them.
 
 mod kind;
