@@ -51,7 +51,9 @@ fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
             .and_then(|c| c.to_str())
             .unwrap_or("");
         let module = first.trim_end_matches(".rs").to_string();
-        if module == "lib" || module == "main" {
+        // Test-only files (`tests.rs`, `tests/`) are compiled under `#[cfg(test)]`.
+        let test_only = relative.iter().any(|c| c == "tests" || c == "tests.rs");
+        if module == "lib" || module == "main" || test_only {
             continue;
         }
         let code = non_test_code(&file);
