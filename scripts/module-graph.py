@@ -18,7 +18,9 @@ for root, _, files in os.walk(src):
             continue
         path = os.path.join(root, name)
         top = os.path.relpath(path, src).split(os.sep)[0].removesuffix(".rs")
-        if top in ("lib", "main"):
+        parts = os.path.relpath(path, src).split(os.sep)
+        # Test-only files (`tests.rs`, `tests/`) are compiled under `#[cfg(test)]`.
+        if top in ("lib", "main") or "tests" in parts or "tests.rs" in parts:
             continue
         code = open(path, encoding="utf-8").read().split("#[cfg(test)]")[0]
         code = re.sub(r"//[^\n]*", "", code)

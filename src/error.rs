@@ -17,6 +17,9 @@ pub enum Error {
     Render(#[from] RenderError),
     #[error(transparent)]
     Engine(#[from] crate::apply::engine::EngineError),
+    /// `tend chaos` could not read or write the cluster.
+    #[error(transparent)]
+    Chaos(crate::cluster::ClusterError),
     #[error("{0}")]
     Usage(String),
     #[error("cannot write output")]

@@ -1,4 +1,4 @@
-//! A run's stop request (SPEC 4, "Signals and outages"): created once per run, passed down
+//! A run's stop request (README "Signals"): created once per run, passed down
 //! to the engine (which starts no write once it is set) and to the cluster client (which
 //! stops riding out outages). The first SIGTERM/SIGINT sets it; see `ops::signals`.
 

@@ -17,23 +17,22 @@
 //! | [`object`]  | the unit every stage works on: an object as JSON, its origin and identity; Kubernetes name syntax | none |
 //! | [`yaml`]    | the only module that parses YAML: documents with their lines (a path → line locator for every message), List documents expanded per item, loader limits (nesting, aliases), YAML → JSON | none |
 //! | [`render`]  | validation (wave and hook annotations in [`render::waves`]), targeting, tend's kinds expanded into plain objects, config-hash annotations, stable ordering — once, offline; then [`render::complete`] with the cluster's view (CopyRule copies, ownerReferences, config hashes of live config) | none |
-//! | [`kinds`]   | tend's own kinds (`tend.dev/v1alpha1`), one folder each behind [`kinds::Kind`]: type and CRD, validation, expansion, cluster reads (through [`kinds::view::Reader`]), typed status | none |
+//! | [`kinds`]   | tend's own kinds (`tend.dev/v1alpha1`), one folder each behind [`kinds::Kind`]: type and CRD, validation, expansion, cluster reads (through [`kinds::read::Reader`]), typed status; the decisions of one `tend chaos` pass ([`kinds::chaos_agent::pass`]) | none |
 //! | [`plan`]    | the pure planner ([`plan::planner`]: triage by the fast path, create/update/replace/unchanged/prune/kept/recreate, per-object policies, prune guards), normalization, masked unified diffs, drift (which other field manager last wrote a changed field), the ApplySet inventory | none |
 //! | [`cluster`] | **the only module that talks to the Kubernetes API**: the [`cluster::Session`], discovery, one call wrapper for every verb (retries, what was attempted) over a client layer that rides out outages under the run's `--retry-timeout` budget and logs each request at `-v` ([`cluster::outage`]), label-selected and metadata-only LISTs, request and byte counts; server errors cut to their cause ([`cluster::cause`], pure) | Kubernetes API |
 //! | [`apply`]   | the engine, one file per step: [`apply::engine`] orchestrates prepare → observe → plan → stages → prune → parent record → wait, under the [`apply::lock`], and stops starting writes on a signal ([`apply::interrupted`]); [`apply::waves`] runs the stages wave by wave with the hooks ([`apply::hooks`]) around them; [`apply::live`] reads the cluster view for tend's kinds and reloads | via [`cluster`] |
 //! | [`kstatus`] | whether a live object is ready for `--wait`, in kstatus terms (Current / InProgress / Failed / Unknown, with a reason); the `tend.dev/wait` annotation (checked by [`render`], obeyed by [`apply::wait`]) | none |
-//! | [`chaos`]   | the decisions of one `tend chaos` pass: candidates, exclusions, seeded random hits, lorem ipsum | none |
 //! | [`interrupt`] | a run's stop request (first SIGTERM/SIGINT), passed down to the engine (no new writes) and the cluster client (no more waiting through outages) | none |
+//! | [`text`]    | the words messages share: [`text::count`] (`1 object`, `3 objects`) | none |
 //! | [`report`]  | printing results: YAML/JSON object streams, text/json/markdown run reports sized for CI logs (one line per create/prune, markdown under GitLab's note limit), chaos reports; secret values masked once for every format | — |
 //!
-//! `render`, `kinds`, `plan`, `kstatus` and `chaos` take no client and do no I/O, so they are
+//! `render`, `kinds`, `plan` and `kstatus` take no client and do no I/O, so they are
 //! unit- and property-tested directly; time and randomness are passed in. Errors are one enum
 //! per layer ([`source::SourceError`], [`render::RenderError`], [`cluster::ClusterError`],
 //! [`apply::engine::EngineError`]) with `#[source]` chains, gathered in [`Error`];
 //! [`cli::main`] turns them into a message on stderr and exit code 2.
 
 pub mod apply;
-pub mod chaos;
 pub mod cli;
 pub mod cluster;
 pub mod commands;
@@ -50,6 +49,7 @@ pub mod render;
 pub mod report;
 pub mod sops;
 pub mod source;
+pub mod text;
 pub mod yaml;
 
 pub use error::Error;

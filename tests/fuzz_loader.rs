@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tend::render::{render, RenderOptions};
-use tend::source::walk::SourceFile;
+use tend::source::SourceFile;
 
 fn cases(default: u32) -> u32 {
     std::env::var("FUZZ_CASES")

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use tend::plan::fast_path;
 use tend::plan::normalize::normalize;
 use tend::render::{render, RenderOptions, Rendered};
-use tend::source::walk::SourceFile;
+use tend::source::SourceFile;
 
 // ---------------------------------------------------------------------------------------
 // Generators.

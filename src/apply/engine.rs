@@ -16,9 +16,9 @@ use super::parent::{self, inventory_of, Record};
 use super::prepare::{prepare, Prepared};
 use super::{hooks, interrupted, prune, stages, tend_kinds, wait, waves};
 use crate::cluster::Session;
+use crate::object::{Object, ObjectKey};
 use crate::plan::planner::{self, Desired, Plan, PlanInput, Triage};
-use crate::render::object::{Object, ObjectKey};
-use crate::report::run::{Outcome, RunReport};
+use crate::report::run::{Mode, Outcome, RunReport};
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -103,9 +103,9 @@ fn needed_after_apply(key: &ObjectKey) -> bool {
 }
 
 /// The report as planned: changes, planning errors, guard-kept prunes.
-fn base_report(command: &str, opts: &EngineOptions, plan: &Plan) -> RunReport {
+fn base_report(command: Mode, opts: &EngineOptions, plan: &Plan) -> RunReport {
     let mut report = RunReport {
-        command: command.into(),
+        command,
         commit: opts.commit.clone(),
         cluster: opts.cluster_name.clone(),
         dry_run: opts.dry_run,
@@ -144,16 +144,11 @@ pub async fn diff(
     ahead: Option<lists::ReadAhead>,
 ) -> Result<RunReport, EngineError> {
     let started = Instant::now();
-    let (desired, hooks) = hooks::take(&session.resources, desired, opts)?;
-    let count = desired.len();
-    let prepared = prepare(
-        &session.resources,
-        desired,
-        &opts.default_namespace,
-        &opts.applyset_id(),
-    )?;
+    let (prepared, hooks) = prepare_site(session, desired, opts)?;
+    // Every desired object is prepared, or preparing failed.
+    let count = prepared.len();
     let planned = observe_and_plan(session, (&prepared, &hooks), opts, true, ahead).await?;
-    let mut report = base_report("diff", opts, &planned.plan);
+    let mut report = base_report(Mode::Diff, opts, &planned.plan);
     waves::describe(&mut report, &prepared, &hooks, &planned.plan, None);
     tend_kinds::add_reload_changes(&mut report, kinds);
     if let Err(message) =
@@ -163,6 +158,23 @@ pub async fn diff(
     }
     report.duration = started.elapsed();
     Ok(report)
+}
+
+/// The hooks taken out of the desired objects, and the rest checked against discovery and
+/// ready to plan.
+fn prepare_site(
+    session: &Session,
+    desired: Vec<Object>,
+    opts: &EngineOptions,
+) -> Result<(Vec<Prepared>, Vec<hooks::Hook>), EngineError> {
+    let (desired, hooks) = hooks::take(&session.resources, desired, opts)?;
+    let prepared = prepare(
+        &session.resources,
+        desired,
+        &opts.default_namespace,
+        &opts.applyset_id(),
+    )?;
+    Ok((prepared, hooks))
 }
 
 /// `tend apply`: lock, plan, apply, prune, record.
@@ -175,13 +187,7 @@ pub async fn apply(
 ) -> Result<RunReport, EngineError> {
     let started = Instant::now();
     // Validate against discovery before the first write (the lock and state namespace are writes).
-    let (desired, hooks) = hooks::take(&session.resources, desired, opts)?;
-    let prepared = prepare(
-        &session.resources,
-        desired,
-        &opts.default_namespace,
-        &opts.applyset_id(),
-    )?;
+    let (prepared, hooks) = prepare_site(session, desired, opts)?;
     let site = (&prepared[..], &hooks[..]);
     if opts.dry_run {
         let planned = observe_and_plan(session, site, opts, true, None).await?;
@@ -239,7 +245,7 @@ async fn apply_planned(
     clock: &dyn Clock,
 ) -> Result<RunReport, EngineError> {
     let Planned { observed, plan } = planned;
-    let mut report = base_report("apply", opts, &plan);
+    let mut report = base_report(Mode::Apply, opts, &plan);
     tend_kinds::add_reload_changes(&mut report, kinds);
     let id = opts.applyset_id();
     let limits = planner::check_prune_limits(plan.prune.len(), prepared.len(), opts.prune_limits);

@@ -1,4 +1,4 @@
-//! Hooks (SPEC 4, "Waves and hooks"): Jobs and Pods annotated `tend.dev/hook` (or Argo CD's
+//! Hooks (README "Waves and hooks"): Jobs and Pods annotated `tend.dev/hook` (or Argo CD's
 //! `argocd.argoproj.io/hook`) that run to completion before the first change of a run, or
 //! after every wave is ready. They are not ApplySet members: never pruned, never drift.
 //!
@@ -9,9 +9,9 @@ use super::options::{EngineError, EngineOptions};
 use super::prepare::{prepare, Prepared};
 use crate::cluster::{self, Resources, Session};
 use crate::kstatus::{self, Status};
+use crate::object::{Object, ObjectKey};
 use crate::plan::inventory;
 use crate::plan::planner::Plan;
-use crate::render::object::{Object, ObjectKey};
 use crate::render::waves::{self, Phase};
 use crate::report::run::{HookRun, HookState};
 use serde_json::Value;

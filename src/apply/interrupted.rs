@@ -1,4 +1,4 @@
-//! A stopped run (SPEC 4, "Signals and outages"): after the first SIGTERM/SIGINT no write
+//! A stopped run (README "Signals"): after the first SIGTERM/SIGINT no write
 //! starts, writes in flight get [`GRACE`] to finish, and the run reports and records what
 //! was written and what was not.
 
@@ -67,9 +67,9 @@ pub fn account(report: &RunReport, stop: Stop) -> String {
         }
     }
     let mut text = format!(
-        "the run was stopped by {}: {written} write{} done, {not_started} not started",
+        "the run was stopped by {}: {} done, {not_started} not started",
         stop.signal,
-        if written == 1 { "" } else { "s" }
+        crate::text::count(written, "write")
     );
     if abandoned > 0 {
         text.push_str(&format!(", {abandoned} abandoned in flight"));
@@ -84,7 +84,7 @@ pub fn account(report: &RunReport, stop: Stop) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::object::ObjectKey;
+    use crate::object::ObjectKey;
     use crate::report::run::Outcome;
 
     #[tokio::test]

@@ -4,7 +4,8 @@
 //! opted in to config-hash reloads with the label `tend.dev/reload: "true"`.
 
 use crate::cluster::{self, ClusterError, Resource, Resources, Session};
-use crate::kinds::view::{self, ClusterView, ListQuery, Reader};
+use crate::kinds::read::{ReadQuery, Reader};
+use crate::kinds::view::{self, ClusterView};
 use crate::object::{Object, ObjectKey};
 use crate::plan::inventory;
 use crate::render::config_hash::{self, ConfigRef};
@@ -79,7 +80,7 @@ struct ClusterReader<'a> {
 impl Reader for ClusterReader<'_> {
     type Error = ClusterError;
 
-    async fn list(&self, query: ListQuery<'_>) -> Result<Option<Vec<Value>>, ClusterError> {
+    async fn list(&self, query: ReadQuery<'_>) -> Result<Option<Vec<Value>>, ClusterError> {
         let Some(resource) = self.resources.get(query.group, query.version, query.kind) else {
             return Ok(None);
         };

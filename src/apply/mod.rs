@@ -27,7 +27,7 @@ pub mod tend_kinds;
 pub mod wait;
 pub mod waves;
 
-use crate::render::object::ObjectKey;
+use crate::object::ObjectKey;
 
 /// Log one object's failure on stderr cut to its cause (a 422 can embed kilobytes of Go struct
 /// dump); the full text at `-v`, as in the report.

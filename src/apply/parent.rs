@@ -4,9 +4,9 @@
 
 use super::options::EngineOptions;
 use crate::cluster::{self, ClusterError, Session};
+use crate::object::ObjectKey;
 use crate::plan::inventory::{self, GroupKind, Inventory};
 use crate::plan::Summary;
-use crate::render::object::ObjectKey;
 
 /// The inventory (group-kinds, namespaces) of a set of objects. The parent's namespace is
 /// recorded only when members live there, so a run scans only namespaces with members.

@@ -4,9 +4,9 @@
 
 use super::options::EngineError;
 use crate::cluster::{Resource, Resources};
+use crate::object::{split_api_version, Object};
 use crate::plan::inventory;
 use crate::problem::{Problem, Problems};
-use crate::render::object::{split_api_version, Object};
 use serde_json::Value;
 use std::collections::BTreeSet;
 

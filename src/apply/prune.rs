@@ -3,8 +3,8 @@
 
 use super::options::EngineOptions;
 use crate::cluster::{self, Session};
+use crate::object::{split_api_version, ObjectKey};
 use crate::render::builtin::stage_of;
-use crate::render::object::{split_api_version, ObjectKey};
 use crate::report::run::Outcome;
 use futures::stream::{self, StreamExt};
 use serde_json::Value;

@@ -1,5 +1,5 @@
 //! Replace: delete an object and create it again, for updates the API refuses as immutable
-//! (SPEC 4, per-object policies). Only where the object's policy allows it: a Job, or an
+//! (README "Per-object policies"). Only where the object's policy allows it: a Job, or an
 //! object annotated `tend.dev/replace: on-immutable`; any other immutable update fails with
 //! its one-line cause.
 //!

@@ -1,5 +1,5 @@
 //! Apply the planned creates and updates stage by stage (CRDs, then Namespaces, then the
-//! rest; SPEC 4), with bounded concurrency within a stage. One object failing does not stop
+//! rest; README "Reconcile (diff and apply)"), with bounded concurrency within a stage. One object failing does not stop
 //! independent objects.
 
 use super::interrupted;
@@ -9,12 +9,12 @@ use super::progress::{self, Tick};
 use super::replace::{apply_or_replace, Written};
 use super::wait;
 use crate::cluster::{self, Resource, Session};
+use crate::object::{split_api_version, ObjectKey};
 use crate::plan::drift;
 use crate::plan::normalize::normalize;
 use crate::plan::planner::Plan;
 use crate::plan::Action;
 use crate::render::builtin::{stage_of, Stage};
-use crate::render::object::{split_api_version, ObjectKey};
 use crate::report::run::{Outcome, RunReport};
 use futures::stream::{self, StreamExt};
 use serde_json::Value;
@@ -167,9 +167,8 @@ pub async fn apply_stages(
             );
         }
         tracing::info!(
-            "applied {} object{} in stage {stage:?}{}",
-            count - failed,
-            if count - failed == 1 { "" } else { "s" },
+            "applied {} in stage {stage:?}{}",
+            crate::text::count(count - failed, "object"),
             if failed > 0 {
                 format!(", {failed} failed")
             } else {

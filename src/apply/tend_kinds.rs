@@ -7,8 +7,9 @@ use super::live::Reload;
 use super::lock::Clock;
 use super::prepare::Prepared;
 use crate::cluster::{self, ClusterError, Resource, Session};
-use crate::kinds::copy_rule::CopyOutcome;
-use crate::kinds::run::{self, RunState};
+use crate::kinds::after_apply;
+use crate::kinds::run::CopyOutcome;
+use crate::kinds::run::RunState;
 use crate::object::ObjectKey;
 use crate::plan::{normalize::normalize, Action, Change};
 use crate::report::run::{Outcome, RunReport};
@@ -129,7 +130,8 @@ pub async fn after_apply(
 
     // ownerReferences for objects whose owner did not exist when they were rendered.
     for p in &applied {
-        let (Some(resource), Some(value)) = (&p.resource, run::with_owner(&p.object, &run)) else {
+        let (Some(resource), Some(value)) = (&p.resource, after_apply::with_owner(&p.object, &run))
+        else {
             continue;
         };
         if let Err(err) =
@@ -141,7 +143,7 @@ pub async fn after_apply(
 
     // Status of every tend object.
     for p in &applied {
-        let Some(status) = run::status_patch(&p.object, &run) else {
+        let Some(status) = after_apply::status_patch(&p.object, &run) else {
             continue;
         };
         let Some(resource) = session

@@ -1,5 +1,5 @@
 //! Waits: CRDs until Established (before the stages that use them), and `--wait` until every
-//! applied object is ready in kstatus terms ([`crate::kstatus`], SPEC 4 "Waits").
+//! applied object is ready in kstatus terms ([`crate::kstatus`], README "Wait (`tend apply --wait`)").
 //!
 //! `--wait` polls with one label-selected LIST per kind and namespace (per kind when the run may
 //! list cluster-wide), not a GET per object, so a poll costs O(kinds × namespaces) requests
@@ -11,9 +11,10 @@ use super::prepare::Prepared;
 use super::progress;
 use crate::cluster::{self, key_of, ListQuery, Resource, Session};
 use crate::kstatus::{self, Status};
+use crate::object::ObjectKey;
 use crate::plan::inventory;
-use crate::render::object::ObjectKey;
 use crate::report::run::RunReport;
+use crate::text::count;
 use futures::stream::{self, StreamExt};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -126,9 +127,9 @@ async fn wait_for(
         .collect();
     let mut groups = group(session, targets);
     tracing::info!(
-        "waiting up to {:?} for {total} object{} to be ready ({why})",
+        "waiting up to {:?} for {} to be ready ({why})",
         opts.timeout,
-        plural(total)
+        count(total, "object")
     );
     let bar = progress::bar(opts.progress, total, "wait");
     let mut logged = Instant::now();
@@ -162,8 +163,8 @@ async fn wait_for(
         if groups.is_empty() {
             bar.finish_and_clear();
             tracing::info!(
-                "{total} object{} ready after {:.1}s",
-                plural(total),
+                "{} ready after {:.1}s",
+                count(total, "object"),
                 started.elapsed().as_secs_f64()
             );
             return (statuses, Vec::new());
@@ -199,9 +200,8 @@ fn timed_out(
         tracing::error!("{key} not ready within {timeout:?} (--timeout): {status}");
     }
     let error = format!(
-        "{waiting} of {} object{} not ready within {timeout:?} (--timeout of {why})",
-        statuses.len(),
-        plural(statuses.len())
+        "{waiting} of {} not ready within {timeout:?} (--timeout of {why})",
+        count(statuses.len(), "object")
     );
     (statuses, vec![error])
 }
@@ -298,13 +298,5 @@ async fn read_one(session: &Session, resource: &Resource, key: &ObjectKey) -> St
         }
         Ok(None) => Status::InProgress("not found in the cluster".into()),
         Err(err) => Status::Unknown(format!("cannot read it: {err}")),
-    }
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
     }
 }

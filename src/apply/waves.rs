@@ -1,4 +1,4 @@
-//! Waves (SPEC 4, "Waves and hooks"): apply in ascending `tend.dev/wave` order, the kind
+//! Waves (README "Waves and hooks"): apply in ascending `tend.dev/wave` order, the kind
 //! stages inside each wave; before a wave starts, every object of the waves before it is ready
 //! (as `--wait` decides), and a wave that fails stops the run there. Pre-apply hooks of a wave
 //! run before its objects, post-apply hooks after the last wave is ready.
@@ -13,9 +13,9 @@ use super::stages::{self, Applied};
 use super::wait;
 use crate::cluster::{self, Session};
 use crate::kstatus::Status;
+use crate::object::{split_api_version, ObjectKey};
 use crate::plan::planner::Plan;
 use crate::plan::Action;
-use crate::render::object::{split_api_version, ObjectKey};
 use crate::render::waves::{wave_of, Phase};
 use crate::report::run::{HookState, RunReport};
 use std::collections::{BTreeMap, BTreeSet};

@@ -1,4 +1,4 @@
-//! Server errors cut to their cause for text output (SPEC 4): a 422 about a Job whose message
+//! Server errors cut to their cause for text output (README "What `diff` and `apply` print"): a 422 about a Job whose message
 //! embeds a 3 KB Go struct dump becomes `spec.template: field is immutable`. The full text
 //! stays in `-o json` and at `-v`. Pure string work: errors reach the report as text.
 //!

@@ -1,4 +1,4 @@
-//! Riding out outages (SPEC 4, "Signals and outages"): a client layer under every request
+//! Riding out outages (README "Outages"): a client layer under every request
 //! that retries what an apiserver restart or overload looks like — connection refused, reset
 //! or closed, TLS handshakes that break off, timeouts, 502/503/504, and 429 (API Priority and
 //! Fairness, honouring `Retry-After`) — under one run-wide budget (`--retry-timeout`).

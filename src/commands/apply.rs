@@ -1,9 +1,11 @@
 //! `tend apply`: diff, then apply in order, prune, record the run.
 
-use super::reconcile_args::{finish, parse_duration, report_format, ApplyFlags, EngineArgs};
+use super::global::parse_duration;
+use super::reconcile_args::{finish, report_format, ApplyFlags, EngineArgs};
 use super::GlobalArgs;
-use crate::ops::reconcile::{reconcile, Mode};
+use crate::ops::reconcile::reconcile;
 use crate::ops::Verdict;
+use crate::report::run::Mode;
 use crate::Error;
 use clap::Args;
 use std::time::Duration;

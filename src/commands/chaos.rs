@@ -1,4 +1,4 @@
-//! `tend chaos --agent NAME`: one pass of a ChaosAgent (SPEC 3.5). A dry run unless
+//! `tend chaos --agent NAME`: one pass of a ChaosAgent (README "ChaosAgent"). A dry run unless
 //! `--execute`; `--seed` makes a pass reproducible.
 
 use super::{GlobalArgs, OutputFormat};

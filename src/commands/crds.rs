@@ -2,8 +2,8 @@
 //! Install them with `tend crds | kubectl apply -f -`.
 
 use super::{GlobalArgs, OutputFormat};
+use crate::object::{Object, Origin};
 use crate::ops::Verdict;
-use crate::render::object::{Object, Origin};
 use crate::report::objects::{format_objects, StreamFormat};
 use crate::Error;
 

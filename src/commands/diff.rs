@@ -3,8 +3,9 @@
 
 use super::reconcile_args::{finish, report_format, EngineArgs};
 use super::GlobalArgs;
-use crate::ops::reconcile::{reconcile, Mode};
+use crate::ops::reconcile::reconcile;
 use crate::ops::Verdict;
+use crate::report::run::Mode;
 use crate::Error;
 use clap::Args;
 

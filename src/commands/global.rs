@@ -1,9 +1,10 @@
-//! Flags shared by every command (SPEC 1): each also reads `TEND_<FLAG>`; flags win.
+//! Flags shared by every command (README "Commands, flags and environment variables"): each also reads `TEND_<FLAG>`; flags win.
 
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
+use std::time::Duration;
 
-/// Flags shared by every command (SPEC 1).
+/// Flags shared by every command (README "Commands, flags and environment variables").
 #[derive(Debug, Clone, Args)]
 pub struct GlobalArgs {
     /// Desired-state repository: a local directory or a git URL (https://, ssh://, git@host:path, file://).
@@ -28,7 +29,7 @@ pub struct GlobalArgs {
     #[arg(long, global = true, env = "TEND_CONTEXT")]
     pub context: Option<String>,
     /// How long the run as a whole rides out API outages (connections refused or dropped, 429, 502-504): one budget shared by every request, after which requests fail.
-    #[arg(long, global = true, env = "TEND_RETRY_TIMEOUT", default_value = "60s", value_parser = super::reconcile_args::parse_duration)]
+    #[arg(long, global = true, env = "TEND_RETRY_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
     pub retry_timeout: std::time::Duration,
     /// Output format (where it applies; each command has its own default).
     #[arg(short = 'o', long, global = true, env = "TEND_OUTPUT", value_enum)]
@@ -149,5 +150,43 @@ impl GlobalArgs {
             retry_timeout: self.retry_timeout,
             interrupt: interrupt.clone(),
         }
+    }
+}
+
+/// Parse `30s`, `5m`, `1h`, `500ms` or plain seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit() && c != '.') {
+        Some(i) => text.split_at(i),
+        None => (text, "s"),
+    };
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("invalid duration {text:?}: use e.g. 30s, 5m, 1h"))?;
+    let seconds = match unit {
+        "ms" => value / 1000.0,
+        "s" => value,
+        "m" => value * 60.0,
+        "h" => value * 3600.0,
+        _ => {
+            return Err(format!(
+                "invalid duration unit in {text:?}: use ms, s, m or h"
+            ))
+        }
+    };
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
+        assert!(parse_duration("5x").is_err());
     }
 }

@@ -10,9 +10,11 @@ pub mod diff;
 pub mod global;
 pub mod reconcile_args;
 pub mod render;
+mod stdout;
 pub mod version;
 
 pub use global::{ColorChoice, GlobalArgs, LogFormat, OutputFormat};
+pub(crate) use stdout::print;
 
 use crate::ops::Verdict;
 use crate::Error;
@@ -54,15 +56,5 @@ pub fn run(
         Command::Version => version::run(global),
         Command::Completions(args) => completions::completions(&args, definition()),
         Command::Man(args) => completions::man(&args, definition()),
-    }
-}
-
-/// Write to stdout, treating a closed pipe (`tend render | head`) as success.
-pub(crate) fn print(text: &str) -> Result<(), Error> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => other.map_err(Error::Output),
     }
 }

@@ -1,10 +1,11 @@
-//! Flags shared by `tend diff` and `tend apply` (SPEC 4), and the options they build.
+//! Flags shared by `tend diff` and `tend apply` (README "Commands, flags and environment variables"), and the options they build.
 
 use super::{GlobalArgs, LogFormat, OutputFormat};
 use crate::apply::engine::EngineOptions;
-use crate::ops::reconcile::{Mode, ReconcileOptions, Reconciled};
+use crate::ops::reconcile::{ReconcileOptions, Reconciled};
 use crate::ops::Verdict;
 use crate::plan::planner::PruneLimits;
+use crate::report::run::Mode;
 use crate::report::{ReportFormat, Shown};
 use crate::Error;
 use clap::Args;
@@ -50,30 +51,6 @@ fn parse_secret_ref(text: &str) -> Result<(String, String), Error> {
             "--decryption-secret {text:?}: expected NAMESPACE/NAME of a Secret, e.g. flux-system/sops-keys"
         ))),
     }
-}
-
-/// Parse `30s`, `5m`, `1h`, `500ms` or plain seconds.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit() && c != '.') {
-        Some(i) => text.split_at(i),
-        None => (text, "s"),
-    };
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("invalid duration {text:?}: use e.g. 30s, 5m, 1h"))?;
-    let seconds = match unit {
-        "ms" => value / 1000.0,
-        "s" => value,
-        "m" => value * 60.0,
-        "h" => value * 3600.0,
-        _ => {
-            return Err(format!(
-                "invalid duration unit in {text:?}: use ms, s, m or h"
-            ))
-        }
-    };
-    Ok(Duration::from_secs_f64(seconds))
 }
 
 impl EngineArgs {
@@ -186,18 +163,4 @@ pub fn finish(result: &Reconciled, format: ReportFormat) -> Result<Verdict, Erro
         result.requests,
     );
     Ok(result.verdict())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
-        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
-        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
-        assert!(parse_duration("5x").is_err());
-    }
 }

@@ -6,12 +6,12 @@ use super::FieldProblem;
 use crate::object::names;
 use std::collections::BTreeMap;
 
-/// Collects problems under a fixed path prefix (`spec`, ...).
-pub(crate) struct Problems<'a> {
+/// The checks of a kind's fields, collecting problems under a fixed path prefix (`spec`, ...).
+pub(crate) struct FieldChecks<'a> {
     pub out: &'a mut Vec<FieldProblem>,
 }
 
-impl Problems<'_> {
+impl FieldChecks<'_> {
     pub fn push(&mut self, path: &[&str], message: impl Into<String>) {
         self.out.push(FieldProblem::new(path, message));
     }

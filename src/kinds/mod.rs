@@ -7,8 +7,8 @@
 //! kind without data: name, CRD, scope) and [`TendObject`] (a parsed object), both generated
 //! from the one list in `tend_kinds!` below. Adding a kind is a folder plus a line in that list.
 //!
-//! Everything here is pure: reading the cluster goes through [`view::Reader`] and writing
-//! statuses and late ownerReferences is the apply stage's, from what [`run`] computes.
+//! Everything here is pure: reading the cluster goes through [`read::Reader`] and writing
+//! statuses and late ownerReferences is the apply stage's, from what [`after_apply`] computes.
 //!
 //! Three layers reject bad input, from cheapest to richest:
 //! 1. serde, while parsing: unknown fields (`deny_unknown_fields` on every struct tend owns),
@@ -23,7 +23,9 @@
 //! types (`metadata`, `env`, `resources`), whose deserializers ignore unknown keys. For the
 //! root, use [`root_field_problems`] on the parsed document.
 
+pub mod after_apply;
 mod checks;
+pub mod read;
 pub mod run;
 pub mod view;
 
@@ -167,7 +169,7 @@ pub trait Kind:
     /// reported here (the loader checks it for every document).
     fn validate(&self) -> Vec<FieldProblem>;
 
-    /// The clusters it is limited to (`spec.clusters`, SPEC 2 targeting), if any.
+    /// The clusters it is limited to (`spec.clusters`, README "Targeting"), if any.
     fn clusters(&self) -> Option<&[String]> {
         None
     }

@@ -5,11 +5,11 @@
 //! in-memory cluster.
 
 use super::copy_rule::{self, CopyRule, CopyView};
+use super::read::{ReadQuery, Reader};
 use super::{TendKind, TendObject};
 use crate::object::{Object, ObjectKey, Origin};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use std::future::Future;
 
 /// What rendering is completed with: what tend read from the cluster.
 #[derive(Debug, Clone, Default)]
@@ -40,50 +40,6 @@ impl ClusterView {
     }
 }
 
-/// A LIST request: a kind, optionally limited to a namespace and by selectors.
-#[derive(Debug, Clone, Copy)]
-pub struct ListQuery<'a> {
-    pub group: &'a str,
-    pub version: &'a str,
-    pub kind: &'a str,
-    pub namespace: Option<&'a str>,
-    pub label_selector: Option<&'a str>,
-    pub field_selector: Option<&'a str>,
-    /// Only metadata is needed (names, labels, uids): the reader may fetch
-    /// `PartialObjectMetadata`, a fraction of the bytes.
-    pub metadata_only: bool,
-}
-
-impl<'a> ListQuery<'a> {
-    /// Every object of a kind, cluster-wide.
-    pub fn all(group: &'a str, version: &'a str, kind: &'a str) -> Self {
-        ListQuery {
-            group,
-            version,
-            kind,
-            namespace: None,
-            label_selector: None,
-            field_selector: None,
-            metadata_only: false,
-        }
-    }
-}
-
-/// Read access to the cluster, as tend's kinds need it.
-pub trait Reader {
-    type Error;
-
-    /// The objects matching `query` (with apiVersion and kind set); `Ok(None)` when the
-    /// cluster does not serve the kind.
-    fn list(
-        &self,
-        query: ListQuery<'_>,
-    ) -> impl Future<Output = Result<Option<Vec<Value>>, Self::Error>> + Send;
-
-    /// Whether `error` is the API's 404 Not Found.
-    fn is_not_found(error: &Self::Error) -> bool;
-}
-
 /// Read what `tend` (the rendered tend objects) needs from the cluster into `view`: the uids
 /// of live owners (one LIST per owning kind present), then each kind's own reads.
 /// `desired` is the rendered set.
@@ -99,9 +55,9 @@ pub async fn read<R: Reader>(
         .filter(|k| k.owns_generated())
         .collect();
     for kind in owners {
-        let query = ListQuery {
+        let query = ReadQuery {
             metadata_only: true,
-            ..ListQuery::all(crate::GROUP, crate::VERSION, kind.kind())
+            ..ReadQuery::all(crate::GROUP, crate::VERSION, kind.kind())
         };
         for item in reader.list(query).await?.unwrap_or_default() {
             if let Some(uid) = item.pointer("/metadata/uid").and_then(Value::as_str) {
@@ -117,7 +73,7 @@ pub async fn read<R: Reader>(
             _ => None,
         })
         .collect();
-    copy_rule::view::read(reader, &rules, desired, &mut view.copies).await
+    copy_rule::copy_view::read(reader, &rules, desired, &mut view.copies).await
 }
 
 #[cfg(test)]
@@ -140,7 +96,7 @@ pub(crate) mod tests {
     impl Reader for MemoryCluster {
         type Error = String;
 
-        async fn list(&self, query: ListQuery<'_>) -> Result<Option<Vec<Value>>, String> {
+        async fn list(&self, query: ReadQuery<'_>) -> Result<Option<Vec<Value>>, String> {
             let matches = |o: &&Value| {
                 let key = ObjectKey::of_value(o);
                 let (group, version) =

@@ -1,4 +1,4 @@
-//! Whether an object is ready, in kstatus terms (SPEC 4, "Waits"): the pure status function
+//! Whether an object is ready, in kstatus terms (README "Wait (`tend apply --wait`)"): the pure status function
 //! behind `--wait`, modelled on kstatus's `Compute` (sigs.k8s.io/cli-utils/pkg/kstatus/status,
 //! used by Flux and kpt) and kube-runtime's `wait::conditions`. No I/O, no clock: the caller
 //! passes the object as the API server returned it and polls again.

@@ -4,6 +4,7 @@
 
 use super::fields::{self, find, find_true, Condition, Malformed};
 use super::Status;
+use crate::text::count;
 use serde_json::Value;
 
 /// The controllers of Deployments, StatefulSets, DaemonSets and ReplicaSets always write
@@ -17,15 +18,6 @@ fn not_observed_yet(object: &Value, kind: &str) -> Result<Option<Status>, Malfor
             "waiting for the {kind} controller to report status (no status.observedGeneration yet)"
         ))),
     })
-}
-
-/// `1 replica`, `3 replicas`.
-fn count(n: i64, noun: &str) -> String {
-    if n == 1 {
-        format!("{n} {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
 }
 
 /// An in-progress reason, followed by what a `ReplicaFailure` condition says (quota, admission

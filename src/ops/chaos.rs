@@ -1,13 +1,14 @@
-//! `tend chaos --agent NAME`: one pass of a ChaosAgent (SPEC 3.5). Reads the agent and the
-//! cluster's pods, Deployments and ConfigMaps, lets [`crate::chaos::choose_actions`] decide, and
+//! `tend chaos --agent NAME`: one pass of a ChaosAgent (README "ChaosAgent"). Reads the agent and the
+//! cluster's pods, Deployments and ConfigMaps, lets [`pass::choose_actions`] decide, and
 //! prints the plan (dry run, the default: nothing is written at all) or carries it out
 //! (`--execute`: DELETE pods, merge-patch Deployments and ConfigMaps with the field manager
 //! `tend-chaos`, then record the pass in the agent's status).
 
-use crate::apply::engine::EngineError;
-use crate::chaos::{self, ActionState, ChaosAction, ChaosReport, Mischief};
 use crate::cluster::{self, Access, ClusterError, Resource, Session};
+use crate::kinds::chaos_agent::pass::{self, ActionState, ChaosAction, ChaosMode, Mischief};
+use crate::kinds::chaos_agent::rng::Rng;
 use crate::kinds::{ChaosAgentSpec, ChaosAgentStatus};
+use crate::report::chaos::ChaosReport;
 use crate::Error;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -50,11 +51,11 @@ fn time_seed() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0);
-    chaos::Rng::new(nanos).next_u64() >> 11
+    Rng::new(nanos).next_u64() >> 11
 }
 
 fn cluster_error(err: ClusterError) -> Error {
-    Error::Engine(EngineError::Cluster(err))
+    Error::Chaos(err)
 }
 
 fn served(session: &Session, group: &str, kind: &str) -> Result<Resource, Error> {
@@ -106,16 +107,16 @@ async fn pass(args: &ChaosOptions, seed: u64) -> Result<ChaosReport, Error> {
     let deployments = list_if(spec.cancer_mode, client, &deployments_resource).await?;
     let configmaps = list_if(spec.ipsum_mode, client, &configmaps_resource).await?;
     let own = args.state_namespace.as_str();
-    let plan = chaos::choose_actions(&spec, own, &pods, &deployments, &configmaps, seed);
+    let plan = pass::choose_actions(&spec, own, &pods, &deployments, &configmaps, seed);
 
     let mut results = Vec::new();
     let mut warnings = Vec::new();
     if args.execute {
         for action in &plan.actions {
             let resource = match action.mode {
-                chaos::ChaosMode::Tantrum => &pods_resource,
-                chaos::ChaosMode::Cancer => &deployments_resource,
-                chaos::ChaosMode::Ipsum => &configmaps_resource,
+                ChaosMode::Tantrum => &pods_resource,
+                ChaosMode::Cancer => &deployments_resource,
+                ChaosMode::Ipsum => &configmaps_resource,
             };
             let result = execute(client, resource, action).await;
             match &result {
@@ -148,7 +149,7 @@ async fn pass(args: &ChaosOptions, seed: u64) -> Result<ChaosReport, Error> {
         agent: name.to_string(),
         seed,
         execute: args.execute,
-        excluded: chaos::excluded_namespaces(&spec, own),
+        excluded: pass::excluded_namespaces(&spec, own),
         spec,
         pass: plan,
         results,

@@ -1,4 +1,4 @@
-//! Where decryption keys come from (SPEC 2, "Encrypted secrets"): sops's own conventions,
+//! Where decryption keys come from (README "Encrypted secrets (SOPS)"): sops's own conventions,
 //! then `--decryption-key-file`. Reads files and the environment; parsing is [`crate::sops`].
 
 use crate::sops::Keys;
@@ -117,10 +117,12 @@ fn read_into(keys: &mut Keys, path: &Path, what: &str) -> Result<(), Error> {
 /// entries (age identities) and `*.asc` entries (armored PGP keys), as Flux reads them.
 pub async fn with_secret(
     session: &crate::cluster::Session,
-    opts: &super::reconcile::ReconcileOptions,
+    render: &crate::render::RenderOptions,
+    decryption_secret: &Option<(String, String)>,
+    cache_dir: &Path,
 ) -> Result<crate::render::RenderOptions, Error> {
-    let mut render = opts.render.clone();
-    let Some((namespace, name)) = &opts.decryption_secret else {
+    let mut render = render.clone();
+    let Some((namespace, name)) = decryption_secret else {
         return Ok(render);
     };
     let entries = session
@@ -152,12 +154,7 @@ pub async fn with_secret(
             "Secret {namespace}/{name} (no *.agekey or *.asc entries)"
         ));
     }
-    let cache_dir = opts
-        .source
-        .cache_dir
-        .clone()
-        .unwrap_or_else(crate::source::default_cache_dir);
-    attach_cache(&mut keys, &cache_dir);
+    attach_cache(&mut keys, cache_dir);
     render.keys = std::sync::Arc::new(keys);
     Ok(render)
 }

@@ -2,27 +2,25 @@
 
 use crate::render::{self, RenderOptions, Rendered};
 use crate::source::{self, walk, Checkout, SourceOptions};
+use crate::text::count;
 use crate::Error;
 
 /// The desired state of a run and where it came from.
 #[derive(Debug)]
-pub struct Desired {
+pub struct DesiredState {
     pub checkout: Checkout,
     pub rendered: Rendered,
 }
 
-impl Desired {
+impl DesiredState {
     /// One-line summary: objects, files, commit, targeting.
     pub fn summary(&self, cluster: Option<&str>) -> String {
         let r = &self.rendered;
         let mut line = format!(
-            "rendered {} object{} from {} file{} ({} document{}) of {}",
-            r.objects.len(),
-            plural(r.objects.len()),
-            r.files,
-            plural(r.files),
-            r.documents,
-            plural(r.documents),
+            "rendered {} from {} ({}) of {}",
+            count(r.objects.len(), "object"),
+            count(r.files, "file"),
+            count(r.documents, "document"),
             self.checkout.description,
         );
         match &self.checkout.commit {
@@ -34,20 +32,11 @@ impl Desired {
         }
         if r.skipped_by_targeting > 0 {
             line.push_str(&format!(
-                ", {} document{} targeted at other clusters skipped",
-                r.skipped_by_targeting,
-                plural(r.skipped_by_targeting)
+                ", {} targeted at other clusters skipped",
+                count(r.skipped_by_targeting, "document")
             ));
         }
         line
-    }
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
     }
 }
 
@@ -56,7 +45,7 @@ fn plural(n: usize) -> &'static str {
 pub fn desired_state(
     source_opts: &SourceOptions,
     render_opts: &RenderOptions,
-) -> Result<Desired, Error> {
+) -> Result<DesiredState, Error> {
     let mut checkout = source::resolve(source_opts)?;
     checkout.kustomize.keys = render_opts.keys.clone();
     tracing::debug!("reading desired state from {}", checkout.dir.display());
@@ -86,5 +75,5 @@ pub fn desired_state(
             return Err(render::RenderError::Invalid(problems).into());
         }
     };
-    Ok(Desired { checkout, rendered })
+    Ok(DesiredState { checkout, rendered })
 }

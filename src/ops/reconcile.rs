@@ -6,17 +6,10 @@ use crate::apply::lock::SystemClock;
 use crate::cluster::{Access, Session};
 use crate::ops::{load, Verdict};
 use crate::render::RenderOptions;
-use crate::report::run::RunReport;
+use crate::report::run::{Mode, RunReport};
 use crate::source::SourceOptions;
 use crate::Error;
 use std::sync::Arc;
-
-/// What a reconcile does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    Diff,
-    Apply,
-}
 
 /// Everything `diff` and `apply` need, built once from flags and environment.
 #[derive(Debug, Clone)]
@@ -108,7 +101,17 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
         let desired = match offline {
             Some(desired) => desired,
             None => {
-                let render = super::keys::with_secret(&session, opts).await?;
+                let render = super::keys::with_secret(
+                    &session,
+                    &opts.render,
+                    &opts.decryption_secret,
+                    &opts
+                        .source
+                        .cache_dir
+                        .clone()
+                        .unwrap_or_else(crate::source::default_cache_dir),
+                )
+                .await?;
                 load::desired_state(&opts.source, &render)?
             }
         };
@@ -134,7 +137,7 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
         for note in &rendered.notes {
             tracing::warn!("{note}");
         }
-        let desired = load::Desired {
+        let desired = load::DesiredState {
             checkout: desired.checkout,
             rendered,
         };

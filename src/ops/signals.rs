@@ -1,4 +1,4 @@
-//! SIGTERM and SIGINT during `apply` (SPEC 4, "Signals and outages"): the first sets the
+//! SIGTERM and SIGINT during `apply` (README "Signals"): the first sets the
 //! run's [`Interrupt`], so the run stops starting writes, releases its lock, records and
 //! reports; a second exits at once. Commands that write nothing (`render`, `diff`) keep the
 //! default disposition and stop at once.

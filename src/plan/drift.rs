@@ -1,5 +1,5 @@
 //! Drift: which field managers other than tend last wrote the fields an update changes, read
-//! from the live object's `metadata.managedFields` (SPEC 4: `replicas: 5 → 2 (set by
+//! from the live object's `metadata.managedFields` (README "What `diff` and `apply` print": `replicas: 5 → 2 (set by
 //! kubectl-patch at 21:40)`). Pure: values in, [`Drift`] entries out.
 //!
 //! A changed leaf is owned by a manager when its `fieldsV1` set reaches that path: map keys are

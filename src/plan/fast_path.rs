@@ -1,4 +1,4 @@
-//! The fast path (SPEC 4): decide from the LISTed live object alone that applying the desired
+//! The fast path (README "Reconcile (diff and apply)"): decide from the LISTed live object alone that applying the desired
 //! object would change nothing, so a no-op run needs no per-object request.
 //!
 //! The decision errs one way only. A false "changed" costs one dry-run request; a false

@@ -9,7 +9,7 @@ pub mod inventory;
 pub mod normalize;
 pub mod planner;
 
-use crate::render::object::{ObjectKey, Origin};
+use crate::object::{ObjectKey, Origin};
 use serde_json::Value;
 
 /// What a run does (or would do) to one object.

@@ -1,5 +1,5 @@
 //! Normalization of live objects and dry-run results before they are compared or diffed:
-//! the fields the API server owns (SPEC 4) say nothing about whether git and the cluster
+//! the fields the API server owns (README "Reconcile (diff and apply)") say nothing about whether git and the cluster
 //! agree, and would make every diff noisy.
 
 use serde_json::{Map, Value};

@@ -118,7 +118,7 @@ pub fn builtin_versions(group: &str, kind: &str) -> Vec<&'static str> {
         .collect()
 }
 
-/// Apply stage of an object: lower stages are applied first and pruned last (SPEC 4, Order).
+/// Apply stage of an object: lower stages are applied first and pruned last (README "Reconcile (diff and apply)").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Stage {

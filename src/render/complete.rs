@@ -90,7 +90,7 @@ pub fn complete(rendered: Rendered, view: &ClusterView) -> Result<Rendered, Rend
 mod tests {
     use super::*;
     use crate::render::{render, RenderOptions};
-    use crate::source::walk::SourceFile;
+    use crate::source::SourceFile;
     use serde_json::Value;
 
     fn rendered(text: &str) -> Rendered {

@@ -1,4 +1,4 @@
-//! Config-hash rollouts (SPEC 3.1, seed 000): every workload's pod template gets the
+//! Config-hash rollouts (README "Config hash"): every workload's pod template gets the
 //! annotation `tend.dev/config-hash`, a SHA-256 over the content of each ConfigMap and Secret
 //! the template references. A change to that content changes the pod template, so the
 //! workload rolls; nothing else changes the hash.
@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 pub const CONFIG_HASH_ANNOTATION: &str = "tend.dev/config-hash";
 /// Opt-in label (value `"true"`) for workloads that live in the cluster but not in git
-/// (SPEC 3.1): a label, so the server can select them.
+/// (README "Config hash"): a label, so the server can select them.
 pub const RELOAD_LABEL: &str = "tend.dev/reload";
 
 /// A ConfigMap or Secret referenced by a pod template, by kind and name (same namespace).

@@ -3,7 +3,7 @@
 
 use crate::problem::Problem;
 use crate::sops::{self, Keys, SopsError};
-use crate::source::walk::SourceFile;
+use crate::source::SourceFile;
 use crate::yaml::Document;
 
 /// Decrypt `docs` of `file` in place where they are SOPS-encrypted. On a problem the

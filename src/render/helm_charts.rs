@@ -11,7 +11,8 @@ use crate::kinds::helm_chart::{HelmChart, DEFAULT_KUBE_VERSION};
 use crate::kinds::{TendKind, TendObject};
 use crate::object::{Object, Origin};
 use crate::problem::Problem;
-use crate::source::walk::SourceFile;
+use crate::source::kustomize_annotations;
+use crate::source::SourceFile;
 use crate::yaml;
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
@@ -32,7 +33,8 @@ pub struct ChartOutput {
 pub fn render_charts(files: &[SourceFile], charts: &Charts, opts: &RenderOptions) -> ChartOutput {
     let mut out = ChartOutput::default();
     for file in files.iter().filter(|f| f.text.contains("HelmChart")) {
-        let (docs, _) = yaml::parse_source(&file.path, &file.text, file.unit.is_some());
+        let (docs, _) =
+            kustomize_annotations::parse_source(&file.path, &file.text, file.unit.is_some());
         for doc in docs {
             let is_helm_chart = doc.value.get("apiVersion").and_then(|v| v.as_str())
                 == Some(crate::API_VERSION)

@@ -17,7 +17,6 @@ pub mod config_hash;
 mod decrypt;
 pub mod file_modes;
 mod helm_charts;
-pub mod object;
 pub mod policy;
 pub mod tend_kinds;
 pub mod validate;
@@ -26,13 +25,14 @@ pub mod waves;
 pub use complete::complete;
 
 use crate::helm::chart::Charts;
-use crate::kinds::copy_rule::CopyOutcome;
 use crate::kinds::registry_mirror::HostPorts;
+use crate::kinds::run::CopyOutcome;
 use crate::kinds::{TendKind, TendObject};
 use crate::object::{split_api_version, Object, ObjectKey, Origin};
 use crate::problem::{Problem, Problems};
 use crate::sops::Keys;
-use crate::source::walk::SourceFile;
+use crate::source::kustomize_annotations;
+use crate::source::SourceFile;
 use crate::yaml;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -47,7 +47,7 @@ pub struct RenderOptions {
     pub cluster: Option<String>,
     /// Namespace given to namespaced objects that have none (`--namespace`).
     pub default_namespace: String,
-    /// Keys for SOPS-encrypted files (SPEC 2); none by default.
+    /// Keys for SOPS-encrypted files (README "Encrypted secrets (SOPS)"); none by default.
     pub keys: Arc<Keys>,
     /// Seed of the random functions of Helm charts (`randAlphaNum`, ...): chosen at random
     /// by each run, so their values are never predictable (and change from run to run).
@@ -279,7 +279,7 @@ fn parse_all(
 ) -> Vec<(Vec<(yaml::Document, Vec<Problem>)>, Vec<Problem>)> {
     let parse = |file: &SourceFile| {
         let (mut docs, mut problems) =
-            yaml::parse_source(&file.path, &file.text, file.unit.is_some());
+            kustomize_annotations::parse_source(&file.path, &file.text, file.unit.is_some());
         problems.extend(decrypt::decrypt_file(file, &mut docs, keys));
         let docs = docs
             .into_iter()

@@ -1,4 +1,4 @@
-//! Per-object policies (SPEC 4): annotations in git that change how tend writes one object.
+//! Per-object policies (README "Per-object policies"): annotations in git that change how tend writes one object.
 //! Checked here, while rendering, so an unknown value stops the run before any write; read by
 //! the planner and the apply stage.
 

@@ -1,4 +1,4 @@
-//! Waves and hooks (SPEC 4): the annotations that order an apply and mark Jobs and Pods that
+//! Waves and hooks (README "Waves and hooks"): the annotations that order an apply and mark Jobs and Pods that
 //! run around it. Checked here, while rendering, so a bad value stops the run before any
 //! write; read by the engine. Argo CD's annotations are read when tend's are absent, so a
 //! repository moving from Argo CD keeps its order and its migrations.

@@ -1,10 +1,42 @@
-//! The report of a `tend chaos` pass: text for people, json for machines.
+//! The report of a `tend chaos` pass ([`ChaosReport`]): text for people, json for machines.
 
-use crate::chaos::ChaosReport;
+use crate::kinds::chaos_agent::pass::{ActionState, Pass};
+use crate::kinds::ChaosAgentSpec;
+use crate::text::count;
 use serde_json::{json, Value};
 
-fn count(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
+/// What a pass did (or would do).
+#[derive(Debug)]
+pub struct ChaosReport {
+    pub agent: String,
+    pub seed: u64,
+    pub execute: bool,
+    pub excluded: Vec<String>,
+    pub spec: ChaosAgentSpec,
+    pub pass: Pass,
+    /// Per action, with `--execute`: Ok or the error message. Empty for a dry run.
+    pub results: Vec<Result<(), String>>,
+    pub warnings: Vec<String>,
+    /// `N API requests (...)`.
+    pub requests: String,
+}
+
+impl ChaosReport {
+    pub fn failed(&self) -> usize {
+        self.results.iter().filter(|r| r.is_err()).count()
+    }
+
+    pub fn done(&self) -> usize {
+        self.results.iter().filter(|r| r.is_ok()).count()
+    }
+
+    pub fn state(&self, index: usize) -> ActionState<'_> {
+        match self.results.get(index) {
+            None => ActionState::Planned,
+            Some(Ok(())) => ActionState::Done,
+            Some(Err(e)) => ActionState::Failed(e),
+        }
+    }
 }
 
 pub fn text(report: &ChaosReport) -> String {
@@ -24,19 +56,13 @@ pub fn text(report: &ChaosReport) -> String {
     let c = &report.pass.candidates;
     let mut modes = Vec::new();
     if spec.tantrum_mode {
-        modes.push(format!("{} (tantrum)", count(c.pods, "pod", "pods")));
+        modes.push(format!("{} (tantrum)", count(c.pods, "pod")));
     }
     if spec.cancer_mode {
-        modes.push(format!(
-            "{} (cancer)",
-            count(c.deployments, "Deployment", "Deployments")
-        ));
+        modes.push(format!("{} (cancer)", count(c.deployments, "Deployment")));
     }
     if spec.ipsum_mode {
-        modes.push(format!(
-            "{} (ipsum)",
-            count(c.configmaps, "ConfigMap", "ConfigMaps")
-        ));
+        modes.push(format!("{} (ipsum)", count(c.configmaps, "ConfigMap")));
     }
     if modes.is_empty() {
         out.push_str("no mode is enabled (tantrumMode, cancerMode, ipsumMode): nothing to do\n");
@@ -45,7 +71,7 @@ pub fn text(report: &ChaosReport) -> String {
             "candidates: {}; eagerness {}%, at most {}\n",
             modes.join(", "),
             spec.eagerness,
-            count(spec.max_actions.max(0) as usize, "action", "actions")
+            count(spec.max_actions.max(0) as usize, "action")
         ));
     }
     for note in &report.pass.notes {
@@ -60,13 +86,13 @@ pub fn text(report: &ChaosReport) -> String {
     let summary = if n == 0 {
         "no action: no candidate was hit".to_string()
     } else if !report.execute {
-        format!("{} planned", count(n, "action", "actions"))
+        format!("{} planned", count(n, "action"))
     } else if report.failed() == 0 {
-        format!("{} done", count(n, "action", "actions"))
+        format!("{} done", count(n, "action"))
     } else {
         format!(
             "{}: {} done, {} failed",
-            count(n, "action", "actions"),
+            count(n, "action"),
             report.done(),
             report.failed()
         )

@@ -1,10 +1,10 @@
 //! Shared report fixtures for the format tests: one change of each action, a Secret with
 //! canary values that must never be printed.
 
-use super::run::{Outcome, RunReport};
+use super::run::{Mode, Outcome, RunReport};
+use crate::object::{ObjectKey, Origin};
 use crate::plan::drift::Drift;
 use crate::plan::{Action, Change};
-use crate::render::object::{ObjectKey, Origin};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -132,7 +132,7 @@ pub(crate) fn changes() -> Vec<Change> {
 
 pub(crate) fn diff_report() -> RunReport {
     RunReport {
-        command: "diff".into(),
+        command: Mode::Diff,
         commit: Some("0123456789abcdef0123456789abcdef01234567".into()),
         cluster: Some("dc1".into()),
         dry_run: false,
@@ -174,7 +174,7 @@ pub(crate) fn waves_report() -> RunReport {
 
 pub(crate) fn apply_report() -> RunReport {
     let mut r = diff_report();
-    r.command = "apply".into();
+    r.command = Mode::Apply;
     for c in &r.changes {
         r.outcomes.insert(
             c.key.clone(),

@@ -11,8 +11,8 @@
 
 use super::run::{Outcome, RunReport};
 pub use crate::cluster::cause::cut;
+use crate::object::ObjectKey;
 use crate::plan::{Action, Change};
-use crate::render::object::ObjectKey;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 
@@ -305,6 +305,7 @@ mod tests {
     use super::*;
     use crate::report::fixtures::*;
     use crate::report::markdown::markdown;
+    use crate::report::run::Mode;
 
     const PLAIN: Shown = Shown {
         verbose: false,
@@ -377,7 +378,7 @@ mod tests {
     fn wait_report() -> RunReport {
         use crate::kstatus::Status;
         let mut r = diff_report();
-        r.command = "apply".into();
+        r.command = Mode::Apply;
         let keys: Vec<ObjectKey> = r.changes.iter().map(|c| c.key.clone()).collect();
         r.waits.insert(keys[0].clone(), Status::Current);
         r.waits.insert(
@@ -626,7 +627,7 @@ mod tests {
     fn json_matches_documented_schema() {
         let schema = documented_schema();
         let empty = RunReport {
-            command: "diff".into(),
+            command: Mode::Diff,
             ..Default::default()
         };
         for report in [

@@ -1,6 +1,6 @@
 //! The `-o markdown` report, for merge-request notes (GitLab, GitHub).
 //!
-//! Sized for a note (SPEC 4): a diff longer than [`COLLAPSE_LINES`] lines is collapsed in a
+//! Sized for a note (README "What `diff` and `apply` print"): a diff longer than [`COLLAPSE_LINES`] lines is collapsed in a
 //! `<details>` block, and the whole note stays under GitLab's 1,000,000-character limit. How
 //! long content is cut: the object table may use half of [`MARKDOWN_BUDGET`] (rows past it are
 //! counted, not listed), run-level errors a tenth; then, while the note would exceed the
@@ -11,7 +11,7 @@ use super::formats::{
     action_name, error_text, listed, not_ready, shown_diff, shows_body, sigil, source,
     summary_line, title, Shown,
 };
-use super::run::{Outcome, RunReport};
+use super::run::{Mode, Outcome, RunReport};
 use crate::plan::Change;
 use std::fmt::Write as _;
 
@@ -25,7 +25,7 @@ pub const COLLAPSE_LINES: usize = 200;
 /// Report for a merge-request note: title with commit and cluster, summary table, table of
 /// changed objects, drifted fields, and the diffs `shows_body` allows.
 pub fn markdown(report: &RunReport, shown: Shown) -> String {
-    let mut head = format!("### tend {}", md_text(&report.command));
+    let mut head = format!("### tend {}", md_text(report.command.as_str()));
     if report.dry_run {
         head.push_str(" (dry run)");
     }
@@ -75,7 +75,7 @@ pub fn markdown(report: &RunReport, shown: Shown) -> String {
         }
         let _ = writeln!(body, "| {name} | {count} |");
     }
-    let is_apply = report.command == "apply";
+    let is_apply = report.command == Mode::Apply;
     if is_apply {
         let _ = writeln!(body, "| failed | {} |", report.failed());
     }
@@ -395,7 +395,7 @@ mod tests {
     #[test]
     fn markdown_diff_with_failed_dry_runs_says_why() {
         let mut r = apply_report();
-        r.command = "diff".into();
+        r.command = Mode::Diff;
         let out = markdown(&r, PLAIN);
         assert!(
             out.contains("| action | kind | object | source | result |\n"),
@@ -426,7 +426,7 @@ mod tests {
     fn markdown_in_sync_and_dry_run() {
         let mut r = diff_report();
         r.changes.retain(|c| c.action == Action::Unchanged);
-        r.command = "apply".into();
+        r.command = Mode::Apply;
         r.dry_run = true;
         r.commit = None;
         let out = markdown(&r, CREATES);

@@ -1,7 +1,7 @@
 //! Object streams: `tend render` output as YAML documents or a JSON `List`.
 
+use crate::object::Object;
 use crate::plan::diff::mask_object;
-use crate::render::object::Object;
 use crate::yaml;
 use serde_json::json;
 

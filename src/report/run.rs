@@ -2,8 +2,8 @@
 //! diffs), json (the machine report, schema documented in docs/report-schema.md), markdown
 //! (for merge-request comments).
 
+use crate::object::ObjectKey;
 use crate::plan::{Change, Summary};
-use crate::render::object::ObjectKey;
 pub use crate::render::waves::Phase;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -18,11 +18,30 @@ pub struct Outcome {
     pub skipped: Option<String>,
 }
 
+/// What a reconcile does: `tend diff` or `tend apply`. Reports name it as the command,
+/// `"diff"` or `"apply"`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    #[default]
+    Diff,
+    Apply,
+}
+
+impl Mode {
+    /// The command's name, as in `tend diff`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Diff => "diff",
+            Mode::Apply => "apply",
+        }
+    }
+}
+
 /// Everything a report needs.
 #[derive(Debug, Clone, Default)]
 pub struct RunReport {
-    /// "diff" or "apply".
-    pub command: String,
+    pub command: Mode,
     pub commit: Option<String>,
     pub cluster: Option<String>,
     pub dry_run: bool,
@@ -42,7 +61,7 @@ pub struct RunReport {
     pub stopped_at_wave: Option<i64>,
 }
 
-/// One hook of the site (SPEC 4, "Waves and hooks").
+/// One hook of the site (README "Waves and hooks").
 #[derive(Debug, Clone)]
 pub struct HookRun {
     pub key: ObjectKey,

@@ -1,4 +1,4 @@
-//! Waves and hooks in the reports (SPEC 4): one line per wave with its counts, one per hook
+//! Waves and hooks in the reports (README "Waves and hooks"): one line per wave with its counts, one per hook
 //! with what became of it, and the wave that stopped the run. Shown only for sites that have
 //! waves or hooks, so every other report stays as it was.
 
@@ -89,8 +89,8 @@ pub(super) fn json_fields(report: &RunReport) -> (Value, Value, Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::object::ObjectKey;
     use crate::plan::{Action, Change};
-    use crate::render::object::ObjectKey;
     use crate::render::waves::Phase;
 
     fn key(kind: &str, name: &str) -> ObjectKey {

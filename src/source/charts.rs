@@ -2,7 +2,7 @@
 //! for `HelmChart` objects to render, never walked as manifests (their templates are not
 //! YAML until rendered).
 
-use super::walk::MAX_FILE_BYTES;
+use super::MAX_FILE_BYTES;
 use crate::helm::chart::Chart;
 use crate::problem::Problem;
 use std::fs;

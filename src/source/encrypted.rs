@@ -5,7 +5,7 @@
 //! built (SPEC 2).
 
 use super::kustomize::Unit;
-use super::walk::MAX_FILE_BYTES;
+use super::MAX_FILE_BYTES;
 use crate::problem::Problem;
 use crate::sops::{self, Keys};
 use std::collections::BTreeSet;

@@ -14,7 +14,7 @@
 //! them), and with git prompts off. It only reaches the network when a kustomization names a
 //! remote base.
 
-use super::walk::SourceFile;
+use super::SourceFile;
 use crate::problem::Problem;
 use crate::yaml;
 use serde_json::Value;

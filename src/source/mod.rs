@@ -3,15 +3,19 @@
 
 pub mod charts;
 pub mod encrypted;
+mod file;
 pub mod git;
 pub mod kustomize;
+pub mod kustomize_annotations;
 mod private_copy;
 pub mod walk;
+
+pub use file::{SourceFile, MAX_FILE_BYTES};
 
 use git::{GitError, GitSpec};
 use std::path::{Component, Path, PathBuf};
 
-/// Where to read desired state from (SPEC 2), as given on the command line.
+/// Where to read desired state from (README "Desired state (sources)"), as given on the command line.
 #[derive(Debug, Clone, Default)]
 pub struct SourceOptions {
     /// A local directory, or a git URL.

@@ -1,8 +1,8 @@
 //! YAML to JSON: straight from the parser's events in the common case ([`direct`]); through
 //! serde_yaml's tree, tracking the path, only where that is refused, to say what is wrong.
 
-#[allow(unused_imports)]
-use super::*;
+use super::document::{dotted, Step};
+use serde_json::Value;
 
 /// Parse one YAML document straight into JSON, without building (and dropping) serde_yaml's
 /// own tree first: 3% of a 10,020-object no-op diff's instructions (BENCHMARKS.md). `None` for

@@ -1,7 +1,18 @@
 //! Limits on what a document may make tend do: nesting depth and alias expansion (YAML bombs), with messages that say what to fix.
 
-#[allow(unused_imports)]
-use super::*;
+use std::cell::Cell;
+
+/// Deepest nesting of collections tend reads. serde_yaml stops at 128 levels itself, but
+/// libyaml spends time quadratic in the depth of *flow* collections (`[[[[...`) before
+/// serde_yaml gets to count, so those are rejected by a linear scan first. Real Kubernetes
+/// objects stay far below this (a Deployment is about 12 levels deep).
+pub const MAX_NESTING: usize = 128;
+
+/// Largest size a document may expand to through YAML aliases (`*anchor`), counted as the
+/// bytes of every scalar plus 8 per node. A document without aliases is bounded by the file
+/// size limit; one with aliases could otherwise expand exponentially ("billion laughs") or
+/// repeat one large string thousands of times.
+pub const MAX_EXPANDED_BYTES: usize = 16 * 1024 * 1024;
 
 /// The message for documents nested deeper than [`MAX_NESTING`].
 pub(super) fn nesting_message() -> String {

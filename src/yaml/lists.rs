@@ -1,7 +1,11 @@
 //! List documents (`kind: List`, `<Kind>List` with `items`): expanded into their items, each at its own line.
 
-#[allow(unused_imports)]
-use super::*;
+use super::convert::yaml_to_json;
+use super::document::{key_matches, Document, Step};
+use super::limits::MAX_NESTING;
+use crate::problem::Problem;
+use serde_json::Value;
+use std::path::Path;
 
 /// Whether a parsed document is a list of objects (as `kubectl apply` reads them): `kind:
 /// List`, or any `<Kind>List` with an `items` sequence. `Err` for a `kind: List` whose

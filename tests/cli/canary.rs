@@ -1,4 +1,4 @@
-//! The secret canary (SPEC 4: Secret values are always masked, in every output format and
+//! The secret canary (RELIABILITY.md "Secret canary": Secret values are always masked, in every output format and
 //! log): a Secret holding unique canary strings is created, changed, copied by a CopyRule,
 //! made to fail (422 and 500 faults, invalid input) and pruned, and every output of every
 //! run — stdout and stderr, text/json/markdown reports, `-v`, `-vv`, `--log-format json`,

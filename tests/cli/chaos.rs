@@ -1,4 +1,4 @@
-//! `tend chaos --agent NAME` end to end (SPEC 3.5): the binary against the test API server.
+//! `tend chaos --agent NAME` end to end (README "ChaosAgent"): the binary against the test API server.
 
 use crate::common::*;
 

@@ -1,4 +1,4 @@
-//! The fault matrix (SPEC 4 "Faults", 6): for each stage of a run (discovery, LIST, dry run,
+//! The fault matrix (RELIABILITY.md "Faults"): for each stage of a run (discovery, LIST, dry run,
 //! apply, status, prune, lease, ApplySet parent) and each fault (500, 429 with Retry-After, a
 //! slow response, a dropped connection; once, and persistently), injected at the stage's
 //! first request and at a random one (seeded; the seed is printed, `TEND_FAULT_SEED=<n>`
@@ -1001,7 +1001,7 @@ fn failed_narrowing_keeps_the_wide_inventory() {
     assert_recovers_to(&cluster, dir.path(), reference);
 }
 
-/// SPEC 1: errors go to stderr. A run whose final parent write fails exits 2; the reason must
+/// README "Exit codes": errors go to stderr. A run whose final parent write fails exits 2; the reason must
 /// be on stderr (it is in the report on stdout today, and not logged).
 #[test]
 fn a_failed_run_record_is_reported_on_stderr() {

@@ -3,26 +3,6 @@
 use crate::common::*;
 use git2::{Repository, Signature};
 
-/// Commit everything in the work tree of `repo` and return the commit id.
-fn commit_all(repo: &Repository, message: &str) -> git2::Oid {
-    let mut index = repo.index().unwrap();
-    index
-        .add_all(["*"].iter(), git2::IndexAddOption::DEFAULT, None)
-        .unwrap();
-    index.write().unwrap();
-    let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
-    let sig = Signature::now("Test", "test@example.com").unwrap();
-    let parents: Vec<git2::Commit> = repo
-        .head()
-        .ok()
-        .and_then(|h| h.peel_to_commit().ok())
-        .into_iter()
-        .collect();
-    let parent_refs: Vec<&git2::Commit> = parents.iter().collect();
-    repo.commit(Some("HEAD"), &sig, &sig, message, &tree, &parent_refs)
-        .unwrap()
-}
-
 struct Fixture {
     _dir: tempfile::TempDir,
     work: std::path::PathBuf,

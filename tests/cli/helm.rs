@@ -1,4 +1,4 @@
-//! `HelmChart` (SPEC 3.6): a chart in the repository rendered by tend itself, applied like
+//! `HelmChart` (README "HelmChart"): a chart in the repository rendered by tend itself, applied like
 //! any other objects.
 
 use crate::common::*;

@@ -1,4 +1,4 @@
-//! The five seed operators, live (SPEC 3): repeated `tend apply` runs against the test API
+//! The five seed operators, live (README "tend's kinds"): repeated `tend apply` runs against the test API
 //! server stand in for the CronJob.
 
 use crate::common::*;

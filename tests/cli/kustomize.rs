@@ -1,4 +1,4 @@
-//! Kustomize build units (SPEC 2): overlays render as `kubectl kustomize` builds them, apply
+//! Kustomize build units (README "Kustomize"): overlays render as `kubectl kustomize` builds them, apply
 //! and diff clean, generators roll workloads, and broken kustomizations change nothing.
 
 use crate::common::*;
@@ -565,16 +565,7 @@ fn a_component_alone_is_not_a_build() {
 
 /// Commit everything in `dir` as a new git repository.
 fn git_commit_all(dir: &Path) {
-    let repo = git2::Repository::init(dir).unwrap();
-    let mut index = repo.index().unwrap();
-    index
-        .add_all(["*"].iter(), git2::IndexAddOption::DEFAULT, None)
-        .unwrap();
-    index.write().unwrap();
-    let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
-    let sig = git2::Signature::now("Test", "test@example.com").unwrap();
-    repo.commit(Some("HEAD"), &sig, &sig, "site", &tree, &[])
-        .unwrap();
+    commit_all(&git2::Repository::init(dir).unwrap(), "site");
 }
 
 #[test]

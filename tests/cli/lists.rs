@@ -1,4 +1,4 @@
-//! List documents (SPEC 2): `kind: List` and `<Kind>List` expand into their items, each at its
+//! List documents (README "Desired state (sources)"): `kind: List` and `<Kind>List` expand into their items, each at its
 //! own line.
 
 use crate::common::*;

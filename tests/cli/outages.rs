@@ -1,4 +1,4 @@
-//! Stopping cleanly and riding out outages (SPEC 4, "Signals and outages"; issue 20): SIGTERM
+//! Stopping cleanly and riding out outages (README "Signals" and "Outages"; issue 20): SIGTERM
 //! mid-apply, a second signal, an apiserver stopped and restarted on the same port, a spent
 //! retry budget, a 429 storm as API Priority and Fairness sends it, a dead holder's lock, and
 //! the `-v` request lines. Figures are printed (`-- --nocapture`) for RELIABILITY.md.

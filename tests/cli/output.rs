@@ -1,4 +1,4 @@
-//! Output sized for CI (issue 11 item 5, SPEC 4): one line per created or pruned object,
+//! Output sized for CI (issue 11 item 5, README "What `diff` and `apply` print"): one line per created or pruned object,
 //! bodies only with `--show-creates` or in JSON, markdown notes under GitLab's limit, server
 //! errors cut to their cause, drifted fields naming their manager.
 

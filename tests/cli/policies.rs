@@ -1,4 +1,4 @@
-//! Per-object policies (SPEC 4): `tend.dev/apply: if-not-present`, `tend.dev/replace:
+//! Per-object policies (README "Per-object policies"): `tend.dev/apply: if-not-present`, `tend.dev/replace:
 //! on-immutable`, Jobs replaced when their pod template changes; and CopyRule copies without
 //! other tools' tracking labels (issue 11, items 3 and 4).
 

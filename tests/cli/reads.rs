@@ -1,4 +1,4 @@
-//! Reads scale with what tend manages (SPEC 4): label-selected LISTs, GETs only for objects
+//! Reads scale with what tend manages (README "Reconcile (diff and apply)"): label-selected LISTs, GETs only for objects
 //! that are not members yet, whatever else lives in the cluster.
 
 use crate::common::*;

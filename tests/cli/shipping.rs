@@ -451,21 +451,12 @@ fn empty_dir_mounts(cronjob: &Value) -> Vec<String> {
 /// A git repository (branch `main`) holding the example site, like the one the CronJob
 /// would follow; returns its file:// URL.
 fn example_site_git(dir: &Path) -> String {
-    use git2::{Repository, RepositoryInitOptions, Signature};
+    use git2::{Repository, RepositoryInitOptions};
     let work = dir.join("desired-state");
     copy_tree(&example_site(), &work);
     let mut opts = RepositoryInitOptions::new();
     opts.initial_head("main");
-    let repo = Repository::init_opts(&work, &opts).unwrap();
-    let mut index = repo.index().unwrap();
-    index
-        .add_all(["*"].iter(), git2::IndexAddOption::DEFAULT, None)
-        .unwrap();
-    index.write().unwrap();
-    let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
-    let sig = Signature::now("Test", "test@example.com").unwrap();
-    repo.commit(Some("HEAD"), &sig, &sig, "site", &tree, &[])
-        .unwrap();
+    commit_all(&Repository::init_opts(&work, &opts).unwrap(), "site");
     format!("file://{}", work.display())
 }
 

@@ -1,4 +1,4 @@
-//! Waves and hooks (SPEC 4) against the test API server, which runs no controllers: each test
+//! Waves and hooks (README "Waves and hooks") against the test API server, which runs no controllers: each test
 //! plays the Job or Deployment controller through the status subresource while tend runs.
 
 use crate::common::*;

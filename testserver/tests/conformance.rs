@@ -8,11 +8,14 @@ use futures::FutureExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::serde::de::DeserializeOwned;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::discovery::{Discovery, Scope};
 use kube::{Client, ResourceExt};
 use serde_json::{json, Value};
+use std::borrow::Borrow;
+use std::fmt::Debug;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant};
@@ -260,6 +263,35 @@ fn base64_url(doc: &Value) -> String {
 
 fn apply_cm(name: &str, data: Value) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data})
+}
+
+/// Server-side apply of `object` to `name` as field manager `manager`: the request tend
+/// makes for every object.
+async fn apply<K>(
+    api: &Api<K>,
+    name: &str,
+    manager: &str,
+    object: impl Borrow<Value>,
+) -> kube::Result<K>
+where
+    K: Clone + DeserializeOwned + Debug,
+{
+    apply_with(api, name, PatchParams::apply(manager), object).await
+}
+
+/// [`apply`] with other parameters: `.force()` to take over fields another manager owns,
+/// `.dry_run()`.
+async fn apply_with<K>(
+    api: &Api<K>,
+    name: &str,
+    params: PatchParams,
+    object: impl Borrow<Value>,
+) -> kube::Result<K>
+where
+    K: Clone + DeserializeOwned + Debug,
+{
+    api.patch(name, &params, &Patch::Apply(object.borrow()))
+        .await
 }
 
 macro_rules! conformance {
@@ -550,14 +582,7 @@ conformance!(write_into_missing_namespace_is_404, |env| {
     assert_eq!(s.code, 404);
     assert_eq!(s.reason, "NotFound");
     assert_eq!(s.message, format!(r#"namespaces "{missing}" not found"#));
-    let s = api_err(
-        api.patch(
-            "x",
-            &PatchParams::apply("tend"),
-            &Patch::Apply(apply_cm("x", json!({}))),
-        )
-        .await,
-    );
+    let s = api_err(apply(&api, "x", "tend", apply_cm("x", json!({}))).await);
     assert_eq!(s.code, 404);
     assert_eq!(s.message, format!(r#"namespaces "{missing}" not found"#));
 });
@@ -1028,16 +1053,17 @@ conformance!(json_patch_operations_and_failed_test, |env| {
 
 conformance!(strategic_merge_patch_merges_containers_by_name, |env| {
     let api: Api<Deployment> = env.api();
-    api.patch(
+    apply(
+        &api,
         "smp",
-        &PatchParams::apply("tend"),
-        &Patch::Apply(deployment(
+        "tend",
+        deployment(
             "smp",
             json!([
                 {"name": "a", "image": "nginx:1"},
                 {"name": "b", "image": "redis:7"}
             ]),
-        )),
+        ),
     )
     .await
     .unwrap();
@@ -1079,10 +1105,7 @@ conformance!(
         let cfg = json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "ssa", "labels": {"app": "demo"}, "annotations": {"note": "x"}},
         "data": {"a": "1", "b": "2"}});
-        let obj = api
-            .patch("ssa", &PatchParams::apply("tend"), &Patch::Apply(cfg))
-            .await
-            .unwrap();
+        let obj = apply(&api, "ssa", "tend", cfg).await.unwrap();
         let mf = managed(&obj);
         assert_eq!(mf.len(), 1, "{mf:?}");
         let e = &mf[0];
@@ -1117,10 +1140,7 @@ conformance!(apply_deployment_exact_managed_fields, |env| {
             "env": [{"name": "MODE", "value": "prod"}]
         }]),
     );
-    let obj = api
-        .patch("web", &PatchParams::apply("tend"), &Patch::Apply(cfg))
-        .await
-        .unwrap();
+    let obj = apply(&api, "web", "tend", cfg).await.unwrap();
     let mf = managed(&obj);
     let e = entry(&mf, "tend", "Apply").expect("tend entry");
     assert_eq!(e["apiVersion"], "apps/v1");
@@ -1234,26 +1254,14 @@ conformance!(apply_accepts_yaml_bodies, |env| {
 conformance!(apply_same_config_twice_is_a_noop, |env| {
     let api: Api<ConfigMap> = env.api();
     let cfg = apply_cm("twice", json!({"k": "v"}));
-    let first = api
-        .patch("twice", &PatchParams::apply("tend"), &Patch::Apply(&cfg))
-        .await
-        .unwrap();
-    let second = api
-        .patch("twice", &PatchParams::apply("tend"), &Patch::Apply(&cfg))
-        .await
-        .unwrap();
+    let first = apply(&api, "twice", "tend", &cfg).await.unwrap();
+    let second = apply(&api, "twice", "tend", &cfg).await.unwrap();
     assert_eq!(first.resource_version(), second.resource_version());
     assert_eq!(managed(&first), managed(&second));
     let d = deployment("same", json!([{"name": "c", "image": "nginx"}]));
     let deps: Api<Deployment> = env.api();
-    let a = deps
-        .patch("same", &PatchParams::apply("tend"), &Patch::Apply(&d))
-        .await
-        .unwrap();
-    let b = deps
-        .patch("same", &PatchParams::apply("tend"), &Patch::Apply(&d))
-        .await
-        .unwrap();
+    let a = apply(&deps, "same", "tend", &d).await.unwrap();
+    let b = apply(&deps, "same", "tend", &d).await.unwrap();
     assert_eq!(a.resource_version(), b.resource_version());
     assert_eq!(a.metadata.generation, b.metadata.generation);
 });
@@ -1267,14 +1275,7 @@ conformance!(apply_conflict_with_update_manager, |env| {
     api.create(&pp, &cm("c", json!({"key": "a"})))
         .await
         .unwrap();
-    let s = api_err(
-        api.patch(
-            "c",
-            &PatchParams::apply("tend"),
-            &Patch::Apply(apply_cm("c", json!({"key": "b"}))),
-        )
-        .await,
-    );
+    let s = api_err(apply(&api, "c", "tend", apply_cm("c", json!({"key": "b"}))).await);
     assert_eq!(s.code, 409);
     assert_eq!(s.reason, "Conflict");
     assert_eq!(
@@ -1291,30 +1292,25 @@ conformance!(apply_conflict_with_update_manager, |env| {
 
 conformance!(apply_conflict_between_appliers_lists_each_field, |env| {
     let api: Api<ConfigMap> = env.api();
-    api.patch(
+    apply(
+        &api,
         "c2",
-        &PatchParams::apply("first"),
-        &Patch::Apply(apply_cm("c2", json!({"x": "1", "y": "1"}))),
+        "first",
+        apply_cm("c2", json!({"x": "1", "y": "1"})),
     )
     .await
     .unwrap();
-    let s = api_err(
-        api.patch(
-            "c2",
-            &PatchParams::apply("second"),
-            &Patch::Apply(apply_cm("c2", json!({"x": "2"}))),
-        )
-        .await,
-    );
+    let s = api_err(apply(&api, "c2", "second", apply_cm("c2", json!({"x": "2"}))).await);
     assert_eq!(
         s.message,
         r#"Apply failed with 1 conflict: conflict with "first": .data.x"#
     );
     let s = api_err(
-        api.patch(
+        apply(
+            &api,
             "c2",
-            &PatchParams::apply("second"),
-            &Patch::Apply(apply_cm("c2", json!({"x": "2", "y": "2"}))),
+            "second",
+            apply_cm("c2", json!({"x": "2", "y": "2"})),
         )
         .await,
     );
@@ -1334,14 +1330,14 @@ conformance!(apply_force_takes_ownership, |env| {
     api.create(&pp, &cm("f", json!({"key": "a", "keep": "z"})))
         .await
         .unwrap();
-    let obj = api
-        .patch(
-            "f",
-            &PatchParams::apply("tend").force(),
-            &Patch::Apply(apply_cm("f", json!({"key": "b"}))),
-        )
-        .await
-        .unwrap();
+    let obj = apply_with(
+        &api,
+        "f",
+        PatchParams::apply("tend").force(),
+        apply_cm("f", json!({"key": "b"})),
+    )
+    .await
+    .unwrap();
     assert_eq!(obj.data.as_ref().unwrap()["key"], "b");
     let mf = managed(&obj);
     assert_eq!(
@@ -1356,19 +1352,15 @@ conformance!(apply_force_takes_ownership, |env| {
 
 conformance!(apply_removes_fields_it_stops_applying, |env| {
     let api: Api<ConfigMap> = env.api();
-    api.patch(
+    apply(
+        &api,
         "r",
-        &PatchParams::apply("tend"),
-        &Patch::Apply(apply_cm("r", json!({"a": "1", "b": "2"}))),
+        "tend",
+        apply_cm("r", json!({"a": "1", "b": "2"})),
     )
     .await
     .unwrap();
-    let obj = api
-        .patch(
-            "r",
-            &PatchParams::apply("tend"),
-            &Patch::Apply(apply_cm("r", json!({"a": "1"}))),
-        )
+    let obj = apply(&api, "r", "tend", apply_cm("r", json!({"a": "1"})))
         .await
         .unwrap();
     assert_eq!(
@@ -1376,8 +1368,7 @@ conformance!(apply_removes_fields_it_stops_applying, |env| {
         [("a".to_string(), "1".to_string())].into()
     );
     // Dropping a whole map removes it.
-    let obj = api
-        .patch("r", &PatchParams::apply("tend"), &Patch::Apply(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "r", "labels": {"l": "v"}}})))
+    let obj = apply(&api, "r", "tend", json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "r", "labels": {"l": "v"}}}))
         .await
         .unwrap();
     assert!(obj.data.as_ref().is_none_or(|d| d.is_empty()));
@@ -1386,20 +1377,16 @@ conformance!(apply_removes_fields_it_stops_applying, |env| {
 
 conformance!(apply_keeps_dropped_fields_another_manager_owns, |env| {
     let api: Api<ConfigMap> = env.api();
-    api.patch(
+    apply(
+        &api,
         "s",
-        &PatchParams::apply("a"),
-        &Patch::Apply(apply_cm("s", json!({"shared": "1", "mine": "a"}))),
+        "a",
+        apply_cm("s", json!({"shared": "1", "mine": "a"})),
     )
     .await
     .unwrap();
     // Same value: no conflict, shared ownership.
-    let obj = api
-        .patch(
-            "s",
-            &PatchParams::apply("b"),
-            &Patch::Apply(apply_cm("s", json!({"shared": "1"}))),
-        )
+    let obj = apply(&api, "s", "b", apply_cm("s", json!({"shared": "1"})))
         .await
         .unwrap();
     let mf = managed(&obj);
@@ -1408,22 +1395,12 @@ conformance!(apply_keeps_dropped_fields_another_manager_owns, |env| {
         json!({"f:data": {"f:shared": {}}})
     );
     // "a" stops applying "shared": "b" still owns it, so it stays.
-    let obj = api
-        .patch(
-            "s",
-            &PatchParams::apply("a"),
-            &Patch::Apply(apply_cm("s", json!({"mine": "a"}))),
-        )
+    let obj = apply(&api, "s", "a", apply_cm("s", json!({"mine": "a"})))
         .await
         .unwrap();
     assert_eq!(obj.data.as_ref().unwrap()["shared"], "1");
     // Now "b" stops too: nobody owns it, it is removed.
-    let obj = api
-        .patch(
-            "s",
-            &PatchParams::apply("b"),
-            &Patch::Apply(apply_cm("s", json!({}))),
-        )
+    let obj = apply(&api, "s", "b", apply_cm("s", json!({})))
         .await
         .unwrap();
     assert!(!obj.data.unwrap().contains_key("shared"));
@@ -1431,13 +1408,9 @@ conformance!(apply_keeps_dropped_fields_another_manager_owns, |env| {
 
 conformance!(update_takes_ownership_from_applier, |env| {
     let api: Api<ConfigMap> = env.api();
-    api.patch(
-        "u",
-        &PatchParams::apply("tend"),
-        &Patch::Apply(apply_cm("u", json!({"k": "1"}))),
-    )
-    .await
-    .unwrap();
+    apply(&api, "u", "tend", apply_cm("u", json!({"k": "1"})))
+        .await
+        .unwrap();
     let pp = PatchParams {
         field_manager: Some("editor".into()),
         ..Default::default()
@@ -1455,14 +1428,7 @@ conformance!(update_takes_ownership_from_applier, |env| {
         entry(&mf, "tend", "Apply").is_none(),
         "tend lost its only field: {mf:?}"
     );
-    let s = api_err(
-        api.patch(
-            "u",
-            &PatchParams::apply("tend"),
-            &Patch::Apply(apply_cm("u", json!({"k": "1"}))),
-        )
-        .await,
-    );
+    let s = api_err(apply(&api, "u", "tend", apply_cm("u", json!({"k": "1"}))).await);
     assert_eq!(
         s.message,
         r#"Apply failed with 1 conflict: conflict with "editor" using v1: .data.k"#
@@ -1471,32 +1437,25 @@ conformance!(update_takes_ownership_from_applier, |env| {
 
 conformance!(apply_merges_associative_lists_between_managers, |env| {
     let api: Api<Deployment> = env.api();
-    api.patch(
+    apply(
+        &api,
         "multi",
-        &PatchParams::apply("tend"),
-        &Patch::Apply(deployment(
-            "multi",
-            json!([{"name": "app", "image": "nginx:1"}]),
-        )),
+        "tend",
+        deployment("multi", json!([{"name": "app", "image": "nginx:1"}])),
     )
     .await
     .unwrap();
     let sidecar = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "multi"},
         "spec": {"template": {"spec": {"containers": [{"name": "sidecar", "image": "envoy:1"}]}}}});
-    api.patch("multi", &PatchParams::apply("mesh"), &Patch::Apply(sidecar))
-        .await
-        .unwrap();
-    let obj = api
-        .patch(
-            "multi",
-            &PatchParams::apply("tend"),
-            &Patch::Apply(deployment(
-                "multi",
-                json!([{"name": "app", "image": "nginx:2"}]),
-            )),
-        )
-        .await
-        .unwrap();
+    apply(&api, "multi", "mesh", sidecar).await.unwrap();
+    let obj = apply(
+        &api,
+        "multi",
+        "tend",
+        deployment("multi", json!([{"name": "app", "image": "nginx:2"}])),
+    )
+    .await
+    .unwrap();
     let names: Vec<(String, Option<String>)> = obj
         .spec
         .unwrap()
@@ -1521,9 +1480,7 @@ conformance!(apply_rejects_list_items_without_their_key, |env| {
     let api: Api<Service> = env.api();
     let svc = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "nokey"},
         "spec": {"ports": [{"name": "http", "targetPort": 80}]}});
-    let err = api
-        .patch("nokey", &PatchParams::apply("tend"), &Patch::Apply(svc))
-        .await;
+    let err = apply(&api, "nokey", "tend", svc).await;
     let s = api_err(err);
     assert!(s.code == 422 || s.code == 400 || s.code == 500, "{s:?}");
 });
@@ -1556,22 +1513,17 @@ conformance!(dry_run_create_returns_full_object_without_storing, |env| {
 
 conformance!(dry_run_apply_and_update_do_not_store, |env| {
     let api: Api<ConfigMap> = env.api();
-    let live = api
-        .patch(
-            "d",
-            &PatchParams::apply("tend"),
-            &Patch::Apply(apply_cm("d", json!({"k": "1"}))),
-        )
+    let live = apply(&api, "d", "tend", apply_cm("d", json!({"k": "1"})))
         .await
         .unwrap();
-    let out = api
-        .patch(
-            "d",
-            &PatchParams::apply("tend").dry_run(),
-            &Patch::Apply(apply_cm("d", json!({"k": "2"}))),
-        )
-        .await
-        .unwrap();
+    let out = apply_with(
+        &api,
+        "d",
+        PatchParams::apply("tend").dry_run(),
+        apply_cm("d", json!({"k": "2"})),
+    )
+    .await
+    .unwrap();
     assert_eq!(out.data.unwrap()["k"], "2");
     let out = api
         .patch(
@@ -1589,10 +1541,11 @@ conformance!(dry_run_apply_and_update_do_not_store, |env| {
     assert_eq!(now.data.as_ref().unwrap()["k"], "1");
     assert_eq!(now.resource_version(), live.resource_version());
     // Dry-run apply of a new object creates nothing.
-    api.patch(
+    apply_with(
+        &api,
         "d2",
-        &PatchParams::apply("tend").dry_run(),
-        &Patch::Apply(apply_cm("d2", json!({}))),
+        PatchParams::apply("tend").dry_run(),
+        apply_cm("d2", json!({})),
     )
     .await
     .unwrap();
@@ -1622,10 +1575,11 @@ conformance!(dry_run_delete_keeps_object, |env| {
 
 conformance!(deployment_status_is_a_subresource, |env| {
     let api: Api<Deployment> = env.api();
-    api.patch(
+    apply(
+        &api,
         "st",
-        &PatchParams::apply("tend"),
-        &Patch::Apply(deployment("st", json!([{"name": "c", "image": "nginx"}]))),
+        "tend",
+        deployment("st", json!([{"name": "c", "image": "nginx"}])),
     )
     .await
     .unwrap();
@@ -1789,12 +1743,7 @@ conformance!(crd_set_lists_are_tracked_per_value, |env| {
     let (_, ar) = env.widget_crd(false).await;
     let api: Api<DynamicObject> = Api::namespaced_with(env.client.clone(), &env.ns, &ar);
     let cfg = |tags: Value| json!({"apiVersion": ar.api_version, "kind": "Widget", "metadata": {"name": "w"}, "spec": {"tags": tags}});
-    let obj = api
-        .patch(
-            "w",
-            &PatchParams::apply("tend"),
-            &Patch::Apply(cfg(json!(["a", "b"]))),
-        )
+    let obj = apply(&api, "w", "tend", cfg(json!(["a", "b"])))
         .await
         .unwrap();
     let mf = managed(&obj);
@@ -1802,14 +1751,7 @@ conformance!(crd_set_lists_are_tracked_per_value, |env| {
         entry(&mf, "tend", "Apply").unwrap()["fieldsV1"],
         json!({"f:spec": {"f:tags": {"v:\"a\"": {}, "v:\"b\"": {}}}})
     );
-    let obj = api
-        .patch(
-            "w",
-            &PatchParams::apply("other"),
-            &Patch::Apply(cfg(json!(["c"]))),
-        )
-        .await
-        .unwrap();
+    let obj = apply(&api, "w", "other", cfg(json!(["c"]))).await.unwrap();
     let mut tags: Vec<String> = serde_json::from_value(obj.data["spec"]["tags"].clone()).unwrap();
     tags.sort();
     assert_eq!(tags, ["a", "b", "c"]);
@@ -1849,14 +1791,14 @@ conformance!(crd_delete_unregisters_and_deletes_objects, |env| {
 
 conformance!(generation_tracks_spec_changes_only, |env| {
     let api: Api<Deployment> = env.api();
-    let d = api
-        .patch(
-            "g",
-            &PatchParams::apply("tend"),
-            &Patch::Apply(deployment("g", json!([{"name": "c", "image": "nginx:1"}]))),
-        )
-        .await
-        .unwrap();
+    let d = apply(
+        &api,
+        "g",
+        "tend",
+        deployment("g", json!([{"name": "c", "image": "nginx:1"}])),
+    )
+    .await
+    .unwrap();
     assert_eq!(d.metadata.generation, Some(1));
     let d = api
         .patch(
@@ -1920,14 +1862,7 @@ conformance!(service_defaults_and_cluster_ip, |env| {
     let api: Api<Service> = env.api();
     let svc = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "svc"},
         "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80}]}});
-    let s = api
-        .patch(
-            "svc",
-            &PatchParams::apply("tend"),
-            &Patch::Apply(svc.clone()),
-        )
-        .await
-        .unwrap();
+    let s = apply(&api, "svc", "tend", svc.clone()).await.unwrap();
     let spec = s.spec.unwrap();
     assert_eq!(spec.type_.as_deref(), Some("ClusterIP"));
     assert_eq!(spec.session_affinity.as_deref(), Some("None"));
@@ -1944,10 +1879,7 @@ conformance!(service_defaults_and_cluster_ip, |env| {
         Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(80))
     );
     // Re-applying keeps the allocated IP and changes nothing.
-    let again = api
-        .patch("svc", &PatchParams::apply("tend"), &Patch::Apply(svc))
-        .await
-        .unwrap();
+    let again = apply(&api, "svc", "tend", svc).await.unwrap();
     assert_eq!(again.spec.unwrap().cluster_ip.unwrap(), ip);
     assert_eq!(again.metadata.resource_version, s.metadata.resource_version);
 });
@@ -1962,10 +1894,7 @@ conformance!(deployment_and_pod_template_defaults, |env| {
                               {"name": "untagged", "image": "nginx"},
                               {"name": "tagged", "image": "registry.local:5000/nginx:1.27", "ports": [{"containerPort": 80}]}
                           ]}}}});
-    let d = api
-        .patch("defs", &PatchParams::apply("tend"), &Patch::Apply(cfg))
-        .await
-        .unwrap();
+    let d = apply(&api, "defs", "tend", cfg).await.unwrap();
     let spec = d.spec.unwrap();
     assert_eq!(spec.replicas, Some(1));
     assert_eq!(spec.revision_history_limit, Some(10));
@@ -2027,12 +1956,7 @@ conformance!(namespace_secret_and_workload_defaults, |env| {
     let cfg = json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "sts"},
         "spec": {"serviceName": "sts", "selector": {"matchLabels": {"app": "sts"}},
                  "template": {"metadata": {"labels": {"app": "sts"}}, "spec": {"containers": [{"name": "c", "image": "nginx:1"}]}}}});
-    let st = sts
-        .patch("sts", &PatchParams::apply("tend"), &Patch::Apply(cfg))
-        .await
-        .unwrap()
-        .spec
-        .unwrap();
+    let st = apply(&sts, "sts", "tend", cfg).await.unwrap().spec.unwrap();
     assert_eq!(st.replicas, Some(1));
     assert_eq!(st.pod_management_policy.as_deref(), Some("OrderedReady"));
     assert_eq!(
@@ -2043,12 +1967,7 @@ conformance!(namespace_secret_and_workload_defaults, |env| {
     let cfg = json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "ds"},
         "spec": {"selector": {"matchLabels": {"app": "ds"}},
                  "template": {"metadata": {"labels": {"app": "ds"}}, "spec": {"containers": [{"name": "c", "image": "nginx:1"}]}}}});
-    let d = ds
-        .patch("ds", &PatchParams::apply("tend"), &Patch::Apply(cfg))
-        .await
-        .unwrap()
-        .spec
-        .unwrap();
+    let d = apply(&ds, "ds", "tend", cfg).await.unwrap().spec.unwrap();
     assert_eq!(d.revision_history_limit, Some(10));
     assert_eq!(
         d.update_strategy.unwrap().type_.as_deref(),
@@ -2057,10 +1976,7 @@ conformance!(namespace_secret_and_workload_defaults, |env| {
     let jobs: Api<k8s_openapi::api::batch::v1::Job> = env.api();
     let cfg = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "job"},
         "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox:1"}]}}}});
-    let j = jobs
-        .patch("job", &PatchParams::apply("tend"), &Patch::Apply(cfg))
-        .await
-        .unwrap();
+    let j = apply(&jobs, "job", "tend", cfg).await.unwrap();
     let js = j.spec.unwrap();
     assert_eq!(js.backoff_limit, Some(6));
     assert_eq!(js.completions, Some(1));
@@ -2097,10 +2013,11 @@ conformance!(request_log_records_verbs_managers_and_dry_run, |env| {
     )
     .await
     .unwrap();
-    api.patch(
+    apply_with(
+        &api,
         "log",
-        &PatchParams::apply("tend").dry_run(),
-        &Patch::Apply(apply_cm("log", json!({"a": "b"}))),
+        PatchParams::apply("tend").dry_run(),
+        apply_cm("log", json!({"a": "b"})),
     )
     .await
     .unwrap();
@@ -2184,23 +2101,12 @@ conformance!(fault_status_fails_next_matching_requests, |env| {
             .verb(Verb::Apply)
             .path_glob("/api/v1/namespaces/*/configmaps/?"),
     );
-    let s = api_err(
-        api.patch(
-            "f",
-            &PatchParams::apply("tend"),
-            &Patch::Apply(apply_cm("f", json!({}))),
-        )
-        .await,
-    );
+    let s = api_err(apply(&api, "f", "tend", apply_cm("f", json!({}))).await);
     assert_eq!(s.code, 409);
     assert_eq!(s.reason, "Conflict");
-    api.patch(
-        "f",
-        &PatchParams::apply("tend"),
-        &Patch::Apply(apply_cm("f", json!({}))),
-    )
-    .await
-    .unwrap();
+    apply(&api, "f", "tend", apply_cm("f", json!({})))
+        .await
+        .unwrap();
 });
 
 conformance!(fault_429_carries_retry_after, |env| {
@@ -2622,10 +2528,7 @@ conformance!(label_selected_lists_across_namespaces, |env| {
         let deploys: Api<Deployment> = Api::namespaced(env.client.clone(), &ns);
         let mut d = deployment("web", json!([{"name": "c", "image": "nginx"}]));
         d["metadata"]["labels"]["run"] = run.clone().into();
-        deploys
-            .patch("web", &PatchParams::apply("tend"), &Patch::Apply(d))
-            .await
-            .unwrap();
+        apply(&deploys, "web", "tend", d).await.unwrap();
     }
     let mut want = vec![
         format!("{}/member", env.ns),
@@ -2835,18 +2738,15 @@ fn job(name: &str, image: &str, suspend: bool) -> Value {
 
 conformance!(job_template_and_deployment_selector_are_immutable, |env| {
     let jobs: Api<k8s_openapi::api::batch::v1::Job> = env.api();
-    jobs.patch(
-        "once",
-        &PatchParams::apply("tend"),
-        &Patch::Apply(job("once", "busybox:1.36", true)),
-    )
-    .await
-    .unwrap();
+    apply(&jobs, "once", "tend", job("once", "busybox:1.36", true))
+        .await
+        .unwrap();
     let s = api_err(
-        jobs.patch(
+        apply_with(
+            &jobs,
             "once",
-            &PatchParams::apply("tend").force(),
-            &Patch::Apply(job("once", "busybox:1.37", true)),
+            PatchParams::apply("tend").force(),
+            job("once", "busybox:1.37", true),
         )
         .await,
     );
@@ -2868,10 +2768,11 @@ conformance!(job_template_and_deployment_selector_are_immutable, |env| {
         .any(|c| c.field == "spec.template.spec" && c.reason == "FieldValueInvalid"));
     // A dry run is refused the same way, and nothing changed.
     let s = api_err(
-        jobs.patch(
+        apply_with(
+            &jobs,
             "once",
-            &PatchParams::apply("tend").force().dry_run(),
-            &Patch::Apply(job("once", "busybox:1.37", true)),
+            PatchParams::apply("tend").force().dry_run(),
+            job("once", "busybox:1.37", true),
         )
         .await,
     );
@@ -2885,26 +2786,18 @@ conformance!(job_template_and_deployment_selector_are_immutable, |env| {
     );
 
     let deploys: Api<Deployment> = env.api();
-    deploys
-        .patch(
-            "sel",
-            &PatchParams::apply("tend"),
-            &Patch::Apply(deployment("sel", json!([{"name": "c", "image": "nginx"}]))),
-        )
-        .await
-        .unwrap();
+    apply(
+        &deploys,
+        "sel",
+        "tend",
+        deployment("sel", json!([{"name": "c", "image": "nginx"}])),
+    )
+    .await
+    .unwrap();
     let mut changed = deployment("sel", json!([{"name": "c", "image": "nginx"}]));
     changed["spec"]["selector"]["matchLabels"] = json!({"app": "sel", "tier": "web"});
     changed["spec"]["template"]["metadata"]["labels"] = json!({"app": "sel", "tier": "web"});
-    let s = api_err(
-        deploys
-            .patch(
-                "sel",
-                &PatchParams::apply("tend").force(),
-                &Patch::Apply(changed),
-            )
-            .await,
-    );
+    let s = api_err(apply_with(&deploys, "sel", PatchParams::apply("tend").force(), changed).await);
     assert_eq!(s.code, 422, "{}", s.message);
     assert!(
         s.message
@@ -2916,10 +2809,7 @@ conformance!(job_template_and_deployment_selector_are_immutable, |env| {
     // Other spec changes are fine.
     let mut scaled = deployment("sel", json!([{"name": "c", "image": "nginx"}]));
     scaled["spec"]["replicas"] = json!(3);
-    deploys
-        .patch("sel", &PatchParams::apply("tend"), &Patch::Apply(scaled))
-        .await
-        .unwrap();
+    apply(&deploys, "sel", "tend", scaled).await.unwrap();
 });
 
 fn condition(ty: &str, status: &str, reason: &str, message: &str) -> Value {
@@ -2931,13 +2821,9 @@ conformance!(job_status_shapes_round_trip, |env| {
     let jobs: Api<k8s_openapi::api::batch::v1::Job> = env.api();
     // Suspended, so a real cluster's Job controller starts no pods for them.
     for name in ["done", "broken", "bad"] {
-        jobs.patch(
-            name,
-            &PatchParams::apply("tend"),
-            &Patch::Apply(job(name, "busybox", true)),
-        )
-        .await
-        .unwrap();
+        apply(&jobs, name, "tend", job(name, "busybox", true))
+            .await
+            .unwrap();
     }
     let pp = PatchParams {
         field_manager: Some("job-controller".into()),
@@ -3029,13 +2915,11 @@ conformance!(job_status_shapes_round_trip, |env| {
 
 conformance!(deployment_status_shapes_round_trip, |env| {
     let api: Api<Deployment> = env.api();
-    api.patch(
+    apply(
+        &api,
         "stuck",
-        &PatchParams::apply("tend"),
-        &Patch::Apply(deployment(
-            "stuck",
-            json!([{"name": "c", "image": "nginx"}]),
-        )),
+        "tend",
+        deployment("stuck", json!([{"name": "c", "image": "nginx"}])),
     )
     .await
     .unwrap();
@@ -3292,10 +3176,7 @@ conformance!(pods_wait_for_their_service_account, |env| {
     // Server-side apply is admitted the same way.
     let cfg = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "applied"},
         "spec": {"containers": [{"name": "c", "image": "busybox"}]}});
-    let s = api_err(
-        pods.patch("applied", &PatchParams::apply("tend"), &Patch::Apply(&cfg))
-            .await,
-    );
+    let s = api_err(apply(&pods, "applied", "tend", &cfg).await);
     assert_eq!(s.code, 403);
     assert!(slow
         .object("", "serviceaccounts", "fresh", "default")
@@ -3315,9 +3196,7 @@ conformance!(pods_wait_for_their_service_account, |env| {
         created.spec.unwrap().service_account_name.as_deref(),
         Some("default")
     );
-    pods.patch("applied", &PatchParams::apply("tend"), &Patch::Apply(&cfg))
-        .await
-        .unwrap();
+    apply(&pods, "applied", "tend", &cfg).await.unwrap();
     // A named ServiceAccount that does not exist is refused at once.
     let mut named = pod("named");
     named.spec.as_mut().unwrap().service_account_name = Some("robot".into());
@@ -3371,10 +3250,11 @@ conformance!(response_bytes_are_counted, |env| {
     assert_eq!(log[1].response_bytes, missing.len() as u64);
     assert_eq!(c.response_bytes(), (body.len() + missing.len()) as u64);
     assert!(log.iter().all(|r| !r.verb.is_mutating()));
-    api.patch(
+    apply_with(
+        &api,
         "sized",
-        &PatchParams::apply("tend").force(),
-        &Patch::Apply(apply_cm("sized", json!({"k": "w"}))),
+        PatchParams::apply("tend").force(),
+        apply_cm("sized", json!({"k": "w"})),
     )
     .await
     .unwrap();

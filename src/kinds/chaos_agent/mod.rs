@@ -1,7 +1,12 @@
-//! `ChaosAgent` (SPEC 3.5, seed 004 "Blackadder"): configuration of `tend chaos`. `apply`
-//! only stores it; chaos happens only in `tend chaos --agent NAME`.
+//! `ChaosAgent` (README "ChaosAgent"): configuration of `tend chaos`. `apply`
+//! only stores it; chaos happens only in `tend chaos --agent NAME`, whose decisions are
+//! [`pass`]'s (with [`rng`]'s seeded randomness and [`lorem`]'s text).
 
-use super::checks::Problems;
+mod lorem;
+pub mod pass;
+pub mod rng;
+
+use super::checks::FieldChecks;
 use super::{FieldProblem, Kind, TendKind};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::CustomResource;
@@ -112,7 +117,7 @@ impl ChaosAgentSpec {
     }
 
     pub(crate) fn validate(&self, out: &mut Vec<FieldProblem>) {
-        let mut p = Problems { out };
+        let mut p = FieldChecks { out };
         p.range(&["spec", "eagerness"], self.eagerness.into(), 1, Some(100));
         p.range(&["spec", "maxActions"], self.max_actions.into(), 1, None);
         match self.pod_tolerance {

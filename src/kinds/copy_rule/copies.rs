@@ -1,8 +1,9 @@
-//! CopyRule expansion (SPEC 3.2, seed 001 "Copyrator"): one copy of each selected source
+//! CopyRule expansion (README "CopyRule"): one copy of each selected source
 //! object per target namespace. Needs a view of the cluster ([`CopyView`]): the namespaces,
 //! the source objects, and whatever already sits where a copy would go. Pure.
 
 use super::{CopyRule, CopyView};
+use crate::kinds::run::CopyOutcome;
 use crate::kinds::Kind;
 use crate::object::{Object, ObjectKey, Origin};
 use crate::PART_OF_LABEL;
@@ -11,16 +12,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// Annotation on every copy naming its source, `<namespace>/<name>`.
 pub const COPIED_FROM_ANNOTATION: &str = "tend.dev/copied-from";
-
-/// The result of one rule, for its status.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct CopyOutcome {
-    pub rule: String,
-    pub copies: usize,
-    pub targets: Vec<String>,
-    /// `<namespace>/<name>` of objects in the way that tend did not create.
-    pub conflicts: Vec<String>,
-}
 
 fn labels_of(value: &Value) -> BTreeMap<String, String> {
     value

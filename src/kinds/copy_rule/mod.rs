@@ -1,17 +1,17 @@
-//! `CopyRule` (SPEC 3.2, seed 001 "Copyrator"): copy labelled ConfigMaps or Secrets from one
+//! `CopyRule` (README "CopyRule"): copy labelled ConfigMaps or Secrets from one
 //! namespace into others. Cluster-scoped, since it reaches across namespaces.
 //!
 //! Its copies depend on the cluster (the sources and namespaces live there), so offline it
-//! expands to nothing; [`view`] reads what it needs and [`copies`] computes the copies when
+//! expands to nothing; [`copy_view`] reads what it needs and [`copies`] computes the copies when
 //! rendering is completed with that view.
 
 pub mod copies;
-pub mod view;
+pub mod copy_view;
 
-pub use copies::{CopyOutcome, COPIED_FROM_ANNOTATION};
-pub use view::CopyView;
+pub use copies::COPIED_FROM_ANNOTATION;
+pub use copy_view::CopyView;
 
-use super::checks::Problems;
+use super::checks::FieldChecks;
 use super::run::RunState;
 use super::{Expansion, FieldProblem, Kind, TendKind};
 use crate::object::names;
@@ -175,7 +175,7 @@ impl CopyRuleStatus {
 
 impl CopyRuleSpec {
     pub(crate) fn validate(&self, out: &mut Vec<FieldProblem>) {
-        let mut p = Problems { out };
+        let mut p = FieldChecks { out };
         if let Err(why) = names::dns1123_label(&self.source_namespace) {
             p.push(
                 &["spec", "sourceNamespace"],

@@ -3,7 +3,7 @@
 //! read by the source stage and rendered by `render` (see `render::helm_charts`); this
 //! folder holds the type, its CRD and its checks.
 
-use super::checks::Problems;
+use super::checks::FieldChecks;
 use super::{FieldProblem, Kind, TendKind};
 use crate::object::names;
 use kube::CustomResource;
@@ -102,7 +102,7 @@ impl Kind for HelmChart {
 
     fn validate(&self) -> Vec<FieldProblem> {
         let mut out = Vec::new();
-        let mut p = Problems { out: &mut out };
+        let mut p = FieldChecks { out: &mut out };
         let spec = &self.spec;
         match (&spec.chart, &spec.repository) {
             (None, None) => p.push(

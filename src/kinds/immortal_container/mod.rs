@@ -1,19 +1,19 @@
-//! `ImmortalContainer` (SPEC 3.4, seed 003): a container that tend recreates whenever its pod
+//! `ImmortalContainer` (README "ImmortalContainer"): a container that tend recreates whenever its pod
 //! is gone or has terminated. The pod, and whether to recreate it, is [`pod`]'s; it owns it.
 
+mod kind;
 pub mod pod;
 
-use super::checks::{self, Problems};
-use super::run::RunState;
-use super::{Expansion, FieldProblem, Kind, TendKind};
-use crate::object::{names, ObjectKey};
+use super::checks::{self, FieldChecks};
+use super::{FieldProblem, TendKind};
+use crate::object::names;
 use k8s_openapi::api::core::v1::{EnvVar, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// Suffix of the pod's name: `<name>-immortalpod`, as in seed 003.
+/// Suffix of the pod's name: `<name>-immortalpod`, as the original ImmortalContainer operator named it.
 pub const POD_SUFFIX: &str = "-immortalpod";
 
 /// A container that runs forever: tend recreates its pod `<name>-immortalpod` on every run
@@ -88,7 +88,7 @@ pub struct ImmortalContainerStatus {
 
 impl ImmortalContainerSpec {
     pub(crate) fn validate(&self, out: &mut Vec<FieldProblem>) {
-        let mut p = Problems { out };
+        let mut p = FieldChecks { out };
         p.non_empty(
             &["spec", "image"],
             &self.image,
@@ -145,7 +145,7 @@ pub(crate) fn validate_name(meta: &ObjectMeta, out: &mut Vec<FieldProblem>) {
     let Some(name) = meta.name.as_deref() else {
         return;
     };
-    let mut p = Problems { out };
+    let mut p = FieldChecks { out };
     if let Err(why) = names::dns1123_subdomain(name) {
         p.push(
             &["metadata", "name"],
@@ -162,73 +162,6 @@ pub(crate) fn validate_name(meta: &ObjectMeta, out: &mut Vec<FieldProblem>) {
     }
 }
 
-impl Kind for ImmortalContainer {
-    const KIND: TendKind = TendKind::ImmortalContainer;
-    const OWNS_GENERATED: bool = true;
-    type Status = ImmortalContainerStatus;
-
-    fn validate(&self) -> Vec<FieldProblem> {
-        let mut problems = Vec::new();
-        validate_name(&self.metadata, &mut problems);
-        self.spec.validate(&mut problems);
-        problems
-    }
-
-    fn expand(&self) -> Expansion {
-        Expansion {
-            objects: vec![pod::pod_value(self)],
-            note: None,
-        }
-    }
-
-    /// Every pod this run started counts once; a pod that exists was started at least once,
-    /// even if the status write that counted it failed.
-    fn status(&self, run: &RunState<'_>) -> Option<ImmortalContainerStatus> {
-        let me = self.key();
-        let pod = ObjectKey {
-            group: String::new(),
-            kind: "Pod".into(),
-            namespace: me.namespace.clone(),
-            name: pod::pod_name(self),
-        };
-        let before = run
-            .current(&me)
-            .and_then(|l| l.get("status"))
-            .and_then(|s| ImmortalContainerStatus::deserialize(s).ok())
-            .map_or(0, |s| s.start_times);
-        let started = run.started.contains(&pod);
-        let observed = run.observed.get(&pod);
-        let exists = started || observed.is_some();
-        let pod_ready = observed
-            .and_then(|p| p.pointer("/status/conditions"))
-            .and_then(serde_json::Value::as_array)
-            .is_some_and(|c| c.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"));
-        // Reasons in kstatus's "not yet" vocabulary (Starting, NotReady): readers wait on them.
-        let condition = match (started, pod_ready) {
-            (true, _) => run.ready_condition(
-                &me,
-                false,
-                "PodStarting",
-                format!("pod {} was (re)created by this run", pod.name),
-            ),
-            (false, true) => {
-                run.ready_condition(&me, true, "PodReady", format!("pod {} is ready", pod.name))
-            }
-            (false, false) => run.ready_condition(
-                &me,
-                false,
-                "PodNotReady",
-                format!("pod {} is not ready", pod.name),
-            ),
-        };
-        Some(ImmortalContainerStatus {
-            start_times: (before + i64::from(started)).max(i64::from(exists)),
-            current_pod: exists.then_some(pod.name),
-            observed_generation: run.generation(&me),
-            conditions: vec![condition],
-        })
-    }
-}
 
 #[cfg(test)]
 mod tests {

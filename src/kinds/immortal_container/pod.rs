@@ -1,4 +1,4 @@
-//! The pod of an `ImmortalContainer` (SPEC 3.4, seed 003), and what a run does about it:
+//! The pod of an `ImmortalContainer` (README "ImmortalContainer"), and what a run does about it:
 //! pods are recreated, never patched (a pod's spec is immutable), when gone, terminated or
 //! changed ([`decision`]).
 
@@ -63,7 +63,7 @@ pub fn pod(ic: &ImmortalContainer) -> Pod {
                 ..Default::default()
             }],
             // Never: when the container exits, the pod stays Succeeded/Failed and the next
-            // tend run recreates it and counts the start in status.startTimes (seed 003's
+            // tend run recreates it and counts the start in status.startTimes (the original ImmortalContainer operator's
             // semantics: one pod per start). With Always, the kubelet would restart it in
             // place, invisibly to tend and to startTimes. Recreation also covers what no
             // restartPolicy can: a deleted or evicted pod, or a lost node.

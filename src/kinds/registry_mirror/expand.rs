@@ -1,9 +1,9 @@
-//! A `RegistryMirror` expanded into the plain objects it stands for (SPEC 3.3, seed 002):
+//! A `RegistryMirror` expanded into the plain objects it stands for (README "RegistryMirror"):
 //! a ClusterIP Service `<name>`, a headless Service `<name>-headless`, a PVC `<name>-data`,
 //! a StatefulSet `<name>` running the registry in pull-through-cache mode, and a DaemonSet
 //! `<name>-node-proxy` that serves the mirror on every node at `localhost:<hostPort>`.
 //!
-//! Built as typed k8s-openapi objects, not text templates (seed 002's own conclusion): the
+//! Built as typed k8s-openapi objects, not text templates (the conclusion of the RegistryMirror operator tend replaces): the
 //! compiler checks field names and types, and there is no quoting to get wrong.
 
 use super::RegistryMirror;

@@ -1,12 +1,12 @@
-//! `RegistryMirror` (SPEC 3.3, seed 002): a pull-through cache of an upstream registry,
+//! `RegistryMirror` (README "RegistryMirror"): a pull-through cache of an upstream registry,
 //! exposed on every node. Expanded into plain objects by [`expand`]; owns them.
 
+mod kind;
 pub mod expand;
 
-use super::checks::{self, Problems};
-use super::run::RunState;
-use super::{Expansion, FieldProblem, Kind, TendKind};
-use crate::object::{names, ObjectKey, Origin};
+use super::checks::{self, FieldChecks};
+use super::FieldProblem;
+use crate::object::{names, Origin};
 use k8s_openapi::api::core::v1::ResourceRequirements;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
 use kube::CustomResource;
@@ -115,7 +115,7 @@ pub struct RegistryMirrorStatus {
 
 impl RegistryMirrorSpec {
     pub(crate) fn validate(&self, out: &mut Vec<FieldProblem>) {
-        let mut p = Problems { out };
+        let mut p = FieldChecks { out };
         if let Err(why) = upstream_url(&self.upstream) {
             p.push(&["spec", "upstream"], why);
         }
@@ -193,7 +193,7 @@ pub(crate) fn validate_name(meta: &ObjectMeta, out: &mut Vec<FieldProblem>) {
     let Some(name) = meta.name.as_deref() else {
         return;
     };
-    let mut p = Problems { out };
+    let mut p = FieldChecks { out };
     if let Err(why) = names::dns1035_label(name) {
         p.push(
             &["metadata", "name"],
@@ -238,68 +238,6 @@ impl HostPorts {
     }
 }
 
-impl Kind for RegistryMirror {
-    const KIND: TendKind = TendKind::RegistryMirror;
-    const OWNS_GENERATED: bool = true;
-    type Status = RegistryMirrorStatus;
-
-    fn validate(&self) -> Vec<FieldProblem> {
-        let mut problems = Vec::new();
-        validate_name(&self.metadata, &mut problems);
-        self.spec.validate(&mut problems);
-        problems
-    }
-
-    fn clusters(&self) -> Option<&[String]> {
-        self.spec.clusters.as_deref()
-    }
-
-    fn expand(&self) -> Expansion {
-        Expansion {
-            objects: expand::objects(self),
-            note: None,
-        }
-    }
-
-    /// Ready replicas of its StatefulSet as read before applying; the generation applied.
-    fn status(&self, run: &RunState<'_>) -> Option<RegistryMirrorStatus> {
-        let me = self.key();
-        let sts = ObjectKey {
-            group: "apps".into(),
-            kind: "StatefulSet".into(),
-            ..me.clone()
-        };
-        let ready = run
-            .observed
-            .get(&sts)
-            .and_then(|s| s.pointer("/status/readyReplicas"))
-            .and_then(serde_json::Value::as_i64)
-            .unwrap_or(0);
-        let endpoint = expand::endpoint(self);
-        let condition = if ready >= 1 {
-            run.ready_condition(
-                &me,
-                true,
-                "RegistryReady",
-                format!("the registry is ready; nodes pull through {endpoint}"),
-            )
-        } else {
-            // "NotReady": kstatus readers wait on it rather than fail.
-            run.ready_condition(
-                &me,
-                false,
-                "RegistryNotReady",
-                format!("StatefulSet {} has no ready replica yet", sts.name),
-            )
-        };
-        Some(RegistryMirrorStatus {
-            ready_replicas: i32::try_from(ready).unwrap_or(i32::MAX),
-            endpoint: Some(endpoint),
-            observed_generation: run.generation(&me),
-            conditions: vec![condition],
-        })
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -1,5 +1,6 @@
 //! Fetching: list the remote's refs, resolve the wanted ref, fetch only it (shallow where the transport allows).
 
+use super::extract::{extract, record_tree, remove_dir_if_exists};
 use super::*;
 
 /// Fetch `spec.url` into the cache and extract the commit `spec.git_ref` resolves to.

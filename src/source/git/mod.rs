@@ -39,7 +39,7 @@ mod known_hosts;
 mod url;
 
 pub use auth::*;
-use extract::*;
+
 pub use fetch::*;
 pub use known_hosts::*;
 pub use url::*;

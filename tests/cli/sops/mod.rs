@@ -1,4 +1,4 @@
-//! SOPS-encrypted secrets (SPEC 2, issue 19): decrypted natively with age keys, or refused at
+//! SOPS-encrypted secrets (README "Encrypted secrets (SOPS)", issue 19): decrypted natively with age keys, or refused at
 //! file:line with exit 2 and nothing written; never applied as ciphertext.
 
 pub(crate) mod encryptor;

@@ -1,4 +1,4 @@
-//! The decisions of one chaos pass (SPEC 3.5, seed 004 "Blackadder"), without I/O: given a
+//! The decisions of one chaos pass (README "ChaosAgent"), without I/O: given a
 //! [`ChaosAgentSpec`], the pods, Deployments and ConfigMaps of the cluster and a seed, which
 //! objects to hit and how. `tend chaos` (in `ops::chaos`) lists the objects, calls
 //! [`choose_actions`], and prints or carries out the result.
@@ -9,60 +9,13 @@
 //! cluster contents always give the same actions, so any pass can be repeated or explained
 //! after the fact.
 
-use crate::kinds::chaos_agent::{ALWAYS_EXCLUDED, MAX_CANCER_REPLICAS};
-use crate::kinds::ChaosAgentSpec;
+use super::lorem::ipsum_data;
+use super::rng::Rng;
+use super::{ChaosAgentSpec, ALWAYS_EXCLUDED, MAX_CANCER_REPLICAS};
+use crate::text::count;
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
 use std::fmt;
-
-/// A small, fast, seedable PRNG (splitmix64). Deterministic across platforms and versions of
-/// tend, which a `--seed` promises; not for cryptography.
-#[derive(Debug, Clone)]
-pub struct Rng {
-    state: u64,
-}
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng { state: seed }
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (without modulo bias); 0 when `n` is 0.
-    pub fn below(&mut self, n: u64) -> u64 {
-        if n == 0 {
-            return 0;
-        }
-        // Values below `threshold` would make the low residues more likely: draw again.
-        let threshold = n.wrapping_neg() % n;
-        loop {
-            let x = self.next_u64();
-            if x >= threshold {
-                return x % n;
-            }
-        }
-    }
-
-    /// True with probability `percent`/100 (clamped to 0..=100).
-    pub fn chance(&mut self, percent: i64) -> bool {
-        (self.below(100) as i64) < percent.clamp(0, 100)
-    }
-
-    /// Fisher–Yates shuffle.
-    pub fn shuffle<T>(&mut self, items: &mut [T]) {
-        for i in (1..items.len()).rev() {
-            let j = self.below(i as u64 + 1) as usize;
-            items.swap(i, j);
-        }
-    }
-}
 
 /// The three things a chaos agent does, in the order candidates are listed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -251,7 +204,7 @@ pub fn choose_actions(
             ),
             Some(tolerance) if (found.len() as i64) < i64::from(tolerance) => notes.push(format!(
                 "tantrum: {} in non-excluded namespaces, fewer than podTolerance {tolerance}, so no pod is deleted",
-                plural(found.len(), "pod", "pods")
+                count(found.len(), "pod")
             )),
             Some(_) => {
                 candidates.pods = found.len();
@@ -321,7 +274,7 @@ pub fn choose_actions(
                 let keys: Vec<&str> = old.keys().map(String::as_str).collect();
                 (
                     "ConfigMap",
-                    format!("{}: {}", plural(keys.len(), "key", "keys"), keys.join(", ")),
+                    format!("{}: {}", count(keys.len(), "key"), keys.join(", ")),
                     Mischief::WriteData { data },
                 )
             }
@@ -373,190 +326,6 @@ fn replicas(deployment: &Value) -> i64 {
     match deployment.pointer("/spec/replicas") {
         None | Some(Value::Null) => 1,
         Some(v) => v.as_i64().unwrap_or(0),
-    }
-}
-
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
-/// New values for a ConfigMap's `data`: same keys, in the same order, each value lorem
-/// ipsum of about its old length (keeping a trailing newline, and line breaks for
-/// multi-line values). Keys are processed in sorted order, so the text does not depend on
-/// the order the server lists them in.
-fn ipsum_data(old: &Map<String, Value>, rng: &mut Rng) -> Map<String, Value> {
-    let mut sorted: Vec<&String> = old.keys().collect();
-    sorted.sort();
-    let mut generated = std::collections::HashMap::new();
-    for key in sorted {
-        let value = old[key].as_str().unwrap_or("");
-        let target = value.chars().count();
-        let mut text = lorem_ipsum(rng, target);
-        if value.contains('\n') {
-            text = wrap(&text, 72);
-        }
-        if value.ends_with('\n') {
-            text.push('\n');
-        }
-        generated.insert(key.clone(), text);
-    }
-    old.keys()
-        .map(|k| {
-            (
-                k.clone(),
-                Value::String(generated.remove(k).unwrap_or_default()),
-            )
-        })
-        .collect()
-}
-
-const WORDS: [&str; 64] = [
-    "lorem",
-    "ipsum",
-    "dolor",
-    "sit",
-    "amet",
-    "consectetur",
-    "adipiscing",
-    "elit",
-    "sed",
-    "do",
-    "eiusmod",
-    "tempor",
-    "incididunt",
-    "ut",
-    "labore",
-    "et",
-    "dolore",
-    "magna",
-    "aliqua",
-    "enim",
-    "ad",
-    "minim",
-    "veniam",
-    "quis",
-    "nostrud",
-    "exercitation",
-    "ullamco",
-    "laboris",
-    "nisi",
-    "aliquip",
-    "ex",
-    "ea",
-    "commodo",
-    "consequat",
-    "duis",
-    "aute",
-    "irure",
-    "in",
-    "reprehenderit",
-    "voluptate",
-    "velit",
-    "esse",
-    "cillum",
-    "fugiat",
-    "nulla",
-    "pariatur",
-    "excepteur",
-    "sint",
-    "occaecat",
-    "cupidatat",
-    "non",
-    "proident",
-    "sunt",
-    "culpa",
-    "qui",
-    "officia",
-    "deserunt",
-    "mollit",
-    "anim",
-    "id",
-    "est",
-    "laborum",
-    "blandit",
-    "volutpat",
-];
-
-/// Lorem ipsum text of about `target` characters (at least "Lorem ipsum."; it overshoots by
-/// at most one word). Starts "Lorem ipsum", then sentences of random words.
-pub fn lorem_ipsum(rng: &mut Rng, target: usize) -> String {
-    let mut text = String::from("Lorem ipsum");
-    let mut sentence_words = 2;
-    let mut sentence_len = 4 + rng.below(9) as usize;
-    while text.chars().count() + 1 < target {
-        let word = WORDS[rng.below(WORDS.len() as u64) as usize];
-        if sentence_words >= sentence_len {
-            text.push_str(". ");
-            text.push_str(&capitalize(word));
-            sentence_words = 1;
-            sentence_len = 4 + rng.below(9) as usize;
-        } else {
-            text.push(' ');
-            text.push_str(word);
-            sentence_words += 1;
-        }
-    }
-    text.push('.');
-    text
-}
-
-fn capitalize(word: &str) -> String {
-    let mut chars = word.chars();
-    match chars.next() {
-        Some(first) => first.to_uppercase().chain(chars).collect(),
-        None => String::new(),
-    }
-}
-
-/// Break text into lines of at most `width` characters at spaces.
-fn wrap(text: &str, width: usize) -> String {
-    let mut out = String::new();
-    let mut line_len = 0;
-    for word in text.split(' ') {
-        if line_len > 0 && line_len + 1 + word.len() > width {
-            out.push('\n');
-            line_len = 0;
-        } else if line_len > 0 {
-            out.push(' ');
-            line_len += 1;
-        }
-        out.push_str(word);
-        line_len += word.len();
-    }
-    out
-}
-
-/// What a pass did (or would do).
-#[derive(Debug)]
-pub struct ChaosReport {
-    pub agent: String,
-    pub seed: u64,
-    pub execute: bool,
-    pub excluded: Vec<String>,
-    pub spec: ChaosAgentSpec,
-    pub pass: Pass,
-    /// Per action, with `--execute`: Ok or the error message. Empty for a dry run.
-    pub results: Vec<Result<(), String>>,
-    pub warnings: Vec<String>,
-    /// `N API requests (...)`.
-    pub requests: String,
-}
-
-impl ChaosReport {
-    pub fn failed(&self) -> usize {
-        self.results.iter().filter(|r| r.is_err()).count()
-    }
-
-    pub fn done(&self) -> usize {
-        self.results.iter().filter(|r| r.is_ok()).count()
-    }
-
-    pub fn state(&self, index: usize) -> ActionState<'_> {
-        match self.results.get(index) {
-            None => ActionState::Planned,
-            Some(Ok(())) => ActionState::Done,
-            Some(Err(e)) => ActionState::Failed(e),
-        }
     }
 }
 
@@ -629,32 +398,6 @@ mod tests {
             .iter()
             .map(|a| format!("{} {}/{}", a.mode, a.namespace, a.name))
             .collect()
-    }
-
-    #[test]
-    fn rng_is_deterministic_and_in_range() {
-        let a: Vec<u64> = {
-            let mut r = Rng::new(42);
-            (0..5).map(|_| r.next_u64()).collect()
-        };
-        let b: Vec<u64> = {
-            let mut r = Rng::new(42);
-            (0..5).map(|_| r.next_u64()).collect()
-        };
-        assert_eq!(a, b);
-        // splitmix64's published first output for seed 0.
-        assert_eq!(Rng::new(0).next_u64(), 0xE220_A839_7B1D_CDAF);
-        let mut r = Rng::new(1);
-        for n in [1u64, 2, 3, 7, 100, u64::MAX] {
-            for _ in 0..100 {
-                assert!(r.below(n) < n);
-            }
-        }
-        let mut items: Vec<u32> = (0..20).collect();
-        r.shuffle(&mut items);
-        let mut sorted = items.clone();
-        sorted.sort();
-        assert_eq!(sorted, (0..20).collect::<Vec<_>>());
     }
 
     #[test]
@@ -814,22 +557,6 @@ mod tests {
             assert!(mode.starts_with("Lorem ipsum"), "{mode:?}");
             assert_eq!(action.detail, "2 keys: nginx.conf, mode");
             assert_eq!(action.patch(), Some(json!({"data": data})));
-        }
-    }
-
-    #[test]
-    fn lorem_ipsum_has_about_the_old_length() {
-        let mut rng = Rng::new(11);
-        for target in [0, 1, 5, 12, 40, 200, 5000] {
-            let text = lorem_ipsum(&mut rng, target);
-            let len = text.chars().count();
-            assert!(len >= target.min(12), "{target}: {text:?}");
-            assert!(len <= target.max(12) + 15, "{target}: {len}");
-            assert!(text.starts_with("Lorem ipsum") && text.ends_with('.'));
-            let words = text.split([' ', '.']).filter(|w| !w.is_empty());
-            for word in words {
-                assert!(WORDS.contains(&word.to_lowercase().as_str()), "{word}");
-            }
         }
     }
 

@@ -2,7 +2,7 @@
 //! sources, and whatever already sits where a copy would go.
 
 use super::CopyRule;
-use crate::kinds::view::{ListQuery, Reader};
+use crate::kinds::read::{ReadQuery, Reader};
 use crate::object::{Object, ObjectKey};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -31,17 +31,17 @@ pub async fn read<R: Reader>(
     if rules.is_empty() {
         return Ok(());
     }
-    if let Some(namespaces) = reader.list(ListQuery::all("", "v1", "Namespace")).await? {
+    if let Some(namespaces) = reader.list(ReadQuery::all("", "v1", "Namespace")).await? {
         view.namespaces = namespaces;
     }
     for rule in rules {
         let kind = rule.spec.kind.as_str();
         let source_namespace = rule.spec.source_namespace.as_str();
         let selector = rule.spec.selector.to_query();
-        let query = ListQuery {
+        let query = ReadQuery {
             namespace: Some(source_namespace),
             label_selector: Some(&selector),
-            ..ListQuery::all("", "v1", kind)
+            ..ReadQuery::all("", "v1", kind)
         };
         let sources = match reader.list(query).await {
             Ok(Some(items)) => items,
@@ -64,10 +64,10 @@ pub async fn read<R: Reader>(
         for source_name in names {
             let field = format!("metadata.name={source_name}");
             // Whose it is shows in its labels: metadata is enough.
-            let query = ListQuery {
+            let query = ReadQuery {
                 field_selector: Some(&field),
                 metadata_only: true,
-                ..ListQuery::all("", "v1", kind)
+                ..ReadQuery::all("", "v1", kind)
             };
             for item in reader.list(query).await?.unwrap_or_default() {
                 view.same_named.insert(ObjectKey::of_value(&item), item);
