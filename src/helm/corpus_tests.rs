@@ -2,7 +2,8 @@
 //! compared as sets of objects (kind, namespace, name) with equal content. Test hooks
 //! (`helm.sh/hook: test`) are left out on both sides: tend does not render them.
 
-use super::chart::{coalesce, is_test_hook, render, Chart, Release};
+use super::chart::{is_test_hook, render, Chart, Release};
+use super::values::merge_maps;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -96,17 +97,17 @@ fn render_entry(command: &str) -> Option<Result<Objects, String>> {
     let words: Vec<&str> = command.split_whitespace().collect();
     let corpus = Path::new(CORPUS);
     let chart = load_chart(&corpus.join(words[3]));
-    let mut values = chart.values.clone();
+    let mut values = serde_json::json!({});
     for pair in words.windows(2).filter(|w| w[0] == "-f") {
         let text = std::fs::read_to_string(corpus.join(pair[1])).expect("values file");
-        values = coalesce(
+        values = merge_maps(
             &values,
             &crate::yaml::parse_value(&text).unwrap_or_default(),
         );
     }
     // Helm applies --set after every -f file.
     for pair in words.windows(2).filter(|w| w[0] == "--set") {
-        values = coalesce(&values, &set_values(pair[1]));
+        values = merge_maps(&values, &set_values(pair[1]));
     }
     let release = Release {
         name: "rel".into(),

@@ -3,8 +3,11 @@
 //! ([`chart`]). Pure: no I/O.
 
 pub mod chart;
+pub mod deps;
 pub mod funcs;
+pub mod schema;
 pub mod template;
+pub mod values;
 
 #[cfg(test)]
 mod corpus_tests;

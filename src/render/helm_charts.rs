@@ -7,14 +7,17 @@
 
 use super::{is_targeted, tend_kinds, RenderOptions};
 use crate::helm::chart::{self, Charts, Release};
-use crate::kinds::helm_chart::{HelmChart, DEFAULT_KUBE_VERSION};
+use crate::helm::values;
+use crate::kinds::helm_chart::{HelmChart, HelmChartSpec, DEFAULT_KUBE_VERSION};
 use crate::kinds::{TendKind, TendObject};
 use crate::object::{Object, Origin};
 use crate::problem::Problem;
+use crate::sops::{self, SopsError};
+use crate::source::charts::normalize;
 use crate::source::walk::SourceFile;
-use crate::yaml;
+use crate::yaml::{self, Step};
 use std::collections::HashMap;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 /// What the charts of a repository render to.
 #[derive(Debug, Default)]
@@ -68,21 +71,6 @@ pub fn render_charts(files: &[SourceFile], charts: &Charts, opts: &RenderOptions
     out
 }
 
-/// `dir/../x` → `x`, without touching the file system.
-fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
-}
-
 fn render_one(
     file: &SourceFile,
     doc: &yaml::Document,
@@ -95,7 +83,7 @@ fn render_one(
     let Some(chart_dir) = &spec.chart else { return };
     let chart_line = doc.line_of(&["spec".to_string(), "chart".to_string()]);
     let dir = normalize(&file.path.parent().unwrap_or(Path::new("")).join(chart_dir));
-    let Some(chart) = charts.get(&dir) else {
+    let Some(chart) = charts.dirs.get(&dir) else {
         out.problems.push(Problem::new(
             &file.path,
             chart_line,
@@ -121,11 +109,10 @@ fn render_one(
         api_versions: spec.api_versions.clone(),
         seed: opts.helm_seed,
     };
-    let values = chart::coalesce(
-        &chart.values,
-        spec.values.as_ref().unwrap_or(&serde_json::Value::Null),
-    );
-    let manifests = match chart::render(chart, &values, &release) {
+    let Some(user) = user_values(file, doc, spec, charts, opts, out) else {
+        return;
+    };
+    let manifests = match chart::render(chart, &user.values, &release) {
         Ok(manifests) => manifests,
         Err(e) => {
             out.problems
@@ -134,7 +121,39 @@ fn render_one(
         }
     };
     let name = chart.name();
-    let mut add = |template: &str, text: String| {
+    let mut exposed = Vec::new();
+    let mut random = Vec::new();
+    let mut files = Vec::new();
+    for manifest in manifests {
+        if manifest.crd && !spec.include_crds.unwrap_or(true) {
+            continue;
+        }
+        let text = if manifest.crd {
+            manifest.text
+        } else {
+            without_tests(&manifest.text)
+        };
+        // Tests are left out, so their random names don't matter.
+        if manifest.random && !text.trim().is_empty() {
+            random.push(manifest.template.clone());
+        }
+        if !user.secrets.is_empty() {
+            exposed.extend(exposing(&text, &user.secrets, &manifest.template));
+        }
+        files.push((manifest.template, text));
+    }
+    if !exposed.is_empty() {
+        out.problems.push(Problem::new(
+            &file.path,
+            doc.line_of(&["spec".to_string(), "valuesFiles".to_string()]),
+            format!(
+                "values from a SOPS-encrypted values file reach {}, which tend would print in plain text (only Secret data is masked); use encrypted values in Secrets only",
+                exposed.join(", ")
+            ),
+        ));
+        return;
+    }
+    for (template, text) in files {
         let path = PathBuf::from(format!(
             "{} (chart {name}, {template})",
             file.path.display()
@@ -145,22 +164,6 @@ fn render_one(
             text,
             unit: None,
         });
-    };
-    if spec.include_crds.unwrap_or(true) {
-        for (path, text) in chart.files.iter().filter(|(p, _)| p.starts_with("crds/")) {
-            if path.ends_with(".yaml") || path.ends_with(".yml") || path.ends_with(".json") {
-                add(path, text.clone());
-            }
-        }
-    }
-    let mut random = Vec::new();
-    for manifest in manifests {
-        let text = without_tests(&manifest.text);
-        // Tests are left out, so their random names don't matter.
-        if manifest.random && !text.trim().is_empty() {
-            random.push(manifest.template.clone());
-        }
-        add(&manifest.template, text);
     }
     if !random.is_empty() {
         out.notes.push(format!(
@@ -172,6 +175,190 @@ fn render_one(
             random.join(", ")
         ));
     }
+}
+
+/// The user's values of a release: its values files in order, then `spec.values` (as
+/// `helm template -f a -f b --set ...` merges them), and the plaintext strings of its
+/// SOPS-encrypted values files.
+struct UserValues {
+    values: serde_json::Value,
+    secrets: Vec<String>,
+}
+
+fn user_values(
+    file: &SourceFile,
+    doc: &yaml::Document,
+    spec: &HelmChartSpec,
+    charts: &Charts,
+    opts: &RenderOptions,
+    out: &mut ChartOutput,
+) -> Option<UserValues> {
+    let mut merged = serde_json::Value::Object(serde_json::Map::new());
+    let mut secrets = Vec::new();
+    let mut ok = true;
+    for (i, entry) in spec.values_files.iter().enumerate() {
+        let line = doc.line_at(&[
+            Step::Key("spec".into()),
+            Step::Key("valuesFiles".into()),
+            Step::Index(i),
+        ]);
+        let dir = file.path.parent().unwrap_or(Path::new(""));
+        let path = normalize(&dir.join(entry));
+        let text = match charts.values_files.get(&path) {
+            Some(text) => text,
+            None => {
+                let why = if path.starts_with("..") {
+                    "it is outside the repository (or --path); keep values files inside it"
+                } else {
+                    "there is no such file"
+                };
+                out.problems.push(Problem::new(
+                    &file.path,
+                    line,
+                    format!(
+                        "spec.valuesFiles[{i}]: cannot read values file {:?} (relative to this file): {why}; check the path",
+                        path.display().to_string()
+                    ),
+                ));
+                ok = false;
+                continue;
+            }
+        };
+        match values_file(&path, text, opts) {
+            Ok((values, plain)) => {
+                merged = values::merge_maps(&merged, &values);
+                secrets.extend(plain);
+            }
+            Err(problem) => {
+                out.problems.push(problem);
+                ok = false;
+            }
+        }
+    }
+    if let Some(inline) = &spec.values {
+        merged = values::merge_maps(&merged, inline);
+    }
+    ok.then_some(UserValues {
+        values: merged,
+        secrets,
+    })
+}
+
+/// A values file's values (decrypted when it is SOPS-encrypted), and the plaintext strings
+/// of its encrypted values.
+fn values_file(
+    path: &Path,
+    text: &str,
+    opts: &RenderOptions,
+) -> Result<(serde_json::Value, Vec<String>), Problem> {
+    let (docs, problems) = yaml::parse_file(path, text);
+    if let Some(problem) = problems.into_iter().next() {
+        return Err(problem);
+    }
+    let Some(first) = docs.first() else {
+        return Ok((
+            serde_json::Value::Object(serde_json::Map::new()),
+            Vec::new(),
+        ));
+    };
+    let mut value = first.value.clone();
+    let mut secrets = Vec::new();
+    if sops::has_metadata(&value) || sops::find_sealed(&value).is_some() {
+        let sealed = value.clone();
+        if let Err(err) = sops::decrypt_documents(std::slice::from_mut(&mut value), &opts.keys) {
+            let line = match &err {
+                SopsError::Value { path, .. } | SopsError::NoMetadata { path, .. } => {
+                    first.line_at(path)
+                }
+                _ => first.line_of(&[sops::METADATA_KEY.to_string()]),
+            };
+            return Err(Problem::new(
+                path,
+                line,
+                format!("{err} (a values file of a HelmChart)"),
+            ));
+        }
+        plaintext_of_sealed(&sealed, &value, &mut secrets);
+    }
+    match value {
+        serde_json::Value::Null => Ok((serde_json::Value::Object(serde_json::Map::new()), secrets)),
+        serde_json::Value::Object(_) => Ok((value, secrets)),
+        other => Err(Problem::new(
+            path,
+            first.line,
+            format!(
+                "a values file must hold a map of values, as values.yaml does, not {}",
+                values::type_name(&other)
+            ),
+        )),
+    }
+}
+
+/// The decrypted strings of `plain` whose counterpart in `sealed` was encrypted. Very short
+/// ones are left out: they would be found everywhere.
+fn plaintext_of_sealed(
+    sealed: &serde_json::Value,
+    plain: &serde_json::Value,
+    out: &mut Vec<String>,
+) {
+    use serde_json::Value as J;
+    match (sealed, plain) {
+        (J::String(s), J::String(p)) if sops::looks_sealed(s) && p.chars().count() >= 4 => {
+            out.push(p.clone());
+        }
+        (J::Object(s), J::Object(p)) => {
+            for (key, value) in p {
+                if let Some(other) = s.get(key) {
+                    plaintext_of_sealed(other, value, out);
+                }
+            }
+        }
+        (J::Array(s), J::Array(p)) => {
+            for (a, b) in s.iter().zip(p) {
+                plaintext_of_sealed(a, b, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The objects of a rendered template that show one of `secrets` outside a Secret's data:
+/// `Kind name (template)`.
+fn exposing(text: &str, secrets: &[String], template: &str) -> Vec<String> {
+    fn holds(value: &serde_json::Value, secrets: &[String]) -> bool {
+        match value {
+            serde_json::Value::String(s) => {
+                secrets.iter().any(|secret| s.contains(secret.as_str()))
+            }
+            serde_json::Value::Array(items) => items.iter().any(|v| holds(v, secrets)),
+            serde_json::Value::Object(map) => map.values().any(|v| holds(v, secrets)),
+            _ => false,
+        }
+    }
+    let (docs, _) = yaml::parse_file(Path::new(template), text);
+    let mut out = Vec::new();
+    for doc in docs {
+        let mut value = doc.value;
+        let kind = value
+            .get("kind")
+            .and_then(|k| k.as_str())
+            .unwrap_or("")
+            .to_string();
+        if kind == "Secret" {
+            if let Some(map) = value.as_object_mut() {
+                map.remove("data");
+                map.remove("stringData");
+            }
+        }
+        if holds(&value, secrets) {
+            let name = value
+                .pointer("/metadata/name")
+                .and_then(|n| n.as_str())
+                .unwrap_or("");
+            out.push(format!("{kind} {name} ({template})"));
+        }
+    }
+    out
 }
 
 /// The text with the documents that are chart tests blanked out (lines kept, so the lines

@@ -94,7 +94,7 @@ pub enum RenderError {
 
 /// Render `files` into desired objects, or report every problem found.
 pub fn render(files: &[SourceFile], opts: &RenderOptions) -> Result<Rendered, RenderError> {
-    render_with_charts(files, &Charts::new(), opts)
+    render_with_charts(files, &Charts::default(), opts)
 }
 
 /// [`render`], with the repository's Helm charts for its `HelmChart` objects.

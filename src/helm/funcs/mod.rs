@@ -5,6 +5,7 @@
 mod collections;
 pub mod goyaml;
 mod strings;
+pub use strings::semver_compare;
 
 use super::template::builtins::exact;
 use super::template::gofmt;

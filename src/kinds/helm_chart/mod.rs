@@ -57,7 +57,8 @@ pub struct HelmChartSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
     pub values: Option<serde_json::Value>,
-    /// Values files, relative to this file; not supported yet: tend refuses them.
+    /// Values files, relative to this file, applied in order under `spec.values` (as
+    /// `helm template -f`); SOPS-encrypted ones are decrypted with the run's keys.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub values_files: Vec<String>,
     /// Whether the chart's `crds/` are applied. Default: true.
@@ -115,11 +116,13 @@ impl Kind for HelmChart {
             ),
             (Some(chart), None) => p.non_empty(&["spec", "chart"], chart, "the chart's directory, relative to this file"),
         }
-        if !spec.values_files.is_empty() {
-            p.push(
-                &["spec", "valuesFiles"],
-                "values files are not supported yet; put the values in spec.values",
-            );
+        for (i, file) in spec.values_files.iter().enumerate() {
+            if file.trim().is_empty() {
+                p.push(
+                    &["spec", "valuesFiles"],
+                    format!("entry {i} is empty; write a values file's path, relative to this file"),
+                );
+            }
         }
         if let Some(values) = &spec.values {
             if !values.is_object() {
