@@ -286,3 +286,6 @@ fn random_values_are_never_predictable_and_the_run_says_they_change() {
     // The chart's test pod uses randAlphaNum too, but is left out: no note about it.
     assert!(!stderr.contains("test-connection"), "{stderr}");
 }
+
+mod subcharts;
+mod values_files;

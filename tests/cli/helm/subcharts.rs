@@ -1,0 +1,1 @@
+//! Subcharts, library charts, `.helmignore` and `values.schema.json`.
