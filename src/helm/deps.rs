@@ -209,11 +209,8 @@ fn with_tags(mut reqs: Vec<Dependency>, cvals: &Map<String, Value>) -> Vec<Depen
                 _ => {}
             }
         }
-        if !has_true && has_false {
-            req.enabled = false;
-        } else {
-            req.enabled = true;
-        }
+        // Only false tags disable; a true tag, or no tag set, enables.
+        req.enabled = has_true || !has_false;
     }
     reqs
 }
