@@ -174,19 +174,6 @@ fn seed_of(text: &str) -> u64 {
     })
 }
 
-/// Whether an object is a chart test (`helm.sh/hook: test`, or Helm 2's `test-success`,
-/// which Helm 3 still reads as one): tend never renders those, like `--skip-tests`.
-pub fn is_test_hook(object: &serde_json::Value) -> bool {
-    object
-        .pointer("/metadata/annotations/helm.sh~1hook")
-        .and_then(serde_json::Value::as_str)
-        .is_some_and(|hooks| {
-            hooks
-                .split(',')
-                .any(|h| matches!(h.trim(), "test" | "test-success"))
-        })
-}
-
 /// A template to run: its full name (`shop/charts/db/templates/db.yaml`), its text and the
 /// `.` of its chart.
 struct Renderable<'a> {

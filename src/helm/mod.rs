@@ -5,6 +5,7 @@
 pub mod chart;
 pub mod deps;
 pub mod funcs;
+pub mod hooks;
 pub mod schema;
 pub mod template;
 pub mod values;

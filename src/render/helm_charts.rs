@@ -5,8 +5,9 @@
 //! duplicates, config hashes). Chart tests (`helm.sh/hook: test`) are left out, as
 //! `helm template --skip-tests` does. Pure: the charts were read by the source stage.
 
-use super::{is_targeted, tend_kinds, RenderOptions};
+use super::{is_targeted, tend_kinds, waves, RenderOptions};
 use crate::helm::chart::{self, Charts, Release};
+use crate::helm::hooks::{self, Hook, When};
 use crate::helm::values;
 use crate::kinds::helm_chart::{HelmChart, HelmChartSpec, DEFAULT_KUBE_VERSION};
 use crate::kinds::{TendKind, TendObject};
@@ -16,7 +17,7 @@ use crate::sops::{self, SopsError};
 use crate::source::charts::normalize;
 use crate::source::walk::SourceFile;
 use crate::yaml::{self, Step};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 /// What the charts of a repository render to.
@@ -27,6 +28,9 @@ pub struct ChartOutput {
     /// The release namespace of each of those files: their namespaced objects without a
     /// namespace land there.
     pub namespaces: HashMap<PathBuf, String>,
+    /// The files of releases with pre-install hook Jobs, but their `crds/`: their objects
+    /// move one wave later (see [`as_tend_hook`]).
+    pub after_pre_hooks: HashSet<PathBuf>,
     pub problems: Vec<Problem>,
     /// What the user should know (charts whose random values change on every run).
     pub notes: Vec<String>,
@@ -124,6 +128,7 @@ fn render_one(
     let mut exposed = Vec::new();
     let mut random = Vec::new();
     let mut files = Vec::new();
+    let mut has_pre_hooks = false;
     for manifest in manifests {
         if manifest.crd && !spec.include_crds.unwrap_or(true) {
             continue;
@@ -131,7 +136,18 @@ fn render_one(
         let text = if manifest.crd {
             manifest.text
         } else {
-            without_tests(&manifest.text)
+            let mut left_out = Vec::new();
+            let text = without_left_out(&manifest.text, &manifest.template, &mut left_out);
+            has_pre_hooks |= pre_hook_jobs(&text);
+            out.notes.extend(left_out.into_iter().map(|n| {
+                format!(
+                    "HelmChart {namespace}/{} ({}:{}): {n}",
+                    helm_chart.release_name(),
+                    file.path.display(),
+                    doc.line
+                )
+            }));
+            text
         };
         // Tests are left out, so their random names don't matter.
         if manifest.random && !text.trim().is_empty() {
@@ -140,7 +156,7 @@ fn render_one(
         if !user.secrets.is_empty() {
             exposed.extend(exposing(&text, &user.secrets, &manifest.template));
         }
-        files.push((manifest.template, text));
+        files.push((manifest.template, text, manifest.crd));
     }
     if !exposed.is_empty() {
         out.problems.push(Problem::new(
@@ -153,12 +169,15 @@ fn render_one(
         ));
         return;
     }
-    for (template, text) in files {
+    for (template, text, crd) in files {
         let path = PathBuf::from(format!(
             "{} (chart {name}, {template})",
             file.path.display()
         ));
         out.namespaces.insert(path.clone(), namespace.clone());
+        if has_pre_hooks && !crd {
+            out.after_pre_hooks.insert(path.clone());
+        }
         out.files.push(SourceFile {
             path,
             text,
@@ -361,16 +380,32 @@ fn exposing(text: &str, secrets: &[String], template: &str) -> Vec<String> {
     out
 }
 
-/// The text with the documents that are chart tests blanked out (lines kept, so the lines
-/// of the others hold).
-fn without_tests(text: &str) -> String {
+/// The text with the documents tend never runs blanked out (chart tests, deletion and
+/// rollback hooks; lines kept, so the lines of the others hold), and a note for each of the
+/// hooks among them.
+fn without_left_out(text: &str, template: &str, notes: &mut Vec<String>) -> String {
     let mut out = String::with_capacity(text.len());
     let mut doc: Vec<&str> = Vec::new();
-    let flush = |doc: &mut Vec<&str>, out: &mut String| {
+    let mut flush = |doc: &mut Vec<&str>, out: &mut String| {
         let body = doc.join("\n");
-        let is_test = yaml::parse_value(&body).is_some_and(|v| chart::is_test_hook(&v));
+        let value = yaml::parse_value(&body);
+        let left_out = match value.as_ref().map(hooks::classify) {
+            Some(Hook::LeftOut(why)) => {
+                if !value.as_ref().is_some_and(hooks::is_test) {
+                    let value = value.as_ref().unwrap_or(&serde_json::Value::Null);
+                    let field = |p: &str| value.pointer(p).and_then(|v| v.as_str()).unwrap_or("");
+                    notes.push(format!(
+                        "{} {} ({template}) is {why}: left out",
+                        field("/kind"),
+                        field("/metadata/name")
+                    ));
+                }
+                true
+            }
+            _ => false,
+        };
         for line in doc.iter() {
-            if !is_test {
+            if !left_out {
                 out.push_str(line);
             }
             out.push('\n');
@@ -387,4 +422,77 @@ fn without_tests(text: &str) -> String {
     }
     flush(&mut doc, &mut out);
     out
+}
+
+/// Whether a rendered template holds a pre-install/pre-upgrade Job or Pod.
+fn pre_hook_jobs(text: &str) -> bool {
+    text.contains("helm.sh/hook")
+        && text.split("\n---").any(|doc| {
+            yaml::parse_value(doc).is_some_and(|v| {
+                matches!(
+                    hooks::classify(&v),
+                    Hook::Run {
+                        when: When::Before,
+                        ..
+                    }
+                )
+            })
+        })
+}
+
+/// A rendered object with Helm's hook annotations, given tend's (SPEC 4): Jobs and Pods of
+/// `pre-install`/`pre-upgrade` become `pre-apply` hooks, of `post-install`/`post-upgrade`
+/// `post-apply` hooks (ordered by `helm.sh/hook-weight`, deleted on success when the delete
+/// policy says `hook-succeeded`). Helm runs pre hooks before the release's objects but after
+/// the objects the hooks use (the ServiceAccount a hook Job runs as, itself a pre hook): so
+/// in a release with pre hooks (`after_pre_hooks`), the pre hooks and every object but those
+/// move one wave later, to run after the wave that creates what they need (and the
+/// repository's Namespaces). Helm's annotations stay.
+pub fn as_tend_hook(doc: &mut yaml::Document, after_pre_hooks: bool) {
+    let hook = hooks::classify(&doc.value);
+    let mut value = doc.value.clone();
+    let later = (waves::wave_of(&doc.value) + 1).to_string();
+    let annotations = match value.pointer_mut("/metadata") {
+        Some(serde_json::Value::Object(metadata)) => metadata
+            .entry("annotations")
+            .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new())),
+        _ => return,
+    };
+    let Some(annotations) = annotations.as_object_mut() else {
+        return;
+    };
+    let mut set = |key: &str, text: String| {
+        annotations.insert(key.to_string(), serde_json::Value::String(text));
+    };
+    match hook {
+        Hook::Run {
+            when,
+            delete_on_success,
+            ..
+        } => {
+            if waves::hook_of(&doc.value).is_some() {
+                return; // the chart asked for tend's (or Argo CD's) hook itself
+            }
+            let phase = match when {
+                When::Before => waves::Phase::PreApply,
+                When::After => waves::Phase::PostApply,
+            };
+            set(waves::HOOK_ANNOTATION, phase.name().to_string());
+            if delete_on_success {
+                set(waves::HOOK_DELETE_ANNOTATION, waves::ON_SUCCESS.to_string());
+            }
+            if when == When::Before && after_pre_hooks {
+                set(waves::WAVE_ANNOTATION, later);
+            }
+        }
+        Hook::Apply { when: When::Before } => return,
+        Hook::LeftOut(_) => return,
+        Hook::None | Hook::Apply { when: When::After } => {
+            if !after_pre_hooks {
+                return;
+            }
+            set(waves::WAVE_ANNOTATION, later);
+        }
+    }
+    doc.set_value(value);
 }

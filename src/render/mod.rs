@@ -131,11 +131,16 @@ pub fn render_with_charts(
     for (file, parsed) in files.iter().zip(parse_all(files, &opts.keys)) {
         let (docs, parse_problems) = parsed;
         problems.extend(parse_problems);
-        for (doc, doc_problems) in docs {
+        let from_chart = charted.namespaces.contains_key(&file.path);
+        let after_pre_hooks = charted.after_pre_hooks.contains(&file.path);
+        for (mut doc, doc_problems) in docs {
             documents += 1;
             if !doc_problems.is_empty() {
                 problems.extend(doc_problems);
                 continue;
+            }
+            if from_chart {
+                helm_charts::as_tend_hook(&mut doc, after_pre_hooks);
             }
             if let Some((group, kind, namespaced)) = crd_scope(&doc.value) {
                 repo_scopes.insert((group, kind), namespaced);

@@ -287,5 +287,6 @@ fn random_values_are_never_predictable_and_the_run_says_they_change() {
     assert!(!stderr.contains("test-connection"), "{stderr}");
 }
 
+mod hooks;
 mod subcharts;
 mod values_files;
