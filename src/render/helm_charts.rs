@@ -1,6 +1,7 @@
 //! `HelmChart` objects rendered into plain manifests before anything else is parsed: each
 //! chart template's output becomes a file of its own, named
-//! `<file> (chart <name>, templates/<template>)`, that then goes through everything a plain
+//! `<file> (chart <name>, templates/<template>)` (reported as `<file>:<line> (chart <name>,
+//! templates/<template>)`, the line the HelmChart's), that then goes through everything a plain
 //! file does (validation, targeting, namespace defaulting — to the release namespace —,
 //! duplicates, config hashes). Chart tests (`helm.sh/hook: test`) are left out, as
 //! `helm template --skip-tests` does. Pure: the charts were read by the source stage.
@@ -28,6 +29,9 @@ pub struct ChartOutput {
     /// The release namespace of each of those files: their namespaced objects without a
     /// namespace land there.
     pub namespaces: HashMap<PathBuf, String>,
+    /// The line of the HelmChart that rendered each of those files: where their objects
+    /// are reported (`<file>:<line> (chart <name>, <template>)`).
+    pub lines: HashMap<PathBuf, usize>,
     /// The files of releases with pre-install hook Jobs, but their `crds/`: their objects
     /// move one wave later (see [`as_tend_hook`]).
     pub after_pre_hooks: HashSet<PathBuf>,
@@ -175,6 +179,7 @@ fn render_one(
             file.path.display()
         ));
         out.namespaces.insert(path.clone(), namespace.clone());
+        out.lines.insert(path.clone(), doc.line);
         if has_pre_hooks && !crd {
             out.after_pre_hooks.insert(path.clone());
         }
@@ -422,6 +427,22 @@ fn without_left_out(text: &str, template: &str, notes: &mut Vec<String>) -> Stri
     }
     flush(&mut doc, &mut out);
     out
+}
+
+/// Problems found in what a chart rendered, moved to the line of their HelmChart (their
+/// file names the chart and template); the line in the rendered text goes into the message.
+pub fn at_helm_chart_lines(problems: &mut [Problem], lines: &HashMap<PathBuf, usize>) {
+    for problem in problems {
+        if let Some(&line) = lines.get(&problem.file) {
+            if problem.line != line {
+                problem.message = format!(
+                    "{} (at line {} of what the template rendered)",
+                    problem.message, problem.line
+                );
+            }
+            problem.line = line;
+        }
+    }
 }
 
 /// Whether a rendered template holds a pre-install/pre-upgrade Job or Pod.

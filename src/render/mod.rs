@@ -154,7 +154,8 @@ pub fn render_with_charts(
     for (file, doc) in checked {
         let origin = Origin {
             file: file.path.clone(),
-            line: doc.line,
+            // What a chart rendered is at its HelmChart's line (SPEC 3.6).
+            line: charted.lines.get(&file.path).copied().unwrap_or(doc.line),
             generated_by: None,
         };
         let mut object = Object::new(doc.value.clone(), origin.clone());
@@ -225,6 +226,7 @@ pub fn render_with_charts(
 
     problems.extend(duplicates(&objects));
     if !problems.is_empty() {
+        helm_charts::at_helm_chart_lines(&mut problems, &charted.lines);
         problems.sort();
         problems.dedup();
         return Err(RenderError::Invalid(Problems(problems)));

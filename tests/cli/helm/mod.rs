@@ -290,3 +290,30 @@ fn random_values_are_never_predictable_and_the_run_says_they_change() {
 mod hooks;
 mod subcharts;
 mod values_files;
+
+#[test]
+fn rendered_objects_are_reported_at_the_helm_chart_file_and_line_with_chart_and_template() {
+    let cluster = cluster_with_crds();
+    let dir = chart_site(&format!("# the shop\n{RELEASE}"), DEPLOYMENT);
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["diff"]);
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("apps/store.yaml:2 (chart shop, templates/deployment.yaml)"),
+        "{stdout}"
+    );
+
+    // A problem in what a template rendered: at the HelmChart, naming chart and template.
+    let nameless =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  labels:\n    a: b\ndata:\n  k: v\n";
+    std::fs::write(
+        dir.path().join("charts/shop/templates/nameless.yaml"),
+        nameless,
+    )
+    .unwrap();
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["diff"]);
+    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("apps/store.yaml:2 (chart shop, templates/nameless.yaml): "),
+        "{stderr}"
+    );
+}
