@@ -317,3 +317,54 @@ fn rendered_objects_are_reported_at_the_helm_chart_file_and_line_with_chart_and_
         "{stderr}"
     );
 }
+
+/// The README's HelmChart section: its files (each block starts with `# <path>`), with the
+/// corpus's podinfo chart as `charts/podinfo`, render as it says.
+#[test]
+fn the_readme_section_renders_as_written() {
+    let corpus = repo_root().join("../shared/helm-corpus/charts/podinfo");
+    if !corpus.is_dir() {
+        eprintln!("skipped: no Helm corpus at {}", corpus.display());
+        return;
+    }
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let section = readme
+        .split("\n### HelmChart — ")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("README has a HelmChart section");
+    let dir = site(&[("namespaces.yaml", &ns_yaml("apps"))]);
+    let mut written = 0;
+    for block in section.split("```yaml\n").skip(1) {
+        let text = block.split("```").next().unwrap();
+        let path = text
+            .lines()
+            .next()
+            .and_then(|l| l.strip_prefix("# "))
+            .expect("a path");
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+        written += 1;
+    }
+    assert_eq!(written, 2);
+    copy_tree(&corpus, &dir.path().join("charts/podinfo"));
+    let (code, stdout, stderr) = run(tend().arg("render").arg("--repo").arg(dir.path()));
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let objects = parse_stream(&stdout);
+    let deploy = objects
+        .iter()
+        .find(|o| o["kind"] == "Deployment")
+        .expect("Deployment");
+    assert_eq!(deploy["spec"]["replicas"], 2, "spec.values");
+    assert_eq!(deploy["metadata"]["namespace"], "apps");
+    let ingress = objects
+        .iter()
+        .find(|o| o["kind"] == "Ingress")
+        .expect("the values file's Ingress");
+    assert_eq!(ingress["spec"]["rules"][0]["host"], "podinfo.example.com");
+    assert!(
+        !objects.iter().any(|o| o["kind"] == "Pod"),
+        "tests left out"
+    );
+}
