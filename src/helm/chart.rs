@@ -42,6 +42,24 @@ pub struct Charts {
     /// The values files `HelmChart`s name (`spec.valuesFiles`), by path relative to the
     /// walked directory, as text (SOPS-encrypted ones still encrypted).
     pub values_files: BTreeMap<std::path::PathBuf, String>,
+    /// Charts from chart repositories, by [`remote_key`]; `Err` when fetching failed (the
+    /// source stage reported why).
+    pub remote: BTreeMap<String, Result<RemoteChart, ()>>,
+}
+
+/// A chart fetched from a chart repository.
+#[derive(Debug, Clone)]
+pub struct RemoteChart {
+    pub chart: Chart,
+    /// The version `spec.version` resolved to.
+    pub version: String,
+    /// `sha256:<hex>` of its archive.
+    pub digest: String,
+}
+
+/// How [`Charts::remote`] knows a repository's chart: repository, name and version range.
+pub fn remote_key(repository: &str, name: &str, version: &str) -> String {
+    format!("{}\n{name}\n{version}", repository.trim_end_matches('/'))
 }
 
 /// What `.Release` and `.Capabilities` report.

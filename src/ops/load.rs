@@ -65,6 +65,14 @@ pub fn desired_state(
             path: checkout.dir.clone(),
             source,
         })?;
+    let mut walked = walked;
+    // Charts from chart repositories: fetched (or taken from the cache) before rendering.
+    let cache_dir = source_opts
+        .cache_dir
+        .clone()
+        .unwrap_or_else(source::default_cache_dir);
+    walked.charts.remote =
+        source::charts::remote::fetch_all(&walked.files, &cache_dir, &mut walked.problems);
     let rendered = match render::render_with_charts(&walked.files, &walked.charts, render_opts) {
         Ok(rendered) if walked.problems.is_empty() => rendered,
         Ok(_) => {

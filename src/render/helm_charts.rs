@@ -88,19 +88,58 @@ fn render_one(
     out: &mut ChartOutput,
 ) {
     let spec = &helm_chart.spec;
-    let Some(chart_dir) = &spec.chart else { return };
-    let chart_line = doc.line_of(&["spec".to_string(), "chart".to_string()]);
-    let dir = normalize(&file.path.parent().unwrap_or(Path::new("")).join(chart_dir));
-    let Some(chart) = charts.dirs.get(&dir) else {
-        out.problems.push(Problem::new(
-            &file.path,
-            chart_line,
-            format!(
-                "spec.chart: no chart at {:?} (a directory holding Chart.yaml, inside the repository, relative to this file); check the path",
-                dir.display().to_string()
-            ),
-        ));
-        return;
+    let (chart, chart_line) = match (&spec.chart, &spec.repository, &spec.name, &spec.version) {
+        (Some(chart_dir), None, _, _) => {
+            let chart_line = doc.line_of(&["spec".to_string(), "chart".to_string()]);
+            let dir = normalize(&file.path.parent().unwrap_or(Path::new("")).join(chart_dir));
+            let Some(chart) = charts.dirs.get(&dir) else {
+                out.problems.push(Problem::new(
+                    &file.path,
+                    chart_line,
+                    format!(
+                        "spec.chart: no chart at {:?} (a directory holding Chart.yaml, inside the repository, relative to this file); check the path",
+                        dir.display().to_string()
+                    ),
+                ));
+                return;
+            };
+            (chart, chart_line)
+        }
+        (None, Some(repository), Some(name), Some(version)) => {
+            let line = doc.line_of(&["spec".to_string(), "repository".to_string()]);
+            match charts
+                .remote
+                .get(&chart::remote_key(repository, name, version))
+            {
+                Some(Ok(remote)) => {
+                    out.notes.push(format!(
+                        "HelmChart {}/{} ({}:{}): chart {name} {} ({}) from {}",
+                        helm_chart
+                            .metadata
+                            .namespace
+                            .as_deref()
+                            .unwrap_or(&opts.default_namespace),
+                        helm_chart.release_name(),
+                        file.path.display(),
+                        doc.line,
+                        remote.version,
+                        remote.digest,
+                        crate::source::charts::remote::shown(repository),
+                    ));
+                    (&remote.chart, line)
+                }
+                Some(Err(())) => return, // the source stage said why
+                None => {
+                    out.problems.push(Problem::new(
+                        &file.path,
+                        line,
+                        "the chart was not fetched from its repository (charts from repositories are read with the rest of the source); run tend render, diff or apply on the repository",
+                    ));
+                    return;
+                }
+            }
+        }
+        _ => return, // refused by the kind's own checks
     };
     let namespace = helm_chart
         .metadata

@@ -6,6 +6,8 @@
 
 mod archive;
 mod helmignore;
+mod http;
+pub mod remote;
 
 use super::walk::{SourceFile, MAX_FILE_BYTES};
 use crate::helm::chart::Chart;
@@ -169,23 +171,33 @@ pub fn normalize(path: &Path) -> PathBuf {
     out
 }
 
-/// The values files each `HelmChart` of `files` names, relative to the walked directory
-/// (`spec.valuesFiles` is relative to the HelmChart's file), with the line that names each.
-pub fn named_values_files(file: &SourceFile) -> Vec<(PathBuf, usize)> {
-    if file.unit.is_some() || !file.text.contains("valuesFiles") {
+/// The `HelmChart` documents of a file tend reads (not a kustomize build's output).
+fn named_docs(file: &SourceFile) -> Vec<yaml::Document> {
+    if file.unit.is_some() || !file.text.contains("HelmChart") {
         return Vec::new();
     }
     let (docs, _) = yaml::parse_source(&file.path, &file.text, false);
+    docs.into_iter()
+        .filter(|doc| {
+            doc.value.get("apiVersion").and_then(|v| v.as_str()) == Some(crate::API_VERSION)
+                && doc.value.get("kind").and_then(|v| v.as_str()) == Some("HelmChart")
+        })
+        .collect()
+}
+
+/// The values files each `HelmChart` of `files` names, relative to the walked directory
+/// (`spec.valuesFiles` is relative to the HelmChart's file), with the line that names each.
+pub fn named_values_files(file: &SourceFile) -> Vec<(PathBuf, usize)> {
+    if !file.text.contains("valuesFiles") {
+        return Vec::new();
+    }
     let mut out = Vec::new();
-    for doc in docs {
-        let is_helm_chart = doc.value.get("apiVersion").and_then(|v| v.as_str())
-            == Some(crate::API_VERSION)
-            && doc.value.get("kind").and_then(|v| v.as_str()) == Some("HelmChart");
-        let list = doc
+    for doc in named_docs(file) {
+        let Some(list) = doc
             .value
             .pointer("/spec/valuesFiles")
-            .and_then(|v| v.as_array());
-        let (true, Some(list)) = (is_helm_chart, list) else {
+            .and_then(|v| v.as_array())
+        else {
             continue;
         };
         for (i, entry) in list.iter().enumerate() {

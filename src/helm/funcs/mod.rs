@@ -6,7 +6,7 @@ mod collections;
 mod files;
 pub mod goyaml;
 mod strings;
-pub use strings::semver_compare;
+pub use strings::{semver_compare, semver_order};
 
 use super::template::builtins::exact;
 use super::template::gofmt;
