@@ -310,6 +310,20 @@ pub fn render(
     if root.is_library() {
         return Err(ChartError::Library { chart: name });
     }
+    // Helm's CheckDependencies: every dependency must be vendored, enabled or not.
+    let missing: Vec<&str> = root
+        .reqs
+        .iter()
+        .flatten()
+        .filter(|r| !chart.dependencies.iter().any(|d| d.name() == r.name))
+        .map(|r| r.name.as_str())
+        .collect();
+    if !missing.is_empty() {
+        return Err(values_error(format!(
+            "found in Chart.yaml, but missing in charts/ directory: {}; run `helm dependency build` in the chart and commit its charts/ directory",
+            missing.join(", ")
+        )));
+    }
     deps::process(&mut root, user_values).map_err(values_error)?;
     let values = coalesce_values(&root, user_values, false).map_err(values_error)?;
     let problems = super::schema::validate(&root, &values);

@@ -398,6 +398,16 @@ fn a_bad_helmignore_or_a_stray_file_in_charts_is_refused_clearly() {
     assert!(stderr.contains("double-star"), "{stderr}");
 
     let dir = web_site("");
+    std::fs::remove_dir_all(dir.path().join("charts/web/charts/db")).unwrap();
+    let (code, _, stderr) = run(tend().arg("render").arg("--repo").arg(dir.path()));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("apps/shop.yaml:7"), "{stderr}");
+    assert!(
+        stderr.contains("found in Chart.yaml, but missing in charts/ directory: db"),
+        "{stderr}"
+    );
+
+    let dir = web_site("");
     std::fs::write(dir.path().join("charts/web/charts/README.md"), "# deps\n").unwrap();
     let (code, _, stderr) = run(tend().arg("render").arg("--repo").arg(dir.path()));
     assert_eq!(code, 2, "{stderr}");
