@@ -284,3 +284,72 @@ pub fn sub_values<'v>(
 ) -> Option<&'v Map<String, Value>> {
     values.get(name).and_then(Value::as_object)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::helm::chart::Chart;
+    use crate::helm::values::coalesce_values;
+    use serde_json::json;
+
+    fn chart(metadata: Value, values: Value, deps: Vec<Chart>) -> Chart {
+        Chart {
+            metadata,
+            values,
+            dependencies: deps,
+            ..Chart::default()
+        }
+    }
+
+    fn tree() -> Chart {
+        let leaf = chart(
+            json!({"name": "leaf", "version": "0.1.0"}),
+            json!({"exports": {"data": {"leafPort": 1}}, "global": {"tier": "leaf"}}),
+            vec![],
+        );
+        let mid = chart(
+            json!({"name": "mid", "version": "1.0.0", "dependencies": [
+                {"name": "leaf", "version": "0.x", "condition": "leaf.enabled", "import-values": ["data"]}
+            ]}),
+            json!({"leaf": {"enabled": false}, "own": "mid"}),
+            vec![leaf],
+        );
+        chart(
+            json!({"name": "top", "version": "1.0.0", "dependencies": [
+                {"name": "mid", "version": ">=1.0.0", "alias": "middle"}
+            ]}),
+            json!({"global": {"tier": "top"}, "middle": {"own": "from-top"}}),
+            vec![mid],
+        )
+    }
+
+    fn names(node: &Node) -> Vec<String> {
+        let mut out = vec![node.name().to_string()];
+        for d in &node.deps {
+            out.extend(names(d).into_iter().map(|n| format!("{}/{n}", node.name())));
+        }
+        out
+    }
+
+    #[test]
+    fn nested_conditions_read_their_full_path() {
+        let top = tree();
+        let mut root = Node::new(&top);
+        process(&mut root, &json!({})).unwrap();
+        assert_eq!(
+            names(&root),
+            ["top", "top/middle"],
+            "leaf disabled by mid's default"
+        );
+
+        let user = json!({"middle": {"leaf": {"enabled": true}}});
+        let mut root = Node::new(&top);
+        process(&mut root, &user).unwrap();
+        assert_eq!(names(&root), ["top", "top/middle", "top/middle/leaf"]);
+        // leaf's exports land in mid's values; globals flow down with the parent's winning.
+        let values = coalesce_values(&root, &user, false).unwrap();
+        assert_eq!(values["middle"]["leafPort"], json!(1));
+        assert_eq!(values["middle"]["own"], json!("from-top"));
+        assert_eq!(values["middle"]["leaf"]["global"]["tier"], json!("top"));
+    }
+}

@@ -31,7 +31,8 @@ pub fn read_chart(root: &Path, dir: &Path, rel: &Path) -> Result<Chart, Problem>
         Err(_) => helmignore::Rules::default(),
     };
     let mut files = Vec::new();
-    read_dir(root, dir, dir, rel, &rules, &mut files)?;
+    let mut visited = BTreeSet::new();
+    read_dir(root, dir, dir, rel, &rules, &mut visited, &mut files)?;
     files.sort();
     load_files(files, rel)
 }
@@ -42,8 +43,13 @@ fn read_dir(
     dir: &Path,
     rel: &Path,
     rules: &helmignore::Rules,
+    visited: &mut BTreeSet<PathBuf>,
     out: &mut Vec<ChartFile>,
 ) -> Result<(), Problem> {
+    // A symlinked directory could loop back; read each real directory once.
+    if !visited.insert(dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf())) {
+        return Ok(());
+    }
     let entries = fs::read_dir(dir)
         .map_err(|e| Problem::new(rel, 1, format!("cannot read chart directory: {e}")))?;
     for entry in entries.filter_map(Result::ok) {
@@ -64,7 +70,7 @@ fn read_dir(
             ));
         }
         if is_dir {
-            read_dir(root, chart_dir, &path, rel, rules, out)?;
+            read_dir(root, chart_dir, &path, rel, rules, visited, out)?;
             continue;
         }
         let bytes = match fs::metadata(&path) {
