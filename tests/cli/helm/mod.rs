@@ -302,6 +302,11 @@ fn rendered_objects_are_reported_at_the_helm_chart_file_and_line_with_chart_and_
         stdout.contains("apps/store.yaml:2 (chart shop, templates/deployment.yaml)"),
         "{stdout}"
     );
+    let (_, json, _) = tend_on(&cluster, dir.path(), &["diff", "-o", "json"]);
+    assert!(
+        json.contains("\"apps/store.yaml:2 (chart shop, templates/deployment.yaml)\""),
+        "the machine report too: {json}"
+    );
 
     // A problem in what a template rendered: at the HelmChart, naming chart and template.
     let nameless =
