@@ -10,6 +10,8 @@ use serde_json::Value;
 pub const HOOK: &str = "helm.sh/hook";
 pub const HOOK_WEIGHT: &str = "helm.sh/hook-weight";
 pub const HOOK_DELETE_POLICY: &str = "helm.sh/hook-delete-policy";
+/// `keep`: Helm never deletes the object (on upgrade or uninstall).
+pub const RESOURCE_POLICY: &str = "helm.sh/resource-policy";
 
 /// When a hook object takes part in a tend run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -500,59 +500,72 @@ fn pre_hook_jobs(text: &str) -> bool {
         })
 }
 
-/// A rendered object with Helm's hook annotations, given tend's (SPEC 4): Jobs and Pods of
+/// tend's prune policy (`plan`'s `PRUNE_ANNOTATION`, which render may not import).
+const PRUNE_ANNOTATION: &str = "tend.dev/prune";
+
+/// A rendered object with Helm's annotations, given tend's. Hooks (SPEC 4): Jobs and Pods of
 /// `pre-install`/`pre-upgrade` become `pre-apply` hooks, of `post-install`/`post-upgrade`
 /// `post-apply` hooks (ordered by `helm.sh/hook-weight`, deleted on success when the delete
 /// policy says `hook-succeeded`). Helm runs pre hooks before the release's objects but after
 /// the objects the hooks use (the ServiceAccount a hook Job runs as, itself a pre hook): so
 /// in a release with pre hooks (`after_pre_hooks`), the pre hooks and every object but those
 /// move one wave later, to run after the wave that creates what they need (and the
-/// repository's Namespaces). Helm's annotations stay.
+/// repository's Namespaces). `helm.sh/resource-policy: keep` (never deleted by an upgrade
+/// or uninstall) becomes `tend.dev/prune: disabled`. Helm's annotations stay.
 pub fn as_tend_hook(doc: &mut yaml::Document, after_pre_hooks: bool) {
-    let hook = hooks::classify(&doc.value);
-    let mut value = doc.value.clone();
-    let later = (waves::wave_of(&doc.value) + 1).to_string();
-    let annotations = match value.pointer_mut("/metadata") {
-        Some(serde_json::Value::Object(metadata)) => metadata
-            .entry("annotations")
-            .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new())),
-        _ => return,
-    };
-    let Some(annotations) = annotations.as_object_mut() else {
-        return;
-    };
-    let mut set = |key: &str, text: String| {
-        annotations.insert(key.to_string(), serde_json::Value::String(text));
-    };
-    match hook {
+    let value = &doc.value;
+    let later = (waves::wave_of(value) + 1).to_string();
+    let mut changes: Vec<(&str, String)> = Vec::new();
+    match hooks::classify(value) {
+        // A chart that asks for tend's (or Argo CD's) hook itself gets it as written.
+        Hook::Run { .. } if waves::hook_of(value).is_some() => {}
         Hook::Run {
             when,
             delete_on_success,
             ..
         } => {
-            if waves::hook_of(&doc.value).is_some() {
-                return; // the chart asked for tend's (or Argo CD's) hook itself
-            }
             let phase = match when {
                 When::Before => waves::Phase::PreApply,
                 When::After => waves::Phase::PostApply,
             };
-            set(waves::HOOK_ANNOTATION, phase.name().to_string());
+            changes.push((waves::HOOK_ANNOTATION, phase.name().to_string()));
             if delete_on_success {
-                set(waves::HOOK_DELETE_ANNOTATION, waves::ON_SUCCESS.to_string());
+                changes.push((waves::HOOK_DELETE_ANNOTATION, waves::ON_SUCCESS.to_string()));
             }
             if when == When::Before && after_pre_hooks {
-                set(waves::WAVE_ANNOTATION, later);
+                changes.push((waves::WAVE_ANNOTATION, later));
             }
         }
-        Hook::Apply { when: When::Before } => return,
-        Hook::LeftOut(_) => return,
+        Hook::Apply { when: When::Before } | Hook::LeftOut(_) => {}
         Hook::None | Hook::Apply { when: When::After } => {
-            if !after_pre_hooks {
-                return;
+            if after_pre_hooks {
+                changes.push((waves::WAVE_ANNOTATION, later));
             }
-            set(waves::WAVE_ANNOTATION, later);
         }
+    }
+    let annotation =
+        |key: &str| value.pointer(&format!("/metadata/annotations/{}", key.replace('/', "~1")));
+    let keep = annotation(hooks::RESOURCE_POLICY)
+        .and_then(|v| v.as_str())
+        .is_some_and(|p| p.trim() == "keep");
+    if keep && annotation(PRUNE_ANNOTATION).is_none() {
+        changes.push((PRUNE_ANNOTATION, "disabled".to_string()));
+    }
+    if changes.is_empty() {
+        return;
+    }
+    let mut value = doc.value.clone();
+    let Some(serde_json::Value::Object(metadata)) = value.pointer_mut("/metadata") else {
+        return;
+    };
+    let annotations = metadata
+        .entry("annotations")
+        .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
+    let Some(annotations) = annotations.as_object_mut() else {
+        return;
+    };
+    for (key, text) in changes {
+        annotations.insert(key.to_string(), serde_json::Value::String(text));
     }
     doc.set_value(value);
 }

@@ -39,7 +39,7 @@ fn hook_chart() -> tempfile::TempDir {
         ("charts/hooked/templates/hooks.yaml", &hooks),
         (
             "charts/hooked/templates/app.yaml",
-            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-app\ndata:\n  k: v\n",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-app\ndata:\n  k: v\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-data\n  annotations:\n    helm.sh/resource-policy: keep\ndata:\n  k: v\n",
         ),
     ])
 }
@@ -83,6 +83,11 @@ fn helm_hooks_render_as_tend_hooks() {
         "Helm's annotations stay"
     );
     assert!(!stdout.contains("shop-cleanup"), "{stdout}");
+    assert_eq!(
+        by_name("shop-data")["tend.dev/prune"],
+        "disabled",
+        "helm.sh/resource-policy: keep is never pruned"
+    );
     assert!(
         stderr.contains("Job shop-cleanup (templates/hooks.yaml) is a pre-delete hook, which a GitOps run never triggers: left out"),
         "{stderr}"
