@@ -259,13 +259,20 @@ fn collect<'a>(
     dot
 }
 
-/// `.Files`: the chart's files that are neither templates nor its own metadata.
+/// `.Files`: the chart's files that are neither templates nor what Helm's loader reads as
+/// the chart's own metadata.
 fn files_object(chart: &Chart) -> Value {
+    const METADATA: [&str; 4] = [
+        "values.schema.json",
+        "requirements.yaml",
+        "requirements.lock",
+        "Chart.lock",
+    ];
     Value::map(
         chart
             .files
             .iter()
-            .filter(|(p, _)| !p.starts_with("templates/"))
+            .filter(|(p, _)| !p.starts_with("templates/") && !METADATA.contains(&p.as_str()))
             .map(|(p, text)| (p.clone(), Value::str(text.as_str())))
             .collect(),
     )

@@ -93,7 +93,7 @@ fn request(url: &str) -> Result<Response, String> {
         }
     };
     let (host, port) = match host_port.rsplit_once(':') {
-        Some((h, p)) if !h.ends_with(']') || p.parse::<u16>().is_ok() => (
+        Some((h, p)) if !host_port.ends_with(']') => (
             h,
             p.parse::<u16>()
                 .map_err(|_| format!("{shown}: bad port {p:?}"))?,

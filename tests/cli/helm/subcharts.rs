@@ -437,6 +437,7 @@ data:
   first-line: {{ index (.Files.Lines "files/app.conf") 0 | quote }}
   greeting: {{ tpl .Values.greeting . | quote }}
   missing: {{ .Files.Get "files/nope" | quote }}
+  schema: {{ .Files.Get "values.schema.json" | quote }}
 ---
 apiVersion: v1
 kind: Secret
@@ -462,6 +463,7 @@ fn files_and_tpl_work_as_in_helm() {
             "apiVersion: v2\nname: files\nversion: 1.0.0\n",
         ),
         ("charts/files/.helmignore", "*.bak\n"),
+        ("charts/files/values.schema.json", "{\"type\": \"object\"}"),
         ("charts/files/files/app.conf", "listen 80\nworkers 2\n"),
         ("charts/files/files/extra.ini", "[a]\nb=1\n"),
         ("charts/files/files/old.bak", "ignored\n"),
@@ -484,13 +486,24 @@ fn files_and_tpl_work_as_in_helm() {
     let keys: Vec<&String> = data.keys().collect();
     assert_eq!(
         keys,
-        ["app.conf", "extra.ini", "first-line", "greeting", "missing"],
+        [
+            "app.conf",
+            "extra.ini",
+            "first-line",
+            "greeting",
+            "missing",
+            "schema"
+        ],
         ".helmignore'd and deeper files are not globbed: {data:?}"
     );
     assert_eq!(data["app.conf"], "listen 80\nworkers 2\n");
     assert_eq!(data["first-line"], "listen 80");
     assert_eq!(data["greeting"], "hello shop from files");
     assert_eq!(data["missing"], "");
+    assert_eq!(
+        data["schema"], "",
+        "the schema is the chart's, not one of its .Files"
+    );
     let secret = objects
         .iter()
         .find(|o| o["kind"] == "Secret")
