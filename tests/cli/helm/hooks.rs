@@ -181,4 +181,17 @@ fn helm_hooks_run_in_weight_order_around_the_apply() {
     );
     assert!(get(&cluster, "batch", "jobs", "shop", "shop-migrate").is_some());
     assert!(get(&cluster, "batch", "jobs", "shop", "shop-cleanup").is_none());
+
+    // Nothing changed: in sync, and no hook runs again.
+    let before = cluster.requests().len();
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["apply"]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let again: Vec<String> = cluster.requests()[before..]
+        .iter()
+        .filter(|r| is_write(r) && r.resource == "jobs")
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
+    assert!(again.is_empty(), "no hook reruns: {again:?}");
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["diff"]);
+    assert_eq!(code, 0, "in sync:\n{stdout}\n{stderr}");
 }
