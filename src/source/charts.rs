@@ -269,3 +269,55 @@ pub fn claim_values_files(
     problems.retain(|p| !read.contains_key(&p.file));
     read
 }
+
+#[cfg(test)]
+mod tests {
+    use super::archive::tests::{tgz, tgz_bytes};
+    use std::path::Path;
+
+    #[test]
+    fn archives_in_archives_and_directories_load_as_helm_loads_them() {
+        let inner = tgz(&[
+            (
+                "inner/Chart.yaml",
+                "apiVersion: v2\nname: inner\nversion: 1.0.0\n",
+            ),
+            ("inner/templates/a.yaml", "kind: A\n"),
+        ]);
+        let outer = tgz_bytes(&[
+            (
+                "outer/Chart.yaml",
+                b"apiVersion: v2\nname: outer\nversion: 2.0.0\n",
+            ),
+            ("outer/values.yaml", b"x: 1\n"),
+            ("outer/charts/inner-1.0.0.tgz", &inner),
+            ("outer/charts/_skipped/Chart.yaml", b"name: skipped\n"),
+        ]);
+        let files = vec![
+            (
+                "Chart.yaml".to_string(),
+                b"apiVersion: v2\nname: top\nversion: 0.1.0\n".to_vec(),
+            ),
+            ("charts/outer-2.0.0.tgz".to_string(), outer),
+            (
+                "charts/dir/Chart.yaml".to_string(),
+                b"name: dir\nversion: 0.0.1\n".to_vec(),
+            ),
+            ("charts/dir/files/f.txt".to_string(), b"text".to_vec()),
+            ("charts/dir.prov".to_string(), b"signature".to_vec()),
+        ];
+        let top = super::load_files(files, Path::new("charts/top")).unwrap();
+        let names: Vec<&str> = top.dependencies.iter().map(|d| d.name()).collect();
+        assert_eq!(names, ["dir", "outer"]);
+        assert!(
+            top.files.contains_key("charts/dir.prov"),
+            "provenance files are files"
+        );
+        assert_eq!(top.dependencies[0].files["files/f.txt"], "text");
+        let outer = &top.dependencies[1];
+        assert_eq!(outer.values, serde_json::json!({"x": 1}));
+        let inner: Vec<&str> = outer.dependencies.iter().map(|d| d.name()).collect();
+        assert_eq!(inner, ["inner"], "_skipped is not a chart");
+        assert!(outer.dependencies[0].files.contains_key("templates/a.yaml"));
+    }
+}

@@ -102,6 +102,11 @@ pub mod tests {
 
     /// A .tgz of `files` (paths inside the archive), as `helm package` writes one.
     pub fn tgz(files: &[(&str, &str)]) -> Vec<u8> {
+        let files: Vec<(&str, &[u8])> = files.iter().map(|(n, t)| (*n, t.as_bytes())).collect();
+        tgz_bytes(&files)
+    }
+
+    pub fn tgz_bytes(files: &[(&str, &[u8])]) -> Vec<u8> {
         let mut tar = Vec::new();
         for (name, text) in files {
             let mut header = [0u8; 512];
@@ -114,7 +119,7 @@ pub mod tests {
             let sum: u32 = header.iter().map(|&b| u32::from(b)).sum();
             header[148..155].copy_from_slice(format!("{sum:06o}\0").as_bytes());
             tar.extend_from_slice(&header);
-            tar.extend_from_slice(text.as_bytes());
+            tar.extend_from_slice(text);
             tar.resize(tar.len().div_ceil(512) * 512, 0);
         }
         tar.resize(tar.len() + 1024, 0);
