@@ -509,7 +509,7 @@ const PRUNE_ANNOTATION: &str = "tend.dev/prune";
 /// policy says `hook-succeeded`). Helm runs pre hooks before the release's objects but after
 /// the objects the hooks use (the ServiceAccount a hook Job runs as, itself a pre hook): so
 /// in a release with pre hooks (`after_pre_hooks`), the pre hooks and every object but those
-/// move one wave later, to run after the wave that creates what they need (and the
+/// (and but Namespaces and CRDs) move one wave later, to run after the wave that creates what they need (and the
 /// repository's Namespaces). `helm.sh/resource-policy: keep` (never deleted by an upgrade
 /// or uninstall) becomes `tend.dev/prune: disabled`. Helm's annotations stay.
 pub fn as_tend_hook(doc: &mut yaml::Document, after_pre_hooks: bool) {
@@ -538,7 +538,10 @@ pub fn as_tend_hook(doc: &mut yaml::Document, after_pre_hooks: bool) {
         }
         Hook::Apply { when: When::Before } | Hook::LeftOut(_) => {}
         Hook::None | Hook::Apply { when: When::After } => {
-            if after_pre_hooks {
+            // Namespaces and CRDs a chart renders are what the hooks may need too.
+            let kind = value.get("kind").and_then(|k| k.as_str());
+            let foundation = matches!(kind, Some("Namespace" | "CustomResourceDefinition"));
+            if after_pre_hooks && !foundation {
                 changes.push((waves::WAVE_ANNOTATION, later));
             }
         }

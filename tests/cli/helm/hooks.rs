@@ -39,7 +39,7 @@ fn hook_chart() -> tempfile::TempDir {
         ("charts/hooked/templates/hooks.yaml", &hooks),
         (
             "charts/hooked/templates/app.yaml",
-            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-app\ndata:\n  k: v\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-data\n  annotations:\n    helm.sh/resource-policy: keep\ndata:\n  k: v\n",
+            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: shop-jobs\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-app\ndata:\n  k: v\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-data\n  annotations:\n    helm.sh/resource-policy: keep\ndata:\n  k: v\n",
         ),
     ])
 }
