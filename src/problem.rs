@@ -2,7 +2,7 @@
 //! reads user input, so all of them report in the same shape.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Problem {
@@ -23,7 +23,18 @@ impl Problem {
 
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}: {}", self.file.display(), self.line, self.message)
+        write!(f, "{}: {}", location(&self.file, self.line), self.message)
+    }
+}
+
+/// `file:line`; for what a Helm chart rendered (a file named `<file> (chart <name>,
+/// <template>)`), `<file>:<line> (chart <name>, <template>)`, so that `file:line` stays the
+/// HelmChart's own (SPEC 3.6).
+pub fn location(file: &Path, line: usize) -> String {
+    let text = file.display().to_string();
+    match text.split_once(" (chart ") {
+        Some((file, chart)) if text.ends_with(')') => format!("{file}:{line} (chart {chart}"),
+        _ => format!("{text}:{line}"),
     }
 }
 

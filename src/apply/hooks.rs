@@ -83,7 +83,7 @@ pub fn never_prune(plan: &mut Plan, hooks: &[Hook]) {
 
 /// Resolve the hooks against discovery (with every problem reported before any write), without
 /// the ApplySet membership label: a hook is never pruned. Ordered as they run: by phase, wave,
-/// then identity.
+/// Helm's hook weight (charts), then identity.
 pub fn prepare_hooks(
     resources: &Resources,
     hooks: Vec<Object>,
@@ -109,7 +109,10 @@ pub fn prepare_hooks(
             })
         })
         .collect();
-    out.sort_by_key(|h| (h.phase, h.wave, h.key()));
+    out.sort_by_key(|h| {
+        let weight = waves::hook_weight(&h.prepared.object.value);
+        (h.phase, h.wave, weight, h.key())
+    });
     Ok(out)
 }
 

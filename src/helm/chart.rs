@@ -5,8 +5,10 @@
 //! Pure: the caller reads the chart's files ([`Chart`]) and supplies the seed for Sprig's
 //! random functions.
 
+use super::deps::{self, Node};
 use super::funcs;
 use super::template::{Engine, TemplateError, Value};
+use super::values::coalesce_values;
 use std::collections::BTreeMap;
 
 /// A chart's files, as read from its directory.
@@ -17,8 +19,10 @@ pub struct Chart {
     /// `values.yaml`, as JSON (null when the chart has none).
     pub values: serde_json::Value,
     /// Every other file, by its path relative to the chart directory (`templates/x.yaml`,
-    /// `crds/a.yaml`, `files/conf.ini`).
+    /// `crds/a.yaml`, `files/conf.ini`), but those of `charts/`.
     pub files: BTreeMap<String, String>,
+    /// The charts of `charts/` (directories and `.tgz` archives), by name.
+    pub dependencies: Vec<Chart>,
 }
 
 impl Chart {
@@ -30,8 +34,33 @@ impl Chart {
     }
 }
 
-/// The charts of a repository, by directory relative to its root.
-pub type Charts = BTreeMap<std::path::PathBuf, Chart>;
+/// What the source stage read for the `HelmChart` objects of a repository.
+#[derive(Debug, Clone, Default)]
+pub struct Charts {
+    /// The charts, by directory relative to the walked directory.
+    pub dirs: BTreeMap<std::path::PathBuf, Chart>,
+    /// The values files `HelmChart`s name (`spec.valuesFiles`), by path relative to the
+    /// walked directory, as text (SOPS-encrypted ones still encrypted).
+    pub values_files: BTreeMap<std::path::PathBuf, String>,
+    /// Charts from chart repositories, by [`remote_key`]; `Err` when fetching failed (the
+    /// source stage reported why).
+    pub remote: BTreeMap<String, Result<RemoteChart, ()>>,
+}
+
+/// A chart fetched from a chart repository.
+#[derive(Debug, Clone)]
+pub struct RemoteChart {
+    pub chart: Chart,
+    /// The version `spec.version` resolved to.
+    pub version: String,
+    /// `sha256:<hex>` of its archive.
+    pub digest: String,
+}
+
+/// How [`Charts::remote`] knows a repository's chart: repository, name and version range.
+pub fn remote_key(repository: &str, name: &str, version: &str) -> String {
+    format!("{}\n{name}\n{version}", repository.trim_end_matches('/'))
+}
 
 /// What `.Release` and `.Capabilities` report.
 #[derive(Debug, Clone)]
@@ -46,10 +75,13 @@ pub struct Release {
     pub seed: u64,
 }
 
-/// One rendered template: its path in the chart (`templates/deployment.yaml`) and text.
+/// One rendered template, or one file of a `crds/` directory: its path in the chart
+/// (`templates/deployment.yaml`, `charts/db/templates/db.yaml`, `crds/a.yaml`) and text.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Manifest {
     pub template: String,
+    /// A file of a `crds/` directory (not a template: never rendered).
+    pub crd: bool,
     pub text: String,
     /// Whether the template called a random function (`randAlphaNum`, ...).
     pub random: bool,
@@ -65,30 +97,12 @@ pub enum ChartError {
     },
     #[error("chart {chart}: Chart.yaml has no name")]
     NoName { chart: String },
-}
-
-/// Helm's value coalescing: `overrides` over `base`; maps merge key by key, anything else
-/// replaces, and a `null` override deletes the default.
-pub fn coalesce(base: &serde_json::Value, overrides: &serde_json::Value) -> serde_json::Value {
-    match (base, overrides) {
-        (serde_json::Value::Object(b), serde_json::Value::Object(o)) => {
-            let mut out = b.clone();
-            for (key, value) in o {
-                if value.is_null() {
-                    out.remove(key);
-                    continue;
-                }
-                let merged = match out.get(key) {
-                    Some(existing) => coalesce(existing, value),
-                    None => value.clone(),
-                };
-                out.insert(key.clone(), merged);
-            }
-            serde_json::Value::Object(out)
-        }
-        (_, serde_json::Value::Null) => base.clone(),
-        (_, o) => o.clone(),
-    }
+    #[error("chart {chart}: {message}")]
+    Values { chart: String, message: String },
+    #[error("chart {chart} is a library chart: it only defines templates for other charts and renders nothing; use it as a dependency of an application chart")]
+    Library { chart: String },
+    #[error("chart {chart}: values don't meet the specifications of the schema(s) in the following chart(s):\n{message}")]
+    Schema { chart: String, message: String },
 }
 
 /// Built-in API versions of Kubernetes v1.33, what `helm template --kube-version v1.33.0`
@@ -129,7 +143,8 @@ fn text_map(entries: &[(&str, Value)]) -> Value {
 }
 
 /// `.Chart`: Chart.yaml's fields under the Go names of Helm's `chart.Metadata`.
-fn chart_object(metadata: &serde_json::Value) -> Value {
+fn chart_object(node: &Node, is_root: bool) -> Value {
+    let metadata = &node.metadata;
     let mut map = BTreeMap::new();
     for key in [
         "name",
@@ -148,6 +163,11 @@ fn chart_object(metadata: &serde_json::Value) -> Value {
             map.insert(go_name(key), Value::from_json(value, false));
         }
     }
+    if let Some(reqs) = &node.reqs {
+        let reqs = reqs.iter().map(|r| Value::from_json(&r.to_json(), false));
+        map.insert("Dependencies".into(), Value::list(reqs.collect()));
+    }
+    map.insert("IsRoot".into(), Value::Bool(is_root));
     Value::map(map)
 }
 
@@ -172,29 +192,153 @@ fn seed_of(text: &str) -> u64 {
     })
 }
 
-/// Whether an object is a chart test (`helm.sh/hook: test`, or Helm 2's `test-success`,
-/// which Helm 3 still reads as one): tend never renders those, like `--skip-tests`.
-pub fn is_test_hook(object: &serde_json::Value) -> bool {
-    object
-        .pointer("/metadata/annotations/helm.sh~1hook")
-        .and_then(serde_json::Value::as_str)
-        .is_some_and(|hooks| {
-            hooks
-                .split(',')
-                .any(|h| matches!(h.trim(), "test" | "test-success"))
-        })
+/// A template to run: its full name (`shop/charts/db/templates/db.yaml`), its text and the
+/// `.` of its chart.
+struct Renderable<'a> {
+    name: String,
+    text: &'a str,
+    dot: Value,
+    base_path: String,
 }
 
-/// Renders every template of `chart` with `values` (already coalesced over the chart's
-/// defaults by the caller with [`coalesce`]).
+/// What every template's `.` shares.
+struct Shared {
+    release: Value,
+    capabilities: Value,
+}
+
+/// `recAllTpls`: the templates of `node` and its subcharts, each with its chart's `.`
+/// (`.Values` of a subchart: its parent's values under its name). Returns the chart's `.`.
+fn collect<'a>(
+    node: &Node<'a>,
+    values: Value,
+    path: &str,
+    is_root: bool,
+    shared: &Shared,
+    out: &mut Vec<Renderable<'a>>,
+) -> Value {
+    let subcharts = Value::empty_map();
+    let dot = text_map(&[
+        ("Chart", chart_object(node, is_root)),
+        ("Files", files_object(node.chart)),
+        ("Release", shared.release.clone()),
+        ("Capabilities", shared.capabilities.clone()),
+        ("Values", values.clone()),
+        ("Subcharts", subcharts.clone()),
+    ]);
+    for dep in &node.deps {
+        let sub_values = match &values {
+            Value::Map(m) => match m.borrow().get(dep.name()) {
+                Some(v @ Value::Map(_)) => v.clone(),
+                _ => Value::empty_map(),
+            },
+            _ => Value::empty_map(),
+        };
+        let sub_path = format!("{path}/charts/{}", dep.name());
+        let sub_dot = collect(dep, sub_values, &sub_path, false, shared, out);
+        if let Value::Map(m) = &subcharts {
+            m.borrow_mut().insert(dep.name().to_string(), sub_dot);
+        }
+    }
+    for (file, text) in node.chart.files.range("templates/".to_string()..) {
+        if !file.starts_with("templates/") {
+            break;
+        }
+        let base = file.rsplit('/').next().unwrap_or(file);
+        // A library chart's templates only define; `isTemplateValid` keeps its partials.
+        if node.is_library() && !base.starts_with('_') {
+            continue;
+        }
+        out.push(Renderable {
+            name: format!("{path}/{file}"),
+            text,
+            dot: dot.clone(),
+            base_path: format!("{path}/templates"),
+        });
+    }
+    dot
+}
+
+/// `.Files`: the chart's files that are neither templates nor what Helm's loader reads as
+/// the chart's own metadata.
+fn files_object(chart: &Chart) -> Value {
+    const METADATA: [&str; 4] = [
+        "values.schema.json",
+        "requirements.yaml",
+        "requirements.lock",
+        "Chart.lock",
+    ];
+    Value::map(
+        chart
+            .files
+            .iter()
+            .filter(|(p, _)| !p.starts_with("templates/") && !METADATA.contains(&p.as_str()))
+            .map(|(p, text)| (p.clone(), Value::str(text.as_str())))
+            .collect(),
+    )
+}
+
+/// `CRDObjects`: the `crds/` files of the chart and its enabled subcharts.
+fn crd_files(node: &Node, path: &str, out: &mut Vec<Manifest>) {
+    for (file, text) in &node.chart.files {
+        let manifest = [".yaml", ".yml", ".json"].iter().any(|e| file.ends_with(e));
+        if file.starts_with("crds/") && manifest {
+            out.push(Manifest {
+                template: format!("{path}{file}"),
+                crd: true,
+                text: text.clone(),
+                random: false,
+            });
+        }
+    }
+    for dep in &node.deps {
+        crd_files(dep, &format!("{path}charts/{}/", dep.name()), out);
+    }
+}
+
+/// Renders `chart` as `helm template` does with the user's `values` (the values files and
+/// inline values merged, see [`super::values::merge_maps`]): dependencies processed,
+/// values coalesced and checked against the charts' schemas, every template run. Returns
+/// the rendered templates, then the `crds/` files.
 pub fn render(
     chart: &Chart,
-    values: &serde_json::Value,
+    user_values: &serde_json::Value,
     release: &Release,
 ) -> Result<Vec<Manifest>, ChartError> {
     let name = chart.name().to_string();
     if name.is_empty() {
         return Err(ChartError::NoName { chart: "?".into() });
+    }
+    let values_error = |message| ChartError::Values {
+        chart: name.clone(),
+        message,
+    };
+    let mut root = Node::new(chart);
+    if root.is_library() {
+        return Err(ChartError::Library { chart: name });
+    }
+    // Helm's CheckDependencies: every dependency must be vendored, enabled or not.
+    let missing: Vec<&str> = root
+        .reqs
+        .iter()
+        .flatten()
+        .filter(|r| !chart.dependencies.iter().any(|d| d.name() == r.name))
+        .map(|r| r.name.as_str())
+        .collect();
+    if !missing.is_empty() {
+        return Err(values_error(format!(
+            "found in Chart.yaml, but missing in charts/ directory: {}; run `helm dependency build` in the chart and commit its charts/ directory",
+            missing.join(", ")
+        )));
+    }
+    deps::process(&mut root, user_values).map_err(values_error)?;
+    let values = coalesce_values(&root, user_values, false).map_err(values_error)?;
+    let problems = super::schema::validate(&root, &values);
+    if !problems.is_empty() {
+        return Err(ChartError::Schema {
+            chart: name,
+            message: problems.join("\n"),
+        });
     }
     let template_error = |source| ChartError::Template {
         chart: name.clone(),
@@ -208,24 +352,71 @@ pub fn render(
         seed: release.seed ^ release_seed,
         ..release.clone()
     };
+    let shared = Shared {
+        release: text_map(&[
+            ("Name", Value::str(release.name.as_str())),
+            ("Namespace", Value::str(release.namespace.as_str())),
+            ("Service", Value::str("Helm")),
+            ("IsInstall", Value::Bool(true)),
+            ("IsUpgrade", Value::Bool(false)),
+            ("Revision", Value::Int(1)),
+        ]),
+        capabilities: capabilities(release),
+    };
+    let mut templates = Vec::new();
+    let values = Value::from_json_values(&serde_json::Value::Object(values));
+    collect(&root, values, &name, true, &shared, &mut templates);
 
     // Helm parses the deepest paths first and, at one depth, in reverse order; a later
-    // `define` of the same name wins.
-    let mut templates: Vec<&String> = chart
-        .files
-        .keys()
-        .filter(|p| p.starts_with("templates/"))
-        .collect();
-    templates.sort_by(|a, b| {
+    // `define` of the same name wins (so a parent's defines win over its subcharts').
+    let mut order: Vec<usize> = (0..templates.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (a, b) = (&templates[a].name, &templates[b].name);
         let (da, db) = (a.matches('/').count(), b.matches('/').count());
         db.cmp(&da).then_with(|| b.cmp(a))
     });
-    for path in &templates {
-        engine
-            .add(&format!("{name}/{path}"), &chart.files[*path])
-            .map_err(template_error)?;
+    for &i in &order {
+        let t = &templates[i];
+        engine.add(&t.name, t.text).map_err(template_error)?;
     }
 
+    let prefix = format!("{name}/");
+    let mut out = Vec::new();
+    for &i in &order {
+        let t = &templates[i];
+        let base = t.name.rsplit('/').next().unwrap_or(&t.name);
+        if base.starts_with('_') || base == "NOTES.txt" {
+            continue;
+        }
+        let dot = match &t.dot {
+            Value::Map(m) => {
+                let mut fields = m.borrow().clone();
+                fields.insert(
+                    "Template".into(),
+                    text_map(&[
+                        ("Name", Value::str(t.name.as_str())),
+                        ("BasePath", Value::str(t.base_path.as_str())),
+                    ]),
+                );
+                Value::map(fields)
+            }
+            other => other.clone(),
+        };
+        funcs::register_random(&mut engine, release.seed ^ seed_of(&t.name));
+        let text = engine.execute(&t.name, dot).map_err(template_error)?;
+        out.push(Manifest {
+            template: t.name.strip_prefix(&prefix).unwrap_or(&t.name).to_string(),
+            crd: false,
+            text: text.replace("<no value>", ""),
+            random: funcs::random_used(),
+        });
+    }
+    crd_files(&root, "", &mut out);
+    Ok(out)
+}
+
+/// `.Capabilities` of `helm template --kube-version`.
+fn capabilities(release: &Release) -> Value {
     let (major, minor) = {
         let v = release.kube_version.trim_start_matches('v');
         let mut parts = v.split('.');
@@ -239,7 +430,7 @@ pub fn render(
         .map(|v| Value::str(*v))
         .collect();
     api_versions.extend(release.api_versions.iter().map(|v| Value::str(v.as_str())));
-    let capabilities = text_map(&[
+    text_map(&[
         (
             "KubeVersion",
             text_map(&[
@@ -250,54 +441,5 @@ pub fn render(
             ]),
         ),
         ("APIVersions", Value::list(api_versions)),
-    ]);
-    let release_object = text_map(&[
-        ("Name", Value::str(release.name.as_str())),
-        ("Namespace", Value::str(release.namespace.as_str())),
-        ("Service", Value::str("Helm")),
-        ("IsInstall", Value::Bool(true)),
-        ("IsUpgrade", Value::Bool(false)),
-        ("Revision", Value::Int(1)),
-    ]);
-    let files = Value::map(
-        chart
-            .files
-            .iter()
-            .filter(|(p, _)| !p.starts_with("templates/"))
-            .map(|(p, text)| (p.clone(), Value::str(text.as_str())))
-            .collect(),
-    );
-    let values = Value::from_json_values(values);
-    let chart_value = chart_object(&chart.metadata);
-
-    let mut out = Vec::new();
-    for path in chart.files.keys().filter(|p| p.starts_with("templates/")) {
-        let base = path.rsplit('/').next().unwrap_or(path);
-        if base.starts_with('_') || base == "NOTES.txt" {
-            continue;
-        }
-        let full = format!("{name}/{path}");
-        let dot = text_map(&[
-            ("Values", values.clone()),
-            ("Release", release_object.clone()),
-            ("Chart", chart_value.clone()),
-            ("Capabilities", capabilities.clone()),
-            ("Files", files.clone()),
-            (
-                "Template",
-                text_map(&[
-                    ("Name", Value::str(full.as_str())),
-                    ("BasePath", Value::str(format!("{name}/templates"))),
-                ]),
-            ),
-        ]);
-        funcs::register_random(&mut engine, release.seed ^ seed_of(&full));
-        let text = engine.execute(&full, dot).map_err(template_error)?;
-        out.push(Manifest {
-            template: path.clone(),
-            text: text.replace("<no value>", ""),
-            random: funcs::random_used(),
-        });
-    }
-    Ok(out)
+    ])
 }

@@ -3,8 +3,12 @@
 //! ([`chart`]). Pure: no I/O.
 
 pub mod chart;
+pub mod deps;
 pub mod funcs;
+pub mod hooks;
+pub mod schema;
 pub mod template;
+pub mod values;
 
 #[cfg(test)]
 mod corpus_tests;

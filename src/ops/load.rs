@@ -54,14 +54,16 @@ pub fn desired_state(
             path: checkout.dir.clone(),
             source,
         })?;
+    let mut walked = walked;
+    // Charts from chart repositories: fetched (or taken from the cache) before rendering.
+    let cache_dir = source_opts
+        .cache_dir
+        .clone()
+        .unwrap_or_else(source::default_cache_dir);
+    walked.charts.remote =
+        source::charts::remote::fetch_all(&walked.files, &cache_dir, &mut walked.problems);
     let rendered = render::render_with_charts(&walked.files, &walked.charts, render_opts);
-    super::keys::save_cache(
-        &render_opts.keys,
-        &source_opts
-            .cache_dir
-            .clone()
-            .unwrap_or_else(source::default_cache_dir),
-    );
+    super::keys::save_cache(&render_opts.keys, &cache_dir);
     let rendered = match rendered {
         Ok(rendered) if walked.problems.is_empty() => rendered,
         Ok(_) => {

@@ -1,21 +1,26 @@
 //! `HelmChart` objects rendered into plain manifests before anything else is parsed: each
 //! chart template's output becomes a file of its own, named
-//! `<file> (chart <name>, templates/<template>)`, that then goes through everything a plain
+//! `<file> (chart <name>, templates/<template>)` (reported as `<file>:<line> (chart <name>,
+//! templates/<template>)`, the line the HelmChart's), that then goes through everything a plain
 //! file does (validation, targeting, namespace defaulting — to the release namespace —,
 //! duplicates, config hashes). Chart tests (`helm.sh/hook: test`) are left out, as
 //! `helm template --skip-tests` does. Pure: the charts were read by the source stage.
 
-use super::{is_targeted, tend_kinds, RenderOptions};
+use super::{is_targeted, tend_kinds, waves, RenderOptions};
 use crate::helm::chart::{self, Charts, Release};
-use crate::kinds::helm_chart::{HelmChart, DEFAULT_KUBE_VERSION};
+use crate::helm::hooks::{self, Hook, When};
+use crate::helm::values;
+use crate::kinds::helm_chart::{HelmChart, HelmChartSpec, DEFAULT_KUBE_VERSION};
 use crate::kinds::{TendKind, TendObject};
 use crate::object::{Object, Origin};
 use crate::problem::Problem;
+use crate::sops::{self, SopsError};
+use crate::source::charts::normalize;
 use crate::source::kustomize_annotations;
 use crate::source::SourceFile;
-use crate::yaml;
-use std::collections::HashMap;
-use std::path::{Component, Path, PathBuf};
+use crate::yaml::{self, Step};
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 
 /// What the charts of a repository render to.
 #[derive(Debug, Default)]
@@ -25,6 +30,12 @@ pub struct ChartOutput {
     /// The release namespace of each of those files: their namespaced objects without a
     /// namespace land there.
     pub namespaces: HashMap<PathBuf, String>,
+    /// The line of the HelmChart that rendered each of those files: where their objects
+    /// are reported (`<file>:<line> (chart <name>, <template>)`).
+    pub lines: HashMap<PathBuf, usize>,
+    /// The files of releases with pre-install hook Jobs, but their `crds/`: their objects
+    /// move one wave later (see [`as_tend_hook`]).
+    pub after_pre_hooks: HashSet<PathBuf>,
     pub problems: Vec<Problem>,
     /// What the user should know (charts whose random values change on every run).
     pub notes: Vec<String>,
@@ -71,21 +82,6 @@ pub fn render_charts(files: &[SourceFile], charts: &Charts, opts: &RenderOptions
     out
 }
 
-/// `dir/../x` → `x`, without touching the file system.
-fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
-}
-
 fn render_one(
     file: &SourceFile,
     doc: &yaml::Document,
@@ -95,19 +91,58 @@ fn render_one(
     out: &mut ChartOutput,
 ) {
     let spec = &helm_chart.spec;
-    let Some(chart_dir) = &spec.chart else { return };
-    let chart_line = doc.line_of(&["spec".to_string(), "chart".to_string()]);
-    let dir = normalize(&file.path.parent().unwrap_or(Path::new("")).join(chart_dir));
-    let Some(chart) = charts.get(&dir) else {
-        out.problems.push(Problem::new(
-            &file.path,
-            chart_line,
-            format!(
-                "spec.chart: no chart at {:?} (a directory holding Chart.yaml, inside the repository, relative to this file); check the path",
-                dir.display().to_string()
-            ),
-        ));
-        return;
+    let (chart, chart_line) = match (&spec.chart, &spec.repository, &spec.name, &spec.version) {
+        (Some(chart_dir), None, _, _) => {
+            let chart_line = doc.line_of(&["spec".to_string(), "chart".to_string()]);
+            let dir = normalize(&file.path.parent().unwrap_or(Path::new("")).join(chart_dir));
+            let Some(chart) = charts.dirs.get(&dir) else {
+                out.problems.push(Problem::new(
+                    &file.path,
+                    chart_line,
+                    format!(
+                        "spec.chart: no chart at {:?} (a directory holding Chart.yaml, inside the repository, relative to this file); check the path",
+                        dir.display().to_string()
+                    ),
+                ));
+                return;
+            };
+            (chart, chart_line)
+        }
+        (None, Some(repository), Some(name), Some(version)) => {
+            let line = doc.line_of(&["spec".to_string(), "repository".to_string()]);
+            match charts
+                .remote
+                .get(&chart::remote_key(repository, name, version))
+            {
+                Some(Ok(remote)) => {
+                    out.notes.push(format!(
+                        "HelmChart {}/{} ({}:{}): chart {name} {} ({}) from {}",
+                        helm_chart
+                            .metadata
+                            .namespace
+                            .as_deref()
+                            .unwrap_or(&opts.default_namespace),
+                        helm_chart.release_name(),
+                        file.path.display(),
+                        doc.line,
+                        remote.version,
+                        remote.digest,
+                        crate::source::charts::remote::shown(repository),
+                    ));
+                    (&remote.chart, line)
+                }
+                Some(Err(())) => return, // the source stage said why
+                None => {
+                    out.problems.push(Problem::new(
+                        &file.path,
+                        line,
+                        "the chart was not fetched from its repository (charts from repositories are read with the rest of the source); run tend render, diff or apply on the repository",
+                    ));
+                    return;
+                }
+            }
+        }
+        _ => return, // refused by the kind's own checks
     };
     let namespace = helm_chart
         .metadata
@@ -124,11 +159,10 @@ fn render_one(
         api_versions: spec.api_versions.clone(),
         seed: opts.helm_seed,
     };
-    let values = chart::coalesce(
-        &chart.values,
-        spec.values.as_ref().unwrap_or(&serde_json::Value::Null),
-    );
-    let manifests = match chart::render(chart, &values, &release) {
+    let Some(user) = user_values(file, doc, spec, charts, opts, out) else {
+        return;
+    };
+    let manifests = match chart::render(chart, &user.values, &release) {
         Ok(manifests) => manifests,
         Err(e) => {
             out.problems
@@ -137,33 +171,65 @@ fn render_one(
         }
     };
     let name = chart.name();
-    let mut add = |template: &str, text: String| {
+    let mut exposed = Vec::new();
+    let mut random = Vec::new();
+    let mut files = Vec::new();
+    let mut has_pre_hooks = false;
+    for manifest in manifests {
+        if manifest.crd && !spec.include_crds.unwrap_or(true) {
+            continue;
+        }
+        let text = if manifest.crd {
+            manifest.text
+        } else {
+            let mut left_out = Vec::new();
+            let text = without_left_out(&manifest.text, &manifest.template, &mut left_out);
+            has_pre_hooks |= pre_hook_jobs(&text);
+            out.notes.extend(left_out.into_iter().map(|n| {
+                format!(
+                    "HelmChart {namespace}/{} ({}:{}): {n}",
+                    helm_chart.release_name(),
+                    file.path.display(),
+                    doc.line
+                )
+            }));
+            text
+        };
+        // Tests are left out, so their random names don't matter.
+        if manifest.random && !text.trim().is_empty() {
+            random.push(manifest.template.clone());
+        }
+        if !user.secrets.is_empty() {
+            exposed.extend(exposing(&text, &user.secrets, &manifest.template));
+        }
+        files.push((manifest.template, text, manifest.crd));
+    }
+    if !exposed.is_empty() {
+        out.problems.push(Problem::new(
+            &file.path,
+            doc.line_of(&["spec".to_string(), "valuesFiles".to_string()]),
+            format!(
+                "values from a SOPS-encrypted values file reach {}, which tend would print in plain text (only Secret data is masked); use encrypted values in Secrets only",
+                exposed.join(", ")
+            ),
+        ));
+        return;
+    }
+    for (template, text, crd) in files {
         let path = PathBuf::from(format!(
             "{} (chart {name}, {template})",
             file.path.display()
         ));
         out.namespaces.insert(path.clone(), namespace.clone());
+        out.lines.insert(path.clone(), doc.line);
+        if has_pre_hooks && !crd {
+            out.after_pre_hooks.insert(path.clone());
+        }
         out.files.push(SourceFile {
             path,
             text,
             unit: None,
         });
-    };
-    if spec.include_crds.unwrap_or(true) {
-        for (path, text) in chart.files.iter().filter(|(p, _)| p.starts_with("crds/")) {
-            if path.ends_with(".yaml") || path.ends_with(".yml") || path.ends_with(".json") {
-                add(path, text.clone());
-            }
-        }
-    }
-    let mut random = Vec::new();
-    for manifest in manifests {
-        let text = without_tests(&manifest.text);
-        // Tests are left out, so their random names don't matter.
-        if manifest.random && !text.trim().is_empty() {
-            random.push(manifest.template.clone());
-        }
-        add(&manifest.template, text);
     }
     if !random.is_empty() {
         out.notes.push(format!(
@@ -177,16 +243,216 @@ fn render_one(
     }
 }
 
-/// The text with the documents that are chart tests blanked out (lines kept, so the lines
-/// of the others hold).
-fn without_tests(text: &str) -> String {
+/// The user's values of a release: its values files in order, then `spec.values` (as
+/// `helm template -f a -f b --set ...` merges them), and the plaintext strings of its
+/// SOPS-encrypted values files.
+struct UserValues {
+    values: serde_json::Value,
+    secrets: Vec<String>,
+}
+
+fn user_values(
+    file: &SourceFile,
+    doc: &yaml::Document,
+    spec: &HelmChartSpec,
+    charts: &Charts,
+    opts: &RenderOptions,
+    out: &mut ChartOutput,
+) -> Option<UserValues> {
+    let mut merged = serde_json::Value::Object(serde_json::Map::new());
+    let mut secrets = Vec::new();
+    let mut ok = true;
+    for (i, entry) in spec.values_files.iter().enumerate() {
+        let line = doc.line_at(&[
+            Step::Key("spec".into()),
+            Step::Key("valuesFiles".into()),
+            Step::Index(i),
+        ]);
+        let dir = file.path.parent().unwrap_or(Path::new(""));
+        let path = normalize(&dir.join(entry));
+        let text = match charts.values_files.get(&path) {
+            Some(text) => text,
+            None => {
+                let why = if path.starts_with("..") {
+                    "it is outside the repository (or --path); keep values files inside it"
+                } else {
+                    "there is no such file"
+                };
+                out.problems.push(Problem::new(
+                    &file.path,
+                    line,
+                    format!(
+                        "spec.valuesFiles[{i}]: cannot read values file {:?} (relative to this file): {why}; check the path",
+                        path.display().to_string()
+                    ),
+                ));
+                ok = false;
+                continue;
+            }
+        };
+        match values_file(&path, text, opts) {
+            Ok((values, plain)) => {
+                merged = values::merge_maps(&merged, &values);
+                secrets.extend(plain);
+            }
+            Err(problem) => {
+                out.problems.push(problem);
+                ok = false;
+            }
+        }
+    }
+    if let Some(inline) = &spec.values {
+        merged = values::merge_maps(&merged, inline);
+    }
+    ok.then_some(UserValues {
+        values: merged,
+        secrets,
+    })
+}
+
+/// A values file's values (decrypted when it is SOPS-encrypted), and the plaintext strings
+/// of its encrypted values.
+fn values_file(
+    path: &Path,
+    text: &str,
+    opts: &RenderOptions,
+) -> Result<(serde_json::Value, Vec<String>), Problem> {
+    let (docs, problems) = yaml::parse_file(path, text);
+    if let Some(problem) = problems.into_iter().next() {
+        return Err(problem);
+    }
+    let Some(first) = docs.first() else {
+        return Ok((
+            serde_json::Value::Object(serde_json::Map::new()),
+            Vec::new(),
+        ));
+    };
+    let mut value = first.value.clone();
+    let mut secrets = Vec::new();
+    if sops::has_metadata(&value) || sops::find_sealed(&value).is_some() {
+        let sealed = value.clone();
+        if let Err(err) = sops::decrypt_documents(std::slice::from_mut(&mut value), &opts.keys) {
+            let line = match &err {
+                SopsError::Value { path, .. } | SopsError::NoMetadata { path, .. } => {
+                    first.line_at(path)
+                }
+                _ => first.line_of(&[sops::METADATA_KEY.to_string()]),
+            };
+            return Err(Problem::new(
+                path,
+                line,
+                format!("{err} (a values file of a HelmChart)"),
+            ));
+        }
+        plaintext_of_sealed(&sealed, &value, &mut secrets);
+    }
+    match value {
+        serde_json::Value::Null => Ok((serde_json::Value::Object(serde_json::Map::new()), secrets)),
+        serde_json::Value::Object(_) => Ok((value, secrets)),
+        other => Err(Problem::new(
+            path,
+            first.line,
+            format!(
+                "a values file must hold a map of values, as values.yaml does, not {}",
+                values::type_name(&other)
+            ),
+        )),
+    }
+}
+
+/// The decrypted strings of `plain` whose counterpart in `sealed` was encrypted. Very short
+/// ones are left out: they would be found everywhere.
+fn plaintext_of_sealed(
+    sealed: &serde_json::Value,
+    plain: &serde_json::Value,
+    out: &mut Vec<String>,
+) {
+    use serde_json::Value as J;
+    match (sealed, plain) {
+        (J::String(s), J::String(p)) if sops::looks_sealed(s) && p.chars().count() >= 4 => {
+            out.push(p.clone());
+        }
+        (J::Object(s), J::Object(p)) => {
+            for (key, value) in p {
+                if let Some(other) = s.get(key) {
+                    plaintext_of_sealed(other, value, out);
+                }
+            }
+        }
+        (J::Array(s), J::Array(p)) => {
+            for (a, b) in s.iter().zip(p) {
+                plaintext_of_sealed(a, b, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The objects of a rendered template that show one of `secrets` outside a Secret's data:
+/// `Kind name (template)`.
+fn exposing(text: &str, secrets: &[String], template: &str) -> Vec<String> {
+    fn holds(value: &serde_json::Value, secrets: &[String]) -> bool {
+        match value {
+            serde_json::Value::String(s) => {
+                secrets.iter().any(|secret| s.contains(secret.as_str()))
+            }
+            serde_json::Value::Array(items) => items.iter().any(|v| holds(v, secrets)),
+            serde_json::Value::Object(map) => map.values().any(|v| holds(v, secrets)),
+            _ => false,
+        }
+    }
+    let (docs, _) = yaml::parse_file(Path::new(template), text);
+    let mut out = Vec::new();
+    for doc in docs {
+        let mut value = doc.value;
+        let kind = value
+            .get("kind")
+            .and_then(|k| k.as_str())
+            .unwrap_or("")
+            .to_string();
+        if kind == "Secret" {
+            if let Some(map) = value.as_object_mut() {
+                map.remove("data");
+                map.remove("stringData");
+            }
+        }
+        if holds(&value, secrets) {
+            let name = value
+                .pointer("/metadata/name")
+                .and_then(|n| n.as_str())
+                .unwrap_or("");
+            out.push(format!("{kind} {name} ({template})"));
+        }
+    }
+    out
+}
+
+/// The text with the documents tend never runs blanked out (chart tests, deletion and
+/// rollback hooks; lines kept, so the lines of the others hold), and a note for each of the
+/// hooks among them.
+fn without_left_out(text: &str, template: &str, notes: &mut Vec<String>) -> String {
     let mut out = String::with_capacity(text.len());
     let mut doc: Vec<&str> = Vec::new();
-    let flush = |doc: &mut Vec<&str>, out: &mut String| {
+    let mut flush = |doc: &mut Vec<&str>, out: &mut String| {
         let body = doc.join("\n");
-        let is_test = yaml::parse_value(&body).is_some_and(|v| chart::is_test_hook(&v));
+        let value = yaml::parse_value(&body);
+        let left_out = match value.as_ref().map(hooks::classify) {
+            Some(Hook::LeftOut(why)) => {
+                if !value.as_ref().is_some_and(hooks::is_test) {
+                    let value = value.as_ref().unwrap_or(&serde_json::Value::Null);
+                    let field = |p: &str| value.pointer(p).and_then(|v| v.as_str()).unwrap_or("");
+                    notes.push(format!(
+                        "{} {} ({template}) is {why}: left out",
+                        field("/kind"),
+                        field("/metadata/name")
+                    ));
+                }
+                true
+            }
+            _ => false,
+        };
         for line in doc.iter() {
-            if !is_test {
+            if !left_out {
                 out.push_str(line);
             }
             out.push('\n');
@@ -203,4 +469,109 @@ fn without_tests(text: &str) -> String {
     }
     flush(&mut doc, &mut out);
     out
+}
+
+/// Problems found in what a chart rendered, moved to the line of their HelmChart (their
+/// file names the chart and template); the line in the rendered text goes into the message.
+pub fn at_helm_chart_lines(problems: &mut [Problem], lines: &HashMap<PathBuf, usize>) {
+    for problem in problems {
+        if let Some(&line) = lines.get(&problem.file) {
+            if problem.line != line {
+                problem.message = format!(
+                    "{} (at line {} of what the template rendered)",
+                    problem.message, problem.line
+                );
+            }
+            problem.line = line;
+        }
+    }
+}
+
+/// Whether a rendered template holds a pre-install/pre-upgrade Job or Pod.
+fn pre_hook_jobs(text: &str) -> bool {
+    text.contains("helm.sh/hook")
+        && text.split("\n---").any(|doc| {
+            yaml::parse_value(doc).is_some_and(|v| {
+                matches!(
+                    hooks::classify(&v),
+                    Hook::Run {
+                        when: When::Before,
+                        ..
+                    }
+                )
+            })
+        })
+}
+
+/// tend's prune policy (`plan`'s `PRUNE_ANNOTATION`, which render may not import).
+const PRUNE_ANNOTATION: &str = "tend.dev/prune";
+
+/// A rendered object with Helm's annotations, given tend's. Hooks (SPEC 4): Jobs and Pods of
+/// `pre-install`/`pre-upgrade` become `pre-apply` hooks, of `post-install`/`post-upgrade`
+/// `post-apply` hooks (ordered by `helm.sh/hook-weight`, deleted on success when the delete
+/// policy says `hook-succeeded`). Helm runs pre hooks before the release's objects but after
+/// the objects the hooks use (the ServiceAccount a hook Job runs as, itself a pre hook): so
+/// in a release with pre hooks (`after_pre_hooks`), the pre hooks and every object but those
+/// (and but Namespaces and CRDs) move one wave later, to run after the wave that creates what they need (and the
+/// repository's Namespaces). `helm.sh/resource-policy: keep` (never deleted by an upgrade
+/// or uninstall) becomes `tend.dev/prune: disabled`. Helm's annotations stay.
+pub fn as_tend_hook(doc: &mut yaml::Document, after_pre_hooks: bool) {
+    let value = &doc.value;
+    let later = (waves::wave_of(value) + 1).to_string();
+    let mut changes: Vec<(&str, String)> = Vec::new();
+    match hooks::classify(value) {
+        // A chart that asks for tend's (or Argo CD's) hook itself gets it as written.
+        Hook::Run { .. } if waves::hook_of(value).is_some() => {}
+        Hook::Run {
+            when,
+            delete_on_success,
+            ..
+        } => {
+            let phase = match when {
+                When::Before => waves::Phase::PreApply,
+                When::After => waves::Phase::PostApply,
+            };
+            changes.push((waves::HOOK_ANNOTATION, phase.name().to_string()));
+            if delete_on_success {
+                changes.push((waves::HOOK_DELETE_ANNOTATION, waves::ON_SUCCESS.to_string()));
+            }
+            if when == When::Before && after_pre_hooks {
+                changes.push((waves::WAVE_ANNOTATION, later));
+            }
+        }
+        Hook::Apply { when: When::Before } | Hook::LeftOut(_) => {}
+        Hook::None | Hook::Apply { when: When::After } => {
+            // Namespaces and CRDs a chart renders are what the hooks may need too.
+            let kind = value.get("kind").and_then(|k| k.as_str());
+            let foundation = matches!(kind, Some("Namespace" | "CustomResourceDefinition"));
+            if after_pre_hooks && !foundation {
+                changes.push((waves::WAVE_ANNOTATION, later));
+            }
+        }
+    }
+    let annotation =
+        |key: &str| value.pointer(&format!("/metadata/annotations/{}", key.replace('/', "~1")));
+    let keep = annotation(hooks::RESOURCE_POLICY)
+        .and_then(|v| v.as_str())
+        .is_some_and(|p| p.trim() == "keep");
+    if keep && annotation(PRUNE_ANNOTATION).is_none() {
+        changes.push((PRUNE_ANNOTATION, "disabled".to_string()));
+    }
+    if changes.is_empty() {
+        return;
+    }
+    let mut value = doc.value.clone();
+    let Some(serde_json::Value::Object(metadata)) = value.pointer_mut("/metadata") else {
+        return;
+    };
+    let annotations = metadata
+        .entry("annotations")
+        .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
+    let Some(annotations) = annotations.as_object_mut() else {
+        return;
+    };
+    for (key, text) in changes {
+        annotations.insert(key.to_string(), serde_json::Value::String(text));
+    }
+    doc.set_value(value);
 }

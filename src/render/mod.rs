@@ -94,7 +94,7 @@ pub enum RenderError {
 
 /// Render `files` into desired objects, or report every problem found.
 pub fn render(files: &[SourceFile], opts: &RenderOptions) -> Result<Rendered, RenderError> {
-    render_with_charts(files, &Charts::new(), opts)
+    render_with_charts(files, &Charts::default(), opts)
 }
 
 /// [`render`], with the repository's Helm charts for its `HelmChart` objects.
@@ -131,11 +131,16 @@ pub fn render_with_charts(
     for (file, parsed) in files.iter().zip(parse_all(files, &opts.keys)) {
         let (docs, parse_problems) = parsed;
         problems.extend(parse_problems);
-        for (doc, doc_problems) in docs {
+        let from_chart = charted.namespaces.contains_key(&file.path);
+        let after_pre_hooks = charted.after_pre_hooks.contains(&file.path);
+        for (mut doc, doc_problems) in docs {
             documents += 1;
             if !doc_problems.is_empty() {
                 problems.extend(doc_problems);
                 continue;
+            }
+            if from_chart {
+                helm_charts::as_tend_hook(&mut doc, after_pre_hooks);
             }
             if let Some((group, kind, namespaced)) = crd_scope(&doc.value) {
                 repo_scopes.insert((group, kind), namespaced);
@@ -149,7 +154,8 @@ pub fn render_with_charts(
     for (file, doc) in checked {
         let origin = Origin {
             file: file.path.clone(),
-            line: doc.line,
+            // What a chart rendered is at its HelmChart's line (SPEC 3.6).
+            line: charted.lines.get(&file.path).copied().unwrap_or(doc.line),
             generated_by: None,
             sealed: doc.sealed.clone(),
         };
@@ -221,6 +227,7 @@ pub fn render_with_charts(
 
     problems.extend(duplicates(&objects));
     if !problems.is_empty() {
+        helm_charts::at_helm_chart_lines(&mut problems, &charted.lines);
         problems.sort();
         problems.dedup();
         return Err(RenderError::Invalid(Problems(problems)));

@@ -87,6 +87,14 @@ pub fn hook_of(object: &Value) -> Option<Phase> {
     hook_annotation(object).and_then(|(key, value)| parse_phase(key, value))
 }
 
+/// Helm's `helm.sh/hook-weight`, which the objects of charts tend renders keep: hooks of one
+/// phase and wave run in ascending weight (0 when absent or not an integer, as Helm reads it).
+pub fn hook_weight(object: &Value) -> i64 {
+    annotation(object, "helm.sh/hook-weight")
+        .and_then(parse_wave)
+        .unwrap_or(0)
+}
+
 /// Whether a hook is deleted once it succeeded.
 pub fn delete_on_success(object: &Value) -> bool {
     annotation(object, HOOK_DELETE_ANNOTATION) == Some(ON_SUCCESS)

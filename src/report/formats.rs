@@ -56,12 +56,13 @@ pub(super) fn title(change: &Change) -> String {
     }
 }
 
-/// `web/nginx.yaml:12` (no generated-by; that is a separate field).
+/// `web/nginx.yaml:12`, `apps/shop.yaml:1 (chart shop, templates/x.yaml)` (no generated-by;
+/// that is a separate field).
 pub(super) fn source(change: &Change) -> Option<String> {
     change
         .origin
         .as_ref()
-        .map(|o| format!("{}:{}", o.file.display(), o.line))
+        .map(|o| crate::problem::location(&o.file, o.line))
 }
 
 /// The diff a report shows: nothing for unchanged objects (their before/after may be absent or

@@ -1,82 +1,324 @@
 //! Helm chart directories in the repository (a directory holding `Chart.yaml`): read whole
 //! for `HelmChart` objects to render, never walked as manifests (their templates are not
-//! YAML until rendered).
+//! YAML until rendered). Read as Helm's loader reads them (helm/helm `pkg/chart/loader`):
+//! `.helmignore` applied, `charts/` holding subcharts as directories or `.tgz` archives.
+//! Also the values files `HelmChart`s name ([`claim_values_files`]).
 
-use super::MAX_FILE_BYTES;
+mod archive;
+mod helmignore;
+mod http;
+pub mod remote;
+
+use super::{SourceFile, MAX_FILE_BYTES};
 use crate::helm::chart::Chart;
 use crate::problem::Problem;
+use crate::yaml::{self, Step};
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 
 /// The file that makes a directory a chart.
 pub const CHART_FILE: &str = "Chart.yaml";
 
-/// Reads the chart in `dir` (`rel` to the repository root, for messages): `Chart.yaml`,
-/// `values.yaml` and every other file but hidden ones, as text.
+/// A file of a chart: its path inside the chart (`/`-separated) and bytes.
+type ChartFile = (String, Vec<u8>);
+
+/// Reads the chart in `dir` (`rel` to the repository root, for messages).
 pub fn read_chart(root: &Path, dir: &Path, rel: &Path) -> Result<Chart, Problem> {
-    let mut chart = Chart::default();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(current) = stack.pop() {
-        let entries = fs::read_dir(&current)
-            .map_err(|e| Problem::new(rel, 1, format!("cannot read chart directory: {e}")))?;
-        for entry in entries.filter_map(Result::ok) {
-            let path = entry.path();
-            if entry.file_name().to_string_lossy().starts_with('.') {
-                continue;
-            }
-            let inside = path.strip_prefix(dir).unwrap_or(&path).to_path_buf();
-            let rel_file = rel.join(&inside);
-            // A symlink may not lead out of the repository.
-            if !path.canonicalize().is_ok_and(|t| t.starts_with(root)) {
+    let rules = match fs::read_to_string(dir.join(helmignore::FILE)) {
+        Ok(text) => helmignore::Rules::parse(&text)
+            .map_err(|(line, e)| Problem::new(rel.join(helmignore::FILE), line, e))?,
+        Err(_) => helmignore::Rules::default(),
+    };
+    let mut files = Vec::new();
+    let mut visited = BTreeSet::new();
+    read_dir(root, dir, dir, rel, &rules, &mut visited, &mut files)?;
+    files.sort();
+    load_files(files, rel)
+}
+
+fn read_dir(
+    root: &Path,
+    chart_dir: &Path,
+    dir: &Path,
+    rel: &Path,
+    rules: &helmignore::Rules,
+    visited: &mut BTreeSet<PathBuf>,
+    out: &mut Vec<ChartFile>,
+) -> Result<(), Problem> {
+    // A symlinked directory could loop back; read each real directory once.
+    if !visited.insert(dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf())) {
+        return Ok(());
+    }
+    let entries = fs::read_dir(dir)
+        .map_err(|e| Problem::new(rel, 1, format!("cannot read chart directory: {e}")))?;
+    for entry in entries.filter_map(Result::ok) {
+        let path = entry.path();
+        let inside = path.strip_prefix(chart_dir).unwrap_or(&path).to_path_buf();
+        let name = inside.to_string_lossy().replace('\\', "/");
+        let rel_file = rel.join(&inside);
+        let is_dir = path.is_dir();
+        if rules.ignore(&name, is_dir) {
+            continue;
+        }
+        // A symlink may not lead out of the repository.
+        if !path.canonicalize().is_ok_and(|t| t.starts_with(root)) {
+            return Err(Problem::new(
+                &rel_file,
+                1,
+                "symlink points outside the repository; copy the file into the chart instead",
+            ));
+        }
+        if is_dir {
+            read_dir(root, chart_dir, &path, rel, rules, visited, out)?;
+            continue;
+        }
+        let bytes = match fs::metadata(&path) {
+            Ok(m) if m.len() > MAX_FILE_BYTES => {
                 return Err(Problem::new(
                     &rel_file,
                     1,
-                    "symlink points outside the repository; copy the file into the chart instead",
-                ));
+                    format!("chart file is larger than {MAX_FILE_BYTES} bytes"),
+                ))
             }
-            if path.is_dir() {
-                stack.push(path);
+            _ => fs::read(&path)
+                .map_err(|e| Problem::new(&rel_file, 1, format!("cannot read: {e}")))?,
+        };
+        out.push((name, bytes));
+    }
+    Ok(())
+}
+
+/// Helm's `LoadFiles`: a chart from its files (paths inside the chart); `origin` names the
+/// chart's directory or archive in messages.
+fn load_files(files: Vec<ChartFile>, origin: &Path) -> Result<Chart, Problem> {
+    let mut chart = Chart::default();
+    let mut subcharts: BTreeMap<String, Vec<ChartFile>> = BTreeMap::new();
+    for (name, bytes) in files {
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        if let Some(inner) = name.strip_prefix("charts/") {
+            if !name.ends_with(".prov") {
+                let key = inner.split('/').next().unwrap_or(inner).to_string();
+                subcharts.entry(key).or_default().push((name, bytes));
                 continue;
             }
-            let bytes = match fs::metadata(&path) {
-                Ok(m) if m.len() > MAX_FILE_BYTES => {
-                    return Err(Problem::new(
-                        &rel_file,
-                        1,
-                        format!("chart file is larger than {MAX_FILE_BYTES} bytes"),
-                    ))
+        }
+        match name.as_str() {
+            CHART_FILE | "values.yaml" => {
+                let value = if text.trim().is_empty() {
+                    serde_json::Value::Null
+                } else {
+                    yaml::parse_value(&text)
+                        .ok_or_else(|| Problem::new(origin.join(&name), 1, "is not valid YAML"))?
+                };
+                if name == CHART_FILE {
+                    chart.metadata = value;
+                } else {
+                    chart.values = value;
                 }
-                _ => fs::read(&path)
-                    .map_err(|e| Problem::new(&rel_file, 1, format!("cannot read: {e}")))?,
-            };
-            let text = String::from_utf8_lossy(&bytes).into_owned();
-            let name = inside.to_string_lossy().replace('\\', "/");
-            match name.as_str() {
-                CHART_FILE | "values.yaml" => {
-                    let value = if text.trim().is_empty() {
-                        serde_json::Value::Null
-                    } else {
-                        crate::yaml::parse_value(&text)
-                            .ok_or_else(|| Problem::new(&rel_file, 1, "is not valid YAML"))?
-                    };
-                    if name == CHART_FILE {
-                        chart.metadata = value;
-                    } else {
-                        chart.values = value;
-                    }
-                }
-                _ => {
-                    chart.files.insert(name, text);
-                }
+            }
+            _ => {
+                chart.files.insert(name, text);
             }
         }
     }
     if chart.name().is_empty() {
         return Err(Problem::new(
-            rel.join(CHART_FILE),
+            origin.join(CHART_FILE),
             1,
-            "Chart.yaml has no name; add `name: <chart>`",
+            "Chart.yaml is missing or has no name; add `name: <chart>`",
         ));
     }
+    for (key, files) in subcharts {
+        if key.starts_with(['_', '.']) {
+            continue;
+        }
+        let at = origin.join("charts").join(&key);
+        let sub = if key.ends_with(".tgz") {
+            let bytes = files.into_iter().next().map(|(_, b)| b).unwrap_or_default();
+            let files = archive::files(&bytes).map_err(|e| {
+                Problem::new(&at, 1, format!("cannot read this chart archive: {e}"))
+            })?;
+            load_files(files, &at)?
+        } else {
+            let prefix = format!("charts/{key}/");
+            let inner: Vec<ChartFile> = files
+                .into_iter()
+                .filter_map(|(n, b)| n.strip_prefix(&prefix).map(|n| (n.to_string(), b)))
+                .collect();
+            if inner.is_empty() {
+                return Err(Problem::new(
+                    &at,
+                    1,
+                    "is in charts/ but is not a chart (a directory holding Chart.yaml, or a .tgz archive); move it out of charts/ or list it in .helmignore",
+                ));
+            }
+            load_files(inner, &at)?
+        };
+        chart.dependencies.push(sub);
+    }
     Ok(chart)
+}
+
+/// `dir/../x` → `x`, without touching the file system.
+pub fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The `HelmChart` documents of a file tend reads (not a kustomize build's output).
+fn named_docs(file: &SourceFile) -> Vec<yaml::Document> {
+    if file.unit.is_some() || !file.text.contains("HelmChart") {
+        return Vec::new();
+    }
+    let (docs, _) =
+        crate::source::kustomize_annotations::parse_source(&file.path, &file.text, false);
+    docs.into_iter()
+        .filter(|doc| {
+            doc.value.get("apiVersion").and_then(|v| v.as_str()) == Some(crate::API_VERSION)
+                && doc.value.get("kind").and_then(|v| v.as_str()) == Some("HelmChart")
+        })
+        .collect()
+}
+
+/// The values files each `HelmChart` of `files` names, relative to the walked directory
+/// (`spec.valuesFiles` is relative to the HelmChart's file), with the line that names each.
+pub fn named_values_files(file: &SourceFile) -> Vec<(PathBuf, usize)> {
+    if !file.text.contains("valuesFiles") {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for doc in named_docs(file) {
+        let Some(list) = doc
+            .value
+            .pointer("/spec/valuesFiles")
+            .and_then(|v| v.as_array())
+        else {
+            continue;
+        };
+        for (i, entry) in list.iter().enumerate() {
+            if let Some(name) = entry.as_str() {
+                let line = doc.line_at(&[
+                    Step::Key("spec".into()),
+                    Step::Key("valuesFiles".into()),
+                    Step::Index(i),
+                ]);
+                let dir = file.path.parent().unwrap_or(Path::new(""));
+                out.push((normalize(&dir.join(name)), line));
+            }
+        }
+    }
+    out
+}
+
+/// Reads the values files the `HelmChart`s of `files` name and takes them out of `files`
+/// (they are values, not manifests). A file that is not there is reported by render, at
+/// the HelmChart that names it.
+pub fn claim_values_files(
+    root: &Path,
+    files: &mut Vec<SourceFile>,
+    problems: &mut Vec<Problem>,
+) -> BTreeMap<PathBuf, String> {
+    let mut read = BTreeMap::new();
+    let named: BTreeSet<PathBuf> = files
+        .iter()
+        .flat_map(named_values_files)
+        .map(|(p, _)| p)
+        .collect();
+    for path in named {
+        if path.starts_with("..") || path.is_absolute() {
+            continue; // reported by render: outside the repository
+        }
+        let full = root.join(&path);
+        if !full.is_file() {
+            continue;
+        }
+        if !full.canonicalize().is_ok_and(|t| t.starts_with(root)) {
+            problems.push(Problem::new(
+                &path,
+                1,
+                "symlink points outside the repository; copy the values file into the repository instead",
+            ));
+            continue;
+        }
+        match fs::metadata(&full) {
+            Ok(m) if m.len() > MAX_FILE_BYTES => problems.push(Problem::new(
+                &path,
+                1,
+                format!("values file is larger than {MAX_FILE_BYTES} bytes"),
+            )),
+            _ => match fs::read(&full) {
+                Ok(bytes) => {
+                    read.insert(path, String::from_utf8_lossy(&bytes).into_owned());
+                }
+                Err(e) => problems.push(Problem::new(&path, 1, format!("cannot read: {e}"))),
+            },
+        }
+    }
+    files.retain(|f| !read.contains_key(&f.path));
+    problems.retain(|p| !read.contains_key(&p.file));
+    read
+}
+
+#[cfg(test)]
+mod tests {
+    use super::archive::tests::{tgz, tgz_bytes};
+    use std::path::Path;
+
+    #[test]
+    fn archives_in_archives_and_directories_load_as_helm_loads_them() {
+        let inner = tgz(&[
+            (
+                "inner/Chart.yaml",
+                "apiVersion: v2\nname: inner\nversion: 1.0.0\n",
+            ),
+            ("inner/templates/a.yaml", "kind: A\n"),
+        ]);
+        let outer = tgz_bytes(&[
+            (
+                "outer/Chart.yaml",
+                b"apiVersion: v2\nname: outer\nversion: 2.0.0\n",
+            ),
+            ("outer/values.yaml", b"x: 1\n"),
+            ("outer/charts/inner-1.0.0.tgz", &inner),
+            ("outer/charts/_skipped/Chart.yaml", b"name: skipped\n"),
+        ]);
+        let files = vec![
+            (
+                "Chart.yaml".to_string(),
+                b"apiVersion: v2\nname: top\nversion: 0.1.0\n".to_vec(),
+            ),
+            ("charts/outer-2.0.0.tgz".to_string(), outer),
+            (
+                "charts/dir/Chart.yaml".to_string(),
+                b"name: dir\nversion: 0.0.1\n".to_vec(),
+            ),
+            ("charts/dir/files/f.txt".to_string(), b"text".to_vec()),
+            ("charts/dir.prov".to_string(), b"signature".to_vec()),
+        ];
+        let top = super::load_files(files, Path::new("charts/top")).unwrap();
+        let names: Vec<&str> = top.dependencies.iter().map(|d| d.name()).collect();
+        assert_eq!(names, ["dir", "outer"]);
+        assert!(
+            top.files.contains_key("charts/dir.prov"),
+            "provenance files are files"
+        );
+        assert_eq!(top.dependencies[0].files["files/f.txt"], "text");
+        let outer = &top.dependencies[1];
+        assert_eq!(outer.values, serde_json::json!({"x": 1}));
+        let inner: Vec<&str> = outer.dependencies.iter().map(|d| d.name()).collect();
+        assert_eq!(inner, ["inner"], "_skipped is not a chart");
+        assert!(outer.dependencies[0].files.contains_key("templates/a.yaml"));
+    }
 }

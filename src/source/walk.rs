@@ -50,6 +50,9 @@ pub fn walk_with(dir: &Path, kustomize: &KustomizeOptions) -> std::io::Result<Wa
         &mut units,
         &mut walked,
     );
+    // Values files of HelmCharts are values, not manifests.
+    walked.charts.values_files =
+        super::charts::claim_values_files(&root, &mut walked.files, &mut walked.problems);
     // What a unit refers to outside its own tree is kustomize's to read, not a plain file.
     let claimed: Vec<&PathBuf> = units.iter().flat_map(|u: &Unit| u.refs.iter()).collect();
     let is_claimed = |path: &Path| claimed.iter().any(|c| path.starts_with(c));
@@ -239,7 +242,7 @@ fn visit(
     {
         match super::charts::read_chart(root, dir, rel) {
             Ok(chart) => {
-                out.charts.insert(rel.to_path_buf(), chart);
+                out.charts.dirs.insert(rel.to_path_buf(), chart);
             }
             Err(problem) => out.problems.push(problem),
         }

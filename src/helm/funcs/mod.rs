@@ -3,8 +3,10 @@
 //! semantics: its `empty`, its string conversion (`strval`), mergo's merge rules.
 
 mod collections;
+mod files;
 pub mod goyaml;
 mod strings;
+pub use strings::{semver_compare, semver_order};
 
 use super::template::builtins::exact;
 use super::template::gofmt;
@@ -73,15 +75,7 @@ pub fn register(engine: &mut Engine) {
             set.iter().any(|v| v.as_str() == wanted.as_str()),
         ))
     });
-    // Helm's Files.Get: a file's text, "" when the chart has no such file.
-    engine.register_method("Get", |_, args| {
-        let [files, path] = exact::<2>(args, "Get")?;
-        let Value::Map(files) = files else {
-            return Err("Get needs .Files".into());
-        };
-        let found = files.borrow().get(want_str(&path)?).cloned();
-        Ok(found.unwrap_or_else(|| Value::str("")))
-    });
+    files::register(engine);
     // `helm template` has no cluster: lookup finds nothing (an empty map), as Helm's does.
     engine.register("lookup", |_, args| {
         let _ = exact::<4>(args, "lookup")?;

@@ -267,6 +267,14 @@ fn cmp_versions(a: &Version, b: &Version) -> std::cmp::Ordering {
         })
 }
 
+/// The order of two versions as Masterminds/semver sorts them; `None` when one is not a
+/// version.
+pub fn semver_order(a: &str, b: &str) -> Option<std::cmp::Ordering> {
+    let (a, _) = parse_version(a)?;
+    let (b, _) = parse_version(b)?;
+    Some(cmp_versions(&a, &b))
+}
+
 /// Masterminds/semver v3 constraints: `||` of `,`/space-separated comparisons (`= != > < >=
 /// <= ~ ^`, `x` wildcards). A prerelease version satisfies a comparison only when the
 /// constraint itself names a prerelease (e.g. `>=1.19-0`).

@@ -163,3 +163,18 @@ fn semver_constraints() {
     assert!(check("<1.0 || >=1.30", "1.33.0"));
     assert!(!check(">=1.20", "1.33.0-rc.1"));
 }
+
+#[test]
+fn files_methods() {
+    let files =
+        serde_json::json!({"Files": {"f/a.ini": "[a]\nb=1\n", "f/b.conf": "x\ny\n", "g/c": "z"}});
+    let out = render(
+        r#"{{ (.Files.Glob "f/*").AsSecrets }}|{{ (.Files.Glob "f/*.conf").AsConfig }}|{{ .Files.Lines "f/b.conf" }}|{{ .Files.Lines "nope" }}|{{ .Files.GetBytes "g/c" }}|{{ (.Files.Glob "none/*").AsConfig }}"#,
+        files,
+    )
+    .unwrap();
+    assert_eq!(
+        out,
+        "a.ini: W2FdCmI9MQo=\nb.conf: eAp5Cg==|b.conf: |\n  x\n  y|[x y]|[]|z|{}"
+    );
+}

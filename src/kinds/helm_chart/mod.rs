@@ -40,7 +40,9 @@ pub struct HelmChartSpec {
     /// The chart's directory (holding `Chart.yaml`), relative to this file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chart: Option<String>,
-    /// A chart repository (HTTP(S) or `oci://`); not supported yet: tend refuses it.
+    /// A chart repository (the HTTP(S) URL holding `index.yaml`), with `name` and `version`;
+    /// the chart is downloaded, its digest checked, and cached by digest. `oci://` is not
+    /// supported yet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repository: Option<String>,
     /// The chart's name in `repository`.
@@ -57,7 +59,8 @@ pub struct HelmChartSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
     pub values: Option<serde_json::Value>,
-    /// Values files, relative to this file; not supported yet: tend refuses them.
+    /// Values files, relative to this file, applied in order under `spec.values` (as
+    /// `helm template -f`); SOPS-encrypted ones are decrypted with the run's keys.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub values_files: Vec<String>,
     /// Whether the chart's `crds/` are applied. Default: true.
@@ -107,19 +110,49 @@ impl Kind for HelmChart {
         match (&spec.chart, &spec.repository) {
             (None, None) => p.push(
                 &["spec", "chart"],
-                "missing: set spec.chart to the chart's directory, relative to this file",
+                "missing: set spec.chart to the chart's directory, relative to this file (or spec.repository, spec.name and spec.version)",
             ),
-            (_, Some(_)) => p.push(
+            (Some(_), Some(_)) => p.push(
                 &["spec", "repository"],
-                "charts from repositories (HTTP(S), oci://) are not supported yet; vendor the chart into the repository and set spec.chart to its directory",
+                "set either spec.chart (a directory in the repository) or spec.repository (a chart repository), not both",
             ),
+            (None, Some(repository)) if repository.starts_with("oci://") => p.push(
+                &["spec", "repository"],
+                "charts from OCI registries (oci://) are not supported yet; use the chart's HTTP(S) repository, or vendor the chart into the repository and set spec.chart to its directory",
+            ),
+            (None, Some(repository)) => {
+                if !(repository.starts_with("https://") || repository.starts_with("http://")) {
+                    p.push(
+                        &["spec", "repository"],
+                        format!("{repository:?} is not a chart repository URL; write https://... (the URL that holds index.yaml)"),
+                    );
+                }
+                let authority = repository.split("://").nth(1).unwrap_or("").split('/').next().unwrap_or("");
+                if authority.contains('@') {
+                    p.push(
+                        &["spec", "repository"],
+                        "credentials in the URL would be stored in the cluster with this HelmChart and shown by diffs; only public chart repositories are supported yet (vendor a private chart into the repository and set spec.chart)",
+                    );
+                }
+                if spec.name.as_deref().is_none_or(|n| n.trim().is_empty()) {
+                    p.push(&["spec", "name"], "missing: the chart's name in spec.repository");
+                }
+                if spec.version.as_deref().is_none_or(|v| v.trim().is_empty()) {
+                    p.push(
+                        &["spec", "version"],
+                        "missing: the chart's version, or a semver range such as ^1.2.0",
+                    );
+                }
+            }
             (Some(chart), None) => p.non_empty(&["spec", "chart"], chart, "the chart's directory, relative to this file"),
         }
-        if !spec.values_files.is_empty() {
-            p.push(
-                &["spec", "valuesFiles"],
-                "values files are not supported yet; put the values in spec.values",
-            );
+        for (i, file) in spec.values_files.iter().enumerate() {
+            if file.trim().is_empty() {
+                p.push(
+                    &["spec", "valuesFiles"],
+                    format!("entry {i} is empty; write a values file's path, relative to this file"),
+                );
+            }
         }
         if let Some(values) = &spec.values {
             if !values.is_object() {

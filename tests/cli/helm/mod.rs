@@ -238,7 +238,7 @@ fn template_errors_name_chart_template_and_line_and_change_nothing() {
 fn unsupported_sources_and_missing_charts_are_refused_clearly() {
     let remote = RELEASE.replace(
         "chart: ../charts/shop",
-        "repository: https://charts.example.com\n  name: shop\n  version: 1.x",
+        "repository: oci://registry.example.com/charts\n  name: shop\n  version: 1.x",
     );
     let dir = chart_site(&remote, DEPLOYMENT);
     let (code, _, stderr) = run(tend().arg("render").arg("--repo").arg(dir.path()));
@@ -285,4 +285,96 @@ fn random_values_are_never_predictable_and_the_run_says_they_change() {
     );
     // The chart's test pod uses randAlphaNum too, but is left out: no note about it.
     assert!(!stderr.contains("test-connection"), "{stderr}");
+}
+
+mod hooks;
+mod remote;
+mod subcharts;
+mod values_files;
+
+#[test]
+fn rendered_objects_are_reported_at_the_helm_chart_file_and_line_with_chart_and_template() {
+    let cluster = cluster_with_crds();
+    let dir = chart_site(&format!("# the shop\n{RELEASE}"), DEPLOYMENT);
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["diff"]);
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("apps/store.yaml:2 (chart shop, templates/deployment.yaml)"),
+        "{stdout}"
+    );
+    let (_, json, _) = tend_on(&cluster, dir.path(), &["diff", "-o", "json"]);
+    assert!(
+        json.contains("\"apps/store.yaml:2 (chart shop, templates/deployment.yaml)\""),
+        "the machine report too: {json}"
+    );
+
+    // A problem in what a template rendered: at the HelmChart, naming chart and template.
+    let nameless =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  labels:\n    a: b\ndata:\n  k: v\n";
+    std::fs::write(
+        dir.path().join("charts/shop/templates/nameless.yaml"),
+        nameless,
+    )
+    .unwrap();
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["diff"]);
+    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("apps/store.yaml:2 (chart shop, templates/nameless.yaml): "),
+        "{stderr}"
+    );
+}
+
+/// The README's HelmChart section: its files (each block starts with `# <path>`), with the
+/// corpus's podinfo chart as `charts/podinfo`, render as it says.
+#[test]
+fn the_readme_section_renders_as_written() {
+    let corpus = repo_root().join("../shared/helm-corpus/charts/podinfo");
+    if !corpus.is_dir() {
+        eprintln!("skipped: no Helm corpus at {}", corpus.display());
+        return;
+    }
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let section = readme
+        .split("\n### HelmChart — ")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("README has a HelmChart section");
+    let dir = site(&[("namespaces.yaml", &ns_yaml("apps"))]);
+    let mut written = 0;
+    // The repository example needs the network: checked by the kind's checks only.
+    for block in section.split("```yaml\n").skip(1) {
+        let text = block.split("```").next().unwrap();
+        if text.contains("repository: https://") {
+            continue;
+        }
+        let path = text
+            .lines()
+            .next()
+            .and_then(|l| l.strip_prefix("# "))
+            .expect("a path");
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+        written += 1;
+    }
+    assert_eq!(written, 2);
+    copy_tree(&corpus, &dir.path().join("charts/podinfo"));
+    let (code, stdout, stderr) = run(tend().arg("render").arg("--repo").arg(dir.path()));
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let objects = parse_stream(&stdout);
+    let deploy = objects
+        .iter()
+        .find(|o| o["kind"] == "Deployment")
+        .expect("Deployment");
+    assert_eq!(deploy["spec"]["replicas"], 2, "spec.values");
+    assert_eq!(deploy["metadata"]["namespace"], "apps");
+    let ingress = objects
+        .iter()
+        .find(|o| o["kind"] == "Ingress")
+        .expect("the values file's Ingress");
+    assert_eq!(ingress["spec"]["rules"][0]["host"], "podinfo.example.com");
+    assert!(
+        !objects.iter().any(|o| o["kind"] == "Pod"),
+        "tests left out"
+    );
 }

@@ -1,0 +1,355 @@
+//! A chart and its subcharts as Helm renders them (helm/helm `pkg/chartutil/dependencies.go`):
+//! the dependencies of `Chart.yaml` (v2) or `requirements.yaml` (v1) matched with the charts
+//! of `charts/`, renamed by `alias`, dropped by `condition` and `tags`, and their
+//! `import-values` copied into the parent's values.
+
+use super::chart::Chart;
+use super::funcs::semver_compare;
+use super::values::{coalesce_values, merge_tables, path_to_map, path_value, table};
+use serde_json::{Map, Value};
+
+/// One entry of `dependencies`.
+#[derive(Debug, Clone, Default)]
+pub struct Dependency {
+    pub name: String,
+    pub version: String,
+    pub repository: String,
+    pub condition: String,
+    pub tags: Vec<String>,
+    pub alias: String,
+    pub enabled: bool,
+    pub import_values: Vec<Value>,
+}
+
+impl Dependency {
+    fn parse(value: &Value) -> Dependency {
+        let text = |key: &str| {
+            value
+                .get(key)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        let list = |key: &str| value.get(key).and_then(Value::as_array).cloned();
+        Dependency {
+            name: text("name"),
+            version: text("version"),
+            repository: text("repository"),
+            condition: text("condition"),
+            tags: list("tags")
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|t| t.as_str().map(String::from))
+                .collect(),
+            alias: text("alias"),
+            enabled: false,
+            import_values: list("import-values").unwrap_or_default(),
+        }
+    }
+
+    /// As `.Chart.Dependencies` shows it (Go's field names).
+    pub fn to_json(&self) -> Value {
+        serde_json::json!({
+            "Name": self.name,
+            "Version": self.version,
+            "Repository": self.repository,
+            "Condition": self.condition,
+            "Tags": self.tags,
+            "Enabled": self.enabled,
+            "ImportValues": self.import_values,
+            "Alias": self.alias,
+        })
+    }
+}
+
+/// A chart as one release renders it: its (possibly aliased) metadata, its values (with
+/// imported ones) and its enabled subcharts.
+#[derive(Debug, Clone)]
+pub struct Node<'a> {
+    pub chart: &'a Chart,
+    pub metadata: Value,
+    pub values: Value,
+    /// `dependencies` of the metadata; `None` when the chart declares none.
+    pub reqs: Option<Vec<Dependency>>,
+    pub deps: Vec<Node<'a>>,
+}
+
+impl<'a> Node<'a> {
+    /// The chart and every chart in its `charts/`, as loaded.
+    pub fn new(chart: &'a Chart) -> Node<'a> {
+        let mut metadata = chart.metadata.clone();
+        // A v1 chart lists its dependencies in requirements.yaml (Helm reads it for v2 too).
+        if let Some(reqs) = chart
+            .files
+            .get("requirements.yaml")
+            .and_then(|t| crate::yaml::parse_value(t))
+            .and_then(|v| v.get("dependencies").cloned())
+        {
+            if let Value::Object(m) = &mut metadata {
+                m.insert("dependencies".into(), reqs);
+            }
+        }
+        let reqs = metadata
+            .get("dependencies")
+            .and_then(Value::as_array)
+            .map(|list| list.iter().map(Dependency::parse).collect());
+        Node {
+            chart,
+            values: match &chart.values {
+                Value::Object(_) => chart.values.clone(),
+                _ => Value::Object(Map::new()),
+            },
+            metadata,
+            reqs,
+            deps: chart.dependencies.iter().map(Node::new).collect(),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        self.metadata
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+
+    fn version(&self) -> &str {
+        self.metadata
+            .get("version")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+
+    pub fn is_library(&self) -> bool {
+        self.metadata.get("type").and_then(Value::as_str) == Some("library")
+    }
+}
+
+/// `IsCompatibleRange`: whether `version` satisfies the constraint (an empty or bad
+/// constraint matches nothing, as Masterminds/semver refuses to parse it).
+fn compatible(constraint: &str, version: &str) -> bool {
+    !constraint.trim().is_empty() && semver_compare(constraint, version).unwrap_or(false)
+}
+
+/// `ProcessDependenciesWithMerge`: what `helm install`/`template` does before coalescing.
+pub fn process(root: &mut Node, user: &Value) -> Result<(), String> {
+    process_enabled(root, user, "")?;
+    process_import_values(root)
+}
+
+fn process_enabled(c: &mut Node, v: &Value, path: &str) -> Result<(), String> {
+    let Some(mut reqs) = c.reqs.take() else {
+        return Ok(());
+    };
+    let existing = std::mem::take(&mut c.deps);
+    // Charts in charts/ that no dependency names are kept as they are.
+    let mut chart_deps: Vec<Node> = existing
+        .iter()
+        .filter(|e| {
+            !reqs
+                .iter()
+                .any(|r| e.name() == r.name && compatible(&r.version, e.version()))
+        })
+        .cloned()
+        .collect();
+    for req in &mut reqs {
+        if let Some(found) = existing
+            .iter()
+            .find(|e| e.name() == req.name && compatible(&req.version, e.version()))
+        {
+            let mut dep = found.clone();
+            if !req.alias.is_empty() {
+                if let Value::Object(m) = &mut dep.metadata {
+                    m.insert("name".into(), Value::String(req.alias.clone()));
+                }
+            }
+            chart_deps.push(dep);
+        }
+        if !req.alias.is_empty() {
+            req.name = req.alias.clone();
+        }
+        req.enabled = true;
+    }
+    c.deps = chart_deps;
+    c.reqs = Some(reqs);
+    let cvals = coalesce_values(c, v, false)?;
+    let reqs = c.reqs.as_mut().map(std::mem::take).unwrap_or_default();
+    let reqs = with_tags(reqs, &cvals);
+    let reqs = with_conditions(reqs, &cvals, path);
+    let disabled: Vec<String> = reqs
+        .iter()
+        .filter(|r| !r.enabled)
+        .map(|r| r.name.clone())
+        .collect();
+    c.deps.retain(|d| !disabled.iter().any(|n| n == d.name()));
+    let cvals = Value::Object(cvals);
+    for dep in &mut c.deps {
+        let sub = format!("{path}{}.", dep.name());
+        process_enabled(dep, &cvals, &sub)?;
+    }
+    c.reqs = Some(
+        reqs.into_iter()
+            .filter(|r| !disabled.contains(&r.name))
+            .collect(),
+    );
+    Ok(())
+}
+
+/// `processDependencyTags`: a dependency with only false tags is disabled; one with a true
+/// tag (or no tag set) enabled.
+fn with_tags(mut reqs: Vec<Dependency>, cvals: &Map<String, Value>) -> Vec<Dependency> {
+    let Some(tags) = table(cvals, "tags") else {
+        return reqs;
+    };
+    for req in &mut reqs {
+        let (mut has_true, mut has_false) = (false, false);
+        for tag in &req.tags {
+            match tags.get(tag) {
+                Some(Value::Bool(true)) => has_true = true,
+                Some(Value::Bool(false)) => has_false = true,
+                _ => {}
+            }
+        }
+        // Only false tags disable; a true tag, or no tag set, enables.
+        req.enabled = has_true || !has_false;
+    }
+    reqs
+}
+
+/// `processDependencyConditions`: the first condition path that holds a bool decides.
+fn with_conditions(
+    mut reqs: Vec<Dependency>,
+    cvals: &Map<String, Value>,
+    path: &str,
+) -> Vec<Dependency> {
+    for req in &mut reqs {
+        for condition in req.condition.trim().split(',') {
+            if condition.is_empty() {
+                continue;
+            }
+            if let Some(Value::Bool(b)) = path_value(cvals, &format!("{path}{condition}")) {
+                req.enabled = *b;
+                break;
+            }
+        }
+    }
+    reqs
+}
+
+/// `processDependencyImportValues` with merge: children first, then each chart's
+/// `import-values` under its own values (which win).
+fn process_import_values(c: &mut Node) -> Result<(), String> {
+    for dep in &mut c.deps {
+        process_import_values(dep)?;
+    }
+    let Some(mut reqs) = c.reqs.take() else {
+        return Ok(());
+    };
+    let cvals = coalesce_values(c, &Value::Object(Map::new()), true)?;
+    let mut imported = Map::new();
+    for req in &mut reqs {
+        let mut normalized = Vec::new();
+        for iv in &req.import_values {
+            let (child, parent) = match iv {
+                Value::Object(m) => (
+                    m.get("child").and_then(Value::as_str).unwrap_or(""),
+                    m.get("parent").and_then(Value::as_str).unwrap_or(""),
+                ),
+                Value::String(s) => {
+                    normalized
+                        .push(serde_json::json!({"child": format!("exports.{s}"), "parent": "."}));
+                    if let Some(t) = table(&cvals, &format!("{}.exports.{s}", req.name)) {
+                        imported = merge_tables(imported, t.clone());
+                    }
+                    continue;
+                }
+                _ => continue,
+            };
+            normalized.push(serde_json::json!({"child": child, "parent": parent}));
+            if let Some(t) = table(&cvals, &format!("{}.{child}", req.name)) {
+                imported = merge_tables(imported, path_to_map(parent, t.clone()));
+            }
+        }
+        req.import_values = normalized;
+    }
+    c.reqs = Some(reqs);
+    c.values = Value::Object(merge_tables(cvals, imported));
+    Ok(())
+}
+
+/// Helm's `ValidateAgainstSchema` walks the same tree; the values of a subchart are those
+/// under its name.
+pub fn sub_values<'v>(
+    values: &'v Map<String, Value>,
+    name: &str,
+) -> Option<&'v Map<String, Value>> {
+    values.get(name).and_then(Value::as_object)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::helm::chart::Chart;
+    use crate::helm::values::coalesce_values;
+    use serde_json::json;
+
+    fn chart(metadata: Value, values: Value, deps: Vec<Chart>) -> Chart {
+        Chart {
+            metadata,
+            values,
+            dependencies: deps,
+            ..Chart::default()
+        }
+    }
+
+    fn tree() -> Chart {
+        let leaf = chart(
+            json!({"name": "leaf", "version": "0.1.0"}),
+            json!({"exports": {"data": {"leafPort": 1}}, "global": {"tier": "leaf"}}),
+            vec![],
+        );
+        let mid = chart(
+            json!({"name": "mid", "version": "1.0.0", "dependencies": [
+                {"name": "leaf", "version": "0.x", "condition": "leaf.enabled", "import-values": ["data"]}
+            ]}),
+            json!({"leaf": {"enabled": false}, "own": "mid"}),
+            vec![leaf],
+        );
+        chart(
+            json!({"name": "top", "version": "1.0.0", "dependencies": [
+                {"name": "mid", "version": ">=1.0.0", "alias": "middle"}
+            ]}),
+            json!({"global": {"tier": "top"}, "middle": {"own": "from-top"}}),
+            vec![mid],
+        )
+    }
+
+    fn names(node: &Node) -> Vec<String> {
+        let mut out = vec![node.name().to_string()];
+        for d in &node.deps {
+            out.extend(names(d).into_iter().map(|n| format!("{}/{n}", node.name())));
+        }
+        out
+    }
+
+    #[test]
+    fn nested_conditions_read_their_full_path() {
+        let top = tree();
+        let mut root = Node::new(&top);
+        process(&mut root, &json!({})).unwrap();
+        assert_eq!(
+            names(&root),
+            ["top", "top/middle"],
+            "leaf disabled by mid's default"
+        );
+
+        let user = json!({"middle": {"leaf": {"enabled": true}}});
+        let mut root = Node::new(&top);
+        process(&mut root, &user).unwrap();
+        assert_eq!(names(&root), ["top", "top/middle", "top/middle/leaf"]);
+        // leaf's exports land in mid's values; globals flow down with the parent's winning.
+        let values = coalesce_values(&root, &user, false).unwrap();
+        assert_eq!(values["middle"]["leafPort"], json!(1));
+        assert_eq!(values["middle"]["own"], json!("from-top"));
+        assert_eq!(values["middle"]["leaf"]["global"]["tier"], json!("top"));
+    }
+}

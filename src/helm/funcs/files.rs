@@ -1,0 +1,151 @@
+//! The methods of Helm's `.Files` (helm/helm `pkg/engine/files.go`): `Get`, `GetBytes`,
+//! `Glob` (gobwas/glob with `/` as separator), `Lines`, `AsConfig`, `AsSecrets`. `.Files`
+//! is a map of path to text; `GetBytes` gives the text too (tend's values have no byte
+//! slices; `b64enc` and friends treat both alike).
+
+use super::{goyaml, want_str};
+use crate::helm::template::builtins::exact;
+use crate::helm::template::{CallError, Engine, Value};
+use base64::Engine as _;
+use std::collections::BTreeMap;
+
+fn files_of(v: &Value, method: &str) -> Result<BTreeMap<String, Value>, CallError> {
+    match v {
+        Value::Map(m) => Ok(m.borrow().clone()),
+        _ => Err(format!("{method} needs .Files").into()),
+    }
+}
+
+/// Helm's `toYAML` of a map of base names to text, without the final newline.
+fn as_yaml(files: BTreeMap<String, Value>, encode: bool) -> Value {
+    let mut by_name = BTreeMap::new();
+    for (path, text) in files {
+        let base = path.rsplit('/').next().unwrap_or(&path).to_string();
+        let text = text.as_str().unwrap_or("").to_string();
+        let text = if encode {
+            base64::engine::general_purpose::STANDARD.encode(text)
+        } else {
+            text
+        };
+        by_name.insert(base, Value::str(text));
+    }
+    let text = goyaml::to_yaml(&Value::map(by_name));
+    Value::str(text.strip_suffix('\n').unwrap_or(&text))
+}
+
+pub fn register(engine: &mut Engine) {
+    // A file's text, "" when the chart has no such file.
+    let get: crate::helm::template::Func = |_, args| {
+        let [files, path] = exact::<2>(args, "Get")?;
+        let found = files_of(&files, "Get")?.get(want_str(&path)?).cloned();
+        Ok(found.unwrap_or_else(|| Value::str("")))
+    };
+    engine.register_method("Get", get);
+    engine.register_method("GetBytes", get);
+    engine.register_method("Glob", |_, args| {
+        let [files, pattern] = exact::<2>(args, "Glob")?;
+        let pattern = want_str(&pattern)?.to_string();
+        let matched = files_of(&files, "Glob")?
+            .into_iter()
+            .filter(|(path, _)| glob(&pattern, path))
+            .collect();
+        Ok(Value::map(matched))
+    });
+    engine.register_method("Lines", |_, args| {
+        let [files, path] = exact::<2>(args, "Lines")?;
+        let files = files_of(&files, "Lines")?;
+        let Some(text) = files.get(want_str(&path)?).and_then(Value::as_str) else {
+            return Ok(Value::list(Vec::new()));
+        };
+        let text = text.strip_suffix('\n').unwrap_or(text);
+        Ok(Value::list(text.split('\n').map(Value::str).collect()))
+    });
+    engine.register_method("AsConfig", |_, args| {
+        let [files] = exact::<1>(args, "AsConfig")?;
+        Ok(as_yaml(files_of(&files, "AsConfig")?, false))
+    });
+    engine.register_method("AsSecrets", |_, args| {
+        let [files] = exact::<1>(args, "AsSecrets")?;
+        Ok(as_yaml(files_of(&files, "AsSecrets")?, true))
+    });
+}
+
+/// gobwas/glob compiled with `/` as separator: `*` and `?` stay within a path element,
+/// `**` crosses them, `[...]`/`[!...]` classes, `{a,b}` alternatives, `\\` escapes.
+pub fn glob(pattern: &str, path: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let n: Vec<char> = path.chars().collect();
+    matches(&p, &n)
+}
+
+fn matches(p: &[char], n: &[char]) -> bool {
+    match p.first() {
+        None => n.is_empty(),
+        Some('*') if p.get(1) == Some(&'*') => (0..=n.len()).any(|i| matches(&p[2..], &n[i..])),
+        Some('*') => {
+            for i in 0..=n.len() {
+                if matches(&p[1..], &n[i..]) {
+                    return true;
+                }
+                if i < n.len() && n[i] == '/' {
+                    return false;
+                }
+            }
+            false
+        }
+        Some('?') => !n.is_empty() && n[0] != '/' && matches(&p[1..], &n[1..]),
+        Some('{') => {
+            let Some(close) = p.iter().position(|&c| c == '}') else {
+                return !n.is_empty() && n[0] == '{' && matches(&p[1..], &n[1..]);
+            };
+            let rest = &p[close + 1..];
+            p[1..close].split(|&c| c == ',').any(|alt| {
+                let mut whole = alt.to_vec();
+                whole.extend_from_slice(rest);
+                matches(&whole, n)
+            })
+        }
+        Some('[') => {
+            let Some(close) = p.iter().skip(1).position(|&c| c == ']').map(|i| i + 1) else {
+                return !n.is_empty() && n[0] == '[' && matches(&p[1..], &n[1..]);
+            };
+            let Some(&c) = n.first() else { return false };
+            let class = &p[1..close];
+            let (negated, class) = match class.first() {
+                Some('!') => (true, &class[1..]),
+                _ => (false, class),
+            };
+            let mut found = false;
+            let mut i = 0;
+            while i < class.len() {
+                if i + 2 < class.len() && class[i + 1] == '-' {
+                    found |= class[i] <= c && c <= class[i + 2];
+                    i += 3;
+                } else {
+                    found |= class[i] == c;
+                    i += 1;
+                }
+            }
+            found != negated && c != '/' && matches(&p[close + 1..], &n[1..])
+        }
+        Some('\\') if p.len() > 1 => !n.is_empty() && n[0] == p[1] && matches(&p[2..], &n[1..]),
+        Some(&c) => !n.is_empty() && n[0] == c && matches(&p[1..], &n[1..]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::glob;
+
+    #[test]
+    fn globs_as_helm_matches_files() {
+        assert!(glob("files/*", "files/a.conf"));
+        assert!(!glob("files/*", "files/sub/a.conf"));
+        assert!(glob("files/**", "files/sub/a.conf"));
+        assert!(glob("**.conf", "files/sub/a.conf"));
+        assert!(glob("files/*.{conf,ini}", "files/a.ini"));
+        assert!(glob("files/[a-c].txt", "files/b.txt"));
+        assert!(!glob("files/[!a-c].txt", "files/b.txt"));
+        assert!(glob("files/?.txt", "files/x.txt"));
+    }
+}

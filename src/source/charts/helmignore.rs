@@ -1,0 +1,229 @@
+//! `.helmignore`, with Helm's own rules (helm/helm `pkg/ignore`), which are not gitignore's:
+//! Go's `filepath.Match` globs, a pattern without `/` matches the base name, one with `/`
+//! the whole path, a trailing `/` only directories, `**` is refused, the first matching
+//! rule decides, and a `!` rule ignores every path it does *not* match.
+
+/// The file's name, in a chart's root.
+pub const FILE: &str = ".helmignore";
+
+struct Pattern {
+    glob: String,
+    negate: bool,
+    must_dir: bool,
+    /// Matches the base name only (no `/` in the pattern).
+    base_only: bool,
+}
+
+pub struct Rules {
+    patterns: Vec<Pattern>,
+}
+
+impl Default for Rules {
+    /// Helm's defaults: dotfiles in `templates/` are ignored.
+    fn default() -> Self {
+        let mut rules = Rules {
+            patterns: Vec::new(),
+        };
+        rules.add("templates/.?*");
+        rules
+    }
+}
+
+impl Rules {
+    /// The rules of a `.helmignore` (after the defaults), or the 1-based line of a bad one.
+    pub fn parse(text: &str) -> Result<Rules, (usize, String)> {
+        let mut rules = Rules::default();
+        for (i, line) in text.lines().enumerate() {
+            let rule = line.trim();
+            if rule.is_empty() || rule.starts_with('#') {
+                continue;
+            }
+            if rule.contains("**") {
+                return Err((
+                    i + 1,
+                    format!("{rule:?}: double-star (**) syntax is not supported by Helm's .helmignore; write one pattern per directory level"),
+                ));
+            }
+            if !valid_glob(rule) {
+                return Err((
+                    i + 1,
+                    format!("{rule:?} is not a valid pattern (syntax error in pattern)"),
+                ));
+            }
+            rules.add(rule);
+        }
+        Ok(rules)
+    }
+
+    fn add(&mut self, rule: &str) {
+        let (negate, rule) = match rule.strip_prefix('!') {
+            Some(r) => (true, r),
+            None => (false, rule),
+        };
+        let (must_dir, rule) = match rule.strip_suffix('/') {
+            Some(r) => (true, r),
+            None => (false, rule),
+        };
+        let base_only = !rule.contains('/');
+        self.patterns.push(Pattern {
+            glob: rule.trim_start_matches('/').to_string(),
+            negate,
+            must_dir,
+            base_only,
+        });
+    }
+
+    /// Whether `path` (relative to the chart, `/`-separated) is ignored.
+    pub fn ignore(&self, path: &str, is_dir: bool) -> bool {
+        if path.is_empty() || path == "." || path == "./" {
+            return false;
+        }
+        for p in &self.patterns {
+            let name = if p.base_only {
+                path.rsplit('/').next().unwrap_or(path)
+            } else {
+                path
+            };
+            if p.negate {
+                if (p.must_dir && !is_dir) || !glob_match(&p.glob, name) {
+                    return true;
+                }
+                continue;
+            }
+            if p.must_dir && !is_dir {
+                continue;
+            }
+            if glob_match(&p.glob, name) {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+fn valid_glob(pattern: &str) -> bool {
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.next().is_none() => return false,
+            '[' => {
+                let mut closed = false;
+                let mut first = true;
+                for c in chars.by_ref() {
+                    if c == ']' && !first {
+                        closed = true;
+                        break;
+                    }
+                    first = c == '^' && first;
+                }
+                if !closed {
+                    return false;
+                }
+            }
+            _ => {}
+        }
+    }
+    true
+}
+
+/// Go's `filepath.Match` (Unix): `*` and `?` never match `/`, `[a-z]`/`[^...]` classes,
+/// `\` escapes.
+pub fn glob_match(pattern: &str, name: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    matches(&p, &n)
+}
+
+fn matches(p: &[char], n: &[char]) -> bool {
+    match p.first() {
+        None => n.is_empty(),
+        Some('*') => {
+            let rest = &p[1..];
+            for i in 0..=n.len() {
+                if matches(rest, &n[i..]) {
+                    return true;
+                }
+                if i < n.len() && n[i] == '/' {
+                    return false;
+                }
+            }
+            false
+        }
+        Some('?') => !n.is_empty() && n[0] != '/' && matches(&p[1..], &n[1..]),
+        Some('[') => {
+            let Some(&c) = n.first() else { return false };
+            if c == '/' {
+                return false;
+            }
+            let mut i = 1;
+            let negated = p.get(1) == Some(&'^');
+            if negated {
+                i += 1;
+            }
+            let mut found = false;
+            let mut first = true;
+            while i < p.len() && (p[i] != ']' || first) {
+                first = false;
+                let lo = if p[i] == '\\' && i + 1 < p.len() {
+                    i += 1;
+                    p[i]
+                } else {
+                    p[i]
+                };
+                if i + 2 < p.len() && p[i + 1] == '-' && p[i + 2] != ']' {
+                    if lo <= c && c <= p[i + 2] {
+                        found = true;
+                    }
+                    i += 3;
+                } else {
+                    if lo == c {
+                        found = true;
+                    }
+                    i += 1;
+                }
+            }
+            if i >= p.len() || found == negated {
+                return false;
+            }
+            matches(&p[i + 1..], &n[1..])
+        }
+        Some('\\') if p.len() > 1 => !n.is_empty() && n[0] == p[1] && matches(&p[2..], &n[1..]),
+        Some(&c) => !n.is_empty() && n[0] == c && matches(&p[1..], &n[1..]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs_as_go_matches_them() {
+        assert!(glob_match("*.txt", "a.txt"));
+        assert!(!glob_match("*.txt", "d/a.txt"));
+        assert!(glob_match("d/*.txt", "d/a.txt"));
+        assert!(glob_match("a?c", "abc"));
+        assert!(glob_match("[a-c]x", "bx"));
+        assert!(!glob_match("[^a-c]x", "bx"));
+        assert!(glob_match(".?*", ".git"));
+        assert!(!glob_match(".?*", "."));
+    }
+
+    #[test]
+    fn helm_rules() {
+        let rules = Rules::parse("# comment\n*.bak\nsecrets/\n/top.txt\nci/*.yaml\n").unwrap();
+        assert!(rules.ignore("x.bak", false));
+        assert!(rules.ignore("templates/x.bak", false));
+        assert!(rules.ignore("secrets", true));
+        assert!(!rules.ignore("secrets", false));
+        assert!(rules.ignore("top.txt", false));
+        assert!(rules.ignore("ci/a.yaml", false));
+        assert!(!rules.ignore("ci/sub/a.yaml", false));
+        assert!(rules.ignore("templates/.hidden.yaml", false));
+        assert!(!rules.ignore("templates/a.yaml", false));
+        assert!(Rules::parse("a/**/b\n").is_err_and(|(line, _)| line == 1));
+        // Helm's `!` rule: every path it does not match is ignored.
+        let negated = Rules::parse("!keep.txt\n").unwrap();
+        assert!(negated.ignore("other.txt", false));
+        assert!(!negated.ignore("keep.txt", false));
+    }
+}

@@ -1,0 +1,207 @@
+//! `spec.valuesFiles`: values files relative to the HelmChart's file, applied in order under
+//! `spec.values` (as `helm template -f a -f b --set ...`); SOPS-encrypted ones decrypted with
+//! the run's keys, their plaintext kept out of everything tend prints.
+
+use super::{chart_site, DEPLOYMENT, RELEASE};
+use crate::common::*;
+use crate::kinds::cluster_with_crds;
+use crate::sops::encryptor::{encrypt_yaml, Rules, TEST_IDENTITY, TEST_RECIPIENT};
+use serde_json::json;
+
+const WITH_FILES: &str = "\
+apiVersion: tend.dev/v1alpha1
+kind: HelmChart
+metadata:
+  name: store
+  namespace: shop
+spec:
+  chart: ../charts/shop
+  valuesFiles:
+    - values/base.yaml
+    - values/prod.yaml
+  values:
+    image:
+      tag: \"1.27\"
+";
+
+fn deployment(objects: &[serde_json::Value]) -> serde_json::Value {
+    objects
+        .iter()
+        .find(|o| o["kind"] == "Deployment")
+        .cloned()
+        .expect("a Deployment")
+}
+
+#[test]
+fn values_files_apply_in_order_under_inline_values_and_are_not_manifests() {
+    let cluster = cluster_with_crds();
+    let dir = chart_site(WITH_FILES, DEPLOYMENT);
+    write(&dir, "apps/values/base.yaml", "replicas: 2\nimage:\n  tag: \"1.25\"\n  repository: registry.example.com/nginx\nresources: null\n");
+    write(&dir, "apps/values/prod.yaml", "replicas: 5\n");
+
+    let (code, stdout, stderr) = run(tend().arg("render").arg("--repo").arg(dir.path()));
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let deploy = deployment(&parse_stream(&stdout));
+    assert_eq!(deploy["spec"]["replicas"], 5, "the later file wins");
+    let container = &deploy["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(
+        container["image"], "registry.example.com/nginx:1.27",
+        "spec.values wins over every file; maps merge"
+    );
+    assert!(
+        container["resources"].is_null(),
+        "null in a values file removes the chart's default (toYaml of nothing is null): {container}"
+    );
+
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["apply"]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let live = get(&cluster, "apps", "deployments", "shop", "store-shop").expect("applied");
+    assert_eq!(live["spec"]["replicas"], 5);
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["diff"]);
+    assert_eq!(code, 0, "in sync:\n{stdout}\n{stderr}");
+
+    // A changed values file is a difference.
+    write(&dir, "apps/values/prod.yaml", "replicas: 6\n");
+    let (code, stdout, _) = tend_on(&cluster, dir.path(), &["diff"]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(stdout.contains("replicas"), "{stdout}");
+}
+
+fn write(dir: &tempfile::TempDir, name: &str, text: &str) {
+    let path = dir.path().join(name);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+#[test]
+fn a_missing_or_outside_values_file_is_refused_at_the_helm_chart_line() {
+    let cluster = cluster_with_crds();
+    let dir = chart_site(WITH_FILES, DEPLOYMENT);
+    write(&dir, "apps/values/base.yaml", "replicas: 2\n");
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["apply"]);
+    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    assert!(stderr.contains("apps/store.yaml:10"), "{stderr}");
+    assert!(stderr.contains("spec.valuesFiles[1]"), "{stderr}");
+    assert!(stderr.contains("\"apps/values/prod.yaml\""), "{stderr}");
+    assert!(stderr.contains("no such file"), "{stderr}");
+    assert!(object_writes(&cluster).is_empty(), "nothing written");
+
+    let outside = WITH_FILES.replace("values/prod.yaml", "../../prod.yaml");
+    let dir = chart_site(&outside, DEPLOYMENT);
+    write(&dir, "apps/values/base.yaml", "replicas: 2\n");
+    let (code, _, stderr) = run(tend().arg("render").arg("--repo").arg(dir.path()));
+    assert_eq!(code, 2);
+    assert!(stderr.contains("outside the repository"), "{stderr}");
+
+    // A values file that is not a map of values names its own line.
+    let dir = chart_site(WITH_FILES, DEPLOYMENT);
+    write(&dir, "apps/values/base.yaml", "replicas: 2\n");
+    write(&dir, "apps/values/prod.yaml", "- a\n- b\n");
+    let (code, _, stderr) = run(tend().arg("render").arg("--repo").arg(dir.path()));
+    assert_eq!(code, 2);
+    assert!(stderr.contains("apps/values/prod.yaml:1"), "{stderr}");
+    assert!(stderr.contains("must hold a map of values"), "{stderr}");
+}
+
+const SECRET_TEMPLATE: &str = "apiVersion: v1
+kind: Secret
+metadata:
+  name: {{ .Release.Name }}-db
+stringData:
+  password: {{ .Values.db.password | quote }}
+";
+
+const PASSWORD: &str = "helm-s0ps-canary-93b1";
+
+fn sops_site(extra_template: Option<&str>) -> tempfile::TempDir {
+    let release = RELEASE.replace(
+        "  values:\n",
+        "  valuesFiles:\n    - secrets.enc.yaml\n  values:\n",
+    );
+    let dir = chart_site(&release, DEPLOYMENT);
+    write(&dir, "charts/shop/templates/secret.yaml", SECRET_TEMPLATE);
+    if let Some(t) = extra_template {
+        write(&dir, "charts/shop/templates/leak.yaml", t);
+    }
+    let encrypted = encrypt_yaml(
+        &[json!({"db": {"password": PASSWORD, "user": "shop"}})],
+        TEST_RECIPIENT,
+        &Rules {
+            encrypted_regex: Some("^password$".into()),
+            ..Rules::default()
+        },
+        7,
+    );
+    write(&dir, "apps/secrets.enc.yaml", &encrypted);
+    dir
+}
+
+fn keyed(cmd: &mut assert_cmd::Command) -> &mut assert_cmd::Command {
+    let home = tempfile::tempdir().unwrap().keep();
+    cmd.env("SOPS_AGE_KEY", TEST_IDENTITY)
+        .env_remove("SOPS_AGE_KEY_FILE")
+        .env("XDG_CONFIG_HOME", home.join("config"))
+}
+
+#[test]
+fn a_sops_encrypted_values_file_is_decrypted_and_its_plaintext_never_shown() {
+    let cluster = cluster_with_crds();
+    let dir = sops_site(None);
+    let (code, stdout, stderr) = run(keyed(&mut tend())
+        .args(["apply", "--repo"])
+        .arg(dir.path())
+        .arg("--kubeconfig")
+        .arg(cluster.kubeconfig_path()));
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(!stdout.contains(PASSWORD) && !stderr.contains(PASSWORD));
+    let live = get(&cluster, "", "secrets", "shop", "store-db").expect("applied");
+    let data = live["data"]["password"]
+        .as_str()
+        .map(String::from)
+        .or_else(|| live["stringData"]["password"].as_str().map(String::from));
+    let data = data.expect("password");
+    use base64::Engine as _;
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(&data)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or(data);
+    assert_eq!(decoded, PASSWORD, "the Secret holds the decrypted value");
+
+    // Without a key: the values file is the problem, nothing is written.
+    let cluster = cluster_with_crds();
+    let home = tempfile::tempdir().unwrap();
+    let (code, stdout, stderr) = run(tend()
+        .env_remove("SOPS_AGE_KEY")
+        .env_remove("SOPS_AGE_KEY_FILE")
+        .env("XDG_CONFIG_HOME", home.path().join("config"))
+        .env("HOME", home.path())
+        .args(["apply", "--repo"])
+        .arg(dir.path())
+        .arg("--kubeconfig")
+        .arg(cluster.kubeconfig_path()));
+    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    assert!(stderr.contains("apps/secrets.enc.yaml:"), "{stderr}");
+    assert!(stderr.contains("no available key"), "{stderr}");
+    assert!(stderr.contains("a values file of a HelmChart"), "{stderr}");
+    assert!(object_writes(&cluster).is_empty());
+}
+
+#[test]
+fn encrypted_values_may_not_reach_objects_tend_prints_in_plain_text() {
+    let leak = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: leak\ndata:\n  dsn: \"postgres://shop:{{ .Values.db.password }}@db\"\n";
+    let dir = sops_site(Some(leak));
+    let (code, stdout, stderr) = run(keyed(&mut tend())
+        .args(["render", "--repo"])
+        .arg(dir.path()));
+    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    assert!(
+        !stdout.contains(PASSWORD) && !stderr.contains(PASSWORD),
+        "{stderr}"
+    );
+    assert!(stderr.contains("apps/store.yaml:"), "{stderr}");
+    assert!(
+        stderr.contains("ConfigMap leak (templates/leak.yaml)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("Secrets only"), "{stderr}");
+}
