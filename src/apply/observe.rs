@@ -34,7 +34,7 @@ pub struct Observed {
 }
 
 /// How observation treats a desired object's live state.
-pub trait Settle: Sync {
+pub trait LiveFilter: Sync {
     /// Whether the live object already is as desired (the fast path).
     fn unchanged(&self, key: &ObjectKey, live: &Value) -> bool;
     /// Whether the live object is needed after planning even when unchanged.
@@ -55,7 +55,7 @@ pub async fn observe(
     prepared: &[Prepared],
     opts: &EngineOptions,
     applyset_id: &str,
-    settle: &dyn Settle,
+    filter: &dyn LiveFilter,
 ) -> Result<Observed, EngineError> {
     let secret = session.core("Secret")?;
     let parent = cluster::get(
@@ -114,7 +114,7 @@ pub async fn observe(
     let take = |item: Value| {
         let key = key_of(&item);
         if let Ok(mut o) = observed.lock() {
-            o.take(key, item, &desired, settle);
+            o.take(key, item, &desired, filter);
         }
     };
     let lists = stream::iter(scans.iter().map(|scan| {
@@ -197,13 +197,13 @@ impl Observed {
         key: ObjectKey,
         item: Value,
         desired: &HashSet<ObjectKey>,
-        settle: &dyn Settle,
+        filter: &dyn LiveFilter,
     ) {
         if desired.contains(&key) {
             self.existing.insert(key.clone());
-            if settle.unchanged(&key, &item) {
+            if filter.unchanged(&key, &item) {
                 self.unchanged.insert(key.clone());
-                if !settle.keep(&key) {
+                if !filter.keep(&key) {
                     return;
                 }
             }
