@@ -47,10 +47,10 @@ async fn observe_and_plan(
             served: p.resource.is_some(),
         })
         .collect();
-    let settle = FastPath {
+    let filter = FastPath {
         desired: inputs.iter().map(|d| (d.object.key(), *d)).collect(),
     };
-    let observed = observe::observe(session, prepared, opts, &id, &settle, ahead).await?;
+    let observed = observe::observe(session, prepared, opts, &id, &filter, ahead).await?;
     let needs_server: BTreeSet<ObjectKey> = inputs
         .iter()
         .map(|d| (d, d.object.key()))
@@ -82,7 +82,7 @@ struct FastPath<'a> {
     desired: HashMap<ObjectKey, Desired<'a>>,
 }
 
-impl observe::Settle for FastPath<'_> {
+impl observe::LiveFilter for FastPath<'_> {
     fn unchanged(&self, key: &ObjectKey, live: &Value) -> bool {
         self.desired
             .get(key)
@@ -311,7 +311,13 @@ async fn apply_planned(
     };
     report.errors.extend(errors);
 
-    stages::settle_pending(&mut report, &plan, &applied, prepared, &observed.live);
+    stages::changes_of_applies_without_dry_run(
+        &mut report,
+        &plan,
+        &applied,
+        prepared,
+        &observed.live,
+    );
 
     // Prune, in reverse stage order, after everything else.
     let mut still_members: Vec<ObjectKey> = plan.kept.keys().cloned().collect();

@@ -35,7 +35,7 @@ pub struct Observed {
 }
 
 /// How observation treats a desired object's live state.
-pub trait Settle: Sync {
+pub trait LiveFilter: Sync {
     /// Whether the live object already is as desired (the fast path).
     fn unchanged(&self, key: &ObjectKey, live: &Value) -> bool;
     /// Whether the live object is needed after planning even when unchanged.
@@ -50,7 +50,7 @@ pub async fn observe(
     prepared: &[Prepared],
     opts: &EngineOptions,
     applyset_id: &str,
-    settle: &dyn Settle,
+    filter: &dyn LiveFilter,
     ahead: Option<ReadAhead>,
 ) -> Result<Observed, EngineError> {
     let (parent, ahead_lists) = match ahead {
@@ -107,7 +107,7 @@ pub async fn observe(
     let take = |item: Value| {
         let key = key_of(&item);
         if let Ok(mut o) = observed.lock() {
-            o.take(key, item, &desired, settle);
+            o.take(key, item, &desired, filter);
         }
     };
     let lists = stream::iter(scans.iter().map(|scan| {
@@ -193,13 +193,13 @@ impl Observed {
         key: ObjectKey,
         item: Value,
         desired: &HashSet<ObjectKey>,
-        settle: &dyn Settle,
+        filter: &dyn LiveFilter,
     ) {
         if desired.contains(&key) {
             self.existing.insert(key.clone());
-            if settle.unchanged(&key, &item) {
+            if filter.unchanged(&key, &item) {
                 self.unchanged.insert(key.clone());
-                if !settle.keep(&key) {
+                if !filter.keep(&key) {
                     return;
                 }
             }

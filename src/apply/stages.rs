@@ -185,7 +185,7 @@ pub async fn apply_stages(
 
 /// Objects applied without a dry run: the diff is live vs what the server returned (unchanged
 /// when equal), the desired object when the apply failed; replaced objects are replaces.
-pub fn settle_pending(
+pub fn changes_of_applies_without_dry_run(
     report: &mut RunReport,
     plan: &Plan,
     applied: &Applied,

@@ -17,12 +17,16 @@ pub mod config_hash;
 mod decrypt;
 pub mod file_modes;
 mod helm_charts;
+mod options;
 pub mod policy;
 pub mod tend_kinds;
 pub mod validate;
 pub mod waves;
 
 pub use complete::complete;
+pub use options::{RenderOptions, CLUSTERS_ANNOTATION};
+
+use options::is_targeted;
 
 use crate::helm::chart::Charts;
 use crate::kinds::registry_mirror::HostPorts;
@@ -36,34 +40,6 @@ use crate::source::SourceFile;
 use crate::yaml;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Arc;
-
-/// Annotation limiting a document to some clusters: `tend.dev/clusters: "dc1,dc2"`.
-pub const CLUSTERS_ANNOTATION: &str = "tend.dev/clusters";
-
-#[derive(Debug, Clone)]
-pub struct RenderOptions {
-    /// The cluster being rendered for (`--cluster`); targeted documents need it to match.
-    pub cluster: Option<String>,
-    /// Namespace given to namespaced objects that have none (`--namespace`).
-    pub default_namespace: String,
-    /// Keys for SOPS-encrypted files (README "Encrypted secrets (SOPS)"); none by default.
-    pub keys: Arc<Keys>,
-    /// Seed of the random functions of Helm charts (`randAlphaNum`, ...): chosen at random
-    /// by each run, so their values are never predictable (and change from run to run).
-    pub helm_seed: u64,
-}
-
-impl Default for RenderOptions {
-    fn default() -> Self {
-        RenderOptions {
-            cluster: None,
-            default_namespace: "default".into(),
-            keys: Arc::default(),
-            helm_seed: 0,
-        }
-    }
-}
 
 /// The desired state of one run.
 #[derive(Debug, Clone)]
@@ -324,14 +300,6 @@ fn parse_all(
 /// order of `tend render`.
 pub fn sort_for_apply(objects: &mut [Object]) {
     objects.sort_by_cached_key(|o| (builtin::stage_of(o.group(), o.kind()), o.key()));
-}
-
-/// Whether a document's `tend.dev/clusters` annotation admits `cluster`.
-fn is_targeted(object: &Object, cluster: Option<&str>) -> bool {
-    match object.annotation(CLUSTERS_ANNOTATION) {
-        None => true,
-        Some(list) => cluster.is_some_and(|c| list.split(',').map(str::trim).any(|item| item == c)),
-    }
 }
 
 /// (group, kind, namespaced) defined by a CustomResourceDefinition document.

@@ -103,8 +103,9 @@ fn no_module_cycles_in_src() {
     assert!(cycles.is_empty(), "module cycles: {cycles:?}\n{graph:#?}");
 }
 
-/// Circles that stand today, each as the set of files it joins. The test fails when one of
-/// them changes or goes, so this list only shrinks; a new circle is never added to it.
+/// Circles that stand today, each as the set of files it joins, all in code other work is
+/// changing (helm/, sops/). The test fails when one of them changes or goes, so this list
+/// only shrinks; a new circle is never added to it.
 const KNOWN_CIRCLES: &[&[&str]] = &[
     // The Helm renderer's function table and template engine: each mod.rs holds the shared
     // helpers its children call back into.
@@ -114,9 +115,6 @@ const KNOWN_CIRCLES: &[&[&str]] = &[
         "helm/funcs/strings.rs",
     ],
     &["helm/template/builtins.rs", "helm/template/mod.rs"],
-    // render/mod.rs calls render/helm_charts.rs, which calls back for `is_targeted` and
-    // `RenderOptions` (helm_charts.rs is being changed elsewhere).
-    &["render/helm_charts.rs", "render/mod.rs"],
     // SOPS: mod.rs holds `Metadata` and `SopsError`, which the tree walk needs.
     &["sops/metadata.rs", "sops/mod.rs", "sops/tree.rs"],
 ];

@@ -166,7 +166,7 @@ pub fn plan(input: PlanInput<'_>) -> Plan {
                 let answer = input.dry_runs.get(&key).cloned().unwrap_or_else(|| {
                     DryRun::Failed(format!("{key}: no dry-run result (internal error)"))
                 });
-                settle(d.object, live, answer, &mut plan.errors)
+                change_from_dry_run(d.object, live, answer, &mut plan.errors)
             }
         };
         plan.changes.push(change);
@@ -207,7 +207,7 @@ pub fn plan(input: PlanInput<'_>) -> Plan {
 }
 
 /// The change for an object the server dry-ran.
-fn settle(
+fn change_from_dry_run(
     object: &Object,
     live: Option<&Value>,
     answer: DryRun,
@@ -262,7 +262,7 @@ fn settle(
                     policy::ON_IMMUTABLE
                 );
                     let message = crate::problem::with_server_text(message, Some(&server));
-                    settle(object, live, DryRun::Failed(message), errors)
+                    change_from_dry_run(object, live, DryRun::Failed(message), errors)
                 }
             }
         }

@@ -52,8 +52,9 @@ struct FileImports {
     items: BTreeSet<String>,
     /// Paths named by `use` (globs included) and in code; a re-export is not a use.
     paths: Vec<Vec<String>>,
-    /// `pub use a::b::C as D;`: `D` → `a::b::C`; a name passes through such a file.
-    reexports: BTreeMap<String, Vec<String>>,
+    /// `use a::b::C as D;`, public or not: `D` → `a::b::C`. A path that names `D` through
+    /// this file lands where `C` is defined (a re-export is not this file's own use).
+    imported: BTreeMap<String, Vec<String>>,
     /// `pub use a::b::*;`: names the file passes through from `a::b`.
     glob_reexports: Vec<Vec<String>>,
 }
@@ -108,9 +109,14 @@ impl FileImports {
                     match (public, glob) {
                         (true, true) => found.glob_reexports.push(path),
                         (true, false) => {
-                            found.reexports.insert(name, path);
+                            found.imported.insert(name, path);
                         }
-                        (false, _) => found.paths.push(path),
+                        (false, glob) => {
+                            if !glob && inline_modules.is_empty() {
+                                found.imported.insert(name, path.clone());
+                            }
+                            found.paths.push(path);
+                        }
                     }
                 }
                 i = end;
@@ -206,7 +212,7 @@ impl CrateFiles {
         if imports.items.contains(*name) || depth > 8 {
             return Some(file.clone());
         }
-        if let Some(target) = imports.reexports.get(*name) {
+        if let Some(target) = imports.imported.get(*name) {
             let forwarded: Vec<String> = target
                 .iter()
                 .cloned()

@@ -1,0 +1,41 @@
+//! What a render is asked for: the cluster (and which documents target it), the default
+//! namespace, the keys of encrypted files, the seed of Helm's random functions.
+
+use crate::object::Object;
+use crate::sops::Keys;
+use std::sync::Arc;
+
+/// Annotation limiting a document to some clusters: `tend.dev/clusters: "dc1,dc2"`.
+pub const CLUSTERS_ANNOTATION: &str = "tend.dev/clusters";
+
+#[derive(Debug, Clone)]
+pub struct RenderOptions {
+    /// The cluster being rendered for (`--cluster`); targeted documents need it to match.
+    pub cluster: Option<String>,
+    /// Namespace given to namespaced objects that have none (`--namespace`).
+    pub default_namespace: String,
+    /// Keys for SOPS-encrypted files (README "Encrypted secrets (SOPS)"); none by default.
+    pub keys: Arc<Keys>,
+    /// Seed of the random functions of Helm charts (`randAlphaNum`, ...): chosen at random
+    /// by each run, so their values are never predictable (and change from run to run).
+    pub helm_seed: u64,
+}
+
+impl Default for RenderOptions {
+    fn default() -> Self {
+        RenderOptions {
+            cluster: None,
+            default_namespace: "default".into(),
+            keys: Arc::default(),
+            helm_seed: 0,
+        }
+    }
+}
+
+/// Whether a document's `tend.dev/clusters` annotation admits `cluster`.
+pub(super) fn is_targeted(object: &Object, cluster: Option<&str>) -> bool {
+    match object.annotation(CLUSTERS_ANNOTATION) {
+        None => true,
+        Some(list) => cluster.is_some_and(|c| list.split(',').map(str::trim).any(|item| item == c)),
+    }
+}
