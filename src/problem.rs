@@ -29,7 +29,7 @@ impl fmt::Display for Problem {
 
 /// `file:line`; for what a Helm chart rendered (a file named `<file> (chart <name>,
 /// <template>)`), `<file>:<line> (chart <name>, <template>)`, so that `file:line` stays the
-/// HelmChart's own (SPEC 3.6).
+/// HelmChart's own (README "HelmChart — a Helm chart rendered by tend itself").
 pub fn location(file: &Path, line: usize) -> String {
     let text = file.display().to_string();
     match text.split_once(" (chart ") {

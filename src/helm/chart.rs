@@ -5,34 +5,13 @@
 //! Pure: the caller reads the chart's files ([`Chart`]) and supplies the seed for Sprig's
 //! random functions.
 
-use super::deps::{self, Node};
+use super::deps;
 use super::funcs;
+pub use super::node::Chart;
+use super::node::Node;
 use super::template::{Engine, TemplateError, Value};
 use super::values::coalesce_values;
 use std::collections::BTreeMap;
-
-/// A chart's files, as read from its directory.
-#[derive(Debug, Clone, Default)]
-pub struct Chart {
-    /// `Chart.yaml`, as JSON.
-    pub metadata: serde_json::Value,
-    /// `values.yaml`, as JSON (null when the chart has none).
-    pub values: serde_json::Value,
-    /// Every other file, by its path relative to the chart directory (`templates/x.yaml`,
-    /// `crds/a.yaml`, `files/conf.ini`), but those of `charts/`.
-    pub files: BTreeMap<String, String>,
-    /// The charts of `charts/` (directories and `.tgz` archives), by name.
-    pub dependencies: Vec<Chart>,
-}
-
-impl Chart {
-    pub fn name(&self) -> &str {
-        self.metadata
-            .get("name")
-            .and_then(serde_json::Value::as_str)
-            .unwrap_or("")
-    }
-}
 
 /// What the source stage read for the `HelmChart` objects of a repository.
 #[derive(Debug, Clone, Default)]

@@ -1,4 +1,5 @@
-//! Helm charts rendered natively (SPEC 3.6, issue 23): Go's template language
+//! Helm charts rendered natively, as
+//! README "HelmChart — a Helm chart rendered by tend itself" describes: Go's template language
 //! ([`template`]), the functions Helm and Sprig give charts ([`funcs`]) and a chart's render
 //! ([`chart`]). Pure: no I/O.
 
@@ -6,6 +7,7 @@ pub mod chart;
 pub mod deps;
 pub mod funcs;
 pub mod hooks;
+mod node;
 pub mod schema;
 pub mod template;
 pub mod values;

@@ -3,7 +3,7 @@
 //! chart's JSON Schema (draft 7 unless the schema names another). Errors name the chart and
 //! the JSON path of the value, never the value itself (values may come from SOPS files).
 
-use super::deps::Node;
+use super::node::Node;
 use serde_json::{Map, Value};
 
 /// The schema's file in a chart.

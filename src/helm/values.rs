@@ -3,7 +3,7 @@
 //! defaults and down into its subcharts, with globals copied top-down. Values are JSON trees;
 //! Go's maps are unordered, and everything that prints them sorts keys.
 
-use super::deps::Node;
+use super::node::Node;
 use serde_json::{Map, Value};
 
 /// The key of values shared by a chart and all its subcharts.

@@ -1,5 +1,5 @@
 //! SOPS-encrypted files among the desired state: decrypted with the run's keys, or a problem
-//! of the file (SPEC 2). Never applied as they are.
+//! of the file (README "Encrypted secrets (SOPS)"). Never applied as they are.
 
 use crate::problem::Problem;
 use crate::sops::{self, Keys, SopsError};

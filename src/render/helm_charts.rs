@@ -506,7 +506,7 @@ fn pre_hook_jobs(text: &str) -> bool {
 /// tend's prune policy (`plan`'s `PRUNE_ANNOTATION`, which render may not import).
 const PRUNE_ANNOTATION: &str = "tend.dev/prune";
 
-/// A rendered object with Helm's annotations, given tend's. Hooks (SPEC 4): Jobs and Pods of
+/// A rendered object with Helm's annotations, given tend's. Hooks (README "Waves and hooks"): Jobs and Pods of
 /// `pre-install`/`pre-upgrade` become `pre-apply` hooks, of `post-install`/`post-upgrade`
 /// `post-apply` hooks (ordered by `helm.sh/hook-weight`, deleted on success when the delete
 /// policy says `hook-succeeded`). Helm runs pre hooks before the release's objects but after

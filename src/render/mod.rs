@@ -130,7 +130,8 @@ pub fn render_with_charts(
     for (file, doc) in checked {
         let origin = Origin {
             file: file.path.clone(),
-            // What a chart rendered is at its HelmChart's line (SPEC 3.6).
+            // What a chart rendered is at its HelmChart's line, see
+            // README "HelmChart — a Helm chart rendered by tend itself".
             line: charted.lines.get(&file.path).copied().unwrap_or(doc.line),
             generated_by: None,
             sealed: doc.sealed.clone(),

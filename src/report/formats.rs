@@ -2,7 +2,7 @@
 //! for a terminal or CI log), json (the machine report, schema in docs/report-schema.md) and
 //! markdown (merge-request comments, in [`super::markdown`]).
 //!
-//! Sized for CI logs (SPEC 4): text and markdown print one line per created or pruned object
+//! Sized for CI logs (README "What `diff` and `apply` print"): text and markdown print one line per created or pruned object
 //! and a diff per updated one; bodies of created objects only with `--show-creates` (JSON
 //! always has them). Server errors are cut to their cause ([`cut`]) except at `-v` and in JSON.
 //!
@@ -108,7 +108,7 @@ pub struct Shown {
 
 /// Whether a report prints the object's diff under its line: one match arm per action, so a
 /// new action decides here. Creates and prunes are one line (a first apply of a large site
-/// would otherwise print every body; SPEC 4), updates their diff.
+/// would otherwise print every body; README "What `diff` and `apply` print"), updates their diff.
 pub(super) fn shows_body(action: Action, shown: Shown) -> bool {
     match action {
         Action::Create => shown.show_creates,

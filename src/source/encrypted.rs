@@ -2,7 +2,7 @@
 //! `envs:`, in the unit and every base and component it reaches): kustomize would build them
 //! into objects holding ciphertext, so they are decrypted into a private copy of the tree
 //! that kustomize builds instead ([`super::private_copy`]), or the unit is reported and not
-//! built (SPEC 2).
+//! built (README "Encrypted secrets (SOPS)").
 
 use super::kustomize::Unit;
 use super::MAX_FILE_BYTES;

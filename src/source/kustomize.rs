@@ -1,4 +1,4 @@
-//! Kustomize build units (SPEC 2): directories whose `kustomization.yaml` is kustomize's
+//! Kustomize build units (README "Kustomize"): directories whose `kustomization.yaml` is kustomize's
 //! (`kustomize.config.k8s.io`), built with `kustomize build` (or `kubectl kustomize`) instead
 //! of being read file by file.
 //!

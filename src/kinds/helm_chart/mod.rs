@@ -1,5 +1,5 @@
-//! `HelmChart` (SPEC 3.6, issue 23): a Helm chart in the repository, rendered by tend itself
-//! (no helm binary) into plain objects that then go through everything else. The chart is
+//! `HelmChart` (README "HelmChart — a Helm chart rendered by tend itself"): a Helm chart in
+//! the repository, rendered by tend itself (no helm binary) into plain objects that then go through everything else. The chart is
 //! read by the source stage and rendered by `render` (see `render::helm_charts`); this
 //! folder holds the type, its CRD and its checks.
 

@@ -1,4 +1,4 @@
-//! Helm hooks as tend runs them (SPEC 4): `pre-install`/`pre-upgrade` Jobs become pre-apply
+//! Helm hooks as tend runs them (README "Waves and hooks"): `pre-install`/`pre-upgrade` Jobs become pre-apply
 //! hooks in `helm.sh/hook-weight` order, the objects they need (a ServiceAccount) are applied
 //! a wave before them and the release's objects, `post-install`/`post-upgrade` Jobs become post-apply hooks,
 //! `hook-succeeded` deletes on success, deletion hooks are left out with a note.

@@ -1,0 +1,144 @@
+//! A chart as loaded ([`Chart`]: its files, subcharts in `charts/`) and as one release
+//! renders it ([`Node`]: metadata with dependencies, values, enabled subcharts): the data the
+//! dependency, values and schema steps share, below all of them.
+
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// A chart's files, as read from its directory.
+#[derive(Debug, Clone, Default)]
+pub struct Chart {
+    /// `Chart.yaml`, as JSON.
+    pub metadata: serde_json::Value,
+    /// `values.yaml`, as JSON (null when the chart has none).
+    pub values: serde_json::Value,
+    /// Every other file, by its path relative to the chart directory (`templates/x.yaml`,
+    /// `crds/a.yaml`, `files/conf.ini`), but those of `charts/`.
+    pub files: BTreeMap<String, String>,
+    /// The charts of `charts/` (directories and `.tgz` archives), by name.
+    pub dependencies: Vec<Chart>,
+}
+
+impl Chart {
+    pub fn name(&self) -> &str {
+        self.metadata
+            .get("name")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("")
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Dependency {
+    pub name: String,
+    pub version: String,
+    pub repository: String,
+    pub condition: String,
+    pub tags: Vec<String>,
+    pub alias: String,
+    pub enabled: bool,
+    pub import_values: Vec<Value>,
+}
+
+impl Dependency {
+    fn parse(value: &Value) -> Dependency {
+        let text = |key: &str| {
+            value
+                .get(key)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        let list = |key: &str| value.get(key).and_then(Value::as_array).cloned();
+        Dependency {
+            name: text("name"),
+            version: text("version"),
+            repository: text("repository"),
+            condition: text("condition"),
+            tags: list("tags")
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|t| t.as_str().map(String::from))
+                .collect(),
+            alias: text("alias"),
+            enabled: false,
+            import_values: list("import-values").unwrap_or_default(),
+        }
+    }
+
+    /// As `.Chart.Dependencies` shows it (Go's field names).
+    pub fn to_json(&self) -> Value {
+        serde_json::json!({
+            "Name": self.name,
+            "Version": self.version,
+            "Repository": self.repository,
+            "Condition": self.condition,
+            "Tags": self.tags,
+            "Enabled": self.enabled,
+            "ImportValues": self.import_values,
+            "Alias": self.alias,
+        })
+    }
+}
+
+/// A chart as one release renders it: its (possibly aliased) metadata, its values (with
+/// imported ones) and its enabled subcharts.
+#[derive(Debug, Clone)]
+pub struct Node<'a> {
+    pub chart: &'a Chart,
+    pub metadata: Value,
+    pub values: Value,
+    /// `dependencies` of the metadata; `None` when the chart declares none.
+    pub reqs: Option<Vec<Dependency>>,
+    pub deps: Vec<Node<'a>>,
+}
+
+impl<'a> Node<'a> {
+    /// The chart and every chart in its `charts/`, as loaded.
+    pub fn new(chart: &'a Chart) -> Node<'a> {
+        let mut metadata = chart.metadata.clone();
+        // A v1 chart lists its dependencies in requirements.yaml (Helm reads it for v2 too).
+        if let Some(reqs) = chart
+            .files
+            .get("requirements.yaml")
+            .and_then(|t| crate::yaml::parse_value(t))
+            .and_then(|v| v.get("dependencies").cloned())
+        {
+            if let Value::Object(m) = &mut metadata {
+                m.insert("dependencies".into(), reqs);
+            }
+        }
+        let reqs = metadata
+            .get("dependencies")
+            .and_then(Value::as_array)
+            .map(|list| list.iter().map(Dependency::parse).collect());
+        Node {
+            chart,
+            values: match &chart.values {
+                Value::Object(_) => chart.values.clone(),
+                _ => Value::Object(Map::new()),
+            },
+            metadata,
+            reqs,
+            deps: chart.dependencies.iter().map(Node::new).collect(),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        self.metadata
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+
+    pub(super) fn version(&self) -> &str {
+        self.metadata
+            .get("version")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+
+    pub fn is_library(&self) -> bool {
+        self.metadata.get("type").and_then(Value::as_str) == Some("library")
+    }
+}
