@@ -33,6 +33,7 @@ pub fn run(global: &GlobalArgs, args: &RenderArgs) -> Result<Verdict, Error> {
     for note in &desired.rendered.notes {
         tracing::warn!("{note}");
     }
+    crate::ops::helm_seed::warn_offline(&desired.rendered.random_charts);
     super::print(&format_objects(
         &desired.rendered.objects,
         format,

@@ -98,8 +98,8 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
             .await
             .map_err(|err| Error::Runtime(std::io::Error::other(err)))?
             .map_err(EngineError::from)?;
-        let desired = match offline {
-            Some(desired) => desired,
+        let (desired, render) = match offline {
+            Some(desired) => (desired, opts.render.clone()),
             None => {
                 let render = super::keys::with_secret(
                     &session,
@@ -112,9 +112,19 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
                         .unwrap_or_else(crate::source::default_cache_dir),
                 )
                 .await?;
-                load::desired_state(&opts.source, &render)?
+                (load::desired_state(&opts.source, &render)?, render)
             }
         };
+        let storing = opts.mode == Mode::Apply && !opts.engine.dry_run;
+        let (desired, new_seed) = super::helm_seed::with_cluster_seed(
+            &session,
+            &opts.engine.state_namespace,
+            &opts.source,
+            &render,
+            desired,
+            storing,
+        )
+        .await?;
         tracing::debug!(
             "offline: {}",
             desired.summary(opts.render.cluster.as_deref())
@@ -161,6 +171,14 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
                 .await?
             }
         };
+        if let (Some(seed), true) = (new_seed, storing) {
+            // What this run applied was rendered with it: later runs render the same.
+            if let Err(err) =
+                super::helm_seed::store(&session, &engine_opts.state_namespace, seed).await
+            {
+                tracing::warn!("cannot store the seed of Helm's random functions: {err}");
+            }
+        }
         Ok::<_, Error>((report, session.stats.to_string()))
     })?;
     Ok(Reconciled {

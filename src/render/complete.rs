@@ -28,6 +28,7 @@ pub fn complete(rendered: Rendered, view: &ClusterView) -> Result<Rendered, Rend
         skipped_by_targeting,
         tend,
         missing_config,
+        random_charts,
         ..
     } = rendered;
 
@@ -83,6 +84,7 @@ pub fn complete(rendered: Rendered, view: &ClusterView) -> Result<Rendered, Rend
         tend,
         copy_outcomes,
         missing_config,
+        random_charts,
     })
 }
 

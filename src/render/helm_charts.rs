@@ -37,7 +37,10 @@ pub struct ChartOutput {
     /// move one wave later (see [`as_tend_hook`]).
     pub after_pre_hooks: HashSet<PathBuf>,
     pub problems: Vec<Problem>,
-    /// What the user should know (charts whose random values change on every run).
+    /// Releases whose rendered objects used random functions (`randAlphaNum`, `uuidv4`, ...),
+    /// with those templates: their values depend on `RenderOptions::helm_seed`.
+    pub random: Vec<String>,
+    /// What the user should know.
     pub notes: Vec<String>,
 }
 
@@ -232,8 +235,8 @@ fn render_one(
         });
     }
     if !random.is_empty() {
-        out.notes.push(format!(
-            "HelmChart {}/{} ({}:{}): {} use random functions; their values change on every run (a stable per-cluster seed is not implemented yet)",
+        out.random.push(format!(
+            "HelmChart {}/{} ({}:{}): {}",
             namespace,
             helm_chart.release_name(),
             file.path.display(),

@@ -60,6 +60,9 @@ pub struct Rendered {
     /// ConfigMaps/Secrets referenced by workloads but found neither in the desired set nor
     /// (once completed) in the cluster.
     pub missing_config: BTreeSet<ObjectKey>,
+    /// Helm releases whose objects used random functions, with those templates: what they
+    /// render depends on the seed (`RenderOptions::helm_seed`).
+    pub random_charts: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -223,6 +226,7 @@ pub fn render_with_charts(
         tend,
         copy_outcomes: Vec::new(),
         missing_config,
+        random_charts: charted.random.clone(),
     })
 }
 

@@ -3,6 +3,7 @@
 
 use crate::common::*;
 use crate::kinds::cluster_with_crds;
+use tend_testserver::TestCluster;
 
 const CHART_YAML: &str = "apiVersion: v2\nname: shop\nversion: 1.2.3\nappVersion: \"4.5\"\n";
 
@@ -278,13 +279,55 @@ fn random_values_are_never_predictable_and_the_run_says_they_change() {
         "a fresh seed each run, derived from nothing in the repository"
     );
     assert!(
-        stderr.contains(
-            "templates/token.yaml use random functions; their values change on every run"
-        ),
+        stderr.contains("templates/token.yaml use random functions: offline, their values come from a throwaway seed"),
         "{stderr}"
     );
     // The chart's test pod uses randAlphaNum too, but is left out: no note about it.
     assert!(!stderr.contains("test-connection"), "{stderr}");
+}
+
+/// Against a cluster, random values are drawn once: the first apply stores the seed in a
+/// Secret of tend's state namespace, and every later run renders the same values, so a
+/// second diff is clean. Another cluster draws its own.
+#[test]
+fn random_values_are_stable_in_a_cluster_once_applied() {
+    let token = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: token\ndata:\n  token: {{ randAlphaNum 16 | quote }}\n";
+    let dir = chart_site(RELEASE, DEPLOYMENT);
+    std::fs::write(dir.path().join("charts/shop/templates/token.yaml"), token).unwrap();
+    let cluster = cluster_with_crds();
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["diff"]);
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    assert!(stderr.contains("no seed is stored yet"), "{stderr}");
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["apply"]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains(
+            "this first run draws their seed and stores it in Secret tend-system/tend-helm-seed"
+        ),
+        "{stderr}"
+    );
+    let seed = get(&cluster, "", "secrets", "tend-system", "tend-helm-seed").expect("the seed");
+    assert!(seed["data"]["seed"].is_string());
+    let token_of = |cluster: &TestCluster| {
+        get(cluster, "", "configmaps", "shop", "token").expect("applied")["data"]["token"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let first = token_of(&cluster);
+    for _ in 0..2 {
+        let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["diff"]);
+        assert_eq!(code, 0, "the same values: {stdout}\n{stderr}");
+        assert!(!stderr.contains("random functions"), "{stderr}");
+    }
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["apply"]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert_eq!(token_of(&cluster), first);
+    // Nothing in git decides it: another cluster draws another.
+    let other = cluster_with_crds();
+    let (code, _, stderr) = tend_on(&other, dir.path(), &["apply"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_ne!(token_of(&other), first);
 }
 
 mod hooks;
