@@ -6,6 +6,7 @@ mod convert;
 mod document;
 mod limits;
 mod lists;
+mod sops_block;
 
 pub use document::{dotted, one_line, Document, Step};
 pub use limits::{MAX_EXPANDED_BYTES, MAX_NESTING};
@@ -55,7 +56,7 @@ pub fn parse_file(file: &Path, text: &str) -> (Vec<Document>, Vec<Problem>) {
                 continue;
             }
         }
-        if let Some(value) = direct(&doc.text) {
+        if let Some(value) = sops_block::parse(&doc.text, direct).or_else(|| direct(&doc.text)) {
             if !value.is_null() {
                 doc.value = value;
                 expand_lists(file, doc, 0, &mut docs, &mut problems);
