@@ -44,8 +44,59 @@ pub struct ChartOutput {
     pub notes: Vec<String>,
 }
 
+impl ChartOutput {
+    /// Add `other` (the output of a later release) after what this one holds.
+    fn extend(&mut self, other: ChartOutput) {
+        self.files.extend(other.files);
+        self.namespaces.extend(other.namespaces);
+        self.lines.extend(other.lines);
+        self.after_pre_hooks.extend(other.after_pre_hooks);
+        self.problems.extend(other.problems);
+        self.random.extend(other.random);
+        self.notes.extend(other.notes);
+    }
+}
+
 pub fn render_charts(files: &[SourceFile], charts: &Charts, opts: &RenderOptions) -> ChartOutput {
+    let releases = releases(files, opts);
+    // Releases are independent (a chart's random functions keep their state per thread), so
+    // they render on every core, each into its own output, joined in file order.
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8);
+    let render = |part: &[(&SourceFile, yaml::Document, HelmChart)]| {
+        let mut out = ChartOutput::default();
+        for (file, doc, helm_chart) in part {
+            render_one(file, doc, helm_chart, charts, opts, &mut out);
+        }
+        out
+    };
+    if threads < 2 || releases.len() < 2 {
+        return render(&releases);
+    }
+    let chunk = releases.len().div_ceil(threads);
     let mut out = ChartOutput::default();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = releases
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || render(part)))
+            .collect();
+        for handle in handles {
+            match handle.join() {
+                Ok(part) => out.extend(part),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+    });
+    out
+}
+
+/// The targeted HelmChart objects of `files`, in file order.
+fn releases<'f>(
+    files: &'f [SourceFile],
+    opts: &RenderOptions,
+) -> Vec<(&'f SourceFile, yaml::Document, HelmChart)> {
+    let mut out = Vec::new();
     for file in files.iter().filter(|f| f.text.contains("HelmChart")) {
         let (docs, _) =
             kustomize_annotations::parse_source(&file.path, &file.text, file.unit.is_some());
@@ -78,7 +129,7 @@ pub fn render_charts(files: &[SourceFile], charts: &Charts, opts: &RenderOptions
                 (None, _) => true,
             };
             if targeted && spec_targeted {
-                render_one(file, &doc, &helm_chart, charts, opts, &mut out);
+                out.push((file, doc, helm_chart));
             }
         }
     }
