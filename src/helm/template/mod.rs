@@ -57,6 +57,17 @@ pub struct TemplateError {
     pub message: String,
 }
 
+/// Parsed templates kept per thread, by (functions known, methods known, text).
+type Parsed = (Vec<(String, Rc<Vec<Node>>)>, Rc<Vec<Node>>);
+
+/// At most this many parsed texts are kept per thread (a few charts' worth).
+const MAX_PARSED: usize = 4096;
+
+thread_local! {
+    static PARSED: std::cell::RefCell<HashMap<(usize, usize, String), Parsed>> =
+        std::cell::RefCell::new(HashMap::new());
+}
+
 /// A set of templates sharing one namespace of `define`d names, and the functions they may
 /// call.
 #[derive(Default)]
@@ -101,17 +112,35 @@ impl Engine {
     /// Parses `src` as the template `name`; its `define`s join the shared set, replacing
     /// earlier ones of the same name (as Go's `AddParseTree` does).
     pub fn add(&mut self, name: &str, src: &str) -> Result<(), TemplateError> {
-        let tree = parse::parse(src, &|f| self.has_function(f)).map_err(|(line, message)| {
-            TemplateError {
-                template: name.to_string(),
-                line,
-                message,
+        // Parse trees are immutable: a text parsed before with the same functions known is
+        // not parsed again (a chart's templates, once per release otherwise).
+        let key = (self.functions.len(), self.methods.len(), src.to_string());
+        let cached = PARSED.with(|parsed| parsed.borrow().get(&key).cloned());
+        let (defines, root) = match cached {
+            Some(parsed) => parsed,
+            None => {
+                let tree = parse::parse(src, &|f| self.has_function(f)).map_err(
+                    |(line, message)| TemplateError {
+                        template: name.to_string(),
+                        line,
+                        message,
+                    },
+                )?;
+                let parsed = (tree.defines, Rc::new(tree.root));
+                PARSED.with(|cache| {
+                    let mut cache = cache.borrow_mut();
+                    if cache.len() >= MAX_PARSED {
+                        cache.clear();
+                    }
+                    cache.insert(key, parsed.clone());
+                });
+                parsed
             }
-        })?;
-        for (define, body) in tree.defines {
+        };
+        for (define, body) in defines {
             self.templates.insert(define, body);
         }
-        self.templates.insert(name.to_string(), Rc::new(tree.root));
+        self.templates.insert(name.to_string(), root);
         Ok(())
     }
 
