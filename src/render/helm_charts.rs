@@ -489,7 +489,12 @@ fn without_left_out(text: &str, template: &str, notes: &mut Vec<String>) -> Stri
     let mut doc: Vec<&str> = Vec::new();
     let mut flush = |doc: &mut Vec<&str>, out: &mut String| {
         let body = doc.join("\n");
-        let value = yaml::parse_value(&body);
+        // Only hooks are left out: a document without Helm's hook annotation stays as is.
+        let value = if body.contains("helm.sh/hook") {
+            yaml::parse_value(&body)
+        } else {
+            None
+        };
         let left_out = match value.as_ref().map(hooks::classify) {
             Some(Hook::LeftOut(why)) => {
                 if !value.as_ref().is_some_and(hooks::is_test) {
