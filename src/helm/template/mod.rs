@@ -119,13 +119,14 @@ impl Engine {
         let (defines, root) = match cached {
             Some(parsed) => parsed,
             None => {
-                let tree = parse::parse(src, &|f| self.has_function(f)).map_err(
-                    |(line, message)| TemplateError {
-                        template: name.to_string(),
-                        line,
-                        message,
-                    },
-                )?;
+                let tree =
+                    parse::parse(src, &|f| self.has_function(f)).map_err(|(line, message)| {
+                        TemplateError {
+                            template: name.to_string(),
+                            line,
+                            message,
+                        }
+                    })?;
                 let parsed = (tree.defines, Rc::new(tree.root));
                 PARSED.with(|cache| {
                     let mut cache = cache.borrow_mut();
