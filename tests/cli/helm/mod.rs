@@ -79,22 +79,28 @@ spec:
       image: busybox
 "#;
 
-const CRD: &str = "\
-apiVersion: apiextensions.k8s.io/v1
+/// A namespaced CustomResourceDefinition of `kind` (plural `<kind>s`, lowercase) in `group`,
+/// as charts keep them in `crds/`.
+pub(super) fn crd(group: &str, kind: &str) -> String {
+    let singular = kind.to_lowercase();
+    format!(
+        "apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
-  name: carts.shop.example.com
+  name: {singular}s.{group}
 spec:
-  group: shop.example.com
-  names: {kind: Cart, plural: carts, singular: cart, listKind: CartList}
+  group: {group}
+  names: {{kind: {kind}, plural: {singular}s, singular: {singular}, listKind: {kind}List}}
   scope: Namespaced
   versions:
     - name: v1
       served: true
       storage: true
       schema:
-        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
-";
+        openAPIV3Schema: {{type: object, x-kubernetes-preserve-unknown-fields: true}}
+"
+    )
+}
 
 const RELEASE: &str = "\
 apiVersion: tend.dev/v1alpha1
@@ -126,7 +132,10 @@ fn chart_site(release: &str, deployment: &str) -> tempfile::TempDir {
             "charts/shop/templates/tests/test-connection.yaml",
             TEST_HOOK,
         ),
-        ("charts/shop/crds/carts.yaml", CRD),
+        (
+            "charts/shop/crds/carts.yaml",
+            &crd("shop.example.com", "Cart"),
+        ),
     ])
 }
 

@@ -85,23 +85,6 @@ data:
   port: {{ .Values.info.port | quote }}
 "#;
 
-const BACKUP_CRD: &str = "\
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: backups.db.example.com
-spec:
-  group: db.example.com
-  names: {kind: Backup, plural: backups, singular: backup, listKind: BackupList}
-  scope: Namespaced
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      schema:
-        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
-";
-
 fn release(values: &str) -> String {
     format!(
         "apiVersion: tend.dev/v1alpha1\nkind: HelmChart\nmetadata:\n  name: shop\n  namespace: shop\nspec:\n  chart: ../charts/web\n{values}"
@@ -160,7 +143,10 @@ fn web_site(release_values: &str) -> tempfile::TempDir {
             "charts/web/charts/db/files/init.sql",
             "CREATE TABLE carts (id int);\n",
         ),
-        ("charts/web/charts/db/crds/backups.yaml", BACKUP_CRD),
+        (
+            "charts/web/charts/db/crds/backups.yaml",
+            &super::crd("db.example.com", "Backup"),
+        ),
         (
             "charts/web/charts/cache/Chart.yaml",
             "apiVersion: v2\nname: cache\nversion: 0.1.0\n",
