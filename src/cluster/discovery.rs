@@ -42,6 +42,30 @@ impl Resources {
         found.first().map(|(_, r)| *r)
     }
 
+    /// Whether the server serves anything in `group`/`version`.
+    pub fn serves_group_version(&self, group: &str, version: &str) -> bool {
+        self.by_gvk
+            .keys()
+            .any(|(g, v, _)| g == group && v == version)
+    }
+
+    /// What is served as Helm's `.Capabilities.APIVersions` lists it: each `group/version`
+    /// and each `group/version/Kind` (`v1`, `v1/Pod`, `apps/v1`, `apps/v1/Deployment`),
+    /// sorted.
+    pub fn api_versions(&self) -> Vec<String> {
+        let mut out = std::collections::BTreeSet::new();
+        for (group, version, kind) in self.by_gvk.keys() {
+            let group_version = if group.is_empty() {
+                version.clone()
+            } else {
+                format!("{group}/{version}")
+            };
+            out.insert(format!("{group_version}/{kind}"));
+            out.insert(group_version);
+        }
+        out.into_iter().collect()
+    }
+
     pub fn len(&self) -> usize {
         self.by_gvk.len()
     }

@@ -59,6 +59,17 @@ impl Session {
         Ok(Some(entries))
     }
 
+    /// The server's version (`GET /version`), as `v1.36.0` or the vendor's longer form.
+    pub async fn kube_version(&self) -> Result<String, ClusterError> {
+        let info = super::retry::retry("version", || self.client.apiserver_version())
+            .await
+            .map_err(|source| ClusterError::Api {
+                what: "cannot read the server's version".into(),
+                source,
+            })?;
+        Ok(info.git_version)
+    }
+
     /// What [`Session::may_list_cluster_wide`] already found out about `resource`, if anything.
     pub fn known_list_right(&self, resource: &Resource) -> Option<bool> {
         let id = format!("{}/{}", resource.api.group, resource.api.plural);

@@ -121,6 +121,8 @@ impl GlobalArgs {
                 use std::hash::BuildHasher;
                 std::collections::hash_map::RandomState::new().hash_one(0u8)
             },
+            kube_version: None,
+            helm_cluster: None,
         })
     }
 

@@ -16,6 +16,16 @@ pub struct RenderArgs {
     /// The name `--show-secrets` had before SPEC named it; still accepted, not shown in help.
     #[arg(long, env = "TEND_REVEAL_SECRETS", hide = true)]
     pub reveal_secrets: bool,
+    /// What `.Capabilities.KubeVersion` reports to Helm charts whose HelmChart sets no
+    /// `spec.kubeVersion` (default v1.33.0; diff and apply use the cluster's version).
+    #[arg(long, env = "TEND_KUBE_VERSION", value_name = "VERSION", value_parser = kube_version)]
+    pub kube_version: Option<String>,
+}
+
+/// A Kubernetes version as Helm's `--kube-version` reads it: `1.34` is `v1.34.0`.
+fn kube_version(text: &str) -> Result<String, String> {
+    crate::kinds::helm_chart::normalized_kube_version(text)
+        .ok_or_else(|| format!("{text:?} is not a Kubernetes version; write e.g. v1.34.0"))
 }
 
 pub fn run(global: &GlobalArgs, args: &RenderArgs) -> Result<Verdict, Error> {
@@ -28,7 +38,8 @@ pub fn run(global: &GlobalArgs, args: &RenderArgs) -> Result<Verdict, Error> {
             ))
         }
     };
-    let render_opts = global.render_options()?;
+    let mut render_opts = global.render_options()?;
+    render_opts.kube_version = args.kube_version.clone();
     let desired = load::desired_state(&global.source_options(), &render_opts)?;
     for note in &desired.rendered.notes {
         tracing::warn!("{note}");

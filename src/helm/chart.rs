@@ -52,6 +52,9 @@ pub struct Release {
     pub api_versions: Vec<String>,
     /// Seed of `randAlphaNum` and friends.
     pub seed: u64,
+    /// The cluster, when tend is connected: what `.Capabilities.APIVersions` lists (instead
+    /// of the built-in versions) and what `lookup` finds.
+    pub cluster: Option<std::sync::Arc<super::lookup::ClusterFacts>>,
 }
 
 /// One rendered template, or one file of a `crds/` directory: its path in the chart
@@ -326,6 +329,7 @@ pub fn render(
     let mut engine = Engine::new();
     funcs::register(&mut engine);
     funcs::register_random(&mut engine, release.seed);
+    super::lookup::register(&mut engine, release.cluster.clone());
     let release_seed = seed_of(&format!("{}/{}", release.namespace, release.name));
     let release = &Release {
         seed: release.seed ^ release_seed,
@@ -394,7 +398,7 @@ pub fn render(
     Ok(out)
 }
 
-/// `.Capabilities` of `helm template --kube-version`.
+/// `.Capabilities`: of `helm template --kube-version` offline, of the cluster when connected.
 fn capabilities(release: &Release) -> Value {
     let (major, minor) = {
         let v = release.kube_version.trim_start_matches('v');
@@ -404,10 +408,17 @@ fn capabilities(release: &Release) -> Value {
             parts.next().unwrap_or("").to_string(),
         )
     };
-    let mut api_versions: Vec<Value> = BUILTIN_API_VERSIONS
-        .iter()
-        .map(|v| Value::str(*v))
-        .collect();
+    let mut api_versions: Vec<Value> = match &release.cluster {
+        Some(cluster) => cluster
+            .api_versions
+            .iter()
+            .map(|v| Value::str(v.as_str()))
+            .collect(),
+        None => BUILTIN_API_VERSIONS
+            .iter()
+            .map(|v| Value::str(*v))
+            .collect(),
+    };
     api_versions.extend(release.api_versions.iter().map(|v| Value::str(v.as_str())));
     text_map(&[
         (

@@ -7,6 +7,7 @@ pub mod chart;
 pub mod deps;
 pub mod funcs;
 pub mod hooks;
+pub mod lookup;
 mod node;
 pub mod schema;
 pub mod template;

@@ -6,10 +6,7 @@
 //! can derive them from the repository. Offline (`tend render`) there is no cluster, so a
 //! throwaway seed is used and said.
 
-use super::load::{self, DesiredState};
 use crate::cluster::{ClusterError, Session};
-use crate::render::RenderOptions;
-use crate::source::SourceOptions;
 use crate::Error;
 
 /// The Secret, in tend's state namespace, that holds the seed (key [`SEED_KEY`]).
@@ -28,21 +25,9 @@ pub fn warn_offline(random_charts: &[String]) {
 /// A seed to store after a successful apply: none was stored when this run began.
 pub struct NewSeed(u64);
 
-/// `desired` rendered with the cluster's seed when its charts use random functions: read
-/// from the Secret and rendered again when it differs from the one `render` used. Without a
-/// stored seed, `render`'s is kept and returned as [`NewSeed`] for the apply to store.
-pub async fn with_cluster_seed(
-    session: &Session,
-    state_namespace: &str,
-    source: &SourceOptions,
-    render: &RenderOptions,
-    desired: DesiredState,
-    storing: bool,
-) -> Result<(DesiredState, Option<NewSeed>), Error> {
-    if desired.rendered.random_charts.is_empty() {
-        return Ok((desired, None));
-    }
-    let stored = session
+/// The seed stored in the cluster, if any.
+pub async fn read(session: &Session, state_namespace: &str) -> Result<Option<u64>, Error> {
+    Ok(session
         .read_secret(state_namespace, SEED_SECRET)
         .await
         .map_err(crate::apply::engine::EngineError::from)?
@@ -50,25 +35,29 @@ pub async fn with_cluster_seed(
             let (_, bytes) = entries.into_iter().find(|(key, _)| key == SEED_KEY)?;
             let text = std::str::from_utf8(&bytes).ok()?.trim().to_string();
             u64::from_str_radix(&text, 16).ok()
-        });
-    match stored {
-        Some(seed) if seed == render.helm_seed => Ok((desired, None)),
-        Some(seed) => {
-            let mut seeded = render.clone();
-            seeded.helm_seed = seed;
-            Ok((load::desired_state(source, &seeded)?, None))
-        }
-        None => {
-            for chart in &desired.rendered.random_charts {
-                if storing {
-                    tracing::warn!("{chart} use random functions: this first run draws their seed and stores it in Secret {state_namespace}/{SEED_SECRET}, so later runs render the same values");
-                } else {
-                    tracing::warn!("{chart} use random functions: no seed is stored yet (Secret {state_namespace}/{SEED_SECRET}, written by the first apply), so this run used a throwaway one and their values will change");
-                }
-            }
-            Ok((desired, Some(NewSeed(render.helm_seed))))
+        }))
+}
+
+/// With no seed stored and charts that used random functions: say so, and return the
+/// run's `seed` for the apply to store.
+pub fn first_seed(
+    random_charts: &[String],
+    none_stored: bool,
+    state_namespace: &str,
+    storing: bool,
+    seed: u64,
+) -> Option<NewSeed> {
+    if random_charts.is_empty() || !none_stored {
+        return None;
+    }
+    for chart in random_charts {
+        if storing {
+            tracing::warn!("{chart} use random functions: this first run draws their seed and stores it in Secret {state_namespace}/{SEED_SECRET}, so later runs render the same values");
+        } else {
+            tracing::warn!("{chart} use random functions: no seed is stored yet (Secret {state_namespace}/{SEED_SECRET}, written by the first apply), so this run used a throwaway one and their values will change");
         }
     }
+    Some(NewSeed(seed))
 }
 
 /// Store the seed this run drew. Created, never replaced: a concurrent run that stored its

@@ -40,42 +40,77 @@ impl DesiredState {
     }
 }
 
+/// The source of a run, read: the checkout, its files and charts, and the problems found
+/// reading them (reported with the render's).
+pub struct Loaded {
+    pub checkout: Checkout,
+    walked: walk::Walked,
+    cache_dir: std::path::PathBuf,
+}
+
+impl Loaded {
+    /// Whether the source holds `HelmChart`s (they render with what the cluster tells).
+    pub fn has_helm_charts(&self) -> bool {
+        self.walked
+            .files
+            .iter()
+            .any(|f| f.text.contains("HelmChart"))
+    }
+}
+
 /// Resolve, walk and render. Walk problems (unreadable files, symlink escapes) and render
 /// problems are reported together.
 pub fn desired_state(
     source_opts: &SourceOptions,
     render_opts: &RenderOptions,
 ) -> Result<DesiredState, Error> {
+    let loaded = load(source_opts, render_opts)?;
+    let rendered = render(&loaded, render_opts)?;
+    Ok(DesiredState {
+        checkout: loaded.checkout,
+        rendered,
+    })
+}
+
+/// Resolve and walk the source, and fetch the charts its HelmCharts name from chart
+/// repositories (or take them from the cache).
+pub fn load(source_opts: &SourceOptions, render_opts: &RenderOptions) -> Result<Loaded, Error> {
     let mut checkout = source::resolve(source_opts)?;
     checkout.kustomize.keys = render_opts.keys.clone();
     tracing::debug!("reading desired state from {}", checkout.dir.display());
-    let walked =
+    let mut walked =
         walk::walk_with(&checkout.dir, &checkout.kustomize).map_err(|source| Error::Walk {
             path: checkout.dir.clone(),
             source,
         })?;
-    let mut walked = walked;
-    // Charts from chart repositories: fetched (or taken from the cache) before rendering.
     let cache_dir = source_opts
         .cache_dir
         .clone()
         .unwrap_or_else(source::default_cache_dir);
     walked.charts.remote =
         source::charts::remote::fetch_all(&walked.files, &cache_dir, &mut walked.problems);
+    Ok(Loaded {
+        checkout,
+        walked,
+        cache_dir,
+    })
+}
+
+/// Render what [`load`] read, as often as needed (a render with what the cluster said).
+pub fn render(loaded: &Loaded, render_opts: &RenderOptions) -> Result<Rendered, Error> {
+    let walked = &loaded.walked;
     let rendered = render::render_with_charts(&walked.files, &walked.charts, render_opts);
-    super::keys::save_cache(&render_opts.keys, &cache_dir);
-    let rendered = match rendered {
-        Ok(rendered) if walked.problems.is_empty() => rendered,
-        Ok(_) => {
-            return Err(
-                render::RenderError::Invalid(crate::problem::Problems(walked.problems)).into(),
-            )
-        }
+    super::keys::save_cache(&render_opts.keys, &loaded.cache_dir);
+    match rendered {
+        Ok(rendered) if walked.problems.is_empty() => Ok(rendered),
+        Ok(_) => Err(render::RenderError::Invalid(crate::problem::Problems(
+            walked.problems.clone(),
+        ))
+        .into()),
         Err(render::RenderError::Invalid(mut problems)) => {
-            problems.0.extend(walked.problems);
+            problems.0.extend(walked.problems.iter().cloned());
             problems.0.sort();
-            return Err(render::RenderError::Invalid(problems).into());
+            Err(render::RenderError::Invalid(problems).into())
         }
-    };
-    Ok(DesiredState { checkout, rendered })
+    }
 }

@@ -5,7 +5,7 @@ use crate::apply::engine::{self, EngineError, EngineOptions};
 use crate::apply::lock::SystemClock;
 use crate::cluster::{Access, Session};
 use crate::ops::{load, Verdict};
-use crate::render::RenderOptions;
+use crate::render::{RenderOptions, Rendered};
 use crate::report::run::{Mode, RunReport};
 use crate::source::SourceOptions;
 use crate::Error;
@@ -80,9 +80,11 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
         };
         Ok::<_, crate::cluster::ClusterError>((session, ahead))
     });
-    let offline = match opts.decryption_secret {
-        None => match load::desired_state(&opts.source, &opts.render) {
-            Ok(desired) => Some(desired),
+    // Read (and, without charts, render) the source while connecting. Charts render once
+    // connected: they see the cluster's version, what it serves and its objects.
+    let early = match opts.decryption_secret {
+        None => match early_render(opts) {
+            Ok(early) => Some(early),
             Err(err) => {
                 connecting.abort();
                 return Err(err);
@@ -98,8 +100,8 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
             .await
             .map_err(|err| Error::Runtime(std::io::Error::other(err)))?
             .map_err(EngineError::from)?;
-        let (desired, render) = match offline {
-            Some(desired) => (desired, opts.render.clone()),
+        let (loaded, rendered, render) = match early {
+            Some((loaded, rendered)) => (loaded, rendered, opts.render.clone()),
             None => {
                 let render = super::keys::with_secret(
                     &session,
@@ -112,19 +114,29 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
                         .unwrap_or_else(crate::source::default_cache_dir),
                 )
                 .await?;
-                (load::desired_state(&opts.source, &render)?, render)
+                let loaded = load::load(&opts.source, &render)?;
+                (loaded, None, render)
             }
         };
         let storing = opts.mode == Mode::Apply && !opts.engine.dry_run;
-        let (desired, new_seed) = super::helm_seed::with_cluster_seed(
-            &session,
-            &opts.engine.state_namespace,
-            &opts.source,
-            &render,
-            desired,
-            storing,
-        )
-        .await?;
+        let (rendered, new_seed) = match rendered {
+            Some(rendered) => (rendered, None),
+            None if loaded.has_helm_charts() => {
+                super::helm_cluster::render(
+                    &session,
+                    &loaded,
+                    &render,
+                    &opts.engine.state_namespace,
+                    storing,
+                )
+                .await?
+            }
+            None => (load::render(&loaded, &render)?, None),
+        };
+        let desired = load::DesiredState {
+            checkout: loaded.checkout,
+            rendered,
+        };
         tracing::debug!(
             "offline: {}",
             desired.summary(opts.render.cluster.as_deref())
@@ -186,4 +198,14 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
         report,
         requests,
     })
+}
+
+/// The source read while connecting, and rendered too unless it holds Helm charts.
+fn early_render(opts: &ReconcileOptions) -> Result<(load::Loaded, Option<Rendered>), Error> {
+    let loaded = load::load(&opts.source, &opts.render)?;
+    if loaded.has_helm_charts() {
+        return Ok((loaded, None));
+    }
+    let rendered = load::render(&loaded, &opts.render)?;
+    Ok((loaded, Some(rendered)))
 }

@@ -29,6 +29,7 @@ pub fn complete(rendered: Rendered, view: &ClusterView) -> Result<Rendered, Rend
         tend,
         missing_config,
         random_charts,
+        lookups_missed,
         ..
     } = rendered;
 
@@ -85,6 +86,7 @@ pub fn complete(rendered: Rendered, view: &ClusterView) -> Result<Rendered, Rend
         copy_outcomes,
         missing_config,
         random_charts,
+        lookups_missed,
     })
 }
 

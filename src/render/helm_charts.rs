@@ -9,6 +9,7 @@
 use super::{is_targeted, tend_kinds, waves, RenderOptions};
 use crate::helm::chart::{self, Charts, Release};
 use crate::helm::hooks::{self, Hook, When};
+use crate::helm::lookup::{self, LookupKey};
 use crate::helm::values;
 use crate::kinds::helm_chart::{HelmChart, HelmChartSpec, DEFAULT_KUBE_VERSION};
 use crate::kinds::{TendKind, TendObject};
@@ -19,7 +20,7 @@ use crate::source::charts::normalize;
 use crate::source::kustomize_annotations;
 use crate::source::SourceFile;
 use crate::yaml::{self, Step};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 /// What the charts of a repository render to.
@@ -42,6 +43,8 @@ pub struct ChartOutput {
     pub random: Vec<String>,
     /// What the user should know.
     pub notes: Vec<String>,
+    /// Lookups the charts made that `RenderOptions::helm_cluster` did not answer yet.
+    pub lookups_missed: BTreeSet<LookupKey>,
 }
 
 impl ChartOutput {
@@ -54,6 +57,7 @@ impl ChartOutput {
         self.problems.extend(other.problems);
         self.random.extend(other.random);
         self.notes.extend(other.notes);
+        self.lookups_missed.extend(other.lookups_missed);
     }
 }
 
@@ -206,17 +210,31 @@ fn render_one(
     let release = Release {
         name: helm_chart.release_name().to_string(),
         namespace: namespace.clone(),
+        // The HelmChart's own pin first, then the cluster's version.
         kube_version: spec
             .kube_version
-            .clone()
+            .as_deref()
+            .and_then(crate::kinds::helm_chart::normalized_kube_version)
+            .or_else(|| opts.helm_cluster.as_ref().map(|c| c.kube_version.clone()))
+            .or_else(|| opts.kube_version.clone())
             .unwrap_or_else(|| DEFAULT_KUBE_VERSION.to_string()),
         api_versions: spec.api_versions.clone(),
         seed: opts.helm_seed,
+        cluster: opts.helm_cluster.clone(),
     };
-    let Some(user) = user_values(file, doc, spec, charts, opts, out) else {
+    let Some(mut user) = user_values(file, doc, spec, charts, opts, out) else {
         return;
     };
-    let manifests = match chart::render(chart, &user.values, &release) {
+    let rendered = chart::render(chart, &user.values, &release);
+    out.lookups_missed.extend(lookup::take_missed());
+    if let Some(cluster) = opts
+        .helm_cluster
+        .as_deref()
+        .filter(|c| !c.lookups.is_empty())
+    {
+        user.secrets.extend(lookup::secret_strings(cluster));
+    }
+    let manifests = match rendered {
         Ok(manifests) => manifests,
         Err(e) => {
             out.problems
@@ -263,7 +281,7 @@ fn render_one(
             &file.path,
             doc.line_of(&["spec".to_string(), "valuesFiles".to_string()]),
             format!(
-                "values from a SOPS-encrypted values file reach {}, which tend would print in plain text (only Secret data is masked); use encrypted values in Secrets only",
+                "values from a SOPS-encrypted values file or from a Secret the chart looked up reach {}, which tend would print in plain text (only Secret data is masked); use such values in Secrets only",
                 exposed.join(", ")
             ),
         ));

@@ -63,6 +63,9 @@ pub struct Rendered {
     /// Helm releases whose objects used random functions, with those templates: what they
     /// render depends on the seed (`RenderOptions::helm_seed`).
     pub random_charts: Vec<String>,
+    /// Lookups of Helm charts not answered by `RenderOptions::helm_cluster` yet: read them
+    /// from the cluster and render again.
+    pub lookups_missed: BTreeSet<crate::helm::lookup::LookupKey>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -84,6 +87,22 @@ pub fn render_with_charts(
 ) -> Result<Rendered, RenderError> {
     let file_count = files.len();
     let charted = helm_charts::render_charts(files, charts, opts);
+    if !charted.lookups_missed.is_empty() {
+        // Rendered without the cluster's answers: what came out (or failed) may be wrong.
+        // The caller reads them and renders again.
+        return Ok(Rendered {
+            objects: Vec::new(),
+            notes: Vec::new(),
+            files: files.len(),
+            documents: 0,
+            skipped_by_targeting: 0,
+            tend: Vec::new(),
+            copy_outcomes: Vec::new(),
+            missing_config: BTreeSet::new(),
+            random_charts: Vec::new(),
+            lookups_missed: charted.lookups_missed,
+        });
+    }
     let mut problems: Vec<Problem> = charted.problems;
     let all_files: Vec<SourceFile>;
     let files = if charted.files.is_empty() {
@@ -227,6 +246,7 @@ pub fn render_with_charts(
         copy_outcomes: Vec::new(),
         missing_config,
         random_charts: charted.random.clone(),
+        lookups_missed: charted.lookups_missed.clone(),
     })
 }
 

@@ -1,6 +1,8 @@
 //! What a render is asked for: the cluster (and which documents target it), the default
-//! namespace, the keys of encrypted files, the seed of Helm's random functions.
+//! namespace, the keys of encrypted files, the seed of Helm's random functions and what
+//! charts see of the cluster.
 
+use crate::helm::lookup::ClusterFacts;
 use crate::object::Object;
 use crate::sops::Keys;
 use std::sync::Arc;
@@ -19,6 +21,11 @@ pub struct RenderOptions {
     /// Seed of the random functions of Helm charts (`randAlphaNum`, ...): chosen at random
     /// by each run, so their values are never predictable (and change from run to run).
     pub helm_seed: u64,
+    /// What `.Capabilities.KubeVersion` of a chart reports offline, when its HelmChart names
+    /// none (`tend render --kube-version`).
+    pub kube_version: Option<String>,
+    /// The cluster as charts see it (`.Capabilities`, `lookup`), when connected.
+    pub helm_cluster: Option<Arc<ClusterFacts>>,
 }
 
 impl Default for RenderOptions {
@@ -28,6 +35,8 @@ impl Default for RenderOptions {
             default_namespace: "default".into(),
             keys: Arc::default(),
             helm_seed: 0,
+            kube_version: None,
+            helm_cluster: None,
         }
     }
 }

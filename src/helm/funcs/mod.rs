@@ -1,5 +1,5 @@
 //! Helm's template functions (`include`, `tpl`, `required`, `fail`, `toYaml`, `fromYaml`,
-//! `toJson`, `lookup` offline) and the part of Sprig v3 charts use, with Sprig's
+//! `toJson`) and the part of Sprig v3 charts use, with Sprig's
 //! semantics: its `empty`, its string conversion (`strval`), mergo's merge rules.
 
 mod collections;
@@ -76,11 +76,8 @@ pub fn register(engine: &mut Engine) {
         ))
     });
     files::register(engine);
-    // `helm template` has no cluster: lookup finds nothing (an empty map), as Helm's does.
-    engine.register("lookup", |_, args| {
-        let _ = exact::<4>(args, "lookup")?;
-        Ok(Value::empty_map())
-    });
+    // `lookup` is registered with what the cluster answered: see `helm::lookup`.
+    super::lookup::register(engine, None);
 }
 
 /// Sprig's random strings (`randAlphaNum`, `randAlpha`, `randNumeric`, `randAscii`), drawn

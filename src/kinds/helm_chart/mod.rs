@@ -168,9 +168,7 @@ impl Kind for HelmChart {
             p.push(path, format!("{:?} is not a valid release name: {why}", self.release_name()));
         }
         if let Some(version) = &spec.kube_version {
-            let v = version.trim_start_matches('v');
-            let parts: Vec<&str> = v.split('.').collect();
-            if parts.len() < 2 || parts.iter().any(|n| n.parse::<u32>().is_err()) {
+            if normalized_kube_version(version).is_none() {
                 p.push(
                     &["spec", "kubeVersion"],
                     format!("{version:?} is not a Kubernetes version; write e.g. v1.33.0"),
@@ -183,4 +181,19 @@ impl Kind for HelmChart {
     fn clusters(&self) -> Option<&[String]> {
         self.spec.clusters.as_deref()
     }
+}
+
+/// A Kubernetes version as Helm reads `--kube-version` (`1.34` and `v1.34` are `v1.34.0`),
+/// or `None` when it is not one.
+pub fn normalized_kube_version(text: &str) -> Option<String> {
+    let parts: Vec<&str> = text.trim_start_matches('v').split('.').collect();
+    if parts.len() < 2 || parts.len() > 3 || parts.iter().any(|n| n.parse::<u32>().is_err()) {
+        return None;
+    }
+    Some(format!(
+        "v{}.{}.{}",
+        parts[0],
+        parts[1],
+        parts.get(2).copied().unwrap_or("0")
+    ))
 }

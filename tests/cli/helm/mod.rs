@@ -339,6 +339,7 @@ fn random_values_are_stable_in_a_cluster_once_applied() {
     assert_ne!(token_of(&other), first);
 }
 
+mod cluster;
 mod hooks;
 mod remote;
 mod subcharts;
