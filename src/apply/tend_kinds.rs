@@ -8,8 +8,7 @@ use super::lock::Clock;
 use super::prepare::Prepared;
 use crate::cluster::{self, ClusterError, Resource, Session};
 use crate::kinds::after_apply;
-use crate::kinds::run::CopyOutcome;
-use crate::kinds::run::RunState;
+use crate::kinds::run::{CopyOutcome, ReleaseOutcome, RunState};
 use crate::object::ObjectKey;
 use crate::plan::{normalize::normalize, Action, Change};
 use crate::report::run::{Outcome, RunReport};
@@ -27,6 +26,7 @@ pub use crate::kinds::immortal_container::pod::{
 pub struct KindsContext {
     pub reloads: Vec<Reload>,
     pub copy_outcomes: Vec<CopyOutcome>,
+    pub releases: Vec<ReleaseOutcome>,
 }
 
 /// Delete a pod, wait until it is gone, then create it anew from `desired`.
@@ -116,11 +116,24 @@ pub async fn after_apply(
     let mut errors = Vec::new();
     let failed = |key: &ObjectKey| report.outcomes.get(key).is_some_and(|o| o.error.is_some());
     let started: BTreeSet<ObjectKey> = recreate.keys().filter(|k| !failed(k)).cloned().collect();
+    let releases: Vec<(ReleaseOutcome, usize)> = kinds
+        .releases
+        .iter()
+        .map(|release| {
+            let failures = prepared
+                .iter()
+                .filter(|p| release.files.contains(&p.object.origin.file))
+                .filter(|p| failed(&p.object.key()))
+                .count();
+            (release.clone(), failures)
+        })
+        .collect();
     let run = RunState {
         observed: live_desired,
         applied: applied_tend,
         started: &started,
         copy_outcomes: &kinds.copy_outcomes,
+        releases: &releases,
         now: clock.now(),
     };
     let applied: Vec<_> = prepared

@@ -116,6 +116,7 @@ mod tests {
                 applied: &self.applied,
                 started: &self.started,
                 copy_outcomes: &self.outcomes,
+                releases: &[],
                 now: Timestamp::UNIX_EPOCH,
             }
         }

@@ -17,6 +17,25 @@ pub struct CopyOutcome {
     pub conflicts: Vec<String>,
 }
 
+/// A HelmChart's release as this run rendered it, for its status.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReleaseOutcome {
+    /// The HelmChart.
+    pub helm_chart: ObjectKey,
+    /// The chart's name, its version (as resolved from a repository's range), its
+    /// `appVersion`, and the archive's digest for a chart from a repository.
+    pub chart: String,
+    pub version: String,
+    pub app_version: Option<String>,
+    pub digest: Option<String>,
+    /// What `.Capabilities.KubeVersion` reported.
+    pub kube_version: String,
+    /// The files its templates rendered to (see `render::helm_charts`): its objects' origin.
+    pub files: BTreeSet<std::path::PathBuf>,
+    /// How many objects it rendered (tests and left-out hooks aside).
+    pub objects: usize,
+}
+
 /// What the apply stage knows once every stage ran.
 #[derive(Debug, Clone, Copy)]
 pub struct RunState<'a> {
@@ -29,6 +48,8 @@ pub struct RunState<'a> {
     pub started: &'a BTreeSet<ObjectKey>,
     /// What each CopyRule's expansion found.
     pub copy_outcomes: &'a [CopyOutcome],
+    /// Each HelmChart's release, with how many of its objects failed to apply.
+    pub releases: &'a [(ReleaseOutcome, usize)],
     /// The time statuses are stamped with.
     pub now: Timestamp,
 }

@@ -168,6 +168,7 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
         let kinds = crate::apply::tend_kinds::KindsContext {
             reloads: live.reloads,
             copy_outcomes: rendered.copy_outcomes,
+            releases: rendered.releases,
         };
         let objects = rendered.objects;
         let report = match opts.mode {

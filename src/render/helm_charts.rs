@@ -12,6 +12,7 @@ use crate::helm::hooks::{self, Hook, When};
 use crate::helm::lookup::{self, LookupKey};
 use crate::helm::values;
 use crate::kinds::helm_chart::{HelmChart, HelmChartSpec, DEFAULT_KUBE_VERSION};
+use crate::kinds::run::ReleaseOutcome;
 use crate::kinds::{TendKind, TendObject};
 use crate::object::{Object, Origin};
 use crate::problem::Problem;
@@ -45,6 +46,8 @@ pub struct ChartOutput {
     pub notes: Vec<String>,
     /// Lookups the charts made that `RenderOptions::helm_cluster` did not answer yet.
     pub lookups_missed: BTreeSet<LookupKey>,
+    /// Each release rendered, for its HelmChart's status.
+    pub releases: Vec<ReleaseOutcome>,
 }
 
 impl ChartOutput {
@@ -58,6 +61,7 @@ impl ChartOutput {
         self.random.extend(other.random);
         self.notes.extend(other.notes);
         self.lookups_missed.extend(other.lookups_missed);
+        self.releases.extend(other.releases);
     }
 }
 
@@ -149,6 +153,7 @@ fn render_one(
     out: &mut ChartOutput,
 ) {
     let spec = &helm_chart.spec;
+    let mut resolved: Option<(String, String)> = None;
     let (chart, chart_line) = match (&spec.chart, &spec.repository, &spec.name, &spec.version) {
         (Some(chart_dir), None, _, _) => {
             let chart_line = doc.line_of(&["spec".to_string(), "chart".to_string()]);
@@ -187,6 +192,7 @@ fn render_one(
                         remote.digest,
                         crate::source::charts::remote::shown(repository),
                     ));
+                    resolved = Some((remote.version.clone(), remote.digest.clone()));
                     (&remote.chart, line)
                 }
                 Some(Err(())) => return, // the source stage said why
@@ -287,11 +293,36 @@ fn render_one(
         ));
         return;
     }
+    let metadata_text = |key: &str| match chart.metadata.get(key) {
+        Some(serde_json::Value::String(s)) => Some(s.clone()),
+        Some(serde_json::Value::Number(n)) => Some(n.to_string()),
+        _ => None,
+    };
+    let (version, digest) = match resolved {
+        Some((version, digest)) => (version, Some(digest)),
+        None => (metadata_text("version").unwrap_or_default(), None),
+    };
+    let mut outcome = ReleaseOutcome {
+        helm_chart: crate::object::ObjectKey {
+            group: crate::GROUP.to_string(),
+            kind: "HelmChart".into(),
+            namespace: Some(namespace.clone()),
+            name: helm_chart.metadata.name.clone().unwrap_or_default(),
+        },
+        chart: name.to_string(),
+        version,
+        app_version: metadata_text("appVersion"),
+        digest,
+        kube_version: release.kube_version.clone(),
+        files: Default::default(),
+        objects: 0,
+    };
     for (template, text, crd) in files {
         let path = PathBuf::from(format!(
             "{} (chart {name}, {template})",
             file.path.display()
         ));
+        outcome.files.insert(path.clone());
         out.namespaces.insert(path.clone(), namespace.clone());
         out.lines.insert(path.clone(), doc.line);
         if has_pre_hooks && !crd {
@@ -303,6 +334,7 @@ fn render_one(
             unit: None,
         });
     }
+    out.releases.push(outcome);
     if !random.is_empty() {
         out.random.push(format!(
             "HelmChart {}/{} ({}:{}): {}",

@@ -66,6 +66,8 @@ pub struct Rendered {
     /// Lookups of Helm charts not answered by `RenderOptions::helm_cluster` yet: read them
     /// from the cluster and render again.
     pub lookups_missed: BTreeSet<crate::helm::lookup::LookupKey>,
+    /// Each HelmChart's release, for its status.
+    pub releases: Vec<crate::kinds::run::ReleaseOutcome>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -101,6 +103,7 @@ pub fn render_with_charts(
             missing_config: BTreeSet::new(),
             random_charts: Vec::new(),
             lookups_missed: charted.lookups_missed,
+            releases: Vec::new(),
         });
     }
     let mut problems: Vec<Problem> = charted.problems;
@@ -236,6 +239,13 @@ pub fn render_with_charts(
         config_hash::annotate_reporting_missing(&mut objects, &BTreeMap::new());
     notes.extend(hash_notes);
     sort_for_apply(&mut objects);
+    let mut releases = charted.releases;
+    for release in &mut releases {
+        release.objects = objects
+            .iter()
+            .filter(|o| release.files.contains(&o.origin.file))
+            .count();
+    }
     Ok(Rendered {
         objects,
         notes,
@@ -247,6 +257,7 @@ pub fn render_with_charts(
         missing_config,
         random_charts: charted.random.clone(),
         lookups_missed: charted.lookups_missed.clone(),
+        releases,
     })
 }
 

@@ -28,7 +28,13 @@ pub const DEFAULT_KUBE_VERSION: &str = "v1.33.0";
     shortname = "hc",
     category = "tend",
     doc = "A Helm chart rendered natively by tend into plain objects (tend).",
-    printcolumn(name = "CHART", type_ = "string", json_path = ".spec.chart"),
+    printcolumn(name = "CHART", type_ = "string", json_path = ".status.chart"),
+    printcolumn(name = "VERSION", type_ = "string", json_path = ".status.version"),
+    printcolumn(
+        name = "READY",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
+    ),
     printcolumn(
         name = "AGE",
         type_ = "date",
@@ -77,8 +83,8 @@ pub struct HelmChartSpec {
     pub clusters: Option<Vec<String>>,
 }
 
-/// The status subresource every tend kind declares. tend does not write it yet (issue 23:
-/// the resolved chart version and the release's objects will go here).
+/// What the last `tend apply` rendered and applied: the chart and version (resolved from a
+/// repository's range), how many objects, and whether they all applied.
 // Lenient (no `deny_unknown_fields`), so an older tend can read a newer tend's status.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -86,6 +92,26 @@ pub struct HelmChartStatus {
     /// `metadata.generation` this status was computed for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+    /// The chart's name (`Chart.yaml`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chart: Option<String>,
+    /// The chart version rendered (for a repository, what `spec.version` resolved to).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The chart's `appVersion`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_version: Option<String>,
+    /// `sha256:<hex>` of the chart archive, for a chart from a repository.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+    /// What `.Capabilities.KubeVersion` reported to the chart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kube_version: Option<String>,
+    /// How many objects the release rendered (chart tests left out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objects: Option<i64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>,
 }
 
 impl HelmChart {
@@ -181,6 +207,41 @@ impl Kind for HelmChart {
     fn clusters(&self) -> Option<&[String]> {
         self.spec.clusters.as_deref()
     }
+
+    fn status(&self, run: &super::run::RunState<'_>) -> Option<HelmChartStatus> {
+        let me = self.key();
+        let (release, failures) = run.releases.iter().find(|(r, _)| r.helm_chart == me)?;
+        let condition = match failures {
+            0 => run.ready_condition(
+                &me,
+                true,
+                "Applied",
+                format!(
+                    "{} object(s) of chart {} {} applied",
+                    release.objects, release.chart, release.version
+                ),
+            ),
+            n => run.ready_condition(
+                &me,
+                false,
+                "ApplyFailed",
+                format!(
+                    "{n} of the {} object(s) of chart {} {} failed to apply; see the run's report",
+                    release.objects, release.chart, release.version
+                ),
+            ),
+        };
+        Some(HelmChartStatus {
+            observed_generation: run.generation(&me),
+            chart: Some(release.chart.clone()),
+            version: Some(release.version.clone()),
+            app_version: release.app_version.clone(),
+            digest: release.digest.clone(),
+            kube_version: Some(release.kube_version.clone()),
+            objects: Some(release.objects as i64),
+            conditions: vec![condition],
+        })
+    }
 }
 
 /// A Kubernetes version as Helm reads `--kube-version` (`1.34` and `v1.34` are `v1.34.0`),
@@ -196,4 +257,55 @@ pub fn normalized_kube_version(text: &str) -> Option<String> {
         parts[1],
         parts.get(2).copied().unwrap_or("0")
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kinds::run::{ReleaseOutcome, RunState};
+    use std::collections::{BTreeSet, HashMap};
+
+    #[test]
+    fn the_status_names_the_chart_and_is_ready_only_when_every_object_applied() {
+        let helm_chart: HelmChart = serde_json::from_value(serde_json::json!({
+            "apiVersion": "tend.dev/v1alpha1", "kind": "HelmChart",
+            "metadata": {"name": "web", "namespace": "apps"},
+            "spec": {"repository": "https://charts.example.com", "name": "nginx", "version": "^1"},
+        }))
+        .expect("valid");
+        let release = ReleaseOutcome {
+            helm_chart: helm_chart.key(),
+            chart: "nginx".into(),
+            version: "1.4.2".into(),
+            app_version: Some("1.27".into()),
+            digest: Some("sha256:ab".into()),
+            kube_version: "v1.36.0".into(),
+            files: BTreeSet::new(),
+            objects: 7,
+        };
+        let (observed, applied, started) = (HashMap::new(), HashMap::new(), BTreeSet::new());
+        let status_with = |failures: usize| {
+            let releases = [(release.clone(), failures)];
+            let run = RunState {
+                observed: &observed,
+                applied: &applied,
+                started: &started,
+                copy_outcomes: &[],
+                releases: &releases,
+                now: k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+            };
+            Kind::status(&helm_chart, &run).expect("a status")
+        };
+        let ok = status_with(0);
+        assert_eq!(
+            (ok.version.as_deref(), ok.digest.as_deref(), ok.objects),
+            (Some("1.4.2"), Some("sha256:ab"), Some(7))
+        );
+        assert_eq!(ok.conditions[0].status, "True");
+        assert_eq!(ok.conditions[0].message, "7 object(s) of chart nginx 1.4.2 applied");
+        let failed = status_with(2);
+        assert_eq!(failed.conditions[0].status, "False");
+        assert_eq!(failed.conditions[0].reason, "ApplyFailed");
+        assert!(failed.conditions[0].message.starts_with("2 of the 7 object(s)"));
+    }
 }

@@ -97,6 +97,18 @@ fn capabilities_are_the_clusters_when_connected_and_helm_templates_offline() {
     assert_eq!(data["carts"], "true");
     let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["diff"]);
     assert_eq!(code, 0, "in sync: {stdout}\n{stderr}");
+    // The HelmChart's status says what was rendered and applied.
+    let status = get(&cluster, "tend.dev", "helmcharts", "probe", "probe").expect("applied")
+        ["status"]
+        .clone();
+    assert_eq!(status["chart"], "probe");
+    assert_eq!(status["version"], "0.1.0");
+    assert_eq!(status["kubeVersion"], "v1.36.0-tend-testserver");
+    assert_eq!(status["objects"], 1);
+    assert_eq!(status["conditions"][0]["type"], "Ready");
+    assert_eq!(status["conditions"][0]["status"], "True");
+    assert_eq!(status["conditions"][0]["reason"], "Applied");
+    assert_eq!(status["observedGeneration"], 1);
 
     // A HelmChart's own kubeVersion wins over the cluster's.
     let pinned = format!("{RELEASE}  kubeVersion: v1.31\n");
