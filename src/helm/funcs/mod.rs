@@ -3,9 +3,16 @@
 //! semantics: its `empty`, its string conversion (`strval`), mergo's merge rules.
 
 mod collections;
+mod dates;
 mod files;
 pub mod goyaml;
+mod json;
+mod lists;
+mod numbers;
 mod strings;
+mod text;
+pub use dates::set_now;
+pub use json::go_json;
 pub use strings::{semver_compare, semver_order};
 
 use super::template::builtins::exact;
@@ -16,6 +23,10 @@ use super::template::{CallError, Engine, Value};
 pub fn register(engine: &mut Engine) {
     strings::register(engine);
     collections::register(engine);
+    lists::register(engine);
+    text::register(engine);
+    numbers::register(engine);
+    dates::register(engine);
     engine.register("include", |exec, args| {
         let [name, data] = exact::<2>(args, "include")?;
         let name = want_str(&name)?;
@@ -43,10 +54,6 @@ pub fn register(engine: &mut Engine) {
         let [v] = exact::<1>(args, "toYaml")?;
         let text = goyaml::to_yaml(&v);
         Ok(Value::str(text.strip_suffix('\n').unwrap_or(&text)))
-    });
-    engine.register("toJson", |_, args| {
-        let [v] = exact::<1>(args, "toJson")?;
-        Ok(Value::str(go_json(&v)))
     });
     engine.register("fromYaml", |_, args| {
         let [text] = exact::<1>(args, "fromYaml")?;
@@ -76,6 +83,7 @@ pub fn register(engine: &mut Engine) {
         ))
     });
     files::register(engine);
+    json::register(engine);
     // `helm template` has no cluster: lookup finds nothing (an empty map), as Helm's does.
     engine.register("lookup", |_, args| {
         let _ = exact::<4>(args, "lookup")?;
@@ -104,6 +112,49 @@ pub fn register_random(engine: &mut Engine, seed: u64) {
     });
     engine.register("randNumeric", |_, args| {
         random(args, "randNumeric", b"0123456789")
+    });
+    engine.register("randInt", |_, args| {
+        let [min, max] = exact::<2>(args, "randInt")?;
+        let (min, max) = (to_int(&min), to_int(&max));
+        if max <= min {
+            return Err("invalid argument to Intn".into());
+        }
+        Ok(Value::Int(
+            min + (next_random() % (max - min) as u64) as i64,
+        ))
+    });
+    engine.register("randBytes", |_, args| {
+        use base64::Engine as _;
+        let [n] = exact::<1>(args, "randBytes")?;
+        let bytes: Vec<u8> = (0..to_int(&n).max(0))
+            .map(|_| next_random() as u8)
+            .collect();
+        Ok(Value::str(
+            base64::engine::general_purpose::STANDARD.encode(bytes),
+        ))
+    });
+    engine.register("uuidv4", |_, args| {
+        let [] = exact::<0>(args, "uuidv4")?;
+        let mut b: Vec<u8> = (0..16).map(|_| next_random() as u8).collect();
+        b[6] = (b[6] & 0x0f) | 0x40;
+        b[8] = (b[8] & 0x3f) | 0x80;
+        let h = hex::encode(b);
+        Ok(Value::str(format!(
+            "{}-{}-{}-{}-{}",
+            &h[..8],
+            &h[8..12],
+            &h[12..16],
+            &h[16..20],
+            &h[20..]
+        )))
+    });
+    engine.register("shuffle", |_, args| {
+        let [v] = exact::<1>(args, "shuffle")?;
+        let mut chars: Vec<char> = want_str(&v)?.chars().collect();
+        for i in (1..chars.len()).rev() {
+            chars.swap(i, (next_random() % (i as u64 + 1)) as usize);
+        }
+        Ok(Value::str(chars.into_iter().collect::<String>()))
     });
     engine.register("randAscii", |_, args| {
         let printable: Vec<u8> = (b' '..=b'~').collect();
@@ -148,7 +199,7 @@ fn random(args: Vec<Value>, name: &str, alphabet: &[u8]) -> Result<Value, CallEr
 
 /// Helm's fromYaml: a map (or a list for fromYamlArray) with numbers as float64, or a map
 /// holding the parse error under "Error".
-fn from_yaml(text: &str, array: bool) -> Value {
+pub(crate) fn from_yaml(text: &str, array: bool) -> Value {
     match crate::yaml::parse_value(text) {
         Some(json) if json.is_array() == array => Value::from_json_values(&json),
         Some(serde_json::Value::Null) if !array => Value::empty_map(),
@@ -165,84 +216,6 @@ fn error_map(message: &str) -> Value {
         m.borrow_mut().insert("Error".into(), Value::str(message));
     }
     map
-}
-
-/// Go's encoding/json text: sorted keys, HTML-safe escapes, floats without needless
-/// exponents.
-pub fn go_json(v: &Value) -> String {
-    let mut out = String::new();
-    write_json(&mut out, v);
-    out
-}
-
-fn write_json(out: &mut String, v: &Value) {
-    match v {
-        Value::Nil => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Int(i) => out.push_str(&i.to_string()),
-        Value::Float(f) => {
-            let abs = f.abs();
-            if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
-                let text = format!("{f:e}");
-                let (m, e) = text.split_once('e').unwrap_or((&text, "0"));
-                let e: i32 = e.parse().unwrap_or(0);
-                out.push_str(&format!(
-                    "{m}e{}{:02}",
-                    if e < 0 { '-' } else { '+' },
-                    e.abs()
-                ));
-                if let Some(pos) = out.rfind("e-0") {
-                    out.replace_range(pos..pos + 3, "e-");
-                } else if let Some(pos) = out.rfind("e+0") {
-                    out.replace_range(pos..pos + 3, "e+");
-                }
-            } else {
-                out.push_str(&format!("{f}"));
-            }
-        }
-        Value::Str(s) => json_string(out, s),
-        Value::List(l) => {
-            out.push('[');
-            for (i, item) in l.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_json(out, item);
-            }
-            out.push(']');
-        }
-        Value::Map(m) => {
-            out.push('{');
-            for (i, (k, item)) in m.borrow().iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                json_string(out, k);
-                out.push(':');
-                write_json(out, item);
-            }
-            out.push('}');
-        }
-    }
-}
-
-fn json_string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
-                out.push_str(&format!("\\u{:04x}", c as u32))
-            }
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 /// Sprig's `strval`: strings as they are, everything else as `%v` prints it.
@@ -279,35 +252,70 @@ pub fn want_int(v: &Value) -> Result<i64, CallError> {
     }
 }
 
-/// spf13/cast's `ToInt64`, as Sprig's `int`/`int64` use it: floats truncate, strings parse
-/// (a bad string gives 0), bools are 0/1, nil is 0.
+/// spf13/cast's `ToInt64`, as Sprig's `int`/`int64` use it: floats truncate, bools are 0/1,
+/// nil is 0, strings parse as Go's `ParseInt(s, 0, 64)` after a zero fraction is trimmed
+/// (`"0x1A"` is 26, `"010"` is 8, `"3.0"` is 3; `"3.5"` or `" 3"` is 0).
 pub fn to_int(v: &Value) -> i64 {
     match v {
         Value::Int(i) => *i,
         Value::Float(f) => *f as i64,
         Value::Bool(b) => i64::from(*b),
-        Value::Str(s) => {
-            let t = s.trim();
-            t.parse::<i64>()
-                .ok()
-                .or_else(|| {
-                    t.parse::<f64>()
-                        .ok()
-                        .filter(|_| t.contains('.'))
-                        .map(|f| f as i64)
-                })
-                .unwrap_or(0)
-        }
+        Value::Str(s) => parse_go_int(trim_zero_decimal(s)).unwrap_or(0),
         _ => 0,
     }
 }
 
+/// cast's `trimZeroDecimal`: `"12.00"` is `"12"`, `"12.5"` stays.
+fn trim_zero_decimal(s: &str) -> &str {
+    match s.rfind('.') {
+        Some(dot) if dot + 1 < s.len() && s[dot + 1..].bytes().all(|b| b == b'0') => &s[..dot],
+        _ => s,
+    }
+}
+
+/// Go's `strconv.ParseInt(s, 0, 64)`: a sign, then `0x`/`0o`/`0b`/`0` prefixes choose the
+/// base, and underscores may separate digits.
+fn parse_go_int(s: &str) -> Option<i64> {
+    let (neg, body) = match s.as_bytes().first()? {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let lower = body.to_ascii_lowercase();
+    let (radix, digits, prefixed) = if let Some(d) = lower.strip_prefix("0x") {
+        (16, d, true)
+    } else if let Some(d) = lower.strip_prefix("0o") {
+        (8, d, true)
+    } else if let Some(d) = lower.strip_prefix("0b") {
+        (2, d, true)
+    } else if lower.len() > 1 && lower.starts_with('0') {
+        (8, &lower[1..], true)
+    } else {
+        (10, lower.as_str(), false)
+    };
+    if digits.contains('_') {
+        let ok = (prefixed || radix == 10 && body.starts_with('0'))
+            && !digits.ends_with('_')
+            && !digits.contains("__");
+        if !ok {
+            return None;
+        }
+    }
+    let digits: String = digits.chars().filter(|&c| c != '_').collect();
+    if digits.is_empty() || digits.starts_with(['+', '-']) {
+        return None;
+    }
+    let magnitude = i128::from_str_radix(&digits, radix).ok()?;
+    i64::try_from(if neg { -magnitude } else { magnitude }).ok()
+}
+
+/// cast's `ToFloat64`: strings parse as Go's `ParseFloat` (no surrounding spaces).
 pub fn to_float(v: &Value) -> f64 {
     match v {
         Value::Int(i) => *i as f64,
         Value::Float(f) => *f,
         Value::Bool(b) => f64::from(u8::from(*b)),
-        Value::Str(s) => s.trim().parse().unwrap_or(0.0),
+        Value::Str(s) => s.parse().unwrap_or(0.0),
         _ => 0.0,
     }
 }

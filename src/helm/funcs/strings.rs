@@ -176,16 +176,25 @@ fn indent(n: i64, text: &str) -> String {
     format!("{pad}{}", text.replace('\n', &format!("\n{pad}")))
 }
 
+/// Go's `strings.Title`: a letter is upper-cased after a separator, which is any ASCII
+/// character but letters, digits and `_`, or a non-ASCII space.
 fn title(text: &str) -> String {
+    let is_separator = |c: char| {
+        if c.is_ascii() {
+            !(c.is_ascii_alphanumeric() || c == '_')
+        } else {
+            !c.is_alphanumeric() && c.is_whitespace()
+        }
+    };
     let mut out = String::with_capacity(text.len());
-    let mut start = true;
+    let mut prev = ' ';
     for c in text.chars() {
-        if start && c.is_alphabetic() {
+        if is_separator(prev) {
             out.extend(c.to_uppercase());
         } else {
             out.push(c);
         }
-        start = c.is_whitespace();
+        prev = c;
     }
     out
 }
