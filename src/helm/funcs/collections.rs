@@ -1,9 +1,9 @@
 //! Sprig's functions over values, lists and dicts (`default`, `empty`, `coalesce`, `dict`,
 //! `set`, `merge`, ...), its integer math, and type inspection.
 
+use super::conv::string_list;
+use super::conv::{strval, to_int};
 use super::lists::deep_equal;
-use super::strings::string_list;
-use super::{strval, to_int};
 use crate::helm::template::builtins::exact;
 use crate::helm::template::value::Map;
 use crate::helm::template::{CallError, Engine, Value};

@@ -3,7 +3,7 @@
 //! A time is a value of Unix seconds, in UTC; "now" is the clock the caller sets
 //! ([`set_now`]), never the machine's, so a render is repeatable.
 
-use super::want_str;
+use super::conv::want_str;
 use crate::helm::template::builtins::exact;
 use crate::helm::template::{Engine, Value};
 

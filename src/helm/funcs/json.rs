@@ -2,7 +2,7 @@
 //! `toRawJson` (no HTML escapes), `toPrettyJson` (`MarshalIndent` with two spaces), the
 //! `must` variants, `fromJsonArray`.
 
-use super::{from_yaml, want_str};
+use super::conv::{from_yaml, want_str};
 use crate::helm::template::builtins::exact;
 use crate::helm::template::{CallError, Engine, Value};
 

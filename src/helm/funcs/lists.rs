@@ -3,8 +3,7 @@
 //! Sprig's non-`must` variants panic where the `must` ones return an error, and Go's
 //! template engine turns both into the same failed call, so each pair shares one function.
 
-use super::strings::string_list;
-use super::{strval, to_int};
+use super::conv::{string_list, strval, to_int};
 use crate::helm::template::builtins::exact;
 use crate::helm::template::{CallError, Engine, Value};
 use std::collections::BTreeMap;

@@ -1,7 +1,7 @@
 //! Sprig's float math (`addf`, `subf`, `mulf`, `divf` through shopspring/decimal, so
 //! `addf 1.1 2.2` is 3.3, not 3.3000000000000003), `maxf`/`minf`, `ceil`, `floor`, `round`.
 
-use super::{to_float, to_int};
+use super::conv::{to_float, to_int};
 use crate::helm::template::builtins::exact;
 use crate::helm::template::{CallError, Engine, Value};
 

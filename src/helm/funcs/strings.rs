@@ -1,7 +1,7 @@
 //! Sprig's string functions, type conversions, encodings, hashes, regular expressions and
 //! semver comparison.
 
-use super::{strval, to_float, to_int, want_int, want_str};
+use super::conv::{string_list, strval, to_float, to_int, want_int, want_str};
 use crate::helm::template::builtins::exact;
 use crate::helm::template::{gofmt, CallError, Engine, Value};
 use base64::Engine as _;
@@ -197,19 +197,6 @@ fn title(text: &str) -> String {
         prev = c;
     }
     out
-}
-
-/// Sprig's `strslice`: a list's items as strings (nil items left out), a string alone.
-pub fn string_list(v: &Value) -> Vec<String> {
-    match v {
-        Value::List(l) => l
-            .iter()
-            .filter(|i| !matches!(i, Value::Nil))
-            .map(strval)
-            .collect(),
-        Value::Nil => Vec::new(),
-        other => vec![strval(other)],
-    }
 }
 
 /// A version as Masterminds/semver reads it (`v` prefix, missing parts 0).

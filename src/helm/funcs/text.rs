@@ -2,8 +2,8 @@
 //! `camelcase`, `snakecase`, `b32enc`, `adler32sum`, `regexFindAll`, `regexSplit`, paths,
 //! ...) and Go's `html`/`js`, with the semantics of Sprig, goutils, xstrings and Go.
 
+use super::conv::{want_int, want_str};
 use super::lists::numbered;
-use super::{want_int, want_str};
 use crate::helm::template::builtins::exact;
 use crate::helm::template::{gofmt, CallError, Engine, Value};
 
