@@ -431,5 +431,15 @@ fn capabilities(release: &Release) -> Value {
             ]),
         ),
         ("APIVersions", Value::list(api_versions)),
+        // The Helm whose output tend reproduces (the corpus was rendered by v3.19.4).
+        (
+            "HelmVersion",
+            text_map(&[
+                ("Version", Value::str("v3.19.4")),
+                ("GitCommit", Value::str("")),
+                ("GitTreeState", Value::str("clean")),
+                ("GoVersion", Value::str("go1.24.11")),
+            ]),
+        ),
     ])
 }

@@ -1,9 +1,10 @@
 //! Sprig's functions over values, lists and dicts (`default`, `empty`, `coalesce`, `dict`,
 //! `set`, `merge`, ...), its integer math, and type inspection.
 
-use super::strings::string_list;
-use super::{strval, to_int};
-use crate::helm::template::builtins::{equal, exact};
+use super::conv::string_list;
+use super::conv::{strval, to_int};
+use super::lists::deep_equal;
+use crate::helm::template::builtins::exact;
 use crate::helm::template::value::Map;
 use crate::helm::template::{CallError, Engine, Value};
 use std::collections::BTreeMap;
@@ -108,7 +109,7 @@ pub fn register(engine: &mut Engine) {
     engine.register("has", |_, args| {
         let [needle, haystack] = exact::<2>(args, "has")?;
         for item in want_list(&haystack)? {
-            if equal(&item, &needle).unwrap_or(false) {
+            if deep_equal(&item, &needle) {
                 return Ok(Value::Bool(true));
             }
         }
@@ -161,7 +162,10 @@ pub fn register(engine: &mut Engine) {
     });
     engine.register("until", |_, args| {
         let [n] = exact::<1>(args, "until")?;
-        Ok(Value::list((0..to_int(&n)).map(Value::Int).collect()))
+        let n = to_int(&n);
+        let step = if n < 0 { -1 } else { 1 };
+        let items = super::lists::until_step(0, n, step);
+        Ok(Value::list(items.into_iter().map(Value::Int).collect()))
     });
     engine.register("kindIs", |_, args| {
         let [kind, v] = exact::<2>(args, "kindIs")?;
@@ -227,7 +231,7 @@ fn uniq(args: Vec<Value>) -> Result<Value, CallError> {
     let [l] = exact::<1>(args, "uniq")?;
     let mut out: Vec<Value> = Vec::new();
     for item in want_list(&l)? {
-        if !out.iter().any(|o| equal(o, &item).unwrap_or(false)) {
+        if !out.iter().any(|o| deep_equal(o, &item)) {
             out.push(item);
         }
     }
@@ -265,11 +269,18 @@ fn merge_into(dst: &Map, src: &BTreeMap<String, Value>, overwrite: bool) {
     for (key, value) in src {
         let existing = dst.borrow().get(key).cloned();
         match (existing, value) {
+            // mergo: a nil source value is skipped, or copied as nil when overwriting.
+            (_, Value::Nil) => {
+                if overwrite {
+                    dst.borrow_mut().insert(key.clone(), Value::Nil);
+                }
+            }
             (Some(Value::Map(d)), Value::Map(s)) if !std::rc::Rc::ptr_eq(&d, s) => {
                 merge_into(&d, &s.borrow(), overwrite);
             }
+            // A map over a non-empty value of another kind leaves it, even when overwriting.
+            (Some(current), Value::Map(_)) if current.truthy() => {}
             (Some(current), _) if current.truthy() && !overwrite => {}
-            (Some(_), Value::Nil) if overwrite => {}
             _ => {
                 dst.borrow_mut().insert(key.clone(), value.clone());
             }

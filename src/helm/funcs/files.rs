@@ -3,7 +3,8 @@
 //! is a map of path to text; `GetBytes` gives the text too (tend's values have no byte
 //! slices; `b64enc` and friends treat both alike).
 
-use super::{goyaml, want_str};
+use super::conv::want_str;
+use super::goyaml;
 use crate::helm::template::builtins::exact;
 use crate::helm::template::{CallError, Engine, Value};
 use base64::Engine as _;

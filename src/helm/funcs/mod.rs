@@ -3,19 +3,31 @@
 //! semantics: its `empty`, its string conversion (`strval`), mergo's merge rules.
 
 mod collections;
+mod conv;
+mod dates;
 mod files;
 pub mod goyaml;
+mod json;
+mod lists;
+mod numbers;
 mod strings;
+mod text;
+pub use conv::{error_map, from_yaml, strval, to_float, to_int, want_int, want_str};
+pub use dates::set_now;
+pub use json::go_json;
 pub use strings::{semver_compare, semver_order};
 
 use super::template::builtins::exact;
-use super::template::gofmt;
 use super::template::{CallError, Engine, Value};
 
 /// Registers every Helm and Sprig function tend supports on `engine`.
 pub fn register(engine: &mut Engine) {
     strings::register(engine);
     collections::register(engine);
+    lists::register(engine);
+    text::register(engine);
+    numbers::register(engine);
+    dates::register(engine);
     engine.register("include", |exec, args| {
         let [name, data] = exact::<2>(args, "include")?;
         let name = want_str(&name)?;
@@ -43,10 +55,6 @@ pub fn register(engine: &mut Engine) {
         let [v] = exact::<1>(args, "toYaml")?;
         let text = goyaml::to_yaml(&v);
         Ok(Value::str(text.strip_suffix('\n').unwrap_or(&text)))
-    });
-    engine.register("toJson", |_, args| {
-        let [v] = exact::<1>(args, "toJson")?;
-        Ok(Value::str(go_json(&v)))
     });
     engine.register("fromYaml", |_, args| {
         let [text] = exact::<1>(args, "fromYaml")?;
@@ -76,6 +84,7 @@ pub fn register(engine: &mut Engine) {
         ))
     });
     files::register(engine);
+    json::register(engine);
     // `lookup` is registered with what the cluster answered: see `helm::lookup`.
     super::lookup::register(engine, None);
 }
@@ -101,6 +110,49 @@ pub fn register_random(engine: &mut Engine, seed: u64) {
     });
     engine.register("randNumeric", |_, args| {
         random(args, "randNumeric", b"0123456789")
+    });
+    engine.register("randInt", |_, args| {
+        let [min, max] = exact::<2>(args, "randInt")?;
+        let (min, max) = (to_int(&min), to_int(&max));
+        if max <= min {
+            return Err("invalid argument to Intn".into());
+        }
+        Ok(Value::Int(
+            min + (next_random() % (max - min) as u64) as i64,
+        ))
+    });
+    engine.register("randBytes", |_, args| {
+        use base64::Engine as _;
+        let [n] = exact::<1>(args, "randBytes")?;
+        let bytes: Vec<u8> = (0..to_int(&n).max(0))
+            .map(|_| next_random() as u8)
+            .collect();
+        Ok(Value::str(
+            base64::engine::general_purpose::STANDARD.encode(bytes),
+        ))
+    });
+    engine.register("uuidv4", |_, args| {
+        let [] = exact::<0>(args, "uuidv4")?;
+        let mut b: Vec<u8> = (0..16).map(|_| next_random() as u8).collect();
+        b[6] = (b[6] & 0x0f) | 0x40;
+        b[8] = (b[8] & 0x3f) | 0x80;
+        let h = hex::encode(b);
+        Ok(Value::str(format!(
+            "{}-{}-{}-{}-{}",
+            &h[..8],
+            &h[8..12],
+            &h[12..16],
+            &h[16..20],
+            &h[20..]
+        )))
+    });
+    engine.register("shuffle", |_, args| {
+        let [v] = exact::<1>(args, "shuffle")?;
+        let mut chars: Vec<char> = want_str(&v)?.chars().collect();
+        for i in (1..chars.len()).rev() {
+            chars.swap(i, (next_random() % (i as u64 + 1)) as usize);
+        }
+        Ok(Value::str(chars.into_iter().collect::<String>()))
     });
     engine.register("randAscii", |_, args| {
         let printable: Vec<u8> = (b' '..=b'~').collect();
@@ -141,172 +193,6 @@ fn random(args: Vec<Value>, name: &str, alphabet: &[u8]) -> Result<Value, CallEr
         .map(|_| alphabet[(next_random() % alphabet.len() as u64) as usize] as char)
         .collect();
     Ok(Value::str(text))
-}
-
-/// Helm's fromYaml: a map (or a list for fromYamlArray) with numbers as float64, or a map
-/// holding the parse error under "Error".
-fn from_yaml(text: &str, array: bool) -> Value {
-    match crate::yaml::parse_value(text) {
-        Some(json) if json.is_array() == array => Value::from_json_values(&json),
-        Some(serde_json::Value::Null) if !array => Value::empty_map(),
-        Some(_) if array => Value::list(vec![Value::str("error unmarshaling JSON: not an array")]),
-        Some(_) => error_map("error unmarshaling JSON: not an object"),
-        None if array => Value::list(vec![Value::str("error converting YAML to JSON")]),
-        None => error_map("error converting YAML to JSON"),
-    }
-}
-
-fn error_map(message: &str) -> Value {
-    let map = Value::empty_map();
-    if let Value::Map(m) = &map {
-        m.borrow_mut().insert("Error".into(), Value::str(message));
-    }
-    map
-}
-
-/// Go's encoding/json text: sorted keys, HTML-safe escapes, floats without needless
-/// exponents.
-pub fn go_json(v: &Value) -> String {
-    let mut out = String::new();
-    write_json(&mut out, v);
-    out
-}
-
-fn write_json(out: &mut String, v: &Value) {
-    match v {
-        Value::Nil => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Int(i) => out.push_str(&i.to_string()),
-        Value::Float(f) => {
-            let abs = f.abs();
-            if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
-                let text = format!("{f:e}");
-                let (m, e) = text.split_once('e').unwrap_or((&text, "0"));
-                let e: i32 = e.parse().unwrap_or(0);
-                out.push_str(&format!(
-                    "{m}e{}{:02}",
-                    if e < 0 { '-' } else { '+' },
-                    e.abs()
-                ));
-                if let Some(pos) = out.rfind("e-0") {
-                    out.replace_range(pos..pos + 3, "e-");
-                } else if let Some(pos) = out.rfind("e+0") {
-                    out.replace_range(pos..pos + 3, "e+");
-                }
-            } else {
-                out.push_str(&format!("{f}"));
-            }
-        }
-        Value::Str(s) => json_string(out, s),
-        Value::List(l) => {
-            out.push('[');
-            for (i, item) in l.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_json(out, item);
-            }
-            out.push(']');
-        }
-        Value::Map(m) => {
-            out.push('{');
-            for (i, (k, item)) in m.borrow().iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                json_string(out, k);
-                out.push(':');
-                write_json(out, item);
-            }
-            out.push('}');
-        }
-    }
-}
-
-fn json_string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
-                out.push_str(&format!("\\u{:04x}", c as u32))
-            }
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
-/// Sprig's `strval`: strings as they are, everything else as `%v` prints it.
-pub fn strval(v: &Value) -> String {
-    match v {
-        Value::Str(s) => s.to_string(),
-        other => gofmt::display(other),
-    }
-}
-
-/// A string parameter, or Go's error for a value of another type.
-pub fn want_str(v: &Value) -> Result<&str, CallError> {
-    match v {
-        Value::Str(s) => Ok(s),
-        Value::Nil => Err("invalid value; expected string".into()),
-        other => Err(format!(
-            "wrong type for value; expected string; got {}",
-            other.type_name()
-        )
-        .into()),
-    }
-}
-
-/// An int parameter, or Go's error for a value of another type.
-pub fn want_int(v: &Value) -> Result<i64, CallError> {
-    match v {
-        Value::Int(i) => Ok(*i),
-        Value::Nil => Err("invalid value; expected int".into()),
-        other => Err(format!(
-            "wrong type for value; expected int; got {}",
-            other.type_name()
-        )
-        .into()),
-    }
-}
-
-/// spf13/cast's `ToInt64`, as Sprig's `int`/`int64` use it: floats truncate, strings parse
-/// (a bad string gives 0), bools are 0/1, nil is 0.
-pub fn to_int(v: &Value) -> i64 {
-    match v {
-        Value::Int(i) => *i,
-        Value::Float(f) => *f as i64,
-        Value::Bool(b) => i64::from(*b),
-        Value::Str(s) => {
-            let t = s.trim();
-            t.parse::<i64>()
-                .ok()
-                .or_else(|| {
-                    t.parse::<f64>()
-                        .ok()
-                        .filter(|_| t.contains('.'))
-                        .map(|f| f as i64)
-                })
-                .unwrap_or(0)
-        }
-        _ => 0,
-    }
-}
-
-pub fn to_float(v: &Value) -> f64 {
-    match v {
-        Value::Int(i) => *i as f64,
-        Value::Float(f) => *f,
-        Value::Bool(b) => f64::from(u8::from(*b)),
-        Value::Str(s) => s.trim().parse().unwrap_or(0.0),
-        _ => 0.0,
-    }
 }
 
 #[cfg(test)]

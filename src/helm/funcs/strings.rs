@@ -1,7 +1,7 @@
 //! Sprig's string functions, type conversions, encodings, hashes, regular expressions and
 //! semver comparison.
 
-use super::{strval, to_float, to_int, want_int, want_str};
+use super::conv::{string_list, strval, to_float, to_int, want_int, want_str};
 use crate::helm::template::builtins::exact;
 use crate::helm::template::{gofmt, CallError, Engine, Value};
 use base64::Engine as _;
@@ -176,31 +176,27 @@ fn indent(n: i64, text: &str) -> String {
     format!("{pad}{}", text.replace('\n', &format!("\n{pad}")))
 }
 
+/// Go's `strings.Title`: a letter is upper-cased after a separator, which is any ASCII
+/// character but letters, digits and `_`, or a non-ASCII space.
 fn title(text: &str) -> String {
+    let is_separator = |c: char| {
+        if c.is_ascii() {
+            !(c.is_ascii_alphanumeric() || c == '_')
+        } else {
+            !c.is_alphanumeric() && c.is_whitespace()
+        }
+    };
     let mut out = String::with_capacity(text.len());
-    let mut start = true;
+    let mut prev = ' ';
     for c in text.chars() {
-        if start && c.is_alphabetic() {
+        if is_separator(prev) {
             out.extend(c.to_uppercase());
         } else {
             out.push(c);
         }
-        start = c.is_whitespace();
+        prev = c;
     }
     out
-}
-
-/// Sprig's `strslice`: a list's items as strings (nil items left out), a string alone.
-pub fn string_list(v: &Value) -> Vec<String> {
-    match v {
-        Value::List(l) => l
-            .iter()
-            .filter(|i| !matches!(i, Value::Nil))
-            .map(strval)
-            .collect(),
-        Value::Nil => Vec::new(),
-        other => vec![strval(other)],
-    }
 }
 
 /// A version as Masterminds/semver reads it (`v` prefix, missing parts 0).

@@ -178,3 +178,180 @@ fn files_methods() {
         "a.ini: W2FdCmI9MQo=\nb.conf: eAp5Cg==|b.conf: |\n  x\n  y|[x y]|[]|z|{}"
     );
 }
+
+#[test]
+fn int_of_a_string_parses_as_cast_does() {
+    assert_eq!(
+        ok(
+            r#"{{ list (int "0x1A") (int "3.0") (int "3.5") (int "010") (int64 " 4") (int "1_000") (int "-7") | toJson }}"#
+        ),
+        "[26,3,0,8,0,0,-7]"
+    );
+    assert_eq!(ok(r#"{{ float64 " 1.5" }}|{{ float64 "1.5" }}"#), "0|1.5");
+}
+
+#[test]
+fn title_upper_cases_after_any_ascii_separator() {
+    assert_eq!(
+        ok(r#"{{ title "foo-bar baz_qux a.b 9x" }}"#),
+        "Foo-Bar Baz_qux A.B 9x"
+    );
+}
+
+#[test]
+fn merge_skips_nil_and_merge_overwrite_copies_it() {
+    assert_eq!(
+        ok(r#"{{ merge (dict "a" 1) (dict "z" nil "a" 2) | toJson }}"#),
+        r#"{"a":1}"#
+    );
+    assert_eq!(
+        ok(
+            r#"{{ mergeOverwrite (dict "a" 1 "b" (dict "c" 1) "s" "x") (dict "a" nil "b" "x" "s" (dict "k" 1)) | toJson }}"#
+        ),
+        r#"{"a":null,"b":"x","s":"x"}"#
+    );
+}
+
+#[test]
+fn list_functions() {
+    assert_eq!(
+        ok(
+            r#"{{ list (rest (list 1 2 3)) (initial (list 1 2 3)) (reverse (list 1 2 3)) (without (list 1 2 3 2) 2) (chunk 2 (list 1 2 3)) (slice (list 1 2 3) 1) (until -2) (untilStep 0 10 4) | toJson }}"#
+        ),
+        "[[2,3],[1,2],[3,2,1],[1,3],[[1,2],[3]],[2,3],[0,-1],[0,4,8]]"
+    );
+    assert_eq!(
+        ok(r#"{{ rest list | toJson }}|{{ seq 3 }}|{{ seq 5 1 2 }}|{{ seq 2 -1 }}"#),
+        "null|1 2 3||2 1 0 -1"
+    );
+    assert_eq!(
+        ok(
+            r#"{{ has 1 (list 1.0) }}|{{ has (list 1) (list (list 1)) }}|{{ list (list 1) (list 1) | uniq | len }}"#
+        ),
+        "false|true|1"
+    );
+    assert_eq!(
+        ok(r#"{{ pluck "k" .map (dict "k" 2) (dict) | toJson }}|{{ all 1 "a" }}|{{ any 0 "" }}"#),
+        r#"["v",2]|true|false"#
+    );
+    assert_eq!(
+        ok(
+            r#"{{ deepEqual (dict "a" (list 1)) (dict "a" (list 1)) }}|{{ deepEqual 1 1.0 }}|{{ typeIs "string" .name }}"#
+        ),
+        "true|false|true"
+    );
+}
+
+#[test]
+fn dig_returns_the_value_at_the_path_or_the_default() {
+    let values = serde_json::json!({"a": {"b": {"c": 1}, "n": null}, "s": "x"});
+    let r = |src: &str| render(src, values.clone()).unwrap_or_else(|e| panic!("{src}: {e}"));
+    assert_eq!(r(r#"{{ dig "a" "b" "c" "d" . }}"#), "1");
+    assert_eq!(r(r#"{{ dig "a" "x" "c" "d" . }}"#), "d");
+    // A key that is there with null gives null, not the default.
+    assert_eq!(r(r#"{{ dig "a" "n" "d" . | toJson }}"#), "null");
+    assert!(render(r#"{{ dig "s" "x" "d" . }}"#, values.clone()).is_err());
+    assert!(render(r#"{{ dig "a" . }}"#, values).is_err());
+}
+
+#[test]
+fn string_functions_of_sprig() {
+    assert_eq!(
+        ok(
+            r#"{{ list (camelcase "foo_bar-baz") (snakecase "HTTPServerName") (kebabcase "fooBar") (substr 1 3 "hello") (substr -1 2 "hello") (repeat 2 "ab") (cat "a" nil 1) (nospace " a b ") (abbrev 5 "hello world") (initials "ab cd") (untitle "Ab Cd") (swapcase "aB") | toJson }}"#
+        ),
+        r#"["FooBarBaz","http_server_name","foo-bar","el","he","abab","a 1","ab","he...","ac","ab cd","Ab"]"#
+    );
+    assert_eq!(
+        ok(
+            r#"{{ "hi" | b32enc }}|{{ "NBUQ====" | b32dec }}|{{ adler32sum "abc" }}|{{ plural "one" "many" 2 }}|{{ toDecimal "777" }}"#
+        ),
+        "NBUQ====|hi|38600999|many|511"
+    );
+    assert_eq!(
+        ok(
+            r#"{{ regexFindAll "[0-9]+" "a1b22c333" 2 | toJson }}|{{ regexSplit "," "a,b,c" 2 | toJson }}|{{ regexQuoteMeta "a.b*c-d" }}|{{ regexReplaceAllLiteral "a" "banana" "$1" }}"#
+        ),
+        r#"["1","22"]|["a","b,c"]|a\.b\*c-d|b$1n$1n$1"#
+    );
+    assert_eq!(
+        ok(
+            r#"{{ base "/a/b.txt" }}|{{ dir "/a/b.txt" }}|{{ ext "x/y.tar.gz" }}|{{ clean "a//b/../c/" }}|{{ isAbs "/x" }}|{{ splitn "." 2 "a.b.c" | toJson }}"#
+        ),
+        r#"b.txt|/a|.gz|a/c|true|{"_0":"a","_1":"b.c"}"#
+    );
+    assert_eq!(
+        ok(r#"{{ html "<a href='x'>&" }}|{{ js "a'b<=" }}"#),
+        r#"&lt;a href=&#39;x&#39;&gt;&amp;|a\'b\u003C\u003D"#
+    );
+}
+
+#[test]
+fn float_math_is_decimal() {
+    assert_eq!(
+        ok(
+            r#"{{ list (addf 1.1 2.2) (subf 1 0.9) (mulf 1.5 3) (divf 10 3) (add1f 0.1) (round 3.14159 2) (round 2.5 0) (ceil 1.2) (floor 1.8) (maxf 1 2.5) (minf 1 2.5) | toJson }}"#
+        ),
+        "[3.3,0.1,4.5,3.3333333333333335,1.1,3.14,3,2,1,2.5,1]"
+    );
+}
+
+#[test]
+fn dates_come_from_the_set_clock() {
+    super::set_now(1_709_210_096);
+    assert_eq!(
+        ok(
+            r#"{{ now | date "2006-01-02T15:04:05Z07:00 Mon Jan _2 03:04PM .000 002" }}|{{ now | unixEpoch }}|{{ now | htmlDate }}"#
+        ),
+        "2024-02-29T12:34:56Z Thu Feb 29 12:34PM .000 060|1709210096|2024-02-29"
+    );
+    assert_eq!(
+        ok(
+            r#"{{ toDate "2006-01-02" "2024-03-01" | date "Monday, January 2" }}|{{ dateModify "-1.5h" (toDate "2006-01-02 15:04" "2024-03-01 01:00") | date "2006-01-02 15:04" }}|{{ toDate "2006-01-02" "bad" | date "2006" }}"#
+        ),
+        "Friday, March 1|2024-02-29 23:30|0001"
+    );
+    assert_eq!(
+        ok(
+            r#"{{ duration "3725" }}|{{ duration "0" }}|{{ durationRound "49h" }}|{{ durationRound "2m" }}|{{ ago (toDate "2006-01-02" "2024-02-29") }}"#
+        ),
+        "1h2m5s|0s|2d|2m|12h34m56s"
+    );
+    super::set_now(0);
+}
+
+#[test]
+fn json_variants() {
+    assert_eq!(
+        ok(r#"{{ dict "a" (list 1 (dict)) "<" "&" | toPrettyJson }}"#),
+        "{\n  \"\\u003c\": \"\\u0026\",\n  \"a\": [\n    1,\n    {}\n  ]\n}"
+    );
+    assert_eq!(
+        ok(r#"{{ dict "a" "<&>" | toRawJson }}|{{ list "\b" | mustToJson }}"#),
+        r#"{"a":"<&>"}|["\b"]"#
+    );
+    assert_eq!(
+        ok(r#"{{ fromJsonArray "[1,\"a\"]" | toJson }}|{{ (mustFromJson "{\"a\":2}").a }}"#),
+        r#"[1,"a"]|2"#
+    );
+}
+
+#[test]
+fn random_functions_are_drawn_from_the_seed() {
+    let mut engine = Engine::new();
+    super::register(&mut engine);
+    super::register_random(&mut engine, 7);
+    engine
+        .add(
+            "t",
+            r#"{{ uuidv4 }}|{{ randInt 5 6 }}|{{ randBytes 3 | len }}"#,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    let out = engine
+        .execute("t", Value::Nil)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (uuid, rest) = out.split_once('|').unwrap_or_default();
+    assert_eq!(uuid.len(), 36);
+    assert_eq!(&uuid[14..15], "4");
+    assert_eq!(rest, "5|4");
+}

@@ -32,6 +32,40 @@ pub struct Exec<'e> {
 
 type Res<T> = Result<T, TemplateError>;
 
+/// Whether less than 256 KiB of this thread's stack is left. Go's stacks grow, so Helm's
+/// limit of 1,000 nested templates never overflows; ours are fixed (2 MiB for a spawned
+/// thread), so a runaway `include` must stop here, as an error, before it aborts the process.
+#[cfg(target_os = "linux")]
+fn stack_nearly_full() -> bool {
+    thread_local! {
+        static LOW: usize = {
+            let mut low = 0usize;
+            // SAFETY: attr is initialised by pthread_getattr_np before it is read and
+            // destroyed after; the calls only read this thread's attributes.
+            unsafe {
+                let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+                if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) == 0 {
+                    let mut addr = std::ptr::null_mut();
+                    let mut size = 0;
+                    if libc::pthread_attr_getstack(&attr, &mut addr, &mut size) == 0 {
+                        low = addr as usize;
+                    }
+                    libc::pthread_attr_destroy(&mut attr);
+                }
+            }
+            low
+        };
+    }
+    let marker = 0u8;
+    let here = std::ptr::addr_of!(marker) as usize;
+    LOW.with(|&low| low != 0 && here.saturating_sub(low) < 256 * 1024)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn stack_nearly_full() -> bool {
+    false
+}
+
 impl<'e> Exec<'e> {
     pub(super) fn new(engine: &'e Engine, name: &str) -> Self {
         Exec {
@@ -98,7 +132,7 @@ impl<'e> Exec<'e> {
     }
 
     fn nested(&mut self, name: &str, dot: Value, body: &[Node], out: &mut String) -> Res<()> {
-        if self.depth >= MAX_DEPTH {
+        if self.depth >= MAX_DEPTH || stack_nearly_full() {
             return Err(self.error(format!(
                 "exceeded max template depth ({MAX_DEPTH}) executing {name:?}"
             )));
@@ -264,9 +298,18 @@ impl<'e> Exec<'e> {
     /// Follows `.A.B` from `value`; the last step gets `args` (only a method takes them).
     /// A map key wins over a method of the same name, as a Go map has no methods; methods
     /// are those of Helm's types (`.Capabilities.APIVersions.Has`, `.Files.Get`).
+    ///
+    /// A nil start (a nil variable, `(pipeline)` or dot) gives nil, as Go's invalid
+    /// `reflect.Value` does, so `((.Values.global).x).y` is safe; a nil a map lookup gave is
+    /// a nil interface, and a field of it is Go's "nil pointer" error.
     fn fields(&mut self, mut value: Value, fields: &[String], args: Vec<Value>) -> Res<Value> {
         let mut args = Some(args);
+        let mut invalid = true;
         for (i, field) in fields.iter().enumerate() {
+            if invalid && matches!(value, Value::Nil) {
+                continue;
+            }
+            invalid = false;
             let last = i + 1 == fields.len();
             let method = self.engine.method(field);
             value = match &value {

@@ -245,3 +245,34 @@ fn maps_are_shared_like_go_maps() {
     assert_eq!(engine.execute("t", data()).unwrap(), "1");
     let _ = BTreeMap::<String, Value>::new();
 }
+
+#[test]
+fn a_field_of_a_nil_pipeline_or_variable_is_nil_but_of_a_missing_key_an_error() {
+    assert_eq!(
+        render("{{ ((.missing).a).b }}|{{ (.missing).a.b }}"),
+        "<no value>|<no value>"
+    );
+    assert_eq!(render("{{ $x := .missing }}{{ $x.a.b }}"), "<no value>");
+    let err = try_render("{{ (.map).missing.b }}").unwrap_err();
+    assert!(
+        err.message
+            .contains("nil pointer evaluating interface {}.b"),
+        "{err}"
+    );
+}
+
+#[test]
+fn runaway_recursion_is_an_error_not_a_crash() {
+    // A spawned thread's 2 MiB stack, as the renderer's workers have.
+    let out = std::thread::Builder::new()
+        .stack_size(2 * 1024 * 1024)
+        .spawn(|| {
+            try_render(r#"{{ define "r" }}{{ template "r" . }}{{ end }}{{ template "r" . }}"#)
+        })
+        .map(|h| h.join());
+    let result = out
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|_| panic!("panicked"));
+    let err = result.unwrap_err();
+    assert!(err.message.contains("exceeded max template depth"), "{err}");
+}
