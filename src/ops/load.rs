@@ -60,8 +60,12 @@ pub fn desired_state(
         .cache_dir
         .clone()
         .unwrap_or_else(source::default_cache_dir);
-    walked.charts.remote =
-        source::charts::remote::fetch_all(&walked.files, &cache_dir, &mut walked.problems);
+    walked.charts.remote = source::charts::remote::fetch_all(
+        &walked.files,
+        &cache_dir,
+        &render_opts.chart_credentials,
+        &mut walked.problems,
+    );
     let rendered = render::render_with_charts(&walked.files, &walked.charts, render_opts);
     super::keys::save_cache(&render_opts.keys, &cache_dir);
     let rendered = match rendered {

@@ -19,6 +19,9 @@ pub struct RenderOptions {
     /// Seed of the random functions of Helm charts (`randAlphaNum`, ...): chosen at random
     /// by each run, so their values are never predictable (and change from run to run).
     pub helm_seed: u64,
+    /// Logins for chart repositories and OCI registries (`--helm-credentials`,
+    /// `--helm-credentials-secret`, Helm's registry config); their Debug shows no password.
+    pub chart_credentials: Arc<crate::source::charts::credentials::Credentials>,
 }
 
 impl Default for RenderOptions {
@@ -28,6 +31,7 @@ impl Default for RenderOptions {
             default_namespace: "default".into(),
             keys: Arc::default(),
             helm_seed: 0,
+            chart_credentials: Arc::default(),
         }
     }
 }

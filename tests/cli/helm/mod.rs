@@ -248,13 +248,13 @@ fn template_errors_name_chart_template_and_line_and_change_nothing() {
 fn unsupported_sources_and_missing_charts_are_refused_clearly() {
     let remote = RELEASE.replace(
         "chart: ../charts/shop",
-        "repository: oci://registry.example.com/charts\n  name: shop\n  version: 1.x",
+        "repository: s3://bucket/charts\n  name: shop\n  version: 1.x",
     );
     let dir = chart_site(&remote, DEPLOYMENT);
     let (code, _, stderr) = run(tend().arg("render").arg("--repo").arg(dir.path()));
     assert_eq!(code, 2);
     assert!(stderr.contains("apps/store.yaml:"), "{stderr}");
-    assert!(stderr.contains("not supported yet"), "{stderr}");
+    assert!(stderr.contains("is not a chart repository URL"), "{stderr}");
 
     let missing = RELEASE.replace("../charts/shop", "../charts/nope");
     let dir = chart_site(&missing, DEPLOYMENT);
@@ -340,6 +340,8 @@ fn random_values_are_stable_in_a_cluster_once_applied() {
 }
 
 mod hooks;
+mod oci;
+mod registry;
 mod remote;
 mod subcharts;
 mod values_files;
