@@ -69,6 +69,15 @@ pub struct GlobalArgs {
         value_delimiter = ':'
     )]
     pub decryption_key_file: Vec<PathBuf>,
+    /// Docker config JSON of logins for chart repositories and OCI registries (what `helm registry login` writes), besides Helm's own registry config; repeatable (in the variable: separated by ':').
+    #[arg(
+        long,
+        global = true,
+        env = "TEND_HELM_CREDENTIALS",
+        value_name = "PATH",
+        value_delimiter = ':'
+    )]
+    pub helm_credentials: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -123,6 +132,9 @@ impl GlobalArgs {
             },
             kube_version: None,
             helm_cluster: None,
+            chart_credentials: std::sync::Arc::new(crate::ops::chart_credentials::load(
+                &self.helm_credentials,
+            )?),
         })
     }
 

@@ -35,20 +35,27 @@ pub struct EngineArgs {
     /// Secret holding decryption keys, read at the start of the run (Flux's format: `*.agekey` entries age identities, `*.asc` entries armored PGP keys).
     #[arg(long, env = "TEND_DECRYPTION_SECRET", value_name = "NAMESPACE/NAME")]
     pub decryption_secret: Option<String>,
+    /// Secret holding logins for chart repositories and OCI registries (key `.dockerconfigjson`, as `kubectl create secret docker-registry` makes), read at the start of the run.
+    #[arg(
+        long,
+        env = "TEND_HELM_CREDENTIALS_SECRET",
+        value_name = "NAMESPACE/NAME"
+    )]
+    pub helm_credentials_secret: Option<String>,
     /// Print the full body of each created object (text and markdown show one line per create; -o json always has them).
     #[arg(long, env = "TEND_SHOW_CREATES")]
     pub show_creates: bool,
 }
 
-/// `NAMESPACE/NAME` of `--decryption-secret`, both valid Kubernetes names.
-fn parse_secret_ref(text: &str) -> Result<(String, String), Error> {
+/// `NAMESPACE/NAME` of a Secret given to `flag`, both valid Kubernetes names.
+fn parse_secret_ref(flag: &str, text: &str) -> Result<(String, String), Error> {
     use crate::object::names::{dns1123_label, dns1123_subdomain};
     match text.split_once('/') {
         Some((ns, name)) if dns1123_label(ns).is_ok() && dns1123_subdomain(name).is_ok() => {
             Ok((ns.to_string(), name.to_string()))
         }
         _ => Err(Error::Usage(format!(
-            "--decryption-secret {text:?}: expected NAMESPACE/NAME of a Secret, e.g. flux-system/sops-keys"
+            "{flag} {text:?}: expected NAMESPACE/NAME of a Secret, e.g. flux-system/sops-keys"
         ))),
     }
 }
@@ -72,7 +79,12 @@ impl EngineArgs {
             decryption_secret: self
                 .decryption_secret
                 .as_deref()
-                .map(parse_secret_ref)
+                .map(|text| parse_secret_ref("--decryption-secret", text))
+                .transpose()?,
+            helm_credentials_secret: self
+                .helm_credentials_secret
+                .as_deref()
+                .map(|text| parse_secret_ref("--helm-credentials-secret", text))
                 .transpose()?,
             access: global.access(&interrupt),
             engine: EngineOptions {

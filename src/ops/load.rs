@@ -87,8 +87,12 @@ pub fn load(source_opts: &SourceOptions, render_opts: &RenderOptions) -> Result<
         .cache_dir
         .clone()
         .unwrap_or_else(source::default_cache_dir);
-    walked.charts.remote =
-        source::charts::remote::fetch_all(&walked.files, &cache_dir, &mut walked.problems);
+    walked.charts.remote = source::charts::remote::fetch_all(
+        &walked.files,
+        &cache_dir,
+        &render_opts.chart_credentials,
+        &mut walked.problems,
+    );
     Ok(Loaded {
         checkout,
         walked,

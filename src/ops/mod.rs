@@ -3,6 +3,7 @@
 //! them prints to stdout or decides an exit code.
 
 pub mod chaos;
+pub mod chart_credentials;
 pub mod helm_cluster;
 pub mod helm_seed;
 pub mod keys;

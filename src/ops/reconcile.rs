@@ -19,6 +19,8 @@ pub struct ReconcileOptions {
     pub render: RenderOptions,
     /// `--decryption-secret`: a Secret of decryption keys, read before rendering.
     pub decryption_secret: Option<(String, String)>,
+    /// `--helm-credentials-secret`: a Secret of chart registry logins, read before rendering.
+    pub helm_credentials_secret: Option<(String, String)>,
     pub access: Access,
     pub engine: EngineOptions,
 }
@@ -50,8 +52,9 @@ impl Reconciled {
 /// Run a diff or an apply. Connecting (kubeconfig, TLS, discovery: reads only) runs while
 /// the desired state is loaded and rendered, which takes a while on its own; nothing touches
 /// the cluster beyond that until the whole desired state is validated, and a problem in it
-/// is reported before any connection error. With `--decryption-secret` the desired state is
-/// loaded once connected and that Secret read, still before any write.
+/// is reported before any connection error. With `--decryption-secret` or
+/// `--helm-credentials-secret` the desired state is loaded once connected and that Secret
+/// read, still before any write.
 pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -82,15 +85,15 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
     });
     // Read (and, without charts, render) the source while connecting. Charts render once
     // connected: they see the cluster's version, what it serves and its objects.
-    let early = match opts.decryption_secret {
-        None => match early_render(opts) {
+    let early = match (&opts.decryption_secret, &opts.helm_credentials_secret) {
+        (None, None) => match early_render(opts) {
             Ok(early) => Some(early),
             Err(err) => {
                 connecting.abort();
                 return Err(err);
             }
         },
-        Some(_) => None,
+        _ => None,
     };
     let (report, requests) = runtime.block_on(async {
         if opts.mode == Mode::Apply && !opts.engine.dry_run {
@@ -112,6 +115,12 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
                         .cache_dir
                         .clone()
                         .unwrap_or_else(crate::source::default_cache_dir),
+                )
+                .await?;
+                let render = super::chart_credentials::with_secret(
+                    &session,
+                    &render,
+                    &opts.helm_credentials_secret,
                 )
                 .await?;
                 let loaded = load::load(&opts.source, &render)?;

@@ -26,6 +26,9 @@ pub struct RenderOptions {
     pub kube_version: Option<String>,
     /// The cluster as charts see it (`.Capabilities`, `lookup`), when connected.
     pub helm_cluster: Option<Arc<ClusterFacts>>,
+    /// Logins for chart repositories and OCI registries (`--helm-credentials`,
+    /// `--helm-credentials-secret`, Helm's registry config); their Debug shows no password.
+    pub chart_credentials: Arc<crate::source::charts::credentials::Credentials>,
 }
 
 impl Default for RenderOptions {
@@ -37,6 +40,7 @@ impl Default for RenderOptions {
             helm_seed: 0,
             kube_version: None,
             helm_cluster: None,
+            chart_credentials: Arc::default(),
         }
     }
 }

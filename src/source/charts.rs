@@ -5,8 +5,10 @@
 //! Also the values files `HelmChart`s name ([`claim_values_files`]).
 
 mod archive;
+pub mod credentials;
 mod helmignore;
 mod http;
+mod oci;
 pub mod remote;
 
 use super::{SourceFile, MAX_FILE_BYTES};

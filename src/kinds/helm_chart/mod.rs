@@ -46,9 +46,9 @@ pub struct HelmChartSpec {
     /// The chart's directory (holding `Chart.yaml`), relative to this file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chart: Option<String>,
-    /// A chart repository (the HTTP(S) URL holding `index.yaml`), with `name` and `version`;
-    /// the chart is downloaded, its digest checked, and cached by digest. `oci://` is not
-    /// supported yet.
+    /// A chart repository (the HTTP(S) URL holding `index.yaml`, or `oci://host/path` of an
+    /// OCI registry), with `name` and `version`; the chart is downloaded, its digest checked,
+    /// and cached by digest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repository: Option<String>,
     /// The chart's name in `repository`.
@@ -142,22 +142,19 @@ impl Kind for HelmChart {
                 &["spec", "repository"],
                 "set either spec.chart (a directory in the repository) or spec.repository (a chart repository), not both",
             ),
-            (None, Some(repository)) if repository.starts_with("oci://") => p.push(
-                &["spec", "repository"],
-                "charts from OCI registries (oci://) are not supported yet; use the chart's HTTP(S) repository, or vendor the chart into the repository and set spec.chart to its directory",
-            ),
             (None, Some(repository)) => {
-                if !(repository.starts_with("https://") || repository.starts_with("http://")) {
+                let scheme = repository.split("://").next().unwrap_or("");
+                if !matches!(scheme, "https" | "http" | "oci") || repository.len() <= scheme.len() + 3 {
                     p.push(
                         &["spec", "repository"],
-                        format!("{repository:?} is not a chart repository URL; write https://... (the URL that holds index.yaml)"),
+                        format!("{repository:?} is not a chart repository URL; write https://... (the URL that holds index.yaml) or oci://host/path (an OCI registry)"),
                     );
                 }
                 let authority = repository.split("://").nth(1).unwrap_or("").split('/').next().unwrap_or("");
                 if authority.contains('@') {
                     p.push(
                         &["spec", "repository"],
-                        "credentials in the URL would be stored in the cluster with this HelmChart and shown by diffs; only public chart repositories are supported yet (vendor a private chart into the repository and set spec.chart)",
+                        "credentials in the URL would be stored in the cluster with this HelmChart and shown by diffs; remove them and give tend the login with --helm-credentials FILE or --helm-credentials-secret NAMESPACE/NAME (a docker config JSON, as `helm registry login` writes)",
                     );
                 }
                 if spec.name.as_deref().is_none_or(|n| n.trim().is_empty()) {

@@ -3,7 +3,9 @@
 //! stripped (Helm's `loadArchiveFiles`). Only regular files are read; ustar names with a
 //! prefix, GNU long names and PAX `path` records are understood.
 
+use sha2::Digest;
 use std::io::Read;
+use std::path::Path;
 
 /// Largest total size an archive may unpack to (a chart is kilobytes; this stops a bomb).
 const MAX_UNPACKED: u64 = 64 * 1024 * 1024;
@@ -64,6 +66,39 @@ pub fn files(gz: &[u8]) -> Result<Vec<(String, Vec<u8>)>, String> {
     }
     out.sort();
     Ok(out)
+}
+
+/// The archive whose sha256 is `digest` (hex): from `cache_dir/helm/<digest>.tgz` when there,
+/// else from `download`, checked against the digest (`gives` says who gave it, for the
+/// message) and kept there, so each chart version is downloaded once.
+pub fn cached(
+    cache_dir: &Path,
+    digest: &str,
+    what: &str,
+    gives: &str,
+    download: impl FnOnce() -> Result<Vec<u8>, String>,
+) -> Result<Vec<u8>, String> {
+    let cached = cache_dir.join("helm").join(format!("{digest}.tgz"));
+    if let Ok(bytes) = std::fs::read(&cached) {
+        if hex::encode(sha2::Sha256::digest(&bytes)) == digest {
+            return Ok(bytes);
+        }
+    }
+    let bytes = download()?;
+    let got = hex::encode(sha2::Sha256::digest(&bytes));
+    if got != digest {
+        return Err(format!(
+            "the archive of {what} has digest sha256:{got}, not the sha256:{digest} {gives}; refusing it (a changed or corrupted chart)"
+        ));
+    }
+    // The cache is an optimisation: a read-only cache directory costs a download.
+    if std::fs::create_dir_all(cached.parent().unwrap_or(cache_dir)).is_ok() {
+        let partial = cached.with_extension("tgz.partial");
+        if std::fs::write(&partial, &bytes).is_ok() {
+            let _ = std::fs::rename(&partial, &cached);
+        }
+    }
+    Ok(bytes)
 }
 
 fn c_string(bytes: &[u8]) -> String {

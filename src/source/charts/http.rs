@@ -1,5 +1,5 @@
-//! A small blocking HTTP/1.1 GET for chart repositories (`index.yaml`, chart archives): plain
-//! HTTP or HTTPS (rustls, the platform's trust store), redirects followed, chunked bodies
+//! A small blocking HTTP/1.1 GET for chart repositories (`index.yaml`, chart archives) and
+//! OCI registries: plain HTTP or HTTPS (rustls, the platform's trust store), redirects followed, chunked bodies
 //! read, sizes bounded. The source stage runs before anything async, and a chart
 //! repository needs nothing more.
 
@@ -13,25 +13,70 @@ const MAX_BODY: usize = 64 * 1024 * 1024;
 const TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_REDIRECTS: usize = 5;
 
-/// The body of `url`, or why it could not be read (never including credentials).
-pub fn get(url: &str) -> Result<Vec<u8>, String> {
+/// An HTTP response: status, headers, body.
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    /// The value of header `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        header(&self.headers, name)
+    }
+}
+
+/// The body of `url` (status 200), or why it could not be read (never including
+/// credentials). `headers` as in [`send`].
+pub fn get(url: &str, headers: &[(&str, String)]) -> Result<Vec<u8>, String> {
+    let reply = send(url, headers)?;
+    match reply.status {
+        200 => Ok(reply.body),
+        status => Err(format!("HTTP {status} from {}", redact(url))),
+    }
+}
+
+/// GET `url` with `headers`, redirects followed, whatever the final status. The headers go
+/// to `url`'s host only: a registry's token or a repository's password must not reach the
+/// storage a download redirects to.
+pub fn send(url: &str, headers: &[(&str, String)]) -> Result<Reply, String> {
+    let first_host = authority(url);
     let mut url = url.to_string();
     for _ in 0..=MAX_REDIRECTS {
-        let (status, headers, body) = request(&url)?;
+        let same_host = authority(&url) == first_host;
+        let (status, response_headers, body) =
+            request(&url, if same_host { headers } else { &[] })?;
         match status {
-            200 => return Ok(body),
             301 | 302 | 303 | 307 | 308 => {
-                let location = header(&headers, "location")
+                let location = header(&response_headers, "location")
                     .ok_or_else(|| format!("HTTP {status} without a Location"))?;
                 url = resolve(&url, location);
             }
-            _ => return Err(format!("HTTP {status} from {}", redact(&url))),
+            _ => {
+                return Ok(Reply {
+                    status,
+                    headers: response_headers,
+                    body,
+                })
+            }
         }
     }
     Err(format!(
         "more than {MAX_REDIRECTS} redirects from {}",
         redact(&url)
     ))
+}
+
+/// The `host[:port]` of `url` (credentials left out), lower-cased.
+pub fn authority(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = &rest[..rest.find('/').unwrap_or(rest.len())];
+    authority
+        .rsplit('@')
+        .next()
+        .unwrap_or(authority)
+        .to_ascii_lowercase()
 }
 
 /// `url` with any `user:password@` removed, for messages.
@@ -72,7 +117,7 @@ fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
 
 type Response = (u16, Vec<(String, String)>, Vec<u8>);
 
-fn request(url: &str) -> Result<Response, String> {
+fn request(url: &str, extra: &[(&str, String)]) -> Result<Response, String> {
     let shown = redact(url);
     let (scheme, rest) = url
         .split_once("://")
@@ -108,6 +153,9 @@ fn request(url: &str) -> Result<Response, String> {
         use base64::Engine as _;
         let token = base64::engine::general_purpose::STANDARD.encode(userinfo);
         head.push_str(&format!("Authorization: Basic {token}\r\n"));
+    }
+    for (name, value) in extra {
+        head.push_str(&format!("{name}: {value}\r\n"));
     }
     head.push_str("\r\n");
     let host_name = host.trim_start_matches('[').trim_end_matches(']');
@@ -225,6 +273,10 @@ mod tests {
             "https://o/a.tgz"
         );
         assert_eq!(redact("https://u:p@h/x"), "https://h/x");
+        assert_eq!(
+            authority("https://u:p@Reg.example:5000/v2/x"),
+            "reg.example:5000"
+        );
     }
 
     #[test]

@@ -2,13 +2,14 @@
 //! the repository's `index.yaml` read, the highest version that satisfies `spec.version` (a
 //! semver range, as Helm reads it) chosen, its archive downloaded, its digest checked, and
 //! kept in the cache directory under its digest, so a chart version is downloaded once.
+//! `oci://` repositories are handed to [`super::oci`].
 
-use super::{archive, http, load_files, named_docs};
+use super::credentials::Credentials;
+use super::{archive, http, load_files, named_docs, oci};
 use crate::helm::chart::RemoteChart;
 use crate::helm::funcs::{semver_compare, semver_order};
 use crate::problem::Problem;
 use crate::source::SourceFile;
-use sha2::Digest;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -18,6 +19,7 @@ use std::path::Path;
 pub fn fetch_all(
     files: &[SourceFile],
     cache_dir: &Path,
+    credentials: &Credentials,
     problems: &mut Vec<Problem>,
 ) -> BTreeMap<String, Result<RemoteChart, ()>> {
     let mut out = BTreeMap::new();
@@ -36,17 +38,23 @@ pub fn fetch_all(
                 .unwrap_or("")
                 .split('/')
                 .next();
-            if !(repository.starts_with("http://") || repository.starts_with("https://"))
+            let scheme = repository.split("://").next().unwrap_or("");
+            if !matches!(scheme, "http" | "https" | "oci")
                 || authority.is_some_and(|a| a.contains('@'))
             {
-                continue; // oci://, credentials and others: refused by the kind's own checks
+                continue; // credentials in the URL and others: refused by the kind's own checks
             }
             let key = crate::helm::chart::remote_key(repository, name, version);
             if out.contains_key(&key) {
                 continue;
             }
             let line = doc.line_of(&["spec".to_string(), "repository".to_string()]);
-            let fetched = fetch(repository, name, version, cache_dir).map_err(|why| {
+            let fetched = if scheme == "oci" {
+                oci::fetch(repository, name, version, cache_dir, credentials)
+            } else {
+                fetch(repository, name, version, cache_dir, credentials)
+            };
+            let fetched = fetched.map_err(|why| {
                 problems.push(Problem::new(&file.path, line, why));
             });
             out.insert(key, fetched);
@@ -60,17 +68,44 @@ pub fn shown(repository: &str) -> String {
     http::redact(repository)
 }
 
+/// The `Authorization` header for `url`: the login for its host, when that is the host of
+/// `repository_url` and there is one.
+fn auth_for(
+    url: &str,
+    repository_url: &str,
+    credentials: &Credentials,
+) -> Vec<(&'static str, String)> {
+    let host = http::authority(url);
+    match credentials.for_host(&host) {
+        Some(login) if host == http::authority(repository_url) => {
+            vec![("Authorization", login.basic())]
+        }
+        _ => Vec::new(),
+    }
+}
+
 fn fetch(
     repository: &str,
     name: &str,
     version: &str,
     cache_dir: &Path,
+    credentials: &Credentials,
 ) -> Result<RemoteChart, String> {
     let shown = http::redact(repository);
     let index_url = format!("{}/index.yaml", repository.trim_end_matches('/'));
-    let index = http::get(&index_url).map_err(|e| {
+    let headers = auth_for(&index_url, &index_url, credentials);
+    let reply = http::send(&index_url, &headers).map_err(|e| {
         format!("cannot read the chart repository's index.yaml: {e}; check spec.repository")
     })?;
+    let index = match reply.status {
+        200 => reply.body,
+        401 | 403 => return Err(credentials.refused(&index_url, reply.status)),
+        status => {
+            return Err(format!(
+                "cannot read the chart repository's index.yaml: HTTP {status} from {shown}/index.yaml; check spec.repository"
+            ))
+        }
+    };
     let index = crate::yaml::parse_value(&String::from_utf8_lossy(&index)).ok_or_else(|| {
         format!("{shown}/index.yaml is not valid YAML; is spec.repository a Helm chart repository?")
     })?;
@@ -132,29 +167,16 @@ fn fetch(
         .and_then(|u| u.first())
         .and_then(|u| u.as_str())
         .ok_or_else(|| format!("{name} {resolved} in {shown}/index.yaml has no download URL"))?;
-    let cached = cache_dir.join("helm").join(format!("{digest}.tgz"));
-    let bytes = match std::fs::read(&cached) {
-        Ok(bytes) if hex::encode(sha2::Sha256::digest(&bytes)) == digest => bytes,
-        _ => {
-            let url = http::resolve(&index_url, url);
-            let bytes =
-                http::get(&url).map_err(|e| format!("cannot download {name} {resolved}: {e}"))?;
-            let got = hex::encode(sha2::Sha256::digest(&bytes));
-            if got != digest {
-                return Err(format!(
-                    "the archive of {name} {resolved} from {shown} has digest sha256:{got}, not the sha256:{digest} its index.yaml gives; refusing it (a changed or corrupted chart)"
-                ));
-            }
-            // The cache is an optimisation: a read-only cache directory costs a download.
-            if std::fs::create_dir_all(cached.parent().unwrap_or(cache_dir)).is_ok() {
-                let partial = cached.with_extension("tgz.partial");
-                if std::fs::write(&partial, &bytes).is_ok() {
-                    let _ = std::fs::rename(&partial, &cached);
-                }
-            }
-            bytes
-        }
-    };
+    let url = http::resolve(&index_url, url);
+    // Helm passes a repository's credentials to its own host only (no --pass-credentials).
+    let headers = auth_for(&url, &index_url, credentials);
+    let bytes = archive::cached(
+        cache_dir,
+        &digest,
+        &format!("{name} {resolved} from {shown}"),
+        "its index.yaml gives",
+        || http::get(&url, &headers).map_err(|e| format!("cannot download {name} {resolved}: {e}")),
+    )?;
     let files = archive::files(&bytes)
         .map_err(|e| format!("cannot read the archive of {name} {resolved}: {e}"))?;
     let origin = Path::new(&format!("{name}-{resolved}.tgz")).to_path_buf();

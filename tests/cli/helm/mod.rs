@@ -248,13 +248,13 @@ fn template_errors_name_chart_template_and_line_and_change_nothing() {
 fn unsupported_sources_and_missing_charts_are_refused_clearly() {
     let remote = RELEASE.replace(
         "chart: ../charts/shop",
-        "repository: oci://registry.example.com/charts\n  name: shop\n  version: 1.x",
+        "repository: s3://bucket/charts\n  name: shop\n  version: 1.x",
     );
     let dir = chart_site(&remote, DEPLOYMENT);
     let (code, _, stderr) = run(tend().arg("render").arg("--repo").arg(dir.path()));
     assert_eq!(code, 2);
     assert!(stderr.contains("apps/store.yaml:"), "{stderr}");
-    assert!(stderr.contains("not supported yet"), "{stderr}");
+    assert!(stderr.contains("is not a chart repository URL"), "{stderr}");
 
     let missing = RELEASE.replace("../charts/shop", "../charts/nope");
     let dir = chart_site(&missing, DEPLOYMENT);
@@ -341,6 +341,8 @@ fn random_values_are_stable_in_a_cluster_once_applied() {
 
 mod cluster;
 mod hooks;
+mod oci;
+mod registry;
 mod remote;
 mod subcharts;
 mod values_files;
@@ -394,10 +396,10 @@ fn the_readme_section_renders_as_written() {
         .expect("README has a HelmChart section");
     let dir = site(&[("namespaces.yaml", &ns_yaml("apps"))]);
     let mut written = 0;
-    // The repository example needs the network: checked by the kind's checks only.
+    // The repository examples need the network: checked by the kind's checks only.
     for block in section.split("```yaml\n").skip(1) {
         let text = block.split("```").next().unwrap();
-        if text.contains("repository: https://") {
+        if text.contains("repository: https://") || text.contains("repository: oci://") {
             continue;
         }
         let path = text

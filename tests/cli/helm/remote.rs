@@ -217,16 +217,5 @@ fn a_wrong_digest_a_missing_version_or_chart_is_refused_at_the_helm_chart() {
     assert!(stderr.contains("credentials in the URL"), "{stderr}");
     assert!(!stderr.contains("t0ken-canary"), "{stderr}");
 
-    let oci = release("oci://registry.example.com", "1.0.0").replace(
-        "oci://registry.example.com/stable",
-        "oci://registry.example.com/charts",
-    );
-    let dir = site(&[("apps/store.yaml", &oci)]);
-    let (code, _, stderr) = on(dir.path());
-    assert_eq!(code, 2);
-    assert!(
-        stderr.contains("OCI registries (oci://) are not supported yet"),
-        "{stderr}"
-    );
     assert!(object_writes(&cluster).is_empty(), "nothing written");
 }
