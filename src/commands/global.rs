@@ -131,6 +131,10 @@ impl GlobalArgs {
                 std::collections::hash_map::RandomState::new().hash_one(0u8)
             },
             kube_version: None,
+            // Read here, at the edge; replaced by the commit's time where there is one.
+            now: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64),
             helm_cluster: None,
             chart_credentials: std::sync::Arc::new(crate::ops::chart_credentials::load(
                 &self.helm_credentials,

@@ -52,6 +52,8 @@ pub struct Release {
     pub api_versions: Vec<String>,
     /// Seed of `randAlphaNum` and friends.
     pub seed: u64,
+    /// What `now` gives (Unix seconds).
+    pub now: i64,
     /// The cluster, when tend is connected: what `.Capabilities.APIVersions` lists (instead
     /// of the built-in versions) and what `lookup` finds.
     pub cluster: Option<std::sync::Arc<super::lookup::ClusterFacts>>,
@@ -330,6 +332,7 @@ pub fn render(
     funcs::register(&mut engine);
     funcs::register_random(&mut engine, release.seed);
     super::lookup::register(&mut engine, release.cluster.clone());
+    funcs::set_now(release.now);
     let release_seed = seed_of(&format!("{}/{}", release.namespace, release.name));
     let release = &Release {
         seed: release.seed ^ release_seed,

@@ -116,6 +116,7 @@ fn render_entry(command: &str) -> Option<Result<Objects, String>> {
         kube_version: "v1.33.0".into(),
         api_versions: Vec::new(),
         seed: 1,
+        now: 0,
         cluster: None,
     };
     Some(

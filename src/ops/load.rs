@@ -103,6 +103,11 @@ pub fn load(source_opts: &SourceOptions, render_opts: &RenderOptions) -> Result<
 /// Render what [`load`] read, as often as needed (a render with what the cluster said).
 pub fn render(loaded: &Loaded, render_opts: &RenderOptions) -> Result<Rendered, Error> {
     let walked = &loaded.walked;
+    let mut render_opts = std::borrow::Cow::Borrowed(render_opts);
+    if let Some(time) = loaded.checkout.commit_time {
+        render_opts.to_mut().now = time;
+    }
+    let render_opts = render_opts.as_ref();
     let rendered = render::render_with_charts(&walked.files, &walked.charts, render_opts);
     super::keys::save_cache(&render_opts.keys, &loaded.cache_dir);
     match rendered {

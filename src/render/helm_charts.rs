@@ -226,6 +226,7 @@ fn render_one(
             .unwrap_or_else(|| DEFAULT_KUBE_VERSION.to_string()),
         api_versions: spec.api_versions.clone(),
         seed: opts.helm_seed,
+        now: opts.now,
         cluster: opts.helm_cluster.clone(),
     };
     let Some(mut user) = user_values(file, doc, spec, charts, opts, out) else {

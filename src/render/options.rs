@@ -24,6 +24,9 @@ pub struct RenderOptions {
     /// What `.Capabilities.KubeVersion` of a chart reports offline, when its HelmChart names
     /// none (`tend render --kube-version`).
     pub kube_version: Option<String>,
+    /// What Helm's `now` gives charts (Unix seconds): the commit's time when the source is
+    /// a git commit (so it renders the same on every run), else the run's start.
+    pub now: i64,
     /// The cluster as charts see it (`.Capabilities`, `lookup`), when connected.
     pub helm_cluster: Option<Arc<ClusterFacts>>,
     /// Logins for chart repositories and OCI registries (`--helm-credentials`,
@@ -39,6 +42,7 @@ impl Default for RenderOptions {
             keys: Arc::default(),
             helm_seed: 0,
             kube_version: None,
+            now: 0,
             helm_cluster: None,
             chart_credentials: Arc::default(),
         }

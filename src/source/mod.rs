@@ -40,6 +40,9 @@ pub struct Checkout {
     pub dir: PathBuf,
     /// The commit SHA, when the source is git (or a local git work tree).
     pub commit: Option<String>,
+    /// The commit's time (Unix seconds): what Helm's `now` gives charts, so a commit renders
+    /// the same on every run.
+    pub commit_time: Option<i64>,
     /// Human description for messages: the path, or the redacted URL and ref.
     pub description: String,
     /// How to build the kustomize directories found in `dir`.
@@ -77,7 +80,11 @@ pub fn resolve(opts: &SourceOptions) -> Result<Checkout, SourceError> {
             git::redact_url(&opts.repo),
             opts.git_ref.as_deref().unwrap_or("HEAD")
         );
-        (fetched.dir, Some(fetched.commit), description)
+        (
+            fetched.dir,
+            Some((fetched.commit, fetched.commit_time)),
+            description,
+        )
     } else {
         if !local.is_dir() {
             return Err(SourceError::MissingDir(local.to_path_buf()));
@@ -114,7 +121,8 @@ pub fn resolve(opts: &SourceOptions) -> Result<Checkout, SourceError> {
     };
     Ok(Checkout {
         dir,
-        commit,
+        commit_time: commit.as_ref().map(|(_, time)| *time),
+        commit: commit.map(|(sha, _)| sha),
         description,
         kustomize: kustomize::KustomizeOptions {
             command: opts.kustomize_command.clone(),

@@ -146,6 +146,7 @@ pub(super) fn attempt(ctx: &Ctx<'_>, repo_dir: &Path, trees: &Path) -> Result<Fe
                 return Ok(Fetched {
                     dir,
                     commit: commit.id().to_string(),
+                    commit_time: commit.time().seconds(),
                     resolved_ref: None,
                 });
             }
@@ -201,6 +202,7 @@ pub(super) fn attempt(ctx: &Ctx<'_>, repo_dir: &Path, trees: &Path) -> Result<Fe
             Ok(Fetched {
                 dir,
                 commit: commit.id().to_string(),
+                commit_time: commit.time().seconds(),
                 resolved_ref: Some(name),
             })
         }
@@ -228,6 +230,7 @@ pub(super) fn attempt(ctx: &Ctx<'_>, repo_dir: &Path, trees: &Path) -> Result<Fe
             Ok(Fetched {
                 dir,
                 commit: commit.id().to_string(),
+                commit_time: commit.time().seconds(),
                 resolved_ref: None,
             })
         }

@@ -105,6 +105,8 @@ pub struct Fetched {
     pub dir: PathBuf,
     /// Full 40-hex SHA of the commit.
     pub commit: String,
+    /// The commit's time (committer), Unix seconds.
+    pub commit_time: i64,
     /// The full ref name the commit was found through (`refs/heads/main`, `refs/tags/v1`);
     /// `None` when it was given as a SHA that no advertised ref points at.
     pub resolved_ref: Option<String>,
@@ -272,13 +274,13 @@ fn tilde(path: &Path) -> String {
 }
 
 /// The HEAD commit SHA if `dir` is inside a git work tree (for local-directory sources).
-pub fn head_commit(dir: &Path) -> Option<String> {
+pub fn head_commit(dir: &Path) -> Option<(String, i64)> {
     let repo = Repository::discover(dir).ok()?;
     if repo.is_bare() {
         return None;
     }
     let commit = repo.head().ok()?.peel_to_commit().ok()?;
-    Some(commit.id().to_string())
+    Some((commit.id().to_string(), commit.time().seconds()))
 }
 
 #[cfg(test)]

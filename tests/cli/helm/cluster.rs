@@ -264,3 +264,35 @@ data:
     );
     assert!(stderr.contains("templates/unknown.yaml:1"), "{stderr}");
 }
+
+/// Helm's `now` is the commit's time in a git source, so a commit renders the same on every
+/// run; outside git it is the run's time.
+#[test]
+fn now_is_the_commits_time_in_git_and_the_runs_time_outside() {
+    let template = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stamped\ndata:\n  at: {{ now | date \"2006-01-02T15:04:05Z07:00\" | quote }}\n";
+    let dir = probe_site(RELEASE, &[("stamped.yaml", template)]);
+    let render = |args: &[&str]| {
+        let (code, stdout, stderr) = run(tend().args(args).arg("--repo").arg(dir.path()));
+        assert_eq!(code, 0, "{stderr}");
+        rendered_data(&stdout, "stamped")["at"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let today = render(&["render"]);
+    let year: i32 = today[..4].parse().unwrap();
+    assert!(year >= 2025, "the run's time: {today}");
+
+    let repo = git2::Repository::init(dir.path()).unwrap();
+    let mut index = repo.index().unwrap();
+    index
+        .add_all(["*"].iter(), git2::IndexAddOption::DEFAULT, None)
+        .unwrap();
+    let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+    let when = git2::Time::new(1_700_000_000, 0);
+    let sig = git2::Signature::new("Test", "test@example.com", &when).unwrap();
+    repo.commit(Some("HEAD"), &sig, &sig, "charts", &tree, &[])
+        .unwrap();
+    assert_eq!(render(&["render"]), "2023-11-14T22:13:20Z");
+    assert_eq!(render(&["render"]), "2023-11-14T22:13:20Z", "every run");
+}
