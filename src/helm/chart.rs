@@ -61,7 +61,7 @@ pub struct Release {
 
 /// One rendered template, or one file of a `crds/` directory: its path in the chart
 /// (`templates/deployment.yaml`, `charts/db/templates/db.yaml`, `crds/a.yaml`) and text.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Manifest {
     pub template: String,
     /// A file of a `crds/` directory (not a template: never rendered).

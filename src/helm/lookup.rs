@@ -58,6 +58,14 @@ thread_local! {
     static FACTS: RefCell<Option<Arc<ClusterFacts>>> = const { RefCell::new(None) };
     /// Lookups the render on this thread made that [`FACTS`] did not answer.
     static MISSED: RefCell<BTreeSet<LookupKey>> = const { RefCell::new(BTreeSet::new()) };
+    /// Whether the render on this thread read the cluster with a lookup.
+    static USED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the renders on this thread since [`register`] looked the cluster up (their
+/// output depends on what it holds).
+pub fn used() -> bool {
+    USED.with(std::cell::Cell::get)
 }
 
 /// Register `lookup` on `engine`, answering from `facts` for the renders that follow on
@@ -65,6 +73,7 @@ thread_local! {
 pub fn register(engine: &mut Engine, facts: Option<Arc<ClusterFacts>>) {
     FACTS.with(|f| *f.borrow_mut() = facts);
     MISSED.with(|m| m.borrow_mut().clear());
+    USED.with(|u| u.set(false));
     engine.register("lookup", |_, args| {
         let [api_version, kind, namespace, name] = exact::<4>(args, "lookup")?;
         let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
@@ -79,6 +88,9 @@ pub fn register(engine: &mut Engine, facts: Option<Arc<ClusterFacts>>) {
                 .as_ref()
                 .map(|facts| facts.lookups.get(&key).cloned())
         });
+        if answer.is_some() {
+            USED.with(|u| u.set(true));
+        }
         match answer {
             None => Ok(Value::empty_map()),
             Some(Some(Answer::Found(json))) => Ok(Value::from_json_values(&json)),

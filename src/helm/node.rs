@@ -17,9 +17,35 @@ pub struct Chart {
     pub files: BTreeMap<String, String>,
     /// The charts of `charts/` (directories and `.tgz` archives), by name.
     pub dependencies: Vec<Chart>,
+    /// [`Chart::digest`], computed once.
+    pub digest: std::sync::OnceLock<String>,
 }
 
 impl Chart {
+    /// sha256 of everything the chart is made of (Chart.yaml, values, every file, its
+    /// subcharts'), hex: what a render of it is cached under.
+    pub fn digest(&self) -> &str {
+        self.digest.get_or_init(|| {
+            use sha2::Digest;
+            let mut hash = sha2::Sha256::new();
+            let mut field = |bytes: &[u8]| {
+                // Length-prefixed, so no two charts hash the same bytes.
+                hash.update((bytes.len() as u64).to_le_bytes());
+                hash.update(bytes);
+            };
+            field(self.metadata.to_string().as_bytes());
+            field(self.values.to_string().as_bytes());
+            for (path, text) in &self.files {
+                field(path.as_bytes());
+                field(text.as_bytes());
+            }
+            for dependency in &self.dependencies {
+                field(dependency.digest().as_bytes());
+            }
+            hex::encode(hash.finalize())
+        })
+    }
+
     pub fn name(&self) -> &str {
         self.metadata
             .get("name")

@@ -110,6 +110,14 @@ pub fn render(loaded: &Loaded, render_opts: &RenderOptions) -> Result<Rendered, 
     let render_opts = render_opts.as_ref();
     let rendered = render::render_with_charts(&walked.files, &walked.charts, render_opts);
     super::keys::save_cache(&render_opts.keys, &loaded.cache_dir);
+    if let Some(cache) = &render_opts.render_cache {
+        let (taken, kept) = cache.counts();
+        if taken + kept > 0 {
+            tracing::debug!(
+                "Helm releases: {taken} render(s) from the cache, {kept} kept for the next run"
+            );
+        }
+    }
     match rendered {
         Ok(rendered) if walked.problems.is_empty() => Ok(rendered),
         Ok(_) => Err(render::RenderError::Invalid(crate::problem::Problems(

@@ -9,6 +9,7 @@ pub mod helm_seed;
 pub mod keys;
 pub mod load;
 pub mod reconcile;
+pub mod render_cache;
 pub mod signals;
 
 /// How a command ended, for [`crate::cli`] to turn into an exit code.

@@ -232,8 +232,33 @@ fn render_one(
     let Some(mut user) = user_values(file, doc, spec, charts, opts, out) else {
         return;
     };
-    let rendered = chart::render(chart, &user.values, &release);
-    out.lookups_missed.extend(lookup::take_missed());
+    // Renders of releases whose values came from SOPS files are never kept.
+    let cache = opts
+        .render_cache
+        .as_ref()
+        .filter(|_| user.secrets.is_empty());
+    let key = cache.map(|_| super::helm_cache::key(chart, &user.values, &release));
+    let kept = cache
+        .zip(key.as_ref())
+        .and_then(|(cache, key)| cache.get(key));
+    let rendered = match kept {
+        Some(manifests) => Ok(manifests),
+        None => {
+            let rendered = chart::render(chart, &user.values, &release);
+            out.lookups_missed.extend(lookup::take_missed());
+            if let (Some(cache), Some(key), Ok(manifests)) = (cache, &key, &rendered) {
+                let left_out = |m: &chart::Manifest| {
+                    let mut notes = Vec::new();
+                    let text = without_left_out(&m.text, &m.template, &mut notes);
+                    (text, !notes.is_empty())
+                };
+                if let Some(kept) = super::helm_cache::keepable(manifests, left_out) {
+                    cache.put(key, &kept);
+                }
+            }
+            rendered
+        }
+    };
     if let Some(cluster) = opts
         .helm_cluster
         .as_deref()

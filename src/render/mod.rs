@@ -16,6 +16,7 @@ mod complete;
 pub mod config_hash;
 mod decrypt;
 pub mod file_modes;
+pub mod helm_cache;
 mod helm_charts;
 mod options;
 pub mod policy;

@@ -29,6 +29,8 @@ pub struct RenderOptions {
     pub now: i64,
     /// The cluster as charts see it (`.Capabilities`, `lookup`), when connected.
     pub helm_cluster: Option<Arc<ClusterFacts>>,
+    /// Where renders of Helm releases are kept between runs; none: every release renders.
+    pub render_cache: Option<Arc<dyn super::helm_cache::RenderCache>>,
     /// Logins for chart repositories and OCI registries (`--helm-credentials`,
     /// `--helm-credentials-secret`, Helm's registry config); their Debug shows no password.
     pub chart_credentials: Arc<crate::source::charts::credentials::Credentials>,
@@ -44,6 +46,7 @@ impl Default for RenderOptions {
             kube_version: None,
             now: 0,
             helm_cluster: None,
+            render_cache: None,
             chart_credentials: Arc::default(),
         }
     }

@@ -10,14 +10,23 @@ use crate::helm::template::{Engine, Value};
 thread_local! {
     /// What `now` gives on this thread, in Unix seconds.
     static NOW: std::cell::Cell<i64> = const { std::cell::Cell::new(0) };
+    static NOW_USED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Sets what `now` gives to renders on this thread (Unix seconds).
 pub fn set_now(unix_seconds: i64) {
     NOW.with(|n| n.set(unix_seconds));
+    NOW_USED.with(|u| u.set(false));
+}
+
+/// Whether a render on this thread asked for the time since [`set_now`]: its output
+/// depends on when it ran.
+pub fn now_used() -> bool {
+    NOW_USED.with(std::cell::Cell::get)
 }
 
 fn now() -> i64 {
+    NOW_USED.with(|u| u.set(true));
     NOW.with(std::cell::Cell::get)
 }
 

@@ -13,7 +13,7 @@ mod numbers;
 mod strings;
 mod text;
 pub use conv::{error_map, from_yaml, strval, to_float, to_int, want_int, want_str};
-pub use dates::set_now;
+pub use dates::{now_used, set_now};
 pub use json::go_json;
 pub use strings::{semver_compare, semver_order};
 

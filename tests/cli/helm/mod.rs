@@ -339,6 +339,58 @@ fn random_values_are_stable_in_a_cluster_once_applied() {
     assert_ne!(token_of(&other), first);
 }
 
+/// A release renders once: the next run takes its render from the cache directory while
+/// chart, values and capabilities are unchanged. Renders that drew random values are never
+/// kept (they hold what the seed made).
+#[test]
+fn unchanged_releases_are_not_rendered_again_and_random_ones_are_never_kept() {
+    let dir = chart_site(RELEASE, DEPLOYMENT);
+    let cache = tempfile::tempdir().unwrap();
+    let render = |dir: &std::path::Path| {
+        let (code, stdout, stderr) = run(tend()
+            .args(["-v", "render", "--cache-dir"])
+            .arg(cache.path())
+            .arg("--repo")
+            .arg(dir));
+        assert_eq!(code, 0, "{stderr}");
+        (stdout, stderr)
+    };
+    let (first, stderr) = render(dir.path());
+    assert!(
+        stderr.contains("Helm releases: 0 render(s) from the cache, 1 kept for the next run"),
+        "{stderr}"
+    );
+    let kept: Vec<_> = std::fs::read_dir(cache.path().join("helm-renders"))
+        .unwrap()
+        .collect();
+    assert_eq!(kept.len(), 1);
+    let (second, stderr) = render(dir.path());
+    assert!(
+        stderr.contains("Helm releases: 1 render(s) from the cache, 0 kept"),
+        "{stderr}"
+    );
+    assert_eq!(first, second, "the same objects");
+    // Another value: rendered again.
+    let changed = RELEASE.replace("replicas: 3", "replicas: 4");
+    std::fs::write(dir.path().join("apps/store.yaml"), &changed).unwrap();
+    let (third, stderr) = render(dir.path());
+    assert!(
+        stderr.contains("0 render(s) from the cache, 1 kept"),
+        "{stderr}"
+    );
+    assert!(third.contains("replicas: 4"), "{third}");
+
+    let token = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: token\ndata:\n  token: {{ randAlphaNum 16 | quote }}\n";
+    std::fs::write(dir.path().join("charts/shop/templates/token.yaml"), token).unwrap();
+    for _ in 0..2 {
+        let (_, stderr) = render(dir.path());
+        assert!(
+            !stderr.contains("Helm releases:"),
+            "neither taken nor kept: {stderr}"
+        );
+    }
+}
+
 mod cluster;
 mod hooks;
 mod oci;

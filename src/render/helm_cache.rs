@@ -1,0 +1,164 @@
+//! Renders of Helm releases kept from one run to the next: a release whose chart, values,
+//! release name and namespace, and capabilities are what they were renders to what it
+//! rendered to, so it is not rendered again. Only renders that depend on nothing else are
+//! kept — none that drew random values, asked for the time, looked the cluster up, or read
+//! values decrypted from a SOPS file — so a kept render holds nothing that cannot be derived
+//! from the repository (and the chart) it came from. Where renders are kept is the caller's
+//! ([`RenderCache`]); render itself does no I/O.
+
+use crate::helm::chart::{Chart, Manifest, Release};
+
+/// Where renders of releases are kept, by [`key`].
+pub trait RenderCache: Send + Sync + std::fmt::Debug {
+    fn get(&self, key: &str) -> Option<Vec<Manifest>>;
+    fn put(&self, key: &str, manifests: &[Manifest]);
+    /// `(renders taken from the cache, renders kept)` so far, for the log.
+    fn counts(&self) -> (usize, usize);
+}
+
+/// Changes whenever what a kept render means changes.
+const FORMAT: &str = "tend helm render 1";
+
+/// What a release's render is kept under: sha256 (hex) of everything it depends on but the
+/// seed and the time (renders that use them are not kept).
+pub fn key(chart: &Chart, values: &serde_json::Value, release: &Release) -> String {
+    use sha2::Digest;
+    let mut hash = sha2::Sha256::new();
+    let mut field = |bytes: &[u8]| {
+        hash.update((bytes.len() as u64).to_le_bytes());
+        hash.update(bytes);
+    };
+    field(FORMAT.as_bytes());
+    field(chart.digest().as_bytes());
+    // serde_json's maps are sorted: the same values give the same text.
+    field(values.to_string().as_bytes());
+    field(release.name.as_bytes());
+    field(release.namespace.as_bytes());
+    field(release.kube_version.as_bytes());
+    for version in &release.api_versions {
+        field(version.as_bytes());
+    }
+    match &release.cluster {
+        None => field(b"offline"),
+        Some(cluster) => {
+            for version in &cluster.api_versions {
+                field(version.as_bytes());
+            }
+        }
+    }
+    hex::encode(hash.finalize())
+}
+
+/// What of a render may be kept, if it may: it asked neither for the time nor the cluster,
+/// and no template that drew random values renders anything tend keeps (a chart test that
+/// names its pod at random renders nothing here, and is kept blank: nothing the seed made
+/// is ever written down). `left_out` is the text of a template without what tend leaves
+/// out, and whether it left out something worth a note.
+pub fn keepable(
+    manifests: &[Manifest],
+    left_out: impl Fn(&Manifest) -> (String, bool),
+) -> Option<Vec<Manifest>> {
+    if crate::helm::funcs::now_used() || crate::helm::lookup::used() {
+        return None;
+    }
+    manifests
+        .iter()
+        .map(|m| {
+            if !m.random {
+                return Some(m.clone());
+            }
+            let (text, noted) = left_out(m);
+            (text.trim().is_empty() && !noted).then(|| Manifest {
+                text: String::new(),
+                random: false,
+                ..m.clone()
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn release() -> Release {
+        Release {
+            name: "web".into(),
+            namespace: "apps".into(),
+            kube_version: "v1.33.0".into(),
+            api_versions: Vec::new(),
+            seed: 1,
+            now: 0,
+            cluster: None,
+        }
+    }
+
+    fn chart(template: &str) -> Chart {
+        Chart {
+            metadata: json!({"apiVersion": "v2", "name": "web", "version": "1.0.0"}),
+            files: [("templates/a.yaml".to_string(), template.to_string())].into(),
+            ..Chart::default()
+        }
+    }
+
+    #[test]
+    fn the_key_changes_with_what_the_render_depends_on_and_only_that() {
+        let values = json!({"a": 1});
+        let base = key(&chart("x"), &values, &release());
+        assert_eq!(base, key(&chart("x"), &values, &release()));
+        let mut other_seed = release();
+        other_seed.seed = 2;
+        other_seed.now = 5;
+        assert_eq!(base, key(&chart("x"), &values, &other_seed));
+        assert_ne!(base, key(&chart("y"), &values, &release()));
+        assert_ne!(base, key(&chart("x"), &json!({"a": 2}), &release()));
+        let mut renamed = release();
+        renamed.namespace = "other".into();
+        assert_ne!(base, key(&chart("x"), &values, &renamed));
+        let mut newer = release();
+        newer.kube_version = "v1.34.0".into();
+        assert_ne!(base, key(&chart("x"), &values, &newer));
+        let mut connected = release();
+        connected.cluster = Some(Default::default());
+        assert_ne!(base, key(&chart("x"), &values, &connected));
+    }
+
+    #[test]
+    fn renders_that_drew_random_values_are_not_kept_but_for_what_tend_leaves_out() {
+        let manifest = |template: &str, random| Manifest {
+            template: template.into(),
+            crd: false,
+            text: "a: 1\n".into(),
+            random,
+        };
+        // Chart tests are what tend leaves out here.
+        let left_out = |m: &Manifest| {
+            if m.template.contains("tests/") {
+                (String::new(), false)
+            } else {
+                (m.text.clone(), false)
+            }
+        };
+        crate::helm::funcs::set_now(0);
+        let plain = manifest("templates/a.yaml", false);
+        assert_eq!(
+            keepable(&[plain.clone()], left_out),
+            Some(vec![plain.clone()])
+        );
+        let random = manifest("templates/b.yaml", true);
+        assert_eq!(keepable(&[plain.clone(), random], left_out), None);
+        let test = manifest("templates/tests/t.yaml", true);
+        let kept = keepable(&[plain, test], left_out).expect("kept");
+        assert_eq!((kept[1].text.as_str(), kept[1].random), ("", false));
+        // A render that asked for the time is not kept.
+        let _ = crate::helm::funcs::now_used();
+        let mut engine = crate::helm::template::Engine::new();
+        crate::helm::funcs::register(&mut engine);
+        engine.add("t", "{{ now }}").expect("parse");
+        engine
+            .execute("t", crate::helm::template::Value::empty_map())
+            .expect("run");
+        assert_eq!(keepable(&[], left_out), None);
+    }
+}
