@@ -143,7 +143,7 @@ mod tests {
         crate::helm::funcs::set_now(0);
         let plain = manifest("templates/a.yaml", false);
         assert_eq!(
-            keepable(&[plain.clone()], left_out),
+            keepable(std::slice::from_ref(&plain), left_out),
             Some(vec![plain.clone()])
         );
         let random = manifest("templates/b.yaml", true);
