@@ -66,8 +66,12 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
     // with nothing new in git, nothing is left to read afterwards. (An apply reads under
     // its lock, after rendering.)
     let ahead_opts = (opts.mode == Mode::Diff).then(|| opts.engine.clone());
+    // The session is handed over as soon as it is connected (charts render with it) while
+    // this task goes on reading ahead.
+    let (connected, session_rx) = tokio::sync::oneshot::channel::<Arc<Session>>();
     let connecting = runtime.spawn(async move {
-        let session = Session::connect(&access).await?;
+        let session = Arc::new(Session::connect(&access).await?);
+        let _ = connected.send(session.clone());
         let ahead = match &ahead_opts {
             Some(engine_opts) => {
                 match crate::apply::lists::read_ahead(&session, engine_opts).await {
@@ -81,7 +85,7 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
             }
             None => None,
         };
-        Ok::<_, crate::cluster::ClusterError>((session, ahead))
+        Ok::<_, crate::cluster::ClusterError>(ahead)
     });
     // Read (and, without charts, render) the source while connecting. Charts render once
     // connected: they see the cluster's version, what it serves and its objects.
@@ -99,10 +103,26 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
         if opts.mode == Mode::Apply && !opts.engine.dry_run {
             super::signals::listen(opts.engine.interrupt.clone()).map_err(Error::Runtime)?;
         }
-        let (session, ahead) = connecting
-            .await
-            .map_err(|err| Error::Runtime(std::io::Error::other(err)))?
-            .map_err(EngineError::from)?;
+        let mut connecting = Some(connecting);
+        let mut finish_connecting = async || -> Result<_, Error> {
+            match connecting.take() {
+                Some(task) => Ok(task
+                    .await
+                    .map_err(|err| Error::Runtime(std::io::Error::other(err)))?
+                    .map_err(EngineError::from)?),
+                None => Ok(None),
+            }
+        };
+        let session = match session_rx.await {
+            Ok(session) => session,
+            // Not connected: the task says why.
+            Err(_) => {
+                finish_connecting().await?;
+                return Err(Error::Runtime(std::io::Error::other(
+                    "the connection task ended without a session",
+                )));
+            }
+        };
         let (loaded, rendered, render) = match early {
             Some((loaded, rendered)) => (loaded, rendered, opts.render.clone()),
             None => {
@@ -181,7 +201,10 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
         };
         let objects = rendered.objects;
         let report = match opts.mode {
-            Mode::Diff => engine::diff(&session, objects, engine_opts, &kinds, ahead).await?,
+            Mode::Diff => {
+                let ahead = finish_connecting().await?;
+                engine::diff(&session, objects, engine_opts, &kinds, ahead).await?
+            }
             Mode::Apply => {
                 engine::apply(
                     &session,
