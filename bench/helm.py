@@ -127,8 +127,11 @@ def diff_bench(tmp):
     items = [o for o in json.loads(rendered)["items"] if o["kind"] != "HelmChart"]
     plain = os.path.join(tmp, "plain-site")
     os.makedirs(plain)
-    with open(os.path.join(plain, "objects.json"), "w") as f:
-        json.dump({"apiVersion": "v1", "kind": "List", "items": items}, f)
+    # YAML (tend reads .yaml and .yml files), one document per object.
+    plain_yaml = run([TEND, "render", "--repo", charts, "--show-secrets", "-o", "yaml"])
+    docs = [d for d in plain_yaml.split("\n---\n") if "kind: HelmChart\n" not in d]
+    with open(os.path.join(plain, "objects.yaml"), "w") as f:
+        f.write("\n---\n".join(docs))
     crds = run([TEND, "crds"])
     with open(os.path.join(charts, "tend-crds.yaml"), "w") as f:
         f.write(crds)

@@ -24,6 +24,9 @@ pub struct Charts {
     /// Charts from chart repositories, by [`remote_key`]; `Err` when fetching failed (the
     /// source stage reported why).
     pub remote: BTreeMap<String, Result<RemoteChart, ()>>,
+    /// The `HelmChart` documents of each plain file (not kustomize output), parsed once for
+    /// everything that reads them; a file not here was not read by the source stage.
+    pub helm_chart_docs: BTreeMap<std::path::PathBuf, Vec<crate::yaml::Document>>,
 }
 
 /// A chart fetched from a chart repository.

@@ -88,7 +88,7 @@ pub fn load(source_opts: &SourceOptions, render_opts: &RenderOptions) -> Result<
         .clone()
         .unwrap_or_else(source::default_cache_dir);
     walked.charts.remote = source::charts::remote::fetch_all(
-        &walked.files,
+        &walked.charts.helm_chart_docs,
         &cache_dir,
         &render_opts.chart_credentials,
         &mut walked.problems,

@@ -66,7 +66,7 @@ impl ChartOutput {
 }
 
 pub fn render_charts(files: &[SourceFile], charts: &Charts, opts: &RenderOptions) -> ChartOutput {
-    let releases = releases(files, opts);
+    let releases = releases(files, charts, opts);
     // Releases are independent (a chart's random functions keep their state per thread), so
     // they render on every core, each into its own output, joined in file order.
     let threads = std::thread::available_parallelism()
@@ -102,12 +102,17 @@ pub fn render_charts(files: &[SourceFile], charts: &Charts, opts: &RenderOptions
 /// The targeted HelmChart objects of `files`, in file order.
 fn releases<'f>(
     files: &'f [SourceFile],
+    charts: &Charts,
     opts: &RenderOptions,
 ) -> Vec<(&'f SourceFile, yaml::Document, HelmChart)> {
     let mut out = Vec::new();
     for file in files.iter().filter(|f| f.text.contains("HelmChart")) {
-        let (docs, _) =
-            kustomize_annotations::parse_source(&file.path, &file.text, file.unit.is_some());
+        let docs = match charts.helm_chart_docs.get(&file.path) {
+            Some(docs) => docs.clone(),
+            None => {
+                kustomize_annotations::parse_source(&file.path, &file.text, file.unit.is_some()).0
+            }
+        };
         for doc in docs {
             let is_helm_chart = doc.value.get("apiVersion").and_then(|v| v.as_str())
                 == Some(crate::API_VERSION)
@@ -344,6 +349,11 @@ fn render_one(
         objects: 0,
     };
     for (template, text, crd) in files {
+        // A template that rendered nothing (a feature turned off) holds no object: not
+        // parsed at all.
+        if text.trim().is_empty() {
+            continue;
+        }
         let path = PathBuf::from(format!(
             "{} (chart {name}, {template})",
             file.path.display()

@@ -180,6 +180,16 @@ pub fn normalize(path: &Path) -> PathBuf {
 }
 
 /// The `HelmChart` documents of a file tend reads (not a kustomize build's output).
+/// The `HelmChart` documents of each plain file, none for most (see
+/// `Charts::helm_chart_docs`).
+pub fn helm_chart_docs(files: &[SourceFile]) -> BTreeMap<PathBuf, Vec<yaml::Document>> {
+    files
+        .iter()
+        .filter(|file| file.unit.is_none())
+        .map(|file| (file.path.clone(), named_docs(file)))
+        .collect()
+}
+
 fn named_docs(file: &SourceFile) -> Vec<yaml::Document> {
     if file.unit.is_some() || !file.text.contains("HelmChart") {
         return Vec::new();
@@ -196,12 +206,9 @@ fn named_docs(file: &SourceFile) -> Vec<yaml::Document> {
 
 /// The values files each `HelmChart` of `files` names, relative to the walked directory
 /// (`spec.valuesFiles` is relative to the HelmChart's file), with the line that names each.
-pub fn named_values_files(file: &SourceFile) -> Vec<(PathBuf, usize)> {
-    if !file.text.contains("valuesFiles") {
-        return Vec::new();
-    }
+pub fn named_values_files(path: &Path, docs: &[yaml::Document]) -> Vec<(PathBuf, usize)> {
     let mut out = Vec::new();
-    for doc in named_docs(file) {
+    for doc in docs {
         let Some(list) = doc
             .value
             .pointer("/spec/valuesFiles")
@@ -216,7 +223,7 @@ pub fn named_values_files(file: &SourceFile) -> Vec<(PathBuf, usize)> {
                     Step::Key("valuesFiles".into()),
                     Step::Index(i),
                 ]);
-                let dir = file.path.parent().unwrap_or(Path::new(""));
+                let dir = path.parent().unwrap_or(Path::new(""));
                 out.push((normalize(&dir.join(name)), line));
             }
         }
@@ -230,12 +237,13 @@ pub fn named_values_files(file: &SourceFile) -> Vec<(PathBuf, usize)> {
 pub fn claim_values_files(
     root: &Path,
     files: &mut Vec<SourceFile>,
+    helm_chart_docs: &BTreeMap<PathBuf, Vec<yaml::Document>>,
     problems: &mut Vec<Problem>,
 ) -> BTreeMap<PathBuf, String> {
     let mut read = BTreeMap::new();
-    let named: BTreeSet<PathBuf> = files
+    let named: BTreeSet<PathBuf> = helm_chart_docs
         .iter()
-        .flat_map(named_values_files)
+        .flat_map(|(path, docs)| named_values_files(path, docs))
         .map(|(p, _)| p)
         .collect();
     for path in named {

@@ -51,8 +51,13 @@ pub fn walk_with(dir: &Path, kustomize: &KustomizeOptions) -> std::io::Result<Wa
         &mut walked,
     );
     // Values files of HelmCharts are values, not manifests.
-    walked.charts.values_files =
-        super::charts::claim_values_files(&root, &mut walked.files, &mut walked.problems);
+    walked.charts.helm_chart_docs = super::charts::helm_chart_docs(&walked.files);
+    walked.charts.values_files = super::charts::claim_values_files(
+        &root,
+        &mut walked.files,
+        &walked.charts.helm_chart_docs,
+        &mut walked.problems,
+    );
     // What a unit refers to outside its own tree is kustomize's to read, not a plain file.
     let claimed: Vec<&PathBuf> = units.iter().flat_map(|u: &Unit| u.refs.iter()).collect();
     let is_claimed = |path: &Path| claimed.iter().any(|c| path.starts_with(c));

@@ -5,11 +5,10 @@
 //! `oci://` repositories are handed to [`super::oci`].
 
 use super::credentials::Credentials;
-use super::{archive, http, load_files, named_docs, oci};
+use super::{archive, http, load_files, oci};
 use crate::helm::chart::RemoteChart;
 use crate::helm::funcs::{semver_compare, semver_order};
 use crate::problem::Problem;
-use crate::source::SourceFile;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -17,14 +16,14 @@ use std::path::Path;
 /// [`crate::helm::chart::remote_key`]; a chart that could not be fetched is a problem at
 /// its HelmChart (and its entry an `Err`, so render does not report it again).
 pub fn fetch_all(
-    files: &[SourceFile],
+    helm_chart_docs: &BTreeMap<std::path::PathBuf, Vec<crate::yaml::Document>>,
     cache_dir: &Path,
     credentials: &Credentials,
     problems: &mut Vec<Problem>,
 ) -> BTreeMap<String, Result<RemoteChart, ()>> {
     let mut out = BTreeMap::new();
-    for file in files.iter().filter(|f| f.text.contains("repository")) {
-        for doc in named_docs(file) {
+    for (path, docs) in helm_chart_docs {
+        for doc in docs {
             let spec = doc.value.get("spec");
             let field = |k: &str| spec.and_then(|s| s.get(k)).and_then(|v| v.as_str());
             let (Some(repository), Some(name), Some(version)) =
@@ -55,7 +54,7 @@ pub fn fetch_all(
                 fetch(repository, name, version, cache_dir, credentials)
             };
             let fetched = fetched.map_err(|why| {
-                problems.push(Problem::new(&file.path, line, why));
+                problems.push(Problem::new(path, line, why));
             });
             out.insert(key, fetched);
         }
