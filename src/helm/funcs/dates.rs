@@ -17,7 +17,8 @@ pub fn set_now(unix_seconds: i64) {
     NOW.with(|n| n.set(unix_seconds));
 }
 
-fn now() -> i64 {
+/// What `now` gives, in Unix seconds.
+pub fn now() -> i64 {
     NOW.with(std::cell::Cell::get)
 }
 

@@ -4,6 +4,7 @@
 
 mod collections;
 mod conv;
+mod crypto;
 mod dates;
 mod files;
 pub mod goyaml;
@@ -31,6 +32,7 @@ pub fn register(engine: &mut Engine) {
     text::register(engine);
     numbers::register(engine);
     dates::register(engine);
+    crypto::register(engine);
     engine.register("include", |exec, args| {
         let [name, data] = exact::<2>(args, "include")?;
         let name = want_str(&name)?;
@@ -92,10 +94,12 @@ pub fn register(engine: &mut Engine) {
     super::lookup::register(engine, None);
 }
 
-/// Sprig's random strings (`randAlphaNum`, `randAlpha`, `randNumeric`, `randAscii`), drawn
+/// Sprig's random strings (`randAlphaNum`, `randAlpha`, `randNumeric`, `randAscii`) and its
+/// keys, certificates, salts and IVs (`genCA`, `bcrypt`, `encryptAES`, ...), drawn
 /// from `seed`: the caller decides how stable they are.
 pub fn register_random(engine: &mut Engine, seed: u64) {
     random::reset(seed);
+    crypto::register_random(engine);
     engine.register("randAlphaNum", |_, args| {
         random(
             args,
