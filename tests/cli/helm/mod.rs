@@ -340,6 +340,7 @@ fn random_values_are_stable_in_a_cluster_once_applied() {
 }
 
 mod cluster;
+mod crypto;
 mod hooks;
 mod oci;
 mod registry;
