@@ -60,7 +60,7 @@ pub struct Parent<'a> {
     pub key: &'a Key,
 }
 
-/// Go's `x509.ParseCertificate` of PEM text's first block.
+/// Go's `x509.ParseCertificate` of a certificate's DER bytes.
 pub fn parse_cert_der(der: &[u8]) -> Result<Certificate, String> {
     Certificate::from_der(der).map_err(|e| e.to_string())
 }

@@ -17,9 +17,10 @@ use x509_cert::spki::{AlgorithmIdentifierOwned, SubjectPublicKeyInfoOwned};
 use super::super::random::next_random;
 
 /// A CSPRNG for one function call, seeded from the render's stream (so it marks the render as
-/// random). Keys drawn from it are as secret as the cluster's seed, which lives only in the
-/// cluster (Secret `tend-helm-seed`), never in git; a fixed number of draws per call keeps
-/// later random functions of the template where they were.
+/// random). Keys drawn from it are as secret as the cluster's seed (64 bits), which lives
+/// only in the cluster (Secret `tend-helm-seed`), never in git: deriving them from it is as
+/// safe as keeping that Secret. A fixed number of draws per call keeps later random functions
+/// of the template where they were.
 pub fn seeded_rng() -> ChaCha20Rng {
     let mut seed = [0u8; 32];
     for chunk in seed.chunks_mut(8) {
