@@ -25,7 +25,8 @@ pub fn now_used() -> bool {
     NOW_USED.with(std::cell::Cell::get)
 }
 
-fn now() -> i64 {
+/// What `now` gives, in Unix seconds (and the render then depends on the time).
+pub fn now() -> i64 {
     NOW_USED.with(|u| u.set(true));
     NOW.with(std::cell::Cell::get)
 }

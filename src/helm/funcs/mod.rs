@@ -4,17 +4,21 @@
 
 mod collections;
 mod conv;
+mod crypto;
 mod dates;
 mod files;
 pub mod goyaml;
 mod json;
 mod lists;
 mod numbers;
+mod random;
 mod strings;
 mod text;
 pub use conv::{error_map, from_yaml, strval, to_float, to_int, want_int, want_str};
 pub use dates::{now_used, set_now};
 pub use json::go_json;
+use random::next_random;
+pub use random::random_used;
 pub use strings::{semver_compare, semver_order};
 
 use super::template::builtins::exact;
@@ -28,6 +32,7 @@ pub fn register(engine: &mut Engine) {
     text::register(engine);
     numbers::register(engine);
     dates::register(engine);
+    crypto::register(engine);
     engine.register("include", |exec, args| {
         let [name, data] = exact::<2>(args, "include")?;
         let name = want_str(&name)?;
@@ -89,11 +94,12 @@ pub fn register(engine: &mut Engine) {
     super::lookup::register(engine, None);
 }
 
-/// Sprig's random strings (`randAlphaNum`, `randAlpha`, `randNumeric`, `randAscii`), drawn
+/// Sprig's random strings (`randAlphaNum`, `randAlpha`, `randNumeric`, `randAscii`) and its
+/// keys, certificates, salts and IVs (`genCA`, `bcrypt`, `encryptAES`, ...), drawn
 /// from `seed`: the caller decides how stable they are.
 pub fn register_random(engine: &mut Engine, seed: u64) {
-    RANDOM_SEED.with(|s| s.set(seed));
-    RANDOM_USED.with(|u| u.set(false));
+    random::reset(seed);
+    crypto::register_random(engine);
     engine.register("randAlphaNum", |_, args| {
         random(
             args,
@@ -158,32 +164,6 @@ pub fn register_random(engine: &mut Engine, seed: u64) {
         let printable: Vec<u8> = (b' '..=b'~').collect();
         random(args, "randAscii", &printable)
     });
-}
-
-thread_local! {
-    /// The state of the random functions of the render running on this thread (functions are
-    /// plain `fn`s, so their state can't be captured).
-    static RANDOM_SEED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-    /// Whether a random function ran since [`register_random`].
-    static RANDOM_USED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Whether the render on this thread used a random function since [`register_random`].
-pub fn random_used() -> bool {
-    RANDOM_USED.with(std::cell::Cell::get)
-}
-
-/// splitmix64: small, and good enough for names and test data.
-fn next_random() -> u64 {
-    RANDOM_USED.with(|u| u.set(true));
-    RANDOM_SEED.with(|s| {
-        let next = s.get().wrapping_add(0x9e37_79b9_7f4a_7c15);
-        s.set(next);
-        let mut z = next;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    })
 }
 
 fn random(args: Vec<Value>, name: &str, alphabet: &[u8]) -> Result<Value, CallError> {

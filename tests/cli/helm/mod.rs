@@ -392,6 +392,7 @@ fn unchanged_releases_are_not_rendered_again_and_random_ones_are_never_kept() {
 }
 
 mod cluster;
+mod crypto;
 mod hooks;
 mod oci;
 mod registry;
