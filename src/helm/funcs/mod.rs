@@ -12,6 +12,7 @@ mod lists;
 mod numbers;
 mod strings;
 mod text;
+mod yaml11;
 pub use conv::{error_map, from_yaml, strval, to_float, to_int, want_int, want_str};
 pub use dates::set_now;
 pub use json::go_json;
