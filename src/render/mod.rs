@@ -289,6 +289,9 @@ fn duplicates(objects: &[Object]) -> Vec<Problem> {
     problems
 }
 
+/// Below this much text, [`parse_all`] parses on the calling thread.
+const PARALLEL_PARSE_MIN_BYTES: usize = 64 * 1024;
+
 /// Each file's documents, parsed, decrypted where SOPS-encrypted, and checked (octal file modes fixed, shape validated), in
 /// file order. Files are independent, so this runs on every core (the bulk of rendering a
 /// 10,000-object site); the result is the same as one after the other.
@@ -314,7 +317,10 @@ fn parse_all(
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(8);
-    if threads < 2 || files.len() < 2 {
+    // Threads pay off on enough text only: one costs more memory (its stack, its allocator
+    // pages) than parsing a chart's output takes, and about the time.
+    let bytes: usize = files.iter().map(|f| f.text.len()).sum();
+    if threads < 2 || files.len() < 2 || bytes < PARALLEL_PARSE_MIN_BYTES {
         return files.iter().map(parse).collect();
     }
     let chunk = files.len().div_ceil(threads);

@@ -6,11 +6,10 @@
 //! control characters), multi-line strings as literal blocks, and long lines folded at 80
 //! columns, as libyaml does.
 
+use super::yaml11;
 use crate::helm::template::gofmt;
 use crate::helm::template::Value;
-use regex::Regex;
 use std::cmp::Ordering;
-use std::sync::LazyLock;
 
 const BEST_WIDTH: usize = 80;
 
@@ -411,17 +410,6 @@ fn analyze(s: &str) -> Analysis {
     a
 }
 
-static FLOAT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$").expect("valid regex")
-});
-static BASE60: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$").expect("valid regex")
-});
-static TIMESTAMP: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:(?:[Tt]| )[0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2}(?:\.[0-9]*)?(?:Z|[-+][0-9]{1,2}:[0-9]{2})?)?$")
-        .expect("valid regex")
-});
-
 /// Whether go-yaml v2 would read `s`, written plain, back as a string (its `resolve`), and
 /// it is not a YAML 1.1 sexagesimal number.
 pub fn resolves_to_string(s: &str) -> bool {
@@ -431,7 +419,7 @@ pub fn resolves_to_string(s: &str) -> bool {
         ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF", ".nan",
         ".NaN", ".NAN",
     ];
-    if NON_STRINGS.contains(&s) || BASE60.is_match(s) {
+    if NON_STRINGS.contains(&s) || yaml11::is_base60(s) {
         return false;
     }
     let Some(first) = s.chars().next() else {
@@ -440,11 +428,11 @@ pub fn resolves_to_string(s: &str) -> bool {
     match first {
         '.' => s.parse::<f64>().is_err() || s.contains(['i', 'I', 'n', 'N']),
         '0'..='9' | '+' | '-' => {
-            if TIMESTAMP.is_match(s) {
+            if yaml11::is_timestamp(s) {
                 return false;
             }
             let plain = s.replace('_', "");
-            !(go_int(&plain) || (FLOAT.is_match(&plain) && plain.parse::<f64>().is_ok()))
+            !(go_int(&plain) || (yaml11::is_float(&plain) && plain.parse::<f64>().is_ok()))
         }
         _ => true,
     }

@@ -14,6 +14,7 @@ mod numbers;
 mod random;
 mod strings;
 mod text;
+mod yaml11;
 pub use conv::{error_map, from_yaml, strval, to_float, to_int, want_int, want_str};
 pub use dates::{now_used, set_now};
 pub use json::go_json;
