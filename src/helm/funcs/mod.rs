@@ -14,6 +14,7 @@ mod numbers;
 mod random;
 mod strings;
 mod text;
+mod toml;
 mod yaml11;
 pub use conv::{error_map, from_yaml, strval, to_float, to_int, want_int, want_str};
 pub use dates::{now_used, set_now};
@@ -91,6 +92,7 @@ pub fn register(engine: &mut Engine) {
     });
     files::register(engine);
     json::register(engine);
+    toml::register(engine);
     // `lookup` is registered with what the cluster answered: see `helm::lookup`.
     super::lookup::register(engine, None);
 }
