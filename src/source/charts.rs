@@ -63,8 +63,10 @@ fn read_dir(
         if rules.ignore(&name, is_dir) {
             continue;
         }
-        // A symlink may not lead out of the repository.
-        if !path.canonicalize().is_ok_and(|t| t.starts_with(root)) {
+        // A symlink may not lead out of the repository. (Anything else here is inside: its
+        // directory is.)
+        let is_link = entry.file_type().map_or(true, |t| t.is_symlink());
+        if is_link && !path.canonicalize().is_ok_and(|t| t.starts_with(root)) {
             return Err(Problem::new(
                 &rel_file,
                 1,

@@ -497,4 +497,19 @@ fn files_and_tpl_work_as_in_helm() {
     // Secret data is masked in what render prints; the unit tests check the encoding.
     let secret_keys: Vec<&String> = secret["data"].as_object().expect("data").keys().collect();
     assert_eq!(secret_keys, ["extra.ini"]);
+
+    // A symlink out of the repository, to a file or through a directory, is refused.
+    for (link, target) in [("files/hosts", "/etc/hosts"), ("files/etc", "/etc")] {
+        let path = dir.path().join("charts/files").join(link);
+        std::os::unix::fs::symlink(target, &path).unwrap();
+        let (code, _, stderr) = run(tend().arg("render").arg("--repo").arg(dir.path()));
+        assert_eq!(code, 2, "{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "charts/files/{link}:1: symlink points outside the repository"
+            )),
+            "{stderr}"
+        );
+        std::fs::remove_file(&path).unwrap();
+    }
 }
