@@ -6,15 +6,92 @@
 
 use super::helm_seed::{self, NewSeed};
 use super::load::{self, Loaded};
-use crate::cluster::{ClusterError, Session};
+use crate::cluster::{Access, ClusterError, Session};
 use crate::helm::lookup::{Answer, ClusterFacts, LookupKey};
 use crate::render::{RenderOptions, Rendered};
 use crate::Error;
 use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Rounds of lookups a render may take: each reads what the previous render missed.
 const LOOKUP_ROUNDS: usize = 5;
+
+/// A render made while connecting, with what the last run learnt of the cluster's version
+/// and APIs: it stands if the cluster still says the same and the render depended on
+/// nothing else (no lookup, no random value, whose seed is only read once connected).
+pub struct Speculative {
+    kube_version: String,
+    api_versions: Vec<String>,
+    rendered: Rendered,
+}
+
+/// What the last run learnt of a cluster, kept in the cache directory (nothing secret:
+/// the server's version and the API versions it serves), by how it was reached.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Remembered {
+    kube_version: String,
+    api_versions: Vec<String>,
+}
+
+fn remembered_path(cache_dir: &Path, access: &Access) -> PathBuf {
+    use sha2::Digest;
+    let reached = format!(
+        "{:?}\n{:?}\n{:?}",
+        access.kubeconfig,
+        access.context,
+        std::env::var_os("KUBECONFIG")
+    );
+    let name = hex::encode(sha2::Sha256::digest(reached.as_bytes()));
+    cache_dir
+        .join("helm-capabilities")
+        .join(format!("{name}.json"))
+}
+
+/// Render `loaded` before connecting, as the cluster was last seen; `None` when it was
+/// never seen from here or the render could not stand anyway.
+pub fn speculate(
+    loaded: &Loaded,
+    render_opts: &RenderOptions,
+    cache_dir: &Path,
+    access: &Access,
+) -> Option<Speculative> {
+    let text = std::fs::read(remembered_path(cache_dir, access)).ok()?;
+    let last: Remembered = serde_json::from_slice(&text).ok()?;
+    let mut opts = render_opts.clone();
+    opts.helm_cluster = Some(Arc::new(ClusterFacts {
+        kube_version: last.kube_version.clone(),
+        api_versions: last.api_versions.clone(),
+        lookups: Default::default(),
+    }));
+    // Its problems, if any, are found again by the render that counts.
+    let rendered = load::render(loaded, &opts).ok()?;
+    let stands = rendered.lookups_missed.is_empty() && rendered.random_charts.is_empty();
+    stands.then_some(Speculative {
+        kube_version: last.kube_version,
+        api_versions: last.api_versions,
+        rendered,
+    })
+}
+
+fn remember(cache_dir: &Path, access: &Access, facts: &ClusterFacts) {
+    let path = remembered_path(cache_dir, access);
+    let text = serde_json::to_vec(&Remembered {
+        kube_version: facts.kube_version.clone(),
+        api_versions: facts.api_versions.clone(),
+    });
+    let written = text.map_err(std::io::Error::other).and_then(|text| {
+        let dir = path.parent().unwrap_or(cache_dir);
+        std::fs::create_dir_all(dir)?;
+        let mut file = tempfile::NamedTempFile::new_in(dir)?;
+        std::io::Write::write_all(&mut file, &text)?;
+        file.persist(&path).map_err(|e| e.error).map(|_| ())
+    });
+    if let Err(err) = written {
+        // Only a cost: the next run renders after connecting.
+        tracing::debug!("cannot remember the cluster's capabilities: {err}");
+    }
+}
 
 /// Render `loaded` with what the cluster tells its charts. Returns the render and, when no
 /// seed was stored yet and charts used random functions, the seed to store after an apply.
@@ -24,6 +101,8 @@ pub async fn render(
     render_opts: &RenderOptions,
     state_namespace: &str,
     storing: bool,
+    speculative: Option<Speculative>,
+    remembering: (&Path, &Access),
 ) -> Result<(Rendered, Option<NewSeed>), Error> {
     let (kube_version, stored_seed) = tokio::join!(
         session.kube_version(),
@@ -34,6 +113,16 @@ pub async fn render(
         api_versions: session.resources.api_versions(),
         lookups: Default::default(),
     };
+    let (cache_dir, access) = remembering;
+    match speculative {
+        Some(s) if s.kube_version == facts.kube_version && s.api_versions == facts.api_versions => {
+            tracing::debug!("Helm charts: rendered while connecting, as the cluster was last seen");
+            // No random values in it: the stored seed (or its absence) does not matter.
+            stored_seed?;
+            return Ok((s.rendered, None));
+        }
+        _ => remember(cache_dir, access, &facts),
+    }
     let mut opts = render_opts.clone();
     let stored_seed = stored_seed?;
     if let Some(seed) = stored_seed {

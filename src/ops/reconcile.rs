@@ -123,8 +123,10 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
                 )));
             }
         };
-        let (loaded, rendered, render) = match early {
-            Some((loaded, rendered)) => (loaded, rendered, opts.render.clone()),
+        let (loaded, rendered, speculative, render) = match early {
+            Some((loaded, rendered, speculative)) => {
+                (loaded, rendered, speculative, opts.render.clone())
+            }
             None => {
                 let render = super::keys::with_secret(
                     &session,
@@ -144,7 +146,7 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
                 )
                 .await?;
                 let loaded = load::load(&opts.source, &render)?;
-                (loaded, None, render)
+                (loaded, None, None, render)
             }
         };
         let storing = opts.mode == Mode::Apply && !opts.engine.dry_run;
@@ -157,6 +159,8 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
                     &render,
                     &opts.engine.state_namespace,
                     storing,
+                    speculative,
+                    (&cache_dir(opts), &opts.access),
                 )
                 .await?
             }
@@ -234,11 +238,28 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
 }
 
 /// The source read while connecting, and rendered too unless it holds Helm charts.
-fn early_render(opts: &ReconcileOptions) -> Result<(load::Loaded, Option<Rendered>), Error> {
+fn early_render(opts: &ReconcileOptions) -> Result<Early, Error> {
     let loaded = load::load(&opts.source, &opts.render)?;
     if loaded.has_helm_charts() {
-        return Ok((loaded, None));
+        let speculative =
+            super::helm_cluster::speculate(&loaded, &opts.render, &cache_dir(opts), &opts.access);
+        return Ok((loaded, None, speculative));
     }
     let rendered = load::render(&loaded, &opts.render)?;
-    Ok((loaded, Some(rendered)))
+    Ok((loaded, Some(rendered), None))
+}
+
+/// What is read and rendered while connecting: the source; its render, unless it holds
+/// Helm charts; else perhaps their render as the cluster was last seen.
+type Early = (
+    load::Loaded,
+    Option<Rendered>,
+    Option<super::helm_cluster::Speculative>,
+);
+
+fn cache_dir(opts: &ReconcileOptions) -> std::path::PathBuf {
+    opts.source
+        .cache_dir
+        .clone()
+        .unwrap_or_else(crate::source::default_cache_dir)
 }

@@ -110,6 +110,33 @@ fn capabilities_are_the_clusters_when_connected_and_helm_templates_offline() {
     assert_eq!(status["conditions"][0]["reason"], "Applied");
     assert_eq!(status["observedGeneration"], 1);
 
+    // Charts render while connecting, as the cluster was last seen from here; when it says
+    // something else now, they render again with what it says.
+    let cache = tempfile::tempdir().unwrap();
+    let diff_in = |cache: &std::path::Path| {
+        let cache = cache.to_str().unwrap();
+        let (code, stdout, stderr) =
+            tend_on(&cluster, dir.path(), &["-v", "--cache-dir", cache, "diff"]);
+        assert_eq!(code, 0, "in sync: {stdout}\n{stderr}");
+        stderr.contains("rendered while connecting, as the cluster was last seen")
+    };
+    assert!(!diff_in(cache.path()), "never seen from here");
+    assert!(diff_in(cache.path()));
+    let remembered = std::fs::read_dir(cache.path().join("helm-capabilities"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let text = std::fs::read_to_string(&remembered).unwrap();
+    std::fs::write(
+        &remembered,
+        text.replace("v1.36.0-tend-testserver", "v1.20.0"),
+    )
+    .unwrap();
+    assert!(!diff_in(cache.path()), "the cluster says otherwise now");
+    assert!(diff_in(cache.path()));
+
     // A HelmChart's own kubeVersion wins over the cluster's.
     let pinned = format!("{RELEASE}  kubeVersion: v1.31\n");
     let dir = probe_site(&pinned, &[("capabilities.yaml", CAPABILITIES)]);
