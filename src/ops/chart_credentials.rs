@@ -74,15 +74,9 @@ pub async fn with_secret(
         return Ok(render);
     };
     let how = "create it with `kubectl create secret docker-registry` (key .dockerconfigjson)";
-    let entries = session
-        .read_secret(namespace, name)
-        .await
-        .map_err(crate::apply::engine::EngineError::from)?
-        .ok_or_else(|| {
-            Error::Usage(format!(
-                "--helm-credentials-secret {namespace}/{name}: no such Secret; {how}"
-            ))
-        })?;
+    let entries =
+        super::keys::flag_secret(session, "--helm-credentials-secret", namespace, name, how)
+            .await?;
     let (_, config) = entries
         .iter()
         .find(|(key, _)| key == ".dockerconfigjson")

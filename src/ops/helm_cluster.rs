@@ -80,13 +80,10 @@ fn remember(cache_dir: &Path, access: &Access, facts: &ClusterFacts) {
         kube_version: facts.kube_version.clone(),
         api_versions: facts.api_versions.clone(),
     });
-    let written = text.map_err(std::io::Error::other).and_then(|text| {
-        let dir = path.parent().unwrap_or(cache_dir);
-        std::fs::create_dir_all(dir)?;
-        let mut file = tempfile::NamedTempFile::new_in(dir)?;
-        std::io::Write::write_all(&mut file, &text)?;
-        file.persist(&path).map_err(|e| e.error).map(|_| ())
-    });
+    let dir = path.parent().unwrap_or(cache_dir);
+    let written = text
+        .map_err(std::io::Error::other)
+        .and_then(|text| super::render_cache::write_private(dir, &path, &text));
     if let Err(err) = written {
         // Only a cost: the next run renders after connecting.
         tracing::debug!("cannot remember the cluster's capabilities: {err}");

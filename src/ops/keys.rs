@@ -125,15 +125,14 @@ pub async fn with_secret(
     let Some((namespace, name)) = decryption_secret else {
         return Ok(render);
     };
-    let entries = session
-        .read_secret(namespace, name)
-        .await
-        .map_err(crate::apply::engine::EngineError::from)?
-        .ok_or_else(|| {
-            Error::Usage(format!(
-                "--decryption-secret {namespace}/{name}: no such Secret; create it with the age identities (`*.agekey`) or PGP keys (`*.asc`) that open the repository's files"
-            ))
-        })?;
+    let entries = flag_secret(
+        session,
+        "--decryption-secret",
+        namespace,
+        name,
+        "create it with the age identities (`*.agekey`) or PGP keys (`*.asc`) that open the repository's files",
+    )
+    .await?;
     let mut keys = (*render.keys).clone();
     let mut used = 0;
     for (key, bytes) in &entries {
@@ -157,4 +156,21 @@ pub async fn with_secret(
     attach_cache(&mut keys, cache_dir);
     render.keys = std::sync::Arc::new(keys);
     Ok(render)
+}
+
+/// The decoded entries of the Secret a flag names (`--decryption-secret`,
+/// `--helm-credentials-secret`), read at the start of a run; a missing one is an error that
+/// says `how` to create it.
+pub(super) async fn flag_secret(
+    session: &crate::cluster::Session,
+    flag: &str,
+    namespace: &str,
+    name: &str,
+    how: &str,
+) -> Result<Vec<(String, zeroize::Zeroizing<Vec<u8>>)>, Error> {
+    session
+        .read_secret(namespace, name)
+        .await
+        .map_err(crate::apply::engine::EngineError::from)?
+        .ok_or_else(|| Error::Usage(format!("{flag} {namespace}/{name}: no such Secret; {how}")))
 }

@@ -83,7 +83,7 @@ impl RenderCache for FileRenderCache {
 
 /// Write `bytes` to `path` in `dir` (created owner-only) through a temporary file, so a
 /// reader never sees half of it.
-fn write_private(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(super) fn write_private(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     std::fs::create_dir_all(dir)?;
     #[cfg(unix)]

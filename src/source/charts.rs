@@ -12,7 +12,7 @@ mod oci;
 pub mod remote;
 
 use super::{SourceFile, MAX_FILE_BYTES};
-use crate::helm::chart::Chart;
+use crate::helm::chart::{Chart, RemoteChart};
 use crate::problem::Problem;
 use crate::yaml::{self, Step};
 use std::collections::{BTreeMap, BTreeSet};
@@ -91,6 +91,25 @@ fn read_dir(
         out.push((name, bytes));
     }
     Ok(())
+}
+
+/// The chart in a downloaded archive (its digest checked): `what` names it in errors.
+fn chart_of(
+    bytes: &[u8],
+    what: &str,
+    name: &str,
+    version: String,
+    digest: &str,
+) -> Result<RemoteChart, String> {
+    let files =
+        archive::files(bytes).map_err(|e| format!("cannot read the archive of {what}: {e}"))?;
+    let origin = Path::new(&format!("{name}-{version}.tgz")).to_path_buf();
+    let chart = load_files(files, &origin).map_err(|p| p.to_string())?;
+    Ok(RemoteChart {
+        chart,
+        version,
+        digest: format!("sha256:{digest}"),
+    })
 }
 
 /// Helm's `LoadFiles`: a chart from its files (paths inside the chart); `origin` names the

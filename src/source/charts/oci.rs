@@ -8,7 +8,7 @@
 //! (asked with the host's login, if any), a `Basic` one with the login.
 
 use super::credentials::Credentials;
-use super::{archive, http, load_files};
+use super::{archive, http};
 use crate::helm::chart::RemoteChart;
 use crate::helm::funcs::{semver_compare, semver_order};
 use std::path::Path;
@@ -83,15 +83,7 @@ pub fn fetch(
             None,
         )
     })?;
-    let files = archive::files(&bytes)
-        .map_err(|e| format!("cannot read the archive of {reference}: {e}"))?;
-    let origin = Path::new(&format!("{name}-{chart_version}.tgz")).to_path_buf();
-    let chart = load_files(files, &origin).map_err(|p| p.to_string())?;
-    Ok(RemoteChart {
-        chart,
-        version: chart_version,
-        digest: format!("sha256:{digest}"),
-    })
+    super::chart_of(&bytes, &reference, name, chart_version, &digest)
 }
 
 /// `https`, but plain `http` for a registry on this machine (`localhost`, `127.0.0.1`,

@@ -5,7 +5,7 @@
 //! `oci://` repositories are handed to [`super::oci`].
 
 use super::credentials::Credentials;
-use super::{archive, http, load_files, oci};
+use super::{archive, http, oci};
 use crate::helm::chart::RemoteChart;
 use crate::helm::funcs::{semver_compare, semver_order};
 use crate::problem::Problem;
@@ -176,13 +176,11 @@ fn fetch(
         "its index.yaml gives",
         || http::get(&url, &headers).map_err(|e| format!("cannot download {name} {resolved}: {e}")),
     )?;
-    let files = archive::files(&bytes)
-        .map_err(|e| format!("cannot read the archive of {name} {resolved}: {e}"))?;
-    let origin = Path::new(&format!("{name}-{resolved}.tgz")).to_path_buf();
-    let chart = load_files(files, &origin).map_err(|p| p.to_string())?;
-    Ok(RemoteChart {
-        chart,
-        version: resolved,
-        digest: format!("sha256:{digest}"),
-    })
+    super::chart_of(
+        &bytes,
+        &format!("{name} {resolved}"),
+        name,
+        resolved,
+        &digest,
+    )
 }
