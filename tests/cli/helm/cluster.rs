@@ -323,3 +323,49 @@ fn now_is_the_commits_time_in_git_and_the_runs_time_outside() {
     assert_eq!(render(&["render"]), "2023-11-14T22:13:20Z");
     assert_eq!(render(&["render"]), "2023-11-14T22:13:20Z", "every run");
 }
+
+/// A lookup the cluster refuses (RBAC) stops the run naming it and what the server said;
+/// lookups that keep naming new ones stop after a bounded number of rounds. Nothing is
+/// written either way.
+#[test]
+fn refused_and_endless_lookups_stop_the_run_before_any_write() {
+    let cluster = cluster_with_crds();
+    cluster
+        .seed(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "probe"}}))
+        .unwrap();
+    let all = "{{ $all := lookup \"v1\" \"ConfigMap\" \"\" \"\" }}\n";
+    let dir = probe_site(RELEASE, &[("all.yaml", all)]);
+    cluster.deny_cluster_wide_lists(true);
+    cluster.clear_requests();
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["apply"]);
+    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("lookup v1 ConfigMap (all): configmaps is forbidden"),
+        "{stderr}"
+    );
+    assert!(writes(&cluster).is_empty(), "{:?}", writes(&cluster));
+    cluster.deny_cluster_wide_lists(false);
+
+    // c0 names c1, c1 names c2, ...: each render finds one more.
+    let mut chain = String::from("{{- $next := \"c0\" }}\n");
+    for i in 0..8 {
+        cluster
+            .seed(json!({
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": format!("c{i}"), "namespace": "probe"},
+                "data": {"next": format!("c{}", i + 1)},
+            }))
+            .unwrap();
+        chain.push_str("{{- $found := lookup \"v1\" \"ConfigMap\" \"probe\" $next }}\n");
+        chain.push_str("{{- $next = default \"none\" (default (dict) $found.data).next }}\n");
+    }
+    let dir = probe_site(RELEASE, &[("chain.yaml", &chain)]);
+    cluster.clear_requests();
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["apply"]);
+    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("Helm charts still look up new objects after 5 rounds"),
+        "{stderr}"
+    );
+    assert!(writes(&cluster).is_empty(), "{:?}", writes(&cluster));
+}
