@@ -11,7 +11,7 @@ use aes_gcm::aead::{Aead, KeyInit, Payload};
 use aes_gcm::{Aes256Gcm, Key, Nonce};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Mutex;
 use zeroize::Zeroizing;
 
@@ -20,18 +20,24 @@ const MAX_ENTRIES: usize = 50_000;
 
 type Index = [u8; 32];
 
-/// The cache of one run: entries read from the file, those used and those added.
+/// One line of the file: the index and the sealed data key (32 bytes and its 16-byte tag),
+/// in hex, sorted by index. Fixed width, so a run finds an entry by binary search in the
+/// text as read, without parsing the file (which cost more than the lookups it saved).
+const LINE: usize = 64 + 1 + 96 + 1;
+
+/// The cache of one run: the file's entries, and those used and added.
 pub struct DataKeyCache {
     /// One wrapping key per identity (derived from its secret, never written).
     wrapping: Vec<Zeroizing<[u8; 32]>>,
-    entries: HashMap<Index, Vec<u8>>,
+    /// The file's lines, each [`LINE`] bytes, sorted.
+    table: String,
     used: Mutex<HashSet<Index>>,
     added: Mutex<Vec<(Index, Vec<u8>)>>,
 }
 
 impl std::fmt::Debug for DataKeyCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "DataKeyCache({} entries)", self.entries.len())
+        write!(f, "DataKeyCache({} entries)", self.table.len() / LINE)
     }
 }
 
@@ -52,20 +58,31 @@ impl DataKeyCache {
             .into_iter()
             .map(|secret| Zeroizing::new(hmac(b"tend sops data-key cache v1", &[secret])))
             .collect();
-        let entries = text
-            .lines()
-            .filter_map(|line| {
-                let (index, sealed) = line.split_once(' ')?;
-                let index: Index = hex::decode(index).ok()?.try_into().ok()?;
-                Some((index, hex::decode(sealed.trim()).ok()?))
-            })
-            .collect();
         DataKeyCache {
             wrapping,
-            entries,
+            table: table_of(text),
             used: Mutex::default(),
             added: Mutex::default(),
         }
+    }
+
+    /// The sealed data key filed under `index`, if the file holds one.
+    fn entry(&self, index: &Index) -> Option<Vec<u8>> {
+        let wanted = hex::encode(index);
+        let key_of = |i: usize| &self.table[i * LINE..i * LINE + 64];
+        let (mut low, mut high) = (0, self.table.len() / LINE);
+        while low < high {
+            let middle = (low + high) / 2;
+            match key_of(middle).cmp(wanted.as_str()) {
+                std::cmp::Ordering::Less => low = middle + 1,
+                std::cmp::Ordering::Greater => high = middle,
+                std::cmp::Ordering::Equal => {
+                    let line = &self.table[middle * LINE..(middle + 1) * LINE];
+                    return hex::decode(&line[65..LINE - 1]).ok();
+                }
+            }
+        }
+        None
     }
 
     /// The data key of `stanza` (a recipient's sealed copy of it, as the sops block holds
@@ -73,7 +90,7 @@ impl DataKeyCache {
     pub fn open(&self, stanza: &str) -> Option<Zeroizing<[u8; 32]>> {
         for wrapping in &self.wrapping {
             let index = index_of(wrapping, stanza);
-            let Some(sealed) = self.entries.get(&index) else {
+            let Some(sealed) = self.entry(&index) else {
                 continue;
             };
             let plain = Zeroizing::new(
@@ -81,7 +98,7 @@ impl DataKeyCache {
                     .decrypt(
                         &nonce(&index),
                         Payload {
-                            msg: sealed,
+                            msg: &sealed,
                             aad: &index,
                         },
                     )
@@ -131,18 +148,63 @@ impl DataKeyCache {
             return None;
         }
         let used = self.used.lock().ok()?;
-        let keep_all = self.entries.len() + added.len() <= MAX_ENTRIES;
-        let mut lines: Vec<String> = self
-            .entries
-            .iter()
-            .filter(|(index, _)| keep_all || used.contains(*index))
-            .chain(added.iter().map(|(i, s)| (i, s)))
-            .map(|(index, sealed)| format!("{} {}\n", hex::encode(index), hex::encode(sealed)))
+        let entries = self.table.len() / LINE;
+        let keep_all = entries + added.len() <= MAX_ENTRIES;
+        let kept = (0..entries)
+            .map(|i| &self.table[i * LINE..(i + 1) * LINE])
+            .filter(|line| {
+                keep_all
+                    || hex::decode(&line[..64])
+                        .ok()
+                        .and_then(|index| Index::try_from(index).ok())
+                        .is_some_and(|index| used.contains(&index))
+            })
+            .map(str::to_string);
+        let mut lines: Vec<String> = kept
+            .chain(
+                added
+                    .iter()
+                    .map(|(index, sealed)| line_of(index, sealed)),
+            )
             .collect();
         lines.sort();
         lines.dedup();
         Some(lines.concat())
     }
+}
+
+fn line_of(index: &Index, sealed: &[u8]) -> String {
+    format!("{} {}\n", hex::encode(index), hex::encode(sealed))
+}
+
+/// The file's text as a table of [`LINE`]-byte lines, sorted: as it is when tend wrote it
+/// (checked, not parsed); otherwise rebuilt from its well-formed lines.
+fn table_of(text: &str) -> String {
+    let well_formed = |line: &str| {
+        line.len() == LINE
+            && line.is_ascii()
+            && line.as_bytes()[64] == b' '
+            && line.ends_with('\n')
+            && line[..64]
+                .bytes()
+                .chain(line[65..LINE - 1].bytes())
+                .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    };
+    let lines = || (0..text.len() / LINE).map(|i| &text[i * LINE..(i + 1) * LINE]);
+    let as_written = text.len() % LINE == 0
+        && text.is_ascii()
+        && lines().all(|line| line.as_bytes()[64] == b' ' && line.ends_with('\n'))
+        && lines().zip(lines().skip(1)).all(|(a, b)| a[..64] < b[..64]);
+    if as_written {
+        return text.to_string();
+    }
+    let mut lines: Vec<&str> = text
+        .split_inclusive('\n')
+        .filter(|line| well_formed(line))
+        .collect();
+    lines.sort();
+    lines.dedup_by(|a, b| a[..64] == b[..64]);
+    lines.concat()
 }
 
 fn cipher(wrapping: &[u8; 32]) -> Aes256Gcm {
@@ -195,5 +257,27 @@ mod tests {
         let damaged = format!("{index} {flipped}{}\nnot a line\n", &sealed[1..]);
         let next = DataKeyCache::new([&b"K"[..]], &damaged);
         assert!(next.open("stanza").is_none());
+    }
+
+    #[test]
+    fn entries_are_found_among_many_and_in_a_file_not_as_written() {
+        let first = DataKeyCache::new([&b"K"[..]], "");
+        for i in 0..300u32 {
+            first.remember(&format!("stanza {i}"), &[i as u8; 32]);
+        }
+        let text = first.updated_text().unwrap();
+        assert_eq!(text.len(), 300 * LINE);
+        let next = DataKeyCache::new([&b"K"[..]], &text);
+        for i in [0u32, 1, 150, 298, 299] {
+            assert_eq!(next.open(&format!("stanza {i}")).as_deref(), Some(&[i as u8; 32]));
+        }
+        assert!(next.open("stanza 300").is_none());
+        // Lines out of order, a foreign line between them: still found.
+        let mut lines: Vec<&str> = text.split_inclusive('\n').collect();
+        lines.reverse();
+        lines.insert(7, "# edited by hand\n");
+        lines.insert(9, "é not ascii, and as long as a line, at 162 bytes exactly .......................................................................................................\n");
+        let shuffled = DataKeyCache::new([&b"K"[..]], &lines.concat());
+        assert_eq!(shuffled.open("stanza 42").as_deref(), Some(&[42u8; 32]));
     }
 }
