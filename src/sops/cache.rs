@@ -161,11 +161,7 @@ impl DataKeyCache {
             })
             .map(str::to_string);
         let mut lines: Vec<String> = kept
-            .chain(
-                added
-                    .iter()
-                    .map(|(index, sealed)| line_of(index, sealed)),
-            )
+            .chain(added.iter().map(|(index, sealed)| line_of(index, sealed)))
             .collect();
         lines.sort();
         lines.dedup();
@@ -269,7 +265,10 @@ mod tests {
         assert_eq!(text.len(), 300 * LINE);
         let next = DataKeyCache::new([&b"K"[..]], &text);
         for i in [0u32, 1, 150, 298, 299] {
-            assert_eq!(next.open(&format!("stanza {i}")).as_deref(), Some(&[i as u8; 32]));
+            assert_eq!(
+                next.open(&format!("stanza {i}")).as_deref(),
+                Some(&[i as u8; 32])
+            );
         }
         assert!(next.open("stanza 300").is_none());
         // Lines out of order, a foreign line between them: still found.

@@ -402,11 +402,57 @@ items:
     #[test]
     fn every_answer_is_the_full_parsers() {
         let scalars = [
-            "x", "True", "FALSE", "Null", "~", "yes", "On", "y", "1", "-1", "+1", "0", "007",
-            "1.5", "1e3", "0x1F", "0o7", ".inf", "-.inf", ".NaN", "1_000", "3.9.0", "1:30",
-            "a: b", "a #b", "a#b", "#a", "'q'", "'it''s'", "''", "\"d\"", "\"\"", "\"a\\\"b\"",
-            "&a", "*a", "!t", "@a", "`a", "%a", "[a]", "{a: 1}", "a,b", "ENC[AES256_GCM,data:x=]",
-            "a\tb", "é", "|", ">", "- a", "a:", "<<", "k.v/w-x_y",
+            "x",
+            "True",
+            "FALSE",
+            "Null",
+            "~",
+            "yes",
+            "On",
+            "y",
+            "1",
+            "-1",
+            "+1",
+            "0",
+            "007",
+            "1.5",
+            "1e3",
+            "0x1F",
+            "0o7",
+            ".inf",
+            "-.inf",
+            ".NaN",
+            "1_000",
+            "3.9.0",
+            "1:30",
+            "a: b",
+            "a #b",
+            "a#b",
+            "#a",
+            "'q'",
+            "'it''s'",
+            "''",
+            "\"d\"",
+            "\"\"",
+            "\"a\\\"b\"",
+            "&a",
+            "*a",
+            "!t",
+            "@a",
+            "`a",
+            "%a",
+            "[a]",
+            "{a: 1}",
+            "a,b",
+            "ENC[AES256_GCM,data:x=]",
+            "a\tb",
+            "é",
+            "|",
+            ">",
+            "- a",
+            "a:",
+            "<<",
+            "k.v/w-x_y",
         ];
         let mut taken = 0;
         for s in scalars {
@@ -442,7 +488,11 @@ items:
         ] {
             assert_eq!(read_head(head), None, "{head}");
             let doc = format!("{head}sops:\n    version: 3.9.0\n");
-            assert_eq!(parse(&doc, full).or_else(|| full(&doc)), full(&doc), "{doc}");
+            assert_eq!(
+                parse(&doc, full).or_else(|| full(&doc)),
+                full(&doc),
+                "{doc}"
+            );
         }
     }
 }
