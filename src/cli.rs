@@ -68,10 +68,14 @@ fn init_logging(global: &GlobalArgs) {
     };
     let color = global.use_color(std::io::stderr().is_terminal());
     // Our own events at the chosen level; libraries' (kube, hyper) only at -vv, where their
-    // request-level detail helps, since they log retried failures as errors.
+    // request-level detail helps, since they log retried failures as errors. Never kube's
+    // dump of a refused request's Status: servers quote the values they refuse, decrypted
+    // ones included; tend reports the refusal itself, with secret values masked.
     let filter = tracing_subscriber::EnvFilter::new(match global.verbose {
         0 | 1 => format!("tend={level}"),
-        _ => format!("tend={level},kube=debug,warn"),
+        _ => format!(
+            "tend={level},kube=debug,kube_client::client=warn,kube_client::client::builder=debug,warn"
+        ),
     });
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -12,6 +12,7 @@ use super::prepare::Prepared;
 use super::progress::{self, Tick};
 use crate::cluster::{self, key_of, ListQuery, Resource, Session};
 use crate::object::ObjectKey;
+use crate::plan::diff::scrub_message;
 use crate::plan::inventory::{self, GroupKind, Inventory};
 use crate::plan::planner::DryRun;
 use futures::stream::{self, StreamExt};
@@ -266,13 +267,17 @@ pub async fn dry_runs(
                 {
                     DryRun::NamespaceNotYetCreated
                 }
-                Err(err) => match err.immutable_cause() {
-                    Some(cause) => DryRun::Immutable {
-                        cause,
-                        server: err.server_message().unwrap_or_default().to_string(),
-                    },
-                    None => DryRun::Failed(err.to_string()),
-                },
+                Err(err) => {
+                    let scrub =
+                        |m: &str| scrub_message(m, &p.object.value, &p.object.origin.sealed);
+                    match err.immutable_cause() {
+                        Some(cause) => DryRun::Immutable {
+                            cause,
+                            server: scrub(err.server_message().unwrap_or_default()),
+                        },
+                        None => DryRun::Failed(scrub(&err.to_string())),
+                    }
+                }
             };
             (key, answer)
         })

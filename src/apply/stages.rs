@@ -10,6 +10,7 @@ use super::replace::{apply_or_replace, Written};
 use super::wait;
 use crate::cluster::{self, Resource, Session};
 use crate::object::{split_api_version, ObjectKey};
+use crate::plan::diff::scrub_message;
 use crate::plan::drift;
 use crate::plan::normalize::normalize;
 use crate::plan::planner::Plan;
@@ -153,6 +154,7 @@ pub async fn apply_stages(
                 }
                 Err(error) => {
                     failed += 1;
+                    let error = scrub_message(&error, &p.object.value, &p.object.origin.sealed);
                     super::log_object_error(&key, &error);
                     Some(error)
                 }

@@ -189,3 +189,42 @@ pub fn split_api_version(api_version: &str) -> (&str, &str) {
         None => ("", api_version),
     }
 }
+
+/// The values of `value` tend never shows: the fields at `sealed` (SOPS-decrypted), and a
+/// Secret's `data` (base64 and, where it is text, decoded) and `stringData`. For masking
+/// them in messages that may quote them ([`crate::text::scrub`]).
+pub fn secret_values(value: &Value, sealed: &[String]) -> Vec<String> {
+    let text = |v: &Value| match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    };
+    let mut secrets: Vec<String> = sealed
+        .iter()
+        .filter_map(|pointer| value.pointer(pointer).and_then(text))
+        .collect();
+    if value.get("kind").and_then(Value::as_str) == Some("Secret") {
+        for field in ["data", "stringData"] {
+            for (_, v) in value
+                .get(field)
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+            {
+                secrets.extend(text(v));
+                if field == "data" {
+                    secrets.extend(v.as_str().and_then(decode_utf8_base64));
+                }
+            }
+        }
+    }
+    secrets
+}
+
+fn decode_utf8_base64(text: &str) -> Option<String> {
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .ok()?;
+    String::from_utf8(bytes).ok()
+}

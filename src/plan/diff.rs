@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use similar::TextDiff;
 
 /// Placeholder printed instead of a Secret value.
-pub const MASK: &str = "***";
+pub use crate::text::MASK;
 
 /// Whether an object is a Secret, whose values must never be printed.
 pub fn is_secret(value: &Value) -> bool {
@@ -166,6 +166,13 @@ pub fn mask_object(value: &Value, sealed: &[String]) -> Value {
     out
 }
 
+/// `message` (the server's answer to a write of `value`) with every secret value of the
+/// object masked (see [`crate::object::secret_values`]): servers echo values they refuse
+/// (a CRD schema's `Invalid value: "..."`, a webhook's text).
+pub fn scrub_message(message: &str, value: &Value, sealed: &[String]) -> String {
+    crate::text::scrub(message, &crate::object::secret_values(value, sealed))
+}
+
 /// Mask the values of the map that `locate` finds in each side (see [`mask_secret_pair`]),
 /// or only its key `only`. A field that is present but not a map is masked whole.
 fn mask_map_values(
@@ -228,6 +235,28 @@ mod tests {
     fn cm(data: Value) -> Value {
         json!({"apiVersion": "v1", "kind": "ConfigMap",
                "metadata": {"name": "app", "namespace": "web"}, "data": data})
+    }
+
+    #[test]
+    fn server_messages_lose_the_secret_values_they_echo() {
+        let widget = json!({"kind": "Widget", "spec": {"password": "hunter2\"x", "size": 12345, "pin": "123"}});
+        let sealed = vec![
+            "/spec/password".to_string(),
+            "/spec/size".to_string(),
+            "/spec/pin".to_string(),
+        ];
+        let message = r#"Widget.example.com "w" is invalid: spec.password: Invalid value: "hunter2\"x": should match '^[a-z]+$', spec.size: Invalid value: 12345, pin 123"#;
+        assert_eq!(
+            scrub_message(message, &widget, &sealed),
+            r#"Widget.example.com "w" is invalid: spec.password: Invalid value: "***": should match '^[a-z]+$', spec.size: Invalid value: ***, pin 123"#
+        );
+        let secret = json!({"kind": "Secret", "data": {"token": "c2VjcmV0LXRva2Vu"}, "stringData": {"pw": "open-sesame"}});
+        let message = "denied: token c2VjcmV0LXRva2Vu is secret-token, pw open-sesame";
+        assert_eq!(
+            scrub_message(message, &secret, &[]),
+            "denied: token *** is ***, pw ***"
+        );
+        assert_eq!(scrub_message("nothing here", &secret, &[]), "nothing here");
     }
 
     #[test]

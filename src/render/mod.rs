@@ -129,6 +129,8 @@ pub fn render_with_charts(
     // First pass: parse and check everything; CRDs found in the repo tell us the scope of
     // their kinds for namespace defaulting.
     let mut checked = Vec::new();
+    // Decrypted values, masked in the problems (which may quote a value they refuse).
+    let mut decrypted = Vec::new();
     let mut repo_scopes: HashMap<(String, String), bool> = HashMap::new();
     for (file, parsed) in files.iter().zip(parse_all(files, &opts.keys)) {
         let (docs, parse_problems) = parsed;
@@ -137,6 +139,9 @@ pub fn render_with_charts(
         let after_pre_hooks = charted.after_pre_hooks.contains(&file.path);
         for (mut doc, doc_problems) in docs {
             documents += 1;
+            if !doc.sealed.is_empty() {
+                decrypted.extend(crate::object::secret_values(&doc.value, &doc.sealed));
+            }
             if !doc_problems.is_empty() {
                 problems.extend(doc_problems);
                 continue;
@@ -230,6 +235,9 @@ pub fn render_with_charts(
 
     problems.extend(duplicates(&objects));
     if !problems.is_empty() {
+        for problem in &mut problems {
+            problem.message = crate::text::scrub(&problem.message, &decrypted);
+        }
         helm_charts::at_helm_chart_lines(&mut problems, &charted.lines);
         problems.sort();
         problems.dedup();

@@ -226,6 +226,133 @@ fn encrypted_fields_of_any_kind_apply_in_plaintext_and_stay_masked() {
     assert_eq!(live["data"]["level"], "debug");
 }
 
+/// A decrypted value that tend or the server refuses is named by its field, never quoted:
+/// render's own check of a label value, and the server's 422 for a Job's changed pod spec
+/// (kube-apiserver quotes the whole new spec, env values included).
+#[test]
+fn a_refused_decrypted_value_is_not_quoted_in_any_message() {
+    let cluster = TestCluster::start();
+    let keys = tempfile::tempdir().unwrap();
+    let keys = key_file(keys.path());
+    let check = |dir: &Path, args: &[&str], code: i32, expect: &str| {
+        let (got, out, err) = on(&cluster, dir, args, Some(&keys));
+        assert_eq!(got, code, "{args:?}: {out}\n{err}");
+        assert!(
+            !out.contains(PLAINTEXT) && !err.contains(PLAINTEXT),
+            "{args:?}: {out}\n{err}"
+        );
+        assert!(
+            format!("{out}{err}").contains(expect),
+            "{args:?} says {expect:?}: {out}\n{err}"
+        );
+    };
+    let labelled = json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "app", "namespace": "default",
+                     "labels": {"tier": format!("{PLAINTEXT} not a label")}},
+        "data": {"level": "info"},
+    });
+    let rules = Rules {
+        encrypted_regex: Some("^(tier|value)$".into()),
+        ..Rules::default()
+    };
+    let dir = site(&[(
+        "app.yaml",
+        &encrypt_yaml(&[labelled], TEST_RECIPIENT, &rules, 23),
+    )]);
+    check(
+        dir.path(),
+        &["diff", "-vvv"],
+        2,
+        "value \"***\" is not a valid label value",
+    );
+
+    let job = |password: &str| {
+        json!({
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "migrate", "namespace": "default"},
+            "spec": {"template": {"spec": {
+                "restartPolicy": "Never",
+                "containers": [{"name": "m", "image": "migrate:1",
+                                "env": [{"name": "PASSWORD", "value": password}]}],
+            }}},
+        })
+    };
+    let write = |password: &str, key: u8| {
+        write_site(
+            dir.path(),
+            &[(
+                "job.yaml",
+                &encrypt_yaml(&[job(password)], TEST_RECIPIENT, &rules, key),
+            )],
+        )
+    };
+    write("first-s3cret-value", 24);
+    let (code, out, err) = on(&cluster, dir.path(), &["apply"], Some(&keys));
+    assert_eq!(code, 0, "{out}\n{err}");
+    write(PLAINTEXT, 25);
+    let replace = "replace: spec.template.spec: field is immutable";
+    check(dir.path(), &["diff", "-vvv"], 1, replace);
+    check(
+        dir.path(),
+        &["diff", "-o", "json", "-vvv"],
+        1,
+        "field is immutable",
+    );
+    check(dir.path(), &["apply", "-vvv"], 0, replace);
+    let live = get(&cluster, "batch", "jobs", "default", "migrate").expect("replaced");
+    let env = &live["spec"]["template"]["spec"]["containers"][0]["env"][0];
+    assert_eq!(env["value"], PLAINTEXT);
+
+    // A sealed selector label changed: refused (a Deployment is not replaced on its own), and
+    // the server's text quoting the new selector is shown masked.
+    let deployment = |app: &str| {
+        json!({
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {
+                "selector": {"matchLabels": {"app": app}},
+                "template": {
+                    "metadata": {"labels": {"app": app}},
+                    "spec": {"containers": [{"name": "web", "image": "web:1"}]},
+                },
+            },
+        })
+    };
+    let rules = Rules {
+        encrypted_regex: Some("^app$".into()),
+        ..Rules::default()
+    };
+    let write = |app: &str, key: u8| {
+        write_site(
+            dir.path(),
+            &[(
+                "web.yaml",
+                &encrypt_yaml(&[deployment(app)], TEST_RECIPIENT, &rules, key),
+            )],
+        )
+    };
+    write("first-label", 26);
+    let (code, out, err) = on(&cluster, dir.path(), &["apply"], Some(&keys));
+    assert_eq!(code, 0, "{out}\n{err}");
+    write(PLAINTEXT, 27);
+    check(
+        dir.path(),
+        &["diff", "-vvv"],
+        2,
+        "MatchLabels:map[string]string{\"app\":\"***\"}",
+    );
+    check(
+        dir.path(),
+        &["apply", "-o", "json"],
+        2,
+        "field is immutable",
+    );
+}
+
 #[test]
 fn the_real_sops_fixture_is_decrypted_with_sops_age_key_file() {
     let Some(text) = fixture_text("secrets.yaml") else {
