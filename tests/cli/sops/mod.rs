@@ -353,6 +353,34 @@ fn a_refused_decrypted_value_is_not_quoted_in_any_message() {
     );
 }
 
+/// A PGP key protected by a passphrase (made with `gpg --gen-key`, passphrase "correct horse
+/// battery staple"): tend never prompts, so it refuses the key file at the key's line, says
+/// how to go on, and writes nothing.
+#[test]
+fn a_passphrase_protected_pgp_key_is_refused_with_the_way_out() {
+    let cluster = TestCluster::start();
+    let key = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/sops/passphrase-protected.asc"
+    );
+    let keys = tempfile::tempdir().unwrap();
+    let file = keys.path().join("keys.asc");
+    let armored = std::fs::read_to_string(key).unwrap();
+    std::fs::write(&file, format!("# exported with gpg\n\n{armored}")).unwrap();
+    let text = encrypt_yaml(&[secret("db", PLAINTEXT)], TEST_RECIPIENT, &flux_rules(), 28);
+    let dir = site(&[("db.yaml", &text)]);
+    let (code, out, err) = on(&cluster, dir.path(), &["apply", "-vvv"], Some(&file));
+    assert_eq!(code, 2, "{out}\n{err}");
+    let said = format!("{out}{err}");
+    assert!(said.contains("keys.asc"), "{said}");
+    assert!(said.contains("line 3"), "{said}");
+    assert!(said.contains("protected by a passphrase"), "{said}");
+    assert!(said.contains("sops updatekeys"), "{said}");
+    let body = armored.lines().nth(2).unwrap();
+    assert!(!said.contains(body), "no key material: {said}");
+    assert!(get(&cluster, "", "secrets", "default", "db").is_none());
+}
+
 #[test]
 fn the_real_sops_fixture_is_decrypted_with_sops_age_key_file() {
     let Some(text) = fixture_text("secrets.yaml") else {
