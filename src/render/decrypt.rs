@@ -25,13 +25,23 @@ pub fn decrypt_file(file: &SourceFile, docs: &mut Vec<Document>, keys: &Keys) ->
             "kustomize built a SOPS-encrypted document (from an input tend could not decrypt before the build); decrypt it or move it out of the kustomization",
         )];
     }
-    let mut values: Vec<_> = docs.iter().map(|d| d.value.clone()).collect();
+    // Which leaves were sealed, and where the metadata is (for a problem's line), are read
+    // before the values are taken out to be decrypted in place.
+    let sealed: Vec<Vec<String>> = docs
+        .iter()
+        .map(|d| sops::sealed_pointers(&d.value))
+        .collect();
+    let metadata_doc = docs.iter().rposition(|d| sops::has_metadata(&d.value));
+    let mut values: Vec<_> = docs
+        .iter_mut()
+        .map(|d| std::mem::take(&mut d.value))
+        .collect();
     match sops::decrypt_documents(&mut values, keys) {
         Ok(_) => {
             // Reports mask Secret data by kind; the fields sops sealed are masked in any kind,
             // so an encrypted ConfigMap value is no more printed than a Secret's.
-            for (doc, value) in docs.iter_mut().zip(values) {
-                doc.sealed = sops::sealed_pointers(&doc.value);
+            for ((doc, value), sealed) in docs.iter_mut().zip(values).zip(sealed) {
+                doc.sealed = sealed;
                 doc.set_value(value);
             }
             Vec::new()
@@ -41,10 +51,8 @@ pub fn decrypt_file(file: &SourceFile, docs: &mut Vec<Document>, keys: &Keys) ->
                 SopsError::Value { doc, path, .. } | SopsError::NoMetadata { doc, path } => {
                     docs.get(*doc).map_or(1, |d| d.line_at(path))
                 }
-                _ => docs
-                    .iter()
-                    .rev()
-                    .find(|d| sops::has_metadata(&d.value))
+                _ => metadata_doc
+                    .and_then(|i| docs.get(i))
                     .map_or(1, |d| d.line_of(&[sops::METADATA_KEY.to_string()])),
             };
             docs.clear();

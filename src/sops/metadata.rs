@@ -4,6 +4,7 @@
 use super::{Keys, SopsError};
 use serde_json::Value;
 use std::io::Read;
+use std::sync::Arc;
 use zeroize::Zeroizing;
 
 /// One file's sops metadata, as far as decryption needs it.
@@ -20,8 +21,8 @@ pub struct Metadata {
     pub mac: String,
     pub unencrypted_suffix: String,
     pub encrypted_suffix: String,
-    pub unencrypted_regex: Option<regex::Regex>,
-    pub encrypted_regex: Option<regex::Regex>,
+    pub unencrypted_regex: Option<Arc<regex::Regex>>,
+    pub encrypted_regex: Option<Arc<regex::Regex>>,
     /// Comment rules: tend's YAML reader keeps no comments, so where one is set, which
     /// leaves are encrypted is read off the leaves themselves (a sealed value or not).
     pub comment_rules: bool,
@@ -36,10 +37,12 @@ fn text(meta: &Value, key: &str) -> String {
 }
 
 /// Compiling a regex costs more than decrypting a file's values (it builds a DFA), and a
-/// repository's files share one `.sops.yaml` rule: each pattern is compiled once per run.
-fn regex(meta: &Value, key: &str) -> Result<Option<regex::Regex>, SopsError> {
+/// repository's files share one `.sops.yaml` rule: each pattern is compiled once per run,
+/// and shared, not cloned (a clone starts with empty search caches, allocated anew on its
+/// first match: per file, that cost more than the matching).
+fn regex(meta: &Value, key: &str) -> Result<Option<Arc<regex::Regex>>, SopsError> {
     static COMPILED: std::sync::OnceLock<
-        std::sync::Mutex<std::collections::HashMap<String, regex::Regex>>,
+        std::sync::Mutex<std::collections::HashMap<String, Arc<regex::Regex>>>,
     > = std::sync::OnceLock::new();
     let Some(pattern) = meta
         .get(key)
@@ -53,6 +56,7 @@ fn regex(meta: &Value, key: &str) -> Result<Option<regex::Regex>, SopsError> {
         return Ok(Some(re));
     }
     let re = regex::Regex::new(pattern)
+        .map(Arc::new)
         .map_err(|_| SopsError::BadMetadata(format!("{key} is not a valid regular expression")))?;
     if let Ok(mut cache) = cache.lock() {
         cache.insert(pattern.to_string(), re.clone());

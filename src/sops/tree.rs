@@ -42,9 +42,10 @@ struct Walk<'a> {
     key: cipher::DataKey,
     hash: Sha512,
     doc: usize,
-    /// The sops path (keys only) and the full path (with list indexes, for lines).
+    /// The sops path (keys only), and the full path's shape for a problem's line: `None`
+    /// for a key (the next of `keys`), an index for a list item.
     keys: Vec<String>,
-    steps: Vec<Step>,
+    steps: Vec<Option<usize>>,
 }
 
 /// Decrypt every document in place and check the MAC against `meta.mac`.
@@ -84,7 +85,7 @@ impl Walk<'_> {
             Value::Object(map) => {
                 for (k, v) in map.iter_mut() {
                     self.keys.push(k.clone());
-                    self.steps.push(Step::Key(k.clone()));
+                    self.steps.push(None);
                     let result = self.value(v);
                     self.keys.pop();
                     self.steps.pop();
@@ -94,7 +95,7 @@ impl Walk<'_> {
             }
             Value::Array(items) => {
                 for (i, v) in items.iter_mut().enumerate() {
-                    self.steps.push(Step::Index(i));
+                    self.steps.push(Some(i));
                     let result = self.value(v);
                     self.steps.pop();
                     result?;
@@ -119,7 +120,13 @@ impl Walk<'_> {
             cipher::open(sealed, &self.key, &aad).map_err(|e| self.error(e))?
         } else {
             match value {
-                Value::String(s) => Plain::Str(s.clone()),
+                Value::String(s) => {
+                    // Open text goes into the MAC as it is; nothing to copy or replace.
+                    if !self.meta.mac_only_encrypted {
+                        self.hash.update(s.as_bytes());
+                    }
+                    return Ok(());
+                }
                 Value::Bool(b) => Plain::Bool(*b),
                 Value::Number(n) => match n.as_i64() {
                     Some(i) => Plain::Int(i),
@@ -139,9 +146,18 @@ impl Walk<'_> {
     }
 
     fn error(&self, source: ValueError) -> SopsError {
+        let mut keys = self.keys.iter();
+        let path = self
+            .steps
+            .iter()
+            .map(|step| match step {
+                Some(i) => Step::Index(*i),
+                None => Step::Key(keys.next().cloned().unwrap_or_default()),
+            })
+            .collect();
         SopsError::Value {
             doc: self.doc,
-            path: self.steps.clone(),
+            path,
             source,
         }
     }

@@ -265,10 +265,11 @@ fn scalar(text: &str) -> Option<Value> {
         && !text.contains(" #")
         && !text.ends_with(':')
         && !text.ends_with(' ')
-        && !matches!(
-            text.to_ascii_lowercase().as_str(),
-            "null" | "true" | "false" | "yes" | "no" | "on" | "off" | "y" | "n" | ".nan" | ".inf"
-        );
+        && ![
+            "null", "true", "false", "yes", "no", "on", "off", "y", "n", ".nan", ".inf",
+        ]
+        .iter()
+        .any(|word| text.eq_ignore_ascii_case(word));
     // A plain scalar starting with a digit may be a number of another form (1e3, 0x1f,
     // 1_000, 3.5): given up on. Those that cannot be (a PGP fingerprint, a dotted version
     // such as 3.9.0) are strings.

@@ -367,7 +367,12 @@ fn a_passphrase_protected_pgp_key_is_refused_with_the_way_out() {
     let file = keys.path().join("keys.asc");
     let armored = std::fs::read_to_string(key).unwrap();
     std::fs::write(&file, format!("# exported with gpg\n\n{armored}")).unwrap();
-    let text = encrypt_yaml(&[secret("db", PLAINTEXT)], TEST_RECIPIENT, &flux_rules(), 28);
+    let text = encrypt_yaml(
+        &[secret("db", PLAINTEXT)],
+        TEST_RECIPIENT,
+        &flux_rules(),
+        28,
+    );
     let dir = site(&[("db.yaml", &text)]);
     let (code, out, err) = on(&cluster, dir.path(), &["apply", "-vvv"], Some(&file));
     assert_eq!(code, 2, "{out}\n{err}");
