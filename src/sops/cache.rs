@@ -189,7 +189,7 @@ fn table_of(text: &str) -> String {
     let lines = || (0..text.len() / LINE).map(|i| &text[i * LINE..(i + 1) * LINE]);
     let as_written = text.len() % LINE == 0
         && text.is_ascii()
-        && lines().all(|line| line.as_bytes()[64] == b' ' && line.ends_with('\n'))
+        && lines().all(well_formed)
         && lines().zip(lines().skip(1)).all(|(a, b)| a[..64] < b[..64]);
     if as_written {
         return text.to_string();
