@@ -106,11 +106,14 @@ impl Reader for ClusterReader<'_> {
 /// Read what the offline `rendered` set lacks: what tend's kinds need (owner uids, CopyRule
 /// sources, namespaces and objects in the way), the live workloads that opted in to reloads,
 /// and the ConfigMaps/Secrets referenced by either but not in git.
+///
+/// `opted_in` is [`read_opted_in`]'s answer when it was read ahead, while rendering.
 pub async fn gather(
     session: &Session,
     rendered: &Rendered,
     applyset_id: &str,
     state_namespace: &str,
+    opted_in: Option<OptedIn>,
 ) -> Result<LiveContext, ClusterError> {
     let mut ctx = LiveContext {
         view: ClusterView::new(applyset_id, state_namespace),
@@ -125,18 +128,12 @@ pub async fn gather(
     view::read(&reader, &rendered.tend, &rendered.objects, &mut ctx.view).await?;
 
     let desired_keys: BTreeSet<ObjectKey> = rendered.objects.iter().map(Object::key).collect();
-    // Live workloads not in git that opted in with the label: one label-selected LIST per
-    // workload kind across all namespaces, the three at once.
-    let selector = format!("{}=true", config_hash::RELOAD_LABEL);
-    let lists = ["Deployment", "StatefulSet", "DaemonSet"]
-        .into_iter()
-        .filter_map(|kind| resources.get("apps", "v1", kind).cloned())
-        .map(|resource| opted_in(session, resource, &selector));
+    let opted_in = match opted_in {
+        Some(lists) => lists,
+        None => read_opted_in(session).await?,
+    };
     let mut candidates = Vec::new();
-    for listed in futures::future::join_all(lists).await {
-        let Some((resource, items)) = listed? else {
-            continue;
-        };
+    for (resource, items) in opted_in {
         for item in items {
             if !desired_keys.contains(&ObjectKey::of_value(&item))
                 && !inventory::is_member(&item, applyset_id)
@@ -193,6 +190,25 @@ pub async fn gather(
         });
     }
     Ok(ctx)
+}
+
+/// The live workloads that opted in to reloads, by kind: what [`read_opted_in`] reads.
+pub type OptedIn = Vec<(Resource, Vec<Value>)>;
+
+/// Live workloads that opted in with the label: one label-selected LIST per workload kind
+/// across all namespaces, the three at once. They do not depend on the desired state, so a
+/// run reads them as soon as it is connected, beside rendering.
+pub async fn read_opted_in(session: &Session) -> Result<OptedIn, ClusterError> {
+    let selector = format!("{}=true", config_hash::RELOAD_LABEL);
+    let lists = ["Deployment", "StatefulSet", "DaemonSet"]
+        .into_iter()
+        .filter_map(|kind| session.resources.get("apps", "v1", kind).cloned())
+        .map(|resource| opted_in(session, resource, &selector));
+    let mut found = Vec::new();
+    for listed in futures::future::join_all(lists).await {
+        found.extend(listed?);
+    }
+    Ok(found)
 }
 
 /// The live workloads of one kind labelled `selector`, across all namespaces; `None` when

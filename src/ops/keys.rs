@@ -50,8 +50,7 @@ fn attach_cache(keys: &mut Keys, cache_dir: &Path) {
     if keys.is_empty() {
         return;
     }
-    let text = std::fs::read_to_string(cache_file(cache_dir)).unwrap_or_default();
-    keys.attach_cache(&text);
+    keys.attach_cache(std::fs::read(cache_file(cache_dir)).unwrap_or_default());
 }
 
 /// Write back the data keys this run opened, for the next run (mode 0600, replaced whole so

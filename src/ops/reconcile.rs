@@ -68,10 +68,15 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
     let ahead_opts = (opts.mode == Mode::Diff).then(|| opts.engine.clone());
     // The session is handed over as soon as it is connected (charts render with it) while
     // this task goes on reading ahead.
-    let (connected, session_rx) = tokio::sync::oneshot::channel::<Arc<Session>>();
+    // With it goes the read of live workloads that opted in to reloads, which does not
+    // depend on the desired state either.
+    let (connected, session_rx) = tokio::sync::oneshot::channel::<(Arc<Session>, OptedInTask)>();
     let connecting = runtime.spawn(async move {
         let session = Arc::new(Session::connect(&access).await?);
-        let _ = connected.send(session.clone());
+        let reading = session.clone();
+        let opted_in =
+            tokio::spawn(async move { crate::apply::live::read_opted_in(&reading).await });
+        let _ = connected.send((session.clone(), opted_in));
         let ahead = match &ahead_opts {
             Some(engine_opts) => {
                 match crate::apply::lists::read_ahead(&session, engine_opts).await {
@@ -113,8 +118,8 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
                 None => Ok(None),
             }
         };
-        let session = match session_rx.await {
-            Ok(session) => session,
+        let (session, opted_in) = match session_rx.await {
+            Ok(connected) => connected,
             // Not connected: the task says why.
             Err(_) => {
                 finish_connecting().await?;
@@ -180,11 +185,21 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
         // tend's kinds need the cluster's view (CopyRule sources and namespaces, owner uids,
         // referenced config not in git): read it, then complete the rendered set with it.
         let id = engine_opts.applyset_id();
+        // A failed read ahead is read again, where its error is reported as usual.
+        let opted_in = match opted_in.await {
+            Ok(Ok(lists)) => Some(lists),
+            Ok(Err(err)) => {
+                tracing::debug!("reading ahead: {err}");
+                None
+            }
+            Err(_) => None,
+        };
         let live = crate::apply::live::gather(
             &session,
             &desired.rendered,
             &id,
             &engine_opts.state_namespace,
+            opted_in,
         )
         .await
         .map_err(EngineError::from)?;
@@ -236,6 +251,10 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
         requests,
     })
 }
+
+/// The read of live workloads opted in to reloads, started once connected.
+type OptedInTask =
+    tokio::task::JoinHandle<Result<crate::apply::live::OptedIn, crate::cluster::ClusterError>>;
 
 /// The source read while connecting, and rendered too unless it holds Helm charts.
 fn early_render(opts: &ReconcileOptions) -> Result<Early, Error> {

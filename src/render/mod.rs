@@ -129,7 +129,9 @@ pub fn render_with_charts(
     // First pass: parse and check everything; CRDs found in the repo tell us the scope of
     // their kinds for namespace defaulting.
     let mut checked = Vec::new();
-    // Decrypted values, masked in the problems (which may quote a value they refuse).
+    // Decrypted values, masked in the problems (which may quote a value they refuse): of
+    // the documents dropped on a problem here, and, only once there is a problem, of the
+    // objects kept (gathering them costs as much as the rest of rendering them).
     let mut decrypted = Vec::new();
     let mut repo_scopes: HashMap<(String, String), bool> = HashMap::new();
     for (file, parsed) in files.iter().zip(parse_all(files, &opts.keys)) {
@@ -139,10 +141,8 @@ pub fn render_with_charts(
         let after_pre_hooks = charted.after_pre_hooks.contains(&file.path);
         for (mut doc, doc_problems) in docs {
             documents += 1;
-            if !doc.sealed.is_empty() {
-                decrypted.extend(crate::object::secret_values(&doc.value, &doc.sealed));
-            }
             if !doc_problems.is_empty() {
+                decrypted.extend(crate::object::secret_values(&doc.value, &doc.sealed));
                 problems.extend(doc_problems);
                 continue;
             }
@@ -177,6 +177,7 @@ pub fn render_with_charts(
             let mut tend_object = match tend_kinds::parse(&file.path, &doc, kind) {
                 Ok(o) => o,
                 Err(p) => {
+                    decrypted.extend(crate::object::secret_values(&doc.value, &doc.sealed));
                     problems.extend(p);
                     continue;
                 }
@@ -220,6 +221,7 @@ pub fn render_with_charts(
             object.set_namespace(default_namespace(&file.path));
         }
         if namespaced == Some(false) && object.namespace().is_some() {
+            decrypted.extend(crate::object::secret_values(&doc.value, &doc.sealed));
             problems.push(Problem::new(
                 &object.origin.file,
                 doc.line_of(&["metadata".to_string(), "namespace".to_string()]),
@@ -235,6 +237,11 @@ pub fn render_with_charts(
 
     problems.extend(duplicates(&objects));
     if !problems.is_empty() {
+        decrypted.extend(
+            objects
+                .iter()
+                .flat_map(|o| crate::object::secret_values(&o.value, &o.origin.sealed)),
+        );
         for problem in &mut problems {
             problem.message = crate::text::scrub(&problem.message, &decrypted);
         }
@@ -300,6 +307,9 @@ fn duplicates(objects: &[Object]) -> Vec<Problem> {
 /// Below this much text, [`parse_all`] parses on the calling thread.
 const PARALLEL_PARSE_MIN_BYTES: usize = 64 * 1024;
 
+/// Files a thread of [`parse_all`] takes at a time.
+const PARSE_BATCH: usize = 16;
+
 /// Each file's documents, parsed, decrypted where SOPS-encrypted, and checked (octal file modes fixed, shape validated), in
 /// file order. Files are independent, so this runs on every core (the bulk of rendering a
 /// 10,000-object site); the result is the same as one after the other.
@@ -331,20 +341,38 @@ fn parse_all(
     if threads < 2 || files.len() < 2 || bytes < PARALLEL_PARSE_MIN_BYTES {
         return files.iter().map(parse).collect();
     }
-    let chunk = files.len().div_ceil(threads);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = files
-            .chunks(chunk)
-            .map(|part| scope.spawn(move || part.iter().map(parse).collect::<Vec<_>>()))
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| {
-                h.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
-    })
+    // Files are handed out in small batches as threads ask for them, not in one share per
+    // thread: the run's other threads (reading the cluster) take cores at times, and a
+    // thread that fell behind would otherwise leave the rest of its share to itself.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let start = next.fetch_add(PARSE_BATCH, std::sync::atomic::Ordering::Relaxed);
+            if start >= files.len() {
+                return done;
+            }
+            let end = (start + PARSE_BATCH).min(files.len());
+            done.push((
+                start,
+                files[start..end].iter().map(parse).collect::<Vec<_>>(),
+            ));
+        }
+    };
+    let mut batches: Vec<_> = std::thread::scope(|scope| {
+        let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
+        let mut batches = work();
+        for helper in helpers {
+            batches.extend(
+                helper
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            );
+        }
+        batches
+    });
+    batches.sort_unstable_by_key(|(start, _)| *start);
+    batches.into_iter().flat_map(|(_, parsed)| parsed).collect()
 }
 
 /// Sort objects into apply order (stage, then identity), which is also the stable output

@@ -111,9 +111,9 @@ impl Keys {
         Ok(n + p)
     }
 
-    /// Use the data-key cache whose file holds `text`, for the keys held now (call it after
+    /// Use the data-key cache whose file holds `file`, for the keys held now (call it after
     /// the last key is added: the cache opens only what these keys opened before).
-    pub fn attach_cache(&mut self, text: &str) {
+    pub fn attach_cache(&mut self, file: Vec<u8>) {
         use age::secrecy::ExposeSecret;
         let age: Vec<_> = self.age.iter().map(|i| i.to_string()).collect();
         let pgp: Vec<Zeroizing<Vec<u8>>> = self
@@ -125,7 +125,7 @@ impl Keys {
             .iter()
             .map(|s| s.expose_secret().as_bytes())
             .chain(pgp.iter().map(|b| &b[..]));
-        self.cache = Some(Arc::new(DataKeyCache::new(secrets, text)));
+        self.cache = Some(Arc::new(DataKeyCache::new(secrets, file)));
     }
 
     pub fn cache(&self) -> Option<&DataKeyCache> {

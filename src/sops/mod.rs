@@ -118,7 +118,11 @@ pub fn sealed_pointers(value: &Value) -> Vec<String> {
                     }
                     let len = pointer.len();
                     pointer.push('/');
-                    pointer.push_str(&key.replace('~', "~0").replace('/', "~1"));
+                    if key.contains(['~', '/']) {
+                        pointer.push_str(&key.replace('~', "~0").replace('/', "~1"));
+                    } else {
+                        pointer.push_str(key);
+                    }
                     walk(item, pointer, out);
                     pointer.truncate(len);
                 }

@@ -66,12 +66,13 @@ pub fn decrypt(docs: &mut [Value], meta: &Metadata, key: &[u8; 32]) -> Result<()
         walk.value(doc)?;
     }
     let computed = hex::encode_upper(walk.hash.finalize());
-    let stored =
-        cipher::decrypt(&meta.mac, key, &meta.lastmodified).map_err(|source| SopsError::Value {
+    let stored = cipher::open(&meta.mac, &walk.key, &meta.lastmodified).map_err(|source| {
+        SopsError::Value {
             doc: 0,
             path: vec![Step::Key("sops".into()), Step::Key("mac".into())],
             source,
-        })?;
+        }
+    })?;
     match stored {
         Plain::Str(mac) if mac == computed => Ok(()),
         _ => Err(SopsError::MacMismatch),

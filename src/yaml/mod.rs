@@ -91,6 +91,15 @@ pub fn parse_value(text: &str) -> Option<Value> {
 /// Split on `---` document markers (and `...` end markers) at column 0, returning each chunk
 /// with the 1-based line where it starts. Marker lines are blanked so line numbers hold.
 fn split_documents(text: &str) -> Vec<(usize, String)> {
+    // Most files hold one document and no marker: taken whole, not line by line.
+    let marker = |m: &str| text.starts_with(m) || text.contains(&format!("\n{m}"));
+    if !marker("---") && !marker("...") {
+        return if text.is_empty() {
+            Vec::new()
+        } else {
+            vec![(1, text.to_string())]
+        };
+    }
     let mut chunks = Vec::new();
     let mut current = String::new();
     let mut start = 1;
