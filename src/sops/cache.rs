@@ -93,15 +93,16 @@ impl DataKeyCache {
 
     /// The sealed data key filed under `index`, if the file holds one.
     fn entry(&self, index: &Index) -> Option<Vec<u8>> {
-        let wanted = hex::encode(index);
-        let prefix = prefix_of(wanted.as_bytes());
+        let mut wanted = [0u8; 64];
+        hex::encode_to_slice(index, &mut wanted).ok()?;
+        let prefix = prefix_of(&wanted);
         let first = self.prefixes.partition_point(|p| *p < prefix);
         self.prefixes[first..]
             .iter()
             .take_while(|p| **p == prefix)
             .enumerate()
             .map(|(i, _)| &self.table[(first + i) * LINE..(first + i + 1) * LINE])
-            .find(|line| line[..64] == *wanted.as_bytes() && well_formed(line))
+            .find(|line| line[..64] == wanted && well_formed(line))
             .and_then(|line| hex::decode(&line[65..LINE - 1]).ok())
     }
 

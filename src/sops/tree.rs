@@ -16,7 +16,7 @@ const MAC_ONLY_ENCRYPTED_INIT: [u8; 32] = [
 ];
 
 /// Whether sops encrypts a leaf at `path` (`shouldBeEncrypted` without comments).
-pub fn should_be_encrypted(meta: &Metadata, path: &[String]) -> bool {
+pub fn should_be_encrypted(meta: &Metadata, path: &[&str]) -> bool {
     let mut encrypted = true;
     if !meta.unencrypted_suffix.is_empty()
         && path.iter().any(|p| p.ends_with(&meta.unencrypted_suffix))
@@ -42,9 +42,8 @@ struct Walk<'a> {
     key: cipher::DataKey,
     hash: Sha512,
     doc: usize,
-    /// The sops path (keys only), and the full path's shape for a problem's line: `None`
-    /// for a key (the next of `keys`), an index for a list item.
-    keys: Vec<String>,
+    /// The full path's shape for a problem's line: `None` for a key (the next of the sops
+    /// path, keys only, passed along the walk), an index for a list item.
     steps: Vec<Option<usize>>,
 }
 
@@ -55,7 +54,6 @@ pub fn decrypt(docs: &mut [Value], meta: &Metadata, key: &[u8; 32]) -> Result<()
         key: cipher::DataKey::new(key),
         hash: Sha512::new(),
         doc: 0,
-        keys: Vec::new(),
         steps: Vec::new(),
     };
     if meta.mac_only_encrypted {
@@ -63,9 +61,9 @@ pub fn decrypt(docs: &mut [Value], meta: &Metadata, key: &[u8; 32]) -> Result<()
     }
     for (i, doc) in docs.iter_mut().enumerate() {
         walk.doc = i;
-        walk.value(doc)?;
+        walk.value(doc, &mut Vec::new())?;
     }
-    let computed = hex::encode_upper(walk.hash.finalize());
+    let computed = upper_hex(&walk.hash.finalize());
     let stored = cipher::open(&meta.mac, &walk.key, &meta.lastmodified).map_err(|source| {
         SopsError::Value {
             doc: 0,
@@ -74,21 +72,39 @@ pub fn decrypt(docs: &mut [Value], meta: &Metadata, key: &[u8; 32]) -> Result<()
         }
     })?;
     match stored {
-        Plain::Str(mac) if mac == computed => Ok(()),
+        Plain::Str(mac) if mac.as_bytes() == computed => Ok(()),
         _ => Err(SopsError::MacMismatch),
     }
 }
 
+/// The MAC as sops writes it, in upper-case hex (`hex::encode_upper` builds it a char at a
+/// time, which cost more than the hash).
+fn upper_hex(bytes: &[u8]) -> Vec<u8> {
+    const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
+    let mut out = Vec::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(DIGITS[usize::from(b >> 4)]);
+        out.push(DIGITS[usize::from(b & 15)]);
+    }
+    out
+}
+
 impl Walk<'_> {
-    fn value(&mut self, value: &mut Value) -> Result<(), SopsError> {
+    /// `keys`: the sops path of `value` (borrowed from the document: a walk visits every
+    /// key of every document, and copying each cost more than opening the values).
+    fn value<'v>(
+        &mut self,
+        value: &'v mut Value,
+        keys: &mut Vec<&'v str>,
+    ) -> Result<(), SopsError> {
         match value {
             Value::Null => Ok(()),
             Value::Object(map) => {
-                for (k, v) in map.iter_mut() {
-                    self.keys.push(k.clone());
+                for (k, v) in map {
+                    keys.push(k);
                     self.steps.push(None);
-                    let result = self.value(v);
-                    self.keys.pop();
+                    let result = self.value(v, keys);
+                    keys.pop();
                     self.steps.pop();
                     result?;
                 }
@@ -97,28 +113,28 @@ impl Walk<'_> {
             Value::Array(items) => {
                 for (i, v) in items.iter_mut().enumerate() {
                     self.steps.push(Some(i));
-                    let result = self.value(v);
+                    let result = self.value(v, keys);
                     self.steps.pop();
                     result?;
                 }
                 Ok(())
             }
-            _ => self.leaf(value),
+            _ => self.leaf(value, keys),
         }
     }
 
-    fn leaf(&mut self, value: &mut Value) -> Result<(), SopsError> {
+    fn leaf(&mut self, value: &mut Value, keys: &[&str]) -> Result<(), SopsError> {
         let encrypted = if self.meta.comment_rules {
             value.as_str().is_some_and(super::looks_sealed)
         } else {
-            should_be_encrypted(self.meta, &self.keys)
+            should_be_encrypted(self.meta, keys)
         };
         let plain = if encrypted {
             let Value::String(sealed) = value else {
-                return Err(self.error(ValueError::Format));
+                return Err(self.error(keys, ValueError::Format));
             };
-            let aad = format!("{}:", self.keys.join(":"));
-            cipher::open(sealed, &self.key, &aad).map_err(|e| self.error(e))?
+            let aad = format!("{}:", keys.join(":"));
+            cipher::open(sealed, &self.key, &aad).map_err(|e| self.error(keys, e))?
         } else {
             match value {
                 Value::String(s) => {
@@ -146,14 +162,14 @@ impl Walk<'_> {
         Ok(())
     }
 
-    fn error(&self, source: ValueError) -> SopsError {
-        let mut keys = self.keys.iter();
+    fn error(&self, keys: &[&str], source: ValueError) -> SopsError {
+        let mut keys = keys.iter();
         let path = self
             .steps
             .iter()
             .map(|step| match step {
                 Some(i) => Step::Index(*i),
-                None => Step::Key(keys.next().cloned().unwrap_or_default()),
+                None => Step::Key(keys.next().map(|k| k.to_string()).unwrap_or_default()),
             })
             .collect();
         SopsError::Value {

@@ -167,7 +167,11 @@ pub(super) fn may_have_aliases(text: &str) -> bool {
 pub(super) fn deep_flow_line(text: &str, limit: usize) -> Option<usize> {
     // Nesting past `limit` needs more than `limit` opening brackets: most documents (sealed
     // `ENC[...]` values included) have far fewer, and counting is much cheaper than scanning.
-    if text.bytes().filter(|b| matches!(b, b'[' | b'{')).count() <= limit {
+    if memchr::memchr2_iter(b'[', b'{', text.as_bytes())
+        .take(limit + 1)
+        .count()
+        <= limit
+    {
         return None;
     }
     let mut depth = 0usize;

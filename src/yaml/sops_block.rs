@@ -22,10 +22,7 @@ pub(super) fn parse(text: &str, parse: impl Fn(&str) -> Option<Value>) -> Option
     let (head, block) = text.split_at(start);
     let block = &block["sops:\n".len()..];
     // Only the block's own (indented) lines may follow it.
-    if block
-        .lines()
-        .any(|l| !l.trim().is_empty() && !l.starts_with(' '))
-    {
+    if block.lines().any(|l| !blank(l) && !l.starts_with(' ')) {
         return None;
     }
     let lines: Vec<&str> = block.lines().collect();
@@ -65,17 +62,49 @@ fn read_head(head: &str) -> Option<Value> {
 /// certainly a string (not `true`, `123` or `null`).
 fn plain_key(key: &str) -> bool {
     let bytes = key.as_bytes();
-    !bytes.is_empty()
+    let plain = !bytes.is_empty()
         && (bytes[0].is_ascii_alphanumeric() || bytes[0] == b'_')
         && bytes
             .iter()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'/' | b'-'))
-        && matches!(scalar(key), Some(Value::String(_)))
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'/' | b'-'));
+    if !plain {
+        return false;
+    }
+    // Of these characters, starting with a letter, only the words [`scalar`] gives up on
+    // are not certainly strings (numbers start with a digit).
+    if !bytes[0].is_ascii_digit() {
+        return !NOT_CERTAINLY_STRINGS
+            .iter()
+            .any(|word| key.eq_ignore_ascii_case(word));
+    }
+    matches!(scalar(key), Some(Value::String(_)))
+}
+
+/// Plain scalars (any case) that YAML 1.1 or 1.2 read as null, bool or float.
+const NOT_CERTAINLY_STRINGS: [&str; 11] = [
+    "null", "true", "false", "yes", "no", "on", "off", "y", "n", ".nan", ".inf",
+];
+
+/// A sealed value as sops writes it (`ENC[AES256_GCM,data:…,iv:…,tag:…,type:…]`): base64
+/// and the format's punctuation, no space, so certainly a plain string. Most of the bytes
+/// of an encrypted document, so checked in one pass.
+fn sealed_plain(text: &str) -> bool {
+    text.starts_with("ENC[")
+        && text.ends_with(']')
+        && text.bytes().all(|b| {
+            b.is_ascii_alphanumeric()
+                || matches!(b, b'+' | b'/' | b'=' | b':' | b',' | b'_' | b'[' | b']')
+        })
 }
 
 struct Reader<'a> {
     lines: Vec<&'a str>,
     at: usize,
+}
+
+/// A line of YAML whitespace only (space, tab; `\r` of a CRLF file).
+fn blank(line: &str) -> bool {
+    line.bytes().all(|b| matches!(b, b' ' | b'\t' | b'\r'))
 }
 
 fn indent_of(line: &str) -> usize {
@@ -85,7 +114,7 @@ fn indent_of(line: &str) -> usize {
 impl<'a> Reader<'a> {
     /// The indentation of the next non-blank line (blank lines are skipped).
     fn next_indent(&mut self) -> Option<usize> {
-        while self.at < self.lines.len() && self.lines[self.at].trim().is_empty() {
+        while self.at < self.lines.len() && blank(self.lines[self.at]) {
             self.at += 1;
         }
         self.lines.get(self.at).map(|l| indent_of(l))
@@ -207,6 +236,9 @@ impl<'a> Reader<'a> {
 /// A scalar on the rest of a line: double-quoted without escapes, single-quoted, or plain
 /// and certainly a string, `true`/`false` or a decimal integer.
 fn scalar(text: &str) -> Option<Value> {
+    if sealed_plain(text) {
+        return Some(Value::String(text.to_string()));
+    }
     if text.contains('\t') {
         return None;
     }
@@ -265,11 +297,9 @@ fn scalar(text: &str) -> Option<Value> {
         && !text.contains(" #")
         && !text.ends_with(':')
         && !text.ends_with(' ')
-        && ![
-            "null", "true", "false", "yes", "no", "on", "off", "y", "n", ".nan", ".inf",
-        ]
-        .iter()
-        .any(|word| text.eq_ignore_ascii_case(word));
+        && !NOT_CERTAINLY_STRINGS
+            .iter()
+            .any(|word| text.eq_ignore_ascii_case(word));
     // A plain scalar starting with a digit may be a number of another form (1e3, 0x1f,
     // 1_000, 3.5): given up on. Those that cannot be (a PGP fingerprint, a dotted version
     // such as 3.9.0) are strings.
@@ -446,6 +476,18 @@ items:
             "{a: 1}",
             "a,b",
             "ENC[AES256_GCM,data:x=]",
+            "ENC[AES256_GCM,data:a+/b=,iv:c+d=,tag:e/f==,type:str]",
+            "ENC[a b]",
+            "ENC[a]:",
+            "ENC[a]#b",
+            "ENC[x",
+            "Y",
+            "NO",
+            "Off",
+            "nul",
+            "n1",
+            "_x",
+            "y_es",
             "a\tb",
             "é",
             "|",
