@@ -393,3 +393,30 @@ fn crd_scope(value: &Value) -> Option<(String, String, bool)> {
         spec.get("scope")?.as_str()? == "Namespaced",
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_parsed_on_several_threads_come_back_in_file_order() {
+        let files: Vec<SourceFile> = (0..700)
+            .map(|i| SourceFile {
+                path: format!("f{i}.yaml").into(),
+                text: format!(
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c{i}\ndata:\n  k: {}\n",
+                    "v".repeat(i % 200)
+                ),
+                unit: None,
+            })
+            .collect();
+        assert!(files.iter().map(|f| f.text.len()).sum::<usize>() > PARALLEL_PARSE_MIN_BYTES);
+        let names: Vec<String> = parse_all(&files, &Keys::default())
+            .into_iter()
+            .flat_map(|(docs, _)| docs)
+            .map(|(doc, _)| doc.value["metadata"]["name"].as_str().unwrap().to_string())
+            .collect();
+        let expected: Vec<String> = (0..700).map(|i| format!("c{i}")).collect();
+        assert_eq!(names, expected);
+    }
+}

@@ -282,6 +282,52 @@ mod tests {
     }
 
     #[test]
+    fn lines_out_of_order_cost_misses_and_are_written_back_sorted() {
+        let first = DataKeyCache::new([&b"K"[..]], Vec::new());
+        for i in 0..50u32 {
+            first.remember(&format!("stanza {i}"), &[i as u8; 32]);
+        }
+        let text = first.updated_text().unwrap();
+        let mut lines: Vec<&str> = text.split_inclusive('\n').collect();
+        lines.reverse();
+        let reversed = lines.concat();
+        // Fixed width, so read as it is: whatever the search misses is opened again.
+        let next = DataKeyCache::new([&b"K"[..]], reversed.into_bytes());
+        let mut missed = 0;
+        for i in 0..50u32 {
+            match next.open(&format!("stanza {i}")) {
+                Some(key) => assert_eq!(*key, [i as u8; 32]),
+                None => {
+                    missed += 1;
+                    next.remember(&format!("stanza {i}"), &[i as u8; 32]);
+                }
+            }
+        }
+        assert!(missed > 0);
+        assert_eq!(next.updated_text().as_deref(), Some(text.as_str()));
+    }
+
+    #[test]
+    fn a_damaged_line_gives_way_to_the_entry_opened_again() {
+        let first = DataKeyCache::new([&b"K"[..]], Vec::new());
+        first.remember("stanza", &[1u8; 32]);
+        let text = first.updated_text().unwrap();
+        let damaged = format!(
+            "{}{}\n",
+            &text[..LINE - 2],
+            if text.as_bytes()[LINE - 2] == b'0' {
+                "1"
+            } else {
+                "0"
+            }
+        );
+        let next = DataKeyCache::new([&b"K"[..]], damaged.into_bytes());
+        assert!(next.open("stanza").is_none());
+        next.remember("stanza", &[1u8; 32]);
+        assert_eq!(next.updated_text().as_deref(), Some(text.as_str()));
+    }
+
+    #[test]
     fn a_damaged_entry_is_ignored() {
         let first = DataKeyCache::new([&b"K"[..]], Vec::new());
         first.remember("stanza", &[1u8; 32]);

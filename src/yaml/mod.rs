@@ -164,6 +164,27 @@ mod tests {
     }
 
     #[test]
+    fn a_file_without_markers_is_one_document_and_markers_still_split() {
+        assert_eq!(split_documents(""), vec![]);
+        assert_eq!(
+            split_documents("a: 1\nb: '--- x'\n"),
+            vec![(1, "a: 1\nb: '--- x'\n".to_string())]
+        );
+        assert_eq!(
+            split_documents("a: 1\n---\nb: 2\n...\n"),
+            vec![
+                (1, "a: 1\n".to_string()),
+                (2, "   \nb: 2\n".to_string()),
+                (4, "\n".to_string())
+            ]
+        );
+        assert_eq!(
+            split_documents("---\na: 1\n"),
+            vec![(1, "   \na: 1\n".to_string())]
+        );
+    }
+
+    #[test]
     fn documents_keep_their_lines() {
         let (docs, problems) = parse("# header\na: 1\n---\n\n# c\nb: 2\n---\n---\nc: 3\n");
         assert!(problems.is_empty(), "{problems:?}");

@@ -85,15 +85,16 @@ const NOT_CERTAINLY_STRINGS: [&str; 11] = [
     "null", "true", "false", "yes", "no", "on", "off", "y", "n", ".nan", ".inf",
 ];
 
-/// A sealed value as sops writes it (`ENC[AES256_GCM,data:…,iv:…,tag:…,type:…]`): base64
-/// and the format's punctuation, no space, so certainly a plain string. Most of the bytes
-/// of an encrypted document, so checked in one pass.
+/// A sealed value as sops writes it (`ENC[AES256_GCM,data:…,iv:…,tag:…,type:…]`), most of
+/// the bytes of an encrypted document, checked in one pass that vectorises (no early exit).
+/// Starting with `E` and of printable ASCII other than space only, it cannot hold a comment
+/// (` #`), a mapping (`: `), another line or a character YAML refuses: certainly a plain
+/// string.
 fn sealed_plain(text: &str) -> bool {
     text.starts_with("ENC[")
         && text.ends_with(']')
-        && text.bytes().all(|b| {
-            b.is_ascii_alphanumeric()
-                || matches!(b, b'+' | b'/' | b'=' | b':' | b',' | b'_' | b'[' | b']')
+        && text.bytes().fold(true, |printable, b| {
+            printable & (b.wrapping_sub(0x21) < 0x5e)
         })
 }
 
@@ -239,7 +240,10 @@ fn scalar(text: &str) -> Option<Value> {
     if sealed_plain(text) {
         return Some(Value::String(text.to_string()));
     }
-    if text.contains('\t') {
+    // YAML's printable characters but tab and the line breaks NEL, LS and PS (the full parser
+    // refuses the others, or breaks the line at them).
+    let printable = |c: char| matches!(c, '\u{20}'..='\u{7e}' | '\u{a0}'..='\u{2027}' | '\u{202a}'..='\u{d7ff}' | '\u{e000}'..='\u{fffd}' | '\u{10000}'..);
+    if !text.chars().all(printable) {
         return None;
     }
     if let Some(inner) = text.strip_prefix('"') {
@@ -481,6 +485,14 @@ items:
             "ENC[a]:",
             "ENC[a]#b",
             "ENC[x",
+            "ENC[a\u{1}]",
+            "ENC[a\u{7f}]",
+            "ENC[é]",
+            "a\u{85}b",
+            "a\u{a0}b",
+            "a\u{80}b",
+            "a\u{2028}b",
+            "a\u{feff}b",
             "Y",
             "NO",
             "Off",
