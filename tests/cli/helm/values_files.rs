@@ -137,7 +137,11 @@ fn sops_site(extra_template: Option<&str>) -> tempfile::TempDir {
 }
 
 fn keyed(cmd: &mut assert_cmd::Command) -> &mut assert_cmd::Command {
-    let home = tempfile::tempdir().unwrap().keep();
+    // Kept past the command (which outlives this function), under the build's own scratch
+    // directory rather than /tmp, so that `cargo clean` removes them.
+    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap()
+        .keep();
     cmd.env("SOPS_AGE_KEY", TEST_IDENTITY)
         .env_remove("SOPS_AGE_KEY_FILE")
         .env("XDG_CONFIG_HOME", home.join("config"))
