@@ -18,6 +18,15 @@ pub fn tend() -> Command {
     cmd
 }
 
+/// A fresh directory for a command's HOME or XDG directories. Kept past the call (the
+/// command outlives it), under the build's own scratch directory rather than /tmp, so that
+/// `cargo clean` removes them.
+pub fn scratch_home() -> PathBuf {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap()
+        .keep()
+}
+
 pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }

@@ -137,11 +137,7 @@ fn sops_site(extra_template: Option<&str>) -> tempfile::TempDir {
 }
 
 fn keyed(cmd: &mut assert_cmd::Command) -> &mut assert_cmd::Command {
-    // Kept past the command (which outlives this function), under the build's own scratch
-    // directory rather than /tmp, so that `cargo clean` removes them.
-    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap()
-        .keep();
+    let home = scratch_home();
     cmd.env("SOPS_AGE_KEY", TEST_IDENTITY)
         .env_remove("SOPS_AGE_KEY_FILE")
         .env("XDG_CONFIG_HOME", home.join("config"))

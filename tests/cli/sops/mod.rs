@@ -47,11 +47,7 @@ fn key_file(dir: &Path) -> std::path::PathBuf {
 /// `tend` with no key source from the developer's environment.
 fn tend_clean() -> assert_cmd::Command {
     let mut cmd = tend();
-    // Kept past the command (which outlives this function), under the build's own scratch
-    // directory rather than /tmp, so that `cargo clean` removes them.
-    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap()
-        .keep();
+    let home = scratch_home();
     cmd.env_remove("SOPS_AGE_KEY")
         .env_remove("SOPS_AGE_KEY_FILE")
         .env("XDG_CONFIG_HOME", home.join("config"))
