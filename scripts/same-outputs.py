@@ -48,7 +48,7 @@ MASKS = [
     (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z?"), "TIME"),
     (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"), "UID"),
     (re.compile(r"\b\d+(\.\d+)? ?(ms|s|µs)\b"), "DURATION"),
-    (re.compile(r"\"(duration_ms|elapsed_ms|duration)\": ?[0-9.]+"), r'"\1": N'),
+    (re.compile(r"\"(duration_ms|durationMs|elapsed_ms|duration)\": ?[0-9.]+"), r'"\1": N'),
     (re.compile(r"holder[^\n\"]*"), "holder"),
 ]
 
