@@ -17,9 +17,10 @@ pub enum Error {
     Render(#[from] RenderError),
     #[error(transparent)]
     Engine(#[from] crate::apply::engine::EngineError),
-    /// `tend chaos` could not read or write the cluster.
+    /// Connecting, discovery, or a read or write outside the engine (the secrets a run reads
+    /// first, Helm's lookups, `tend chaos`).
     #[error(transparent)]
-    Chaos(crate::cluster::ClusterError),
+    Cluster(crate::cluster::ClusterError),
     #[error("{0}")]
     Usage(String),
     #[error("cannot write output")]

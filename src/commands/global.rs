@@ -117,7 +117,7 @@ impl GlobalArgs {
         Ok(crate::render::RenderOptions {
             cluster: self.cluster.clone(),
             default_namespace: self.namespace.clone(),
-            keys: std::sync::Arc::new(crate::ops::keys::load(
+            keys: std::sync::Arc::new(crate::run::keys::load(
                 &self.decryption_key_file,
                 &self
                     .cache_dir
@@ -132,7 +132,7 @@ impl GlobalArgs {
             },
             kube_version: None,
             render_cache: Some(std::sync::Arc::new(
-                crate::ops::render_cache::FileRenderCache::new(
+                crate::run::render_cache::FileRenderCache::new(
                     &self
                         .cache_dir
                         .clone()
@@ -144,7 +144,7 @@ impl GlobalArgs {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs() as i64),
             helm_cluster: None,
-            chart_credentials: std::sync::Arc::new(crate::ops::chart_credentials::load(
+            chart_credentials: std::sync::Arc::new(crate::run::chart_credentials::load(
                 &self.helm_credentials,
             )?),
         })

@@ -1,9 +1,9 @@
 //! `tend render`: print the desired objects, fully offline.
 
 use super::{GlobalArgs, OutputFormat};
-use crate::ops::load;
 use crate::ops::Verdict;
 use crate::report::objects::{format_objects, StreamFormat};
+use crate::run::load;
 use crate::Error;
 use clap::Args;
 
@@ -40,16 +40,17 @@ pub fn run(global: &GlobalArgs, args: &RenderArgs) -> Result<Verdict, Error> {
     };
     let mut render_opts = global.render_options()?;
     render_opts.kube_version = args.kube_version.clone();
-    let desired = load::desired_state(&global.source_options(), &render_opts)?;
-    for note in &desired.rendered.notes {
+    let (checkout, rendered) = load::read_and_render(&global.source_options(), &render_opts)?;
+    for note in &rendered.notes {
         tracing::warn!("{note}");
     }
-    crate::ops::helm_seed::warn_offline(&desired.rendered.random_charts);
+    crate::run::helm_seed::warn_offline(&rendered.random_charts);
     super::print(&format_objects(
-        &desired.rendered.objects,
+        &rendered.objects,
         format,
         args.show_secrets || args.reveal_secrets,
     ))?;
-    tracing::info!("{}", desired.summary(global.cluster.as_deref()));
+    let cluster = global.cluster.as_deref();
+    tracing::info!("{}", load::summary(&checkout, &rendered, cluster));
     Ok(Verdict::Success)
 }

@@ -36,12 +36,7 @@ pub struct ChaosOptions {
 /// One pass: read the agent and the cluster, choose, and (with `execute`) act.
 pub fn run(opts: &ChaosOptions) -> Result<ChaosReport, Error> {
     let seed = opts.seed.unwrap_or_else(time_seed);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(Error::Runtime)?;
-    runtime.block_on(pass(opts, seed))
+    crate::run::block_on(pass(opts, seed))?
 }
 
 /// A seed for a pass without `--seed`: the clock, mixed, below 2^53 so that it survives
@@ -55,7 +50,7 @@ fn time_seed() -> u64 {
 }
 
 fn cluster_error(err: ClusterError) -> Error {
-    Error::Chaos(err)
+    Error::Cluster(err)
 }
 
 fn served(session: &Session, group: &str, kind: &str) -> Result<Resource, Error> {

@@ -1,16 +1,10 @@
 //! Operations: what each command does, independent of argument parsing and printing. Each
 //! takes domain options built once by its command, and returns a domain result; none of
-//! them prints to stdout or decides an exit code.
+//! them prints to stdout or decides an exit code. The work itself is planned and carried out
+//! by [`crate::run`].
 
 pub mod chaos;
-pub mod chart_credentials;
-pub mod helm_cluster;
-pub mod helm_seed;
-pub mod keys;
-pub mod load;
 pub mod reconcile;
-pub mod render_cache;
-pub mod signals;
 
 /// How a command ended, for [`crate::cli`] to turn into an exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

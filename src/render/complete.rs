@@ -29,7 +29,6 @@ pub fn complete(rendered: Rendered, view: &ClusterView) -> Result<Rendered, Rend
         tend,
         missing_config,
         random_charts,
-        lookups_missed,
         releases,
         ..
     } = rendered;
@@ -87,7 +86,6 @@ pub fn complete(rendered: Rendered, view: &ClusterView) -> Result<Rendered, Rend
         copy_outcomes,
         missing_config,
         random_charts,
-        lookups_missed,
         releases,
     })
 }

@@ -69,33 +69,16 @@ pub fn render_charts(files: &[SourceFile], charts: &Charts, opts: &RenderOptions
     let releases = releases(files, charts, opts);
     // Releases are independent (a chart's random functions keep their state per thread), so
     // they render on every core, each into its own output, joined in file order.
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(8);
-    let render = |part: &[(&SourceFile, yaml::Document, HelmChart)]| {
+    let rendered = crate::parallel::map(&releases, crate::parallel::budget(), 1, |release| {
+        let (file, doc, helm_chart) = release;
         let mut out = ChartOutput::default();
-        for (file, doc, helm_chart) in part {
-            render_one(file, doc, helm_chart, charts, opts, &mut out);
-        }
+        render_one(file, doc, helm_chart, charts, opts, &mut out);
         out
-    };
-    if threads < 2 || releases.len() < 2 {
-        return render(&releases);
-    }
-    let chunk = releases.len().div_ceil(threads);
-    let mut out = ChartOutput::default();
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = releases
-            .chunks(chunk)
-            .map(|part| scope.spawn(move || render(part)))
-            .collect();
-        for handle in handles {
-            match handle.join() {
-                Ok(part) => out.extend(part),
-                Err(panic) => std::panic::resume_unwind(panic),
-            }
-        }
     });
+    let mut out = ChartOutput::default();
+    for part in rendered {
+        out.extend(part);
+    }
     out
 }
 

@@ -39,6 +39,7 @@ use crate::sops::Keys;
 use crate::source::kustomize_annotations;
 use crate::source::SourceFile;
 use crate::yaml;
+use helm_charts::ChartOutput;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -64,9 +65,6 @@ pub struct Rendered {
     /// Helm releases whose objects used random functions, with those templates: what they
     /// render depends on the seed (`RenderOptions::helm_seed`).
     pub random_charts: Vec<String>,
-    /// Lookups of Helm charts not answered by `RenderOptions::helm_cluster` yet: read them
-    /// from the cluster and render again.
-    pub lookups_missed: BTreeSet<crate::helm::lookup::LookupKey>,
     /// Each HelmChart's release, for its status.
     pub releases: Vec<crate::kinds::run::ReleaseOutcome>,
 }
@@ -77,87 +75,139 @@ pub enum RenderError {
     Invalid(Problems),
 }
 
-/// Render `files` into desired objects, or report every problem found.
-pub fn render(files: &[SourceFile], opts: &RenderOptions) -> Result<Rendered, RenderError> {
-    render_with_charts(files, &Charts::default(), opts)
+/// One render pass over the whole desired state: the desired objects, or the lookups of
+/// Helm charts that must be read from the cluster first (then the caller renders again with
+/// their answers in `RenderOptions::helm_cluster`; what came out without them may be wrong,
+/// so nothing of it is kept).
+#[derive(Debug)]
+pub enum RenderPass {
+    Rendered(Rendered),
+    NeedsLookups(BTreeSet<crate::helm::lookup::LookupKey>),
 }
 
-/// [`render`], with the repository's Helm charts for its `HelmChart` objects.
+/// Render `files` into desired objects, or report every problem found.
+pub fn render(files: &[SourceFile], opts: &RenderOptions) -> Result<Rendered, RenderError> {
+    render_files(files, ChartOutput::default(), opts)
+}
+
+/// [`render`], with the repository's Helm charts for its `HelmChart` objects: they render
+/// first, each template's output a file that then goes through everything a plain file does.
 pub fn render_with_charts(
     files: &[SourceFile],
     charts: &Charts,
     opts: &RenderOptions,
-) -> Result<Rendered, RenderError> {
-    let file_count = files.len();
+) -> Result<RenderPass, RenderError> {
     let charted = helm_charts::render_charts(files, charts, opts);
     if !charted.lookups_missed.is_empty() {
-        // Rendered without the cluster's answers: what came out (or failed) may be wrong.
-        // The caller reads them and renders again.
-        return Ok(Rendered {
-            objects: Vec::new(),
-            notes: Vec::new(),
-            files: files.len(),
-            documents: 0,
-            skipped_by_targeting: 0,
-            tend: Vec::new(),
-            copy_outcomes: Vec::new(),
-            missing_config: BTreeSet::new(),
-            random_charts: Vec::new(),
-            lookups_missed: charted.lookups_missed,
-            releases: Vec::new(),
-        });
+        return Ok(RenderPass::NeedsLookups(charted.lookups_missed));
     }
-    let mut problems: Vec<Problem> = charted.problems;
+    render_files(files, charted, opts).map(RenderPass::Rendered)
+}
+
+/// Render plain files and what the charts made of theirs: parse and check every document,
+/// then make objects of them, then check the set and finish it.
+fn render_files(
+    files: &[SourceFile],
+    charted: ChartOutput,
+    opts: &RenderOptions,
+) -> Result<Rendered, RenderError> {
+    let file_count = files.len();
     let all_files: Vec<SourceFile>;
     let files = if charted.files.is_empty() {
         files
     } else {
-        all_files = files.iter().cloned().chain(charted.files).collect();
+        all_files = files
+            .iter()
+            .cloned()
+            .chain(charted.files.iter().cloned())
+            .collect();
         &all_files[..]
     };
-    let default_namespace = |file: &std::path::Path| {
-        charted
-            .namespaces
-            .get(file)
-            .map_or(opts.default_namespace.as_str(), String::as_str)
-    };
-    let mut notes = charted.notes.clone();
-    let mut documents = 0;
-    let mut skipped_by_targeting = 0;
-    let mut objects: Vec<Object> = Vec::new();
+    let parsed = parse_and_check(files, &charted, opts);
+    let made = make_objects(parsed, &charted, opts);
+    finish(made, charted, file_count)
+}
 
-    // First pass: parse and check everything; CRDs found in the repo tell us the scope of
-    // their kinds for namespace defaulting.
-    let mut checked = Vec::new();
-    // Decrypted values, masked in the problems (which may quote a value they refuse): of
-    // the documents dropped on a problem here, and, only once there is a problem, of the
-    // objects kept (gathering them costs as much as the rest of rendering them).
-    let mut decrypted = Vec::new();
-    let mut repo_scopes: HashMap<(String, String), bool> = HashMap::new();
-    for (file, parsed) in files.iter().zip(parse_all(files, &opts.keys)) {
-        let (docs, parse_problems) = parsed;
-        problems.extend(parse_problems);
+/// Every document parsed, decrypted and checked, before any object is made of it.
+struct Parsed<'f> {
+    /// The documents without problems, with their files, in file order.
+    checked: Vec<(&'f SourceFile, yaml::Document)>,
+    problems: Vec<Problem>,
+    /// Decrypted values of documents dropped on a problem (masked in every problem).
+    decrypted: Vec<String>,
+    /// Scopes of the kinds CRDs in the repository define: for namespace defaulting.
+    repo_scopes: HashMap<(String, String), bool>,
+    documents: usize,
+}
+
+fn parse_and_check<'f>(
+    files: &'f [SourceFile],
+    charted: &ChartOutput,
+    opts: &RenderOptions,
+) -> Parsed<'f> {
+    let mut parsed = Parsed {
+        checked: Vec::new(),
+        problems: charted.problems.clone(),
+        decrypted: Vec::new(),
+        repo_scopes: HashMap::new(),
+        documents: 0,
+    };
+    for (file, (docs, parse_problems)) in files.iter().zip(parse_all(files, &opts.keys)) {
+        parsed.problems.extend(parse_problems);
         let from_chart = charted.namespaces.contains_key(&file.path);
         let after_pre_hooks = charted.after_pre_hooks.contains(&file.path);
         for (mut doc, doc_problems) in docs {
-            documents += 1;
+            parsed.documents += 1;
             if !doc_problems.is_empty() {
-                decrypted.extend(crate::object::secret_values(&doc.value, &doc.sealed));
-                problems.extend(doc_problems);
+                // Masked in the problems, which may quote a value they refuse.
+                parsed
+                    .decrypted
+                    .extend(crate::object::secret_values(&doc.value, &doc.sealed));
+                parsed.problems.extend(doc_problems);
                 continue;
             }
             if from_chart {
                 helm_charts::as_tend_hook(&mut doc, after_pre_hooks);
             }
             if let Some((group, kind, namespaced)) = crd_scope(&doc.value) {
-                repo_scopes.insert((group, kind), namespaced);
+                parsed.repo_scopes.insert((group, kind), namespaced);
             }
-            checked.push((file, doc));
+            parsed.checked.push((file, doc));
         }
     }
+    parsed
+}
 
+/// The objects of the checked documents: targeted, namespaces defaulted, tend's kinds
+/// parsed and expanded.
+struct Made {
+    objects: Vec<Object>,
+    tend: Vec<(TendObject, Origin)>,
+    notes: Vec<String>,
+    skipped_by_targeting: usize,
+    problems: Vec<Problem>,
+    decrypted: Vec<String>,
+    documents: usize,
+}
+
+fn make_objects(parsed: Parsed<'_>, charted: &ChartOutput, opts: &RenderOptions) -> Made {
+    let Parsed {
+        checked,
+        problems,
+        decrypted,
+        repo_scopes,
+        documents,
+    } = parsed;
+    let mut made = Made {
+        objects: Vec::new(),
+        tend: Vec::new(),
+        notes: charted.notes.clone(),
+        skipped_by_targeting: 0,
+        problems,
+        decrypted,
+        documents,
+    };
     let mut host_ports = HostPorts::default();
-    let mut tend = Vec::new();
     for (file, doc) in checked {
         let origin = Origin {
             file: file.path.clone(),
@@ -167,76 +217,125 @@ pub fn render_with_charts(
             generated_by: None,
             sealed: doc.sealed.clone(),
         };
-        let mut object = Object::new(doc.value.clone(), origin.clone());
+        let object = Object::new(doc.value.clone(), origin);
         let targeted = is_targeted(&object, opts.cluster.as_deref());
-
         if object.group() == crate::GROUP {
-            let Some(kind) = TendKind::from_kind(object.kind()) else {
-                continue; // reported by validate
-            };
-            let mut tend_object = match tend_kinds::parse(&file.path, &doc, kind) {
-                Ok(o) => o,
-                Err(p) => {
-                    decrypted.extend(crate::object::secret_values(&doc.value, &doc.sealed));
-                    problems.extend(p);
-                    continue;
-                }
-            };
-            let spec_targeted = match (tend_object.clusters(), &opts.cluster) {
-                (Some(clusters), Some(cluster)) => clusters.iter().any(|c| c == cluster),
-                (Some(_), None) => false,
-                (None, _) => true,
-            };
-            if !(targeted && spec_targeted) {
-                skipped_by_targeting += 1;
-                continue;
-            }
-            tend_object.default_namespace(&opts.default_namespace);
-            // The uid is the cluster's: never part of desired state, nor an owner's uid.
-            tend_object.meta_mut().uid = None;
-            if let TendObject::RegistryMirror(m) = &tend_object {
-                if let Err(message) = host_ports.claim(m, &origin) {
-                    let line = doc.line_of(&["spec".to_string(), "hostPort".to_string()]);
-                    problems.push(Problem::new(&file.path, line, message));
-                }
-            }
-            objects.extend(tend_kinds::expand(&tend_object, &origin, &mut notes));
-            object.value = tend_object.to_value();
-            objects.push(object);
-            tend.push((tend_object, origin));
-            continue;
+            add_tend_object(
+                &mut made,
+                object,
+                targeted,
+                (file, &doc),
+                &mut host_ports,
+                opts,
+            );
+        } else if !targeted {
+            made.skipped_by_targeting += 1;
+        } else {
+            let default_namespace = charted
+                .namespaces
+                .get(&file.path)
+                .map_or(opts.default_namespace.as_str(), String::as_str);
+            add_object(&mut made, object, &doc, &repo_scopes, default_namespace);
         }
-
-        if !targeted {
-            skipped_by_targeting += 1;
-            continue;
-        }
-        let (group, version) = split_api_version(object.api_version());
-        let namespaced = builtin::builtin_scope(group, version, object.kind()).or_else(|| {
-            repo_scopes
-                .get(&(group.to_string(), object.kind().to_string()))
-                .copied()
-        });
-        if namespaced == Some(true) && object.namespace().is_none() {
-            object.set_namespace(default_namespace(&file.path));
-        }
-        if namespaced == Some(false) && object.namespace().is_some() {
-            decrypted.extend(crate::object::secret_values(&doc.value, &doc.sealed));
-            problems.push(Problem::new(
-                &object.origin.file,
-                doc.line_of(&["metadata".to_string(), "namespace".to_string()]),
-                format!(
-                    "{} is cluster-scoped (its CustomResourceDefinition says so) and cannot have metadata.namespace; remove it",
-                    object.kind()
-                ),
-            ));
-            continue;
-        }
-        objects.push(object);
     }
+    made
+}
 
+/// A tend kind: parsed, targeted by its annotation and its `spec.clusters`, expanded.
+fn add_tend_object(
+    made: &mut Made,
+    mut object: Object,
+    targeted: bool,
+    (file, doc): (&SourceFile, &yaml::Document),
+    host_ports: &mut HostPorts,
+    opts: &RenderOptions,
+) {
+    let Some(kind) = TendKind::from_kind(object.kind()) else {
+        return; // reported by validate
+    };
+    let mut tend_object = match tend_kinds::parse(&file.path, doc, kind) {
+        Ok(o) => o,
+        Err(p) => {
+            made.decrypted
+                .extend(crate::object::secret_values(&doc.value, &doc.sealed));
+            made.problems.extend(p);
+            return;
+        }
+    };
+    let spec_targeted = match (tend_object.clusters(), &opts.cluster) {
+        (Some(clusters), Some(cluster)) => clusters.iter().any(|c| c == cluster),
+        (Some(_), None) => false,
+        (None, _) => true,
+    };
+    if !(targeted && spec_targeted) {
+        made.skipped_by_targeting += 1;
+        return;
+    }
+    tend_object.default_namespace(&opts.default_namespace);
+    // The uid is the cluster's: never part of desired state, nor an owner's uid.
+    tend_object.meta_mut().uid = None;
+    let origin = object.origin.clone();
+    if let TendObject::RegistryMirror(m) = &tend_object {
+        if let Err(message) = host_ports.claim(m, &origin) {
+            let line = doc.line_of(&["spec".to_string(), "hostPort".to_string()]);
+            made.problems.push(Problem::new(&file.path, line, message));
+        }
+    }
+    made.objects
+        .extend(tend_kinds::expand(&tend_object, &origin, &mut made.notes));
+    object.value = tend_object.to_value();
+    made.objects.push(object);
+    made.tend.push((tend_object, origin));
+}
+
+/// A plain object, its namespace defaulted or refused by its kind's scope.
+fn add_object(
+    made: &mut Made,
+    mut object: Object,
+    doc: &yaml::Document,
+    repo_scopes: &HashMap<(String, String), bool>,
+    default_namespace: &str,
+) {
+    let (group, version) = split_api_version(object.api_version());
+    let namespaced = builtin::builtin_scope(group, version, object.kind()).or_else(|| {
+        repo_scopes
+            .get(&(group.to_string(), object.kind().to_string()))
+            .copied()
+    });
+    if namespaced == Some(true) && object.namespace().is_none() {
+        object.set_namespace(default_namespace);
+    }
+    if namespaced == Some(false) && object.namespace().is_some() {
+        made.decrypted
+            .extend(crate::object::secret_values(&doc.value, &doc.sealed));
+        made.problems.push(Problem::new(
+            &object.origin.file,
+            doc.line_of(&["metadata".to_string(), "namespace".to_string()]),
+            format!(
+                "{} is cluster-scoped (its CustomResourceDefinition says so) and cannot have metadata.namespace; remove it",
+                object.kind()
+            ),
+        ));
+        return;
+    }
+    made.objects.push(object);
+}
+
+/// Every problem at once (decrypted values masked), or the set with its config hashes, in
+/// apply order.
+fn finish(made: Made, charted: ChartOutput, file_count: usize) -> Result<Rendered, RenderError> {
+    let Made {
+        mut objects,
+        tend,
+        mut notes,
+        skipped_by_targeting,
+        mut problems,
+        mut decrypted,
+        documents,
+    } = made;
     problems.extend(duplicates(&objects));
     if !problems.is_empty() {
+        // Only now: gathering the values of the objects kept costs as much as the rest.
         decrypted.extend(
             objects
                 .iter()
@@ -250,7 +349,6 @@ pub fn render_with_charts(
         problems.dedup();
         return Err(RenderError::Invalid(Problems(problems)));
     }
-
     let (hash_notes, missing_config) =
         config_hash::annotate_reporting_missing(&mut objects, &BTreeMap::new());
     notes.extend(hash_notes);
@@ -271,8 +369,7 @@ pub fn render_with_charts(
         tend,
         copy_outcomes: Vec::new(),
         missing_config,
-        random_charts: charted.random.clone(),
-        lookups_missed: charted.lookups_missed.clone(),
+        random_charts: charted.random,
         releases,
     })
 }
@@ -332,47 +429,15 @@ fn parse_all(
             .collect();
         (docs, problems)
     };
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(8);
     // Threads pay off on enough text only: one costs more memory (its stack, its allocator
     // pages) than parsing a chart's output takes, and about the time.
     let bytes: usize = files.iter().map(|f| f.text.len()).sum();
-    if threads < 2 || files.len() < 2 || bytes < PARALLEL_PARSE_MIN_BYTES {
-        return files.iter().map(parse).collect();
-    }
-    // Files are handed out in small batches as threads ask for them, not in one share per
-    // thread: the run's other threads (reading the cluster) take cores at times, and a
-    // thread that fell behind would otherwise leave the rest of its share to itself.
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let work = || {
-        let mut done = Vec::new();
-        loop {
-            let start = next.fetch_add(PARSE_BATCH, std::sync::atomic::Ordering::Relaxed);
-            if start >= files.len() {
-                return done;
-            }
-            let end = (start + PARSE_BATCH).min(files.len());
-            done.push((
-                start,
-                files[start..end].iter().map(parse).collect::<Vec<_>>(),
-            ));
-        }
+    let threads = if bytes < PARALLEL_PARSE_MIN_BYTES {
+        1
+    } else {
+        crate::parallel::budget()
     };
-    let mut batches: Vec<_> = std::thread::scope(|scope| {
-        let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
-        let mut batches = work();
-        for helper in helpers {
-            batches.extend(
-                helper
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-            );
-        }
-        batches
-    });
-    batches.sort_unstable_by_key(|(start, _)| *start);
-    batches.into_iter().flat_map(|(_, parsed)| parsed).collect()
+    crate::parallel::map(files, threads, PARSE_BATCH, parse)
 }
 
 /// Sort objects into apply order (stage, then identity), which is also the stable output

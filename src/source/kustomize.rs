@@ -364,29 +364,13 @@ pub fn build_all(
             return (files, problems);
         }
     };
-    let parallel = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .clamp(1, 4);
-    for chunk in units.chunks(parallel) {
-        let results: Vec<_> = std::thread::scope(|scope| {
-            let handles: Vec<_> = chunk
-                .iter()
-                .map(|unit| scope.spawn(|| build(root, unit, &words, inputs)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(Problem::new("", 1, "kustomize build panicked")))
-                })
-                .collect()
-        });
-        for result in results {
-            match result {
-                Ok(built) => files.extend(built),
-                Err(problem) => problems.push(problem),
-            }
+    let built = crate::parallel::map(units, crate::parallel::budget(), 1, |unit| {
+        build(root, unit, &words, inputs)
+    });
+    for result in built {
+        match result {
+            Ok(built) => files.extend(built),
+            Err(problem) => problems.push(problem),
         }
     }
     (files, problems)

@@ -170,6 +170,6 @@ pub(super) async fn flag_secret(
     session
         .read_secret(namespace, name)
         .await
-        .map_err(crate::apply::engine::EngineError::from)?
+        .map_err(Error::Cluster)?
         .ok_or_else(|| Error::Usage(format!("{flag} {namespace}/{name}: no such Secret; {how}")))
 }

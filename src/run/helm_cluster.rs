@@ -8,9 +8,10 @@ use super::helm_seed::{self, NewSeed};
 use super::load::{self, Loaded};
 use crate::cluster::{Access, ClusterError, Session};
 use crate::helm::lookup::{Answer, ClusterFacts, LookupKey};
-use crate::render::{RenderOptions, Rendered};
+use crate::render::{RenderOptions, RenderPass, Rendered};
 use crate::Error;
 use serde_json::{json, Value};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -65,9 +66,10 @@ pub fn speculate(
         lookups: Default::default(),
     }));
     // Its problems, if any, are found again by the render that counts.
-    let rendered = load::render(loaded, &opts).ok()?;
-    let stands = rendered.lookups_missed.is_empty() && rendered.random_charts.is_empty();
-    stands.then_some(Speculative {
+    let RenderPass::Rendered(rendered) = load::render(loaded, &opts).ok()? else {
+        return None;
+    };
+    rendered.random_charts.is_empty().then_some(Speculative {
         kube_version: last.kube_version,
         api_versions: last.api_versions,
         rendered,
@@ -96,21 +98,19 @@ pub async fn render(
     session: &Session,
     loaded: &Loaded,
     render_opts: &RenderOptions,
-    state_namespace: &str,
-    storing: bool,
+    (state_namespace, storing): (&str, bool),
     speculative: Option<Speculative>,
-    remembering: (&Path, &Access),
+    (cache_dir, access): (&Path, &Access),
 ) -> Result<(Rendered, Option<NewSeed>), Error> {
     let (kube_version, stored_seed) = tokio::join!(
         session.kube_version(),
         helm_seed::read(session, state_namespace)
     );
-    let mut facts = ClusterFacts {
-        kube_version: kube_version.map_err(crate::apply::engine::EngineError::from)?,
+    let facts = ClusterFacts {
+        kube_version: kube_version.map_err(Error::Cluster)?,
         api_versions: session.resources.api_versions(),
         lookups: Default::default(),
     };
-    let (cache_dir, access) = remembering;
     match speculative {
         Some(s) if s.kube_version == facts.kube_version && s.api_versions == facts.api_versions => {
             tracing::debug!("Helm charts: rendered while connecting, as the cluster was last seen");
@@ -125,25 +125,7 @@ pub async fn render(
     if let Some(seed) = stored_seed {
         opts.helm_seed = seed;
     }
-    let mut rounds = 0;
-    let rendered = loop {
-        opts.helm_cluster = Some(Arc::new(facts.clone()));
-        let rendered = load::render(loaded, &opts)?;
-        if rendered.lookups_missed.is_empty() {
-            break rendered;
-        }
-        if rounds == LOOKUP_ROUNDS {
-            return Err(Error::Usage(format!(
-                "Helm charts still look up new objects after {LOOKUP_ROUNDS} rounds of reading them (each lookup named by the one before): {}; look for a chart whose lookups never settle",
-                missed(&rendered)
-            )));
-        }
-        rounds += 1;
-        tracing::debug!("Helm lookups, round {rounds}: {}", missed(&rendered));
-        for key in &rendered.lookups_missed {
-            facts.lookups.insert(key.clone(), read(session, key).await);
-        }
-    };
+    let rendered = render_with_lookups(session, loaded, opts, facts).await?;
     let new_seed = helm_seed::first_seed(
         &rendered.random_charts,
         stored_seed.is_none(),
@@ -154,12 +136,37 @@ pub async fn render(
     Ok((rendered, new_seed))
 }
 
-fn missed(rendered: &Rendered) -> String {
-    let keys: Vec<String> = rendered
-        .lookups_missed
-        .iter()
-        .map(LookupKey::to_string)
-        .collect();
+/// Render, read the lookups the render missed, and render again with their answers, until
+/// none is missed (a lookup whose arguments come from another takes one more round).
+async fn render_with_lookups(
+    session: &Session,
+    loaded: &Loaded,
+    mut opts: RenderOptions,
+    mut facts: ClusterFacts,
+) -> Result<Rendered, Error> {
+    let mut rounds = 0;
+    loop {
+        opts.helm_cluster = Some(Arc::new(facts.clone()));
+        let missed = match load::render(loaded, &opts)? {
+            RenderPass::Rendered(rendered) => return Ok(rendered),
+            RenderPass::NeedsLookups(missed) => missed,
+        };
+        if rounds == LOOKUP_ROUNDS {
+            return Err(Error::Usage(format!(
+                "Helm charts still look up new objects after {LOOKUP_ROUNDS} rounds of reading them (each lookup named by the one before): {}; look for a chart whose lookups never settle",
+                listed(&missed)
+            )));
+        }
+        rounds += 1;
+        tracing::debug!("Helm lookups, round {rounds}: {}", listed(&missed));
+        for key in &missed {
+            facts.lookups.insert(key.clone(), read(session, key).await);
+        }
+    }
+}
+
+fn listed(missed: &BTreeSet<LookupKey>) -> String {
+    let keys: Vec<String> = missed.iter().map(LookupKey::to_string).collect();
     keys.join(", ")
 }
 

@@ -30,7 +30,7 @@ pub async fn read(session: &Session, state_namespace: &str) -> Result<Option<u64
     Ok(session
         .read_secret(state_namespace, SEED_SECRET)
         .await
-        .map_err(crate::apply::engine::EngineError::from)?
+        .map_err(Error::Cluster)?
         .and_then(|entries| {
             let (_, bytes) = entries.into_iter().find(|(key, _)| key == SEED_KEY)?;
             let text = std::str::from_utf8(&bytes).ok()?.trim().to_string();

@@ -1,0 +1,350 @@
+//! The executor: the one place a run's concurrency lives. It builds the async runtime,
+//! starts every task and joins it; the stages it calls (source, render, plan, apply steps)
+//! take values and return values, and never spawn, hold a channel or call back up.
+//!
+//! One cluster's run, as tasks:
+//!
+//! ```text
+//! connect ──┬─ read opted-in workloads ─────────────────────┐
+//!           └─ (diff) read ahead: parent and member LISTs ──┼──┐
+//! read source ─ render units that need nothing of the cluster│  │   (while connecting)
+//!               (or render them as the cluster was last seen)│  │
+//! ── once connected ─────────────────────────────────────────┘  │
+//! secrets before the source → read source → render units that need the cluster
+//! (capabilities, lookups in rounds, the seed) → read the cluster view → complete
+//! → engine (diff: with what was read ahead ─────────────────────┘; apply: reads under its lock)
+//! → store the seed of random functions
+//! ```
+//!
+//! The rules, written once here:
+//! - **A problem in the desired state wins over a connection error**: the source is read and
+//!   rendered before the connection is awaited; if that fails, the connection is dropped and
+//!   the render's error is the run's.
+//! - **Nothing is written before the whole desired state is validated**: connecting, the
+//!   secrets, lookups, the seed and the cluster view are reads; the engine's first write
+//!   comes after `render::complete`.
+//! - **An apply reads under its lock**: only a diff reads ahead while rendering.
+//! - **A failed read ahead is read again** by the engine, where its error is reported.
+
+use super::helm_cluster::{self, Speculative};
+use super::helm_seed::NewSeed;
+use super::load::{self, Loaded};
+use super::plan::{ClusterRun, Run};
+use crate::apply::engine;
+use crate::apply::lists::ReadAhead;
+use crate::apply::live::OptedIn;
+use crate::apply::lock::SystemClock;
+use crate::cluster::{ClusterError, Session};
+use crate::render::{RenderOptions, Rendered};
+use crate::report::run::{Mode, RunReport};
+use crate::Error;
+use std::future::Future;
+use std::sync::Arc;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// What one cluster's run came to.
+#[derive(Debug)]
+pub struct ClusterOutcome {
+    pub report: RunReport,
+    /// `N API requests (r reads, w writes, d dry runs)`.
+    pub requests: String,
+}
+
+/// Run every cluster of `run`, in order, each to its own outcome.
+pub fn execute(run: &Run) -> Vec<Result<ClusterOutcome, Error>> {
+    let runtime = match runtime() {
+        Ok(runtime) => runtime,
+        Err(err) => return vec![Err(err)],
+    };
+    run.clusters
+        .iter()
+        .map(|cluster| execute_cluster(&runtime, run.mode, cluster))
+        .collect()
+}
+
+/// Run `future` to completion on the runtime every operation uses (`tend chaos` too).
+pub fn block_on<F: Future>(future: F) -> Result<F::Output, Error> {
+    Ok(runtime()?.block_on(future))
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, Error> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(Error::Runtime)
+}
+
+fn execute_cluster(
+    runtime: &tokio::runtime::Runtime,
+    mode: Mode,
+    cluster: &ClusterRun,
+) -> Result<ClusterOutcome, Error> {
+    let mut connecting = Connecting::start(runtime, mode, cluster);
+    // Read (and, where no unit needs the cluster, render) the source while connecting;
+    // with secrets to read first, it is read once connected.
+    let offline = match cluster.before_source.is_empty() {
+        true => match read_and_render_offline(cluster) {
+            Ok(offline) => Some(offline),
+            Err(err) => {
+                connecting.task.abort();
+                return Err(err);
+            }
+        },
+        false => None,
+    };
+    runtime.block_on(async {
+        if cluster.writes(mode) {
+            super::signals::listen(cluster.engine.interrupt.clone()).map_err(Error::Runtime)?;
+        }
+        let (session, opted_in) = connecting.session().await?;
+        let (loaded, render_opts, offline_render) = match offline {
+            Some((loaded, render)) => (loaded, cluster.render.clone(), render),
+            None => {
+                let render_opts = read_secrets(&session, cluster).await?;
+                let loaded = load::load(&cluster.source, &render_opts)?;
+                let render = render_offline(&loaded, cluster, &render_opts, false)?;
+                (loaded, render_opts, render)
+            }
+        };
+        let rendered = render_connected(
+            &session,
+            cluster,
+            mode,
+            &loaded,
+            &render_opts,
+            offline_render,
+        );
+        let (rendered, new_seed) = rendered.await?;
+        tracing::debug!(
+            "offline: {}",
+            load::summary(
+                &loaded.checkout,
+                &rendered,
+                cluster.render.cluster.as_deref()
+            )
+        );
+        let mut engine_opts = cluster.engine.clone();
+        engine_opts.commit = loaded.checkout.commit.clone();
+        let ahead = match mode {
+            Mode::Diff => Some(connecting),
+            Mode::Apply => None,
+        };
+        let report = complete_and_run_engine(
+            &session,
+            (mode, &engine_opts),
+            (&loaded.checkout, rendered),
+            opted_in,
+            ahead,
+        )
+        .await?;
+        if let (Some(seed), true) = (new_seed, cluster.writes(mode)) {
+            store_seed(&session, &engine_opts.state_namespace, seed).await;
+        }
+        Ok(ClusterOutcome {
+            report,
+            requests: session.stats.to_string(),
+        })
+    })
+}
+
+/// The connection, made while the source is read: the session is handed over as soon as it
+/// is connected, with the read of workloads opted in to reloads (which does not depend on
+/// the desired state) already under way; a diff then goes on reading what the cluster holds
+/// of the previous run.
+struct Connecting {
+    session: oneshot::Receiver<(Arc<Session>, OptedInTask)>,
+    task: JoinHandle<Result<Option<ReadAhead>, ClusterError>>,
+}
+
+type OptedInTask = JoinHandle<Result<OptedIn, ClusterError>>;
+
+impl Connecting {
+    fn start(runtime: &tokio::runtime::Runtime, mode: Mode, cluster: &ClusterRun) -> Connecting {
+        let access = cluster.target.clone();
+        let ahead_opts = (mode == Mode::Diff).then(|| cluster.engine.clone());
+        let (connected, session) = oneshot::channel();
+        let task = runtime.spawn(async move {
+            let session = Arc::new(Session::connect(&access).await?);
+            let reading = session.clone();
+            let opted_in =
+                tokio::spawn(async move { crate::apply::live::read_opted_in(&reading).await });
+            let _ = connected.send((session.clone(), opted_in));
+            let Some(engine_opts) = &ahead_opts else {
+                return Ok(None);
+            };
+            match crate::apply::lists::read_ahead(&session, engine_opts).await {
+                Ok(ahead) => Ok(Some(ahead)),
+                Err(err) => {
+                    tracing::debug!("reading ahead: {err}");
+                    Ok(None)
+                }
+            }
+        });
+        Connecting { session, task }
+    }
+
+    /// The session, or why there is none.
+    async fn session(&mut self) -> Result<(Arc<Session>, OptedInTask), Error> {
+        match (&mut self.session).await {
+            Ok(connected) => Ok(connected),
+            Err(_) => {
+                // Not connected: the task says why.
+                join(&mut self.task).await?;
+                Err(Error::Runtime(std::io::Error::other(
+                    "the connection task ended without a session",
+                )))
+            }
+        }
+    }
+
+    /// What was read ahead, once the task is done.
+    async fn read_ahead(mut self) -> Result<Option<ReadAhead>, Error> {
+        join(&mut self.task).await
+    }
+}
+
+async fn join<T>(task: &mut JoinHandle<Result<T, ClusterError>>) -> Result<T, Error> {
+    task.await
+        .map_err(|err| Error::Runtime(std::io::Error::other(err)))?
+        .map_err(Error::Cluster)
+}
+
+/// A render made before connecting.
+enum OfflineRender {
+    /// No unit needs the cluster: this is the render.
+    Done(Rendered),
+    /// Units need the cluster: render them once connected, unless this render, made as the
+    /// cluster was last seen, still stands.
+    NeedsCluster(Option<Speculative>),
+}
+
+/// The source read, and rendered as far as it can be without the cluster.
+fn read_and_render_offline(cluster: &ClusterRun) -> Result<(Loaded, OfflineRender), Error> {
+    let loaded = load::load(&cluster.source, &cluster.render)?;
+    let render = render_offline(&loaded, cluster, &cluster.render, true)?;
+    Ok((loaded, render))
+}
+
+/// Render the units if none needs the cluster; else, with `speculate`, render them as the
+/// cluster was last seen from here, to be checked once connected.
+fn render_offline(
+    loaded: &Loaded,
+    cluster: &ClusterRun,
+    render_opts: &RenderOptions,
+    speculate: bool,
+) -> Result<OfflineRender, Error> {
+    let units = loaded.units();
+    tracing::debug!("units: {}", load::describe_units(&units));
+    if !units.iter().any(|unit| unit.needs.cluster) {
+        return Ok(OfflineRender::Done(load::render_offline(
+            loaded,
+            render_opts,
+        )?));
+    }
+    let speculative = speculate
+        .then(|| {
+            let cache_dir = cluster.cache_dir();
+            helm_cluster::speculate(loaded, render_opts, &cache_dir, &cluster.target)
+        })
+        .flatten();
+    Ok(OfflineRender::NeedsCluster(speculative))
+}
+
+/// The render options with what the Secrets named by flags hold.
+async fn read_secrets(session: &Session, cluster: &ClusterRun) -> Result<RenderOptions, Error> {
+    let secrets = &cluster.before_source;
+    let render = super::keys::with_secret(
+        session,
+        &cluster.render,
+        &secrets.decryption_keys,
+        &cluster.cache_dir(),
+    )
+    .await?;
+    super::chart_credentials::with_secret(session, &render, &secrets.chart_credentials).await
+}
+
+/// The whole render, connected: what was rendered offline, or the units that need the
+/// cluster rendered with it. Returns the seed to store when this run drew the first.
+async fn render_connected(
+    session: &Session,
+    cluster: &ClusterRun,
+    mode: Mode,
+    loaded: &Loaded,
+    render_opts: &RenderOptions,
+    offline: OfflineRender,
+) -> Result<(Rendered, Option<NewSeed>), Error> {
+    let speculative = match offline {
+        OfflineRender::Done(rendered) => return Ok((rendered, None)),
+        OfflineRender::NeedsCluster(speculative) => speculative,
+    };
+    let seen_as = (cluster.cache_dir(), &cluster.target);
+    let state_namespace = &cluster.engine.state_namespace;
+    let storing = cluster.writes(mode);
+    helm_cluster::render(
+        session,
+        loaded,
+        render_opts,
+        (state_namespace, storing),
+        speculative,
+        (&seen_as.0, seen_as.1),
+    )
+    .await
+}
+
+/// Read the cluster's view for tend's kinds, complete the rendered set with it, and run the
+/// engine: a diff with what was read ahead, an apply under its lock.
+async fn complete_and_run_engine(
+    session: &Session,
+    (mode, engine_opts): (Mode, &engine::EngineOptions),
+    (checkout, rendered): (&crate::source::Checkout, Rendered),
+    opted_in: OptedInTask,
+    ahead: Option<Connecting>,
+) -> Result<RunReport, Error> {
+    let id = engine_opts.applyset_id();
+    // A failed read ahead is read again, where its error is reported as usual.
+    let opted_in = match opted_in.await {
+        Ok(Ok(lists)) => Some(lists),
+        Ok(Err(err)) => {
+            tracing::debug!("reading ahead: {err}");
+            None
+        }
+        Err(_) => None,
+    };
+    let state_namespace = &engine_opts.state_namespace;
+    let live = crate::apply::live::gather(session, &rendered, &id, state_namespace, opted_in)
+        .await
+        .map_err(Error::Cluster)?;
+    let rendered = crate::render::complete(rendered, &live.view)?;
+    for note in &rendered.notes {
+        tracing::warn!("{note}");
+    }
+    let cluster_name = engine_opts.cluster_name.as_deref();
+    tracing::info!("{}", load::summary(checkout, &rendered, cluster_name));
+    let kinds = crate::apply::tend_kinds::KindsContext {
+        reloads: live.reloads,
+        copy_outcomes: rendered.copy_outcomes,
+        releases: rendered.releases,
+    };
+    let objects = rendered.objects;
+    Ok(match (mode, ahead) {
+        (Mode::Diff, Some(connecting)) => {
+            let ahead = connecting.read_ahead().await?;
+            engine::diff(session, objects, engine_opts, &kinds, ahead).await?
+        }
+        (Mode::Diff, None) => engine::diff(session, objects, engine_opts, &kinds, None).await?,
+        (Mode::Apply, _) => {
+            let clock = Arc::new(SystemClock);
+            engine::apply(session, objects, engine_opts, &kinds, clock).await?
+        }
+    })
+}
+
+/// Store the seed this run drew: what it applied was rendered with it, and later runs
+/// render the same.
+async fn store_seed(session: &Session, state_namespace: &str, seed: NewSeed) {
+    if let Err(err) = super::helm_seed::store(session, state_namespace, seed).await {
+        tracing::warn!("cannot store the seed of Helm's random functions: {err}");
+    }
+}

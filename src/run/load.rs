@@ -1,0 +1,152 @@
+//! Load the desired state: resolve the source, walk it, render it.
+
+use super::plan::{Producer, Unit};
+use crate::render::{self, RenderOptions, RenderPass, Rendered};
+use crate::source::{self, walk, Checkout, SourceOptions};
+use crate::text::count;
+use crate::Error;
+
+/// One-line summary of a render: objects, files, commit, targeting.
+pub fn summary(checkout: &Checkout, rendered: &Rendered, cluster: Option<&str>) -> String {
+    let r = rendered;
+    let mut line = format!(
+        "rendered {} from {} ({}) of {}",
+        count(r.objects.len(), "object"),
+        count(r.files, "file"),
+        count(r.documents, "document"),
+        checkout.description,
+    );
+    match &checkout.commit {
+        Some(commit) => line.push_str(&format!(" at commit {commit}")),
+        None => line.push_str(" (not a git commit)"),
+    }
+    if let Some(cluster) = cluster {
+        line.push_str(&format!(", cluster {cluster}"));
+    }
+    if r.skipped_by_targeting > 0 {
+        line.push_str(&format!(
+            ", {} targeted at other clusters skipped",
+            count(r.skipped_by_targeting, "document")
+        ));
+    }
+    line
+}
+
+/// `3 units: . (files), apps (kustomize build), apps/podinfo.yaml:6 (HelmChart, needs the
+/// cluster)`, for the debug log.
+pub fn describe_units(units: &[Unit]) -> String {
+    let listed: Vec<String> = units
+        .iter()
+        .map(|unit| {
+            let producer = match unit.producer {
+                Producer::Files => "files",
+                Producer::KustomizeBuild => "kustomize build",
+                Producer::HelmChart => "HelmChart",
+            };
+            let needs = if unit.needs.cluster {
+                ", needs the cluster"
+            } else {
+                ""
+            };
+            format!("{} ({producer}{needs})", unit.name)
+        })
+        .collect();
+    format!("{}: {}", count(units.len(), "unit"), listed.join(", "))
+}
+
+/// The source of a run, read: the checkout, its files and charts, and the problems found
+/// reading them (reported with the render's).
+pub struct Loaded {
+    pub checkout: Checkout,
+    walked: walk::Walked,
+    cache_dir: std::path::PathBuf,
+}
+
+impl Loaded {
+    /// What the source produces objects with, and what each needs of the cluster.
+    pub fn units(&self) -> Vec<Unit> {
+        super::plan::units(&self.walked)
+    }
+}
+
+/// Resolve, walk and render, offline (`tend render`). Walk problems (unreadable files,
+/// symlink escapes) and render problems are reported together.
+pub fn read_and_render(
+    source_opts: &SourceOptions,
+    render_opts: &RenderOptions,
+) -> Result<(Checkout, Rendered), Error> {
+    let loaded = load(source_opts, render_opts)?;
+    let rendered = render_offline(&loaded, render_opts)?;
+    Ok((loaded.checkout, rendered))
+}
+
+/// Resolve and walk the source, and fetch the charts its HelmCharts name from chart
+/// repositories (or take them from the cache).
+pub fn load(source_opts: &SourceOptions, render_opts: &RenderOptions) -> Result<Loaded, Error> {
+    let mut checkout = source::resolve(source_opts)?;
+    checkout.kustomize.keys = render_opts.keys.clone();
+    tracing::debug!("reading desired state from {}", checkout.dir.display());
+    let mut walked =
+        walk::walk_with(&checkout.dir, &checkout.kustomize).map_err(|source| Error::Walk {
+            path: checkout.dir.clone(),
+            source,
+        })?;
+    let cache_dir = source_opts
+        .cache_dir
+        .clone()
+        .unwrap_or_else(source::default_cache_dir);
+    walked.charts.remote = source::charts::remote::fetch_all(
+        &walked.charts.helm_chart_docs,
+        &cache_dir,
+        &render_opts.chart_credentials,
+        &mut walked.problems,
+    );
+    Ok(Loaded {
+        checkout,
+        walked,
+        cache_dir,
+    })
+}
+
+/// Render what [`load`] read, as often as needed (a render with what the cluster said).
+pub fn render(loaded: &Loaded, render_opts: &RenderOptions) -> Result<RenderPass, Error> {
+    let walked = &loaded.walked;
+    let mut render_opts = std::borrow::Cow::Borrowed(render_opts);
+    if let Some(time) = loaded.checkout.commit_time {
+        render_opts.to_mut().now = time;
+    }
+    let render_opts = render_opts.as_ref();
+    let rendered = render::render_with_charts(&walked.files, &walked.charts, render_opts);
+    super::keys::save_cache(&render_opts.keys, &loaded.cache_dir);
+    if let Some(cache) = &render_opts.render_cache {
+        let (taken, kept) = cache.counts();
+        if taken + kept > 0 {
+            tracing::debug!(
+                "Helm releases: {taken} render(s) from the cache, {kept} kept for the next run"
+            );
+        }
+    }
+    match rendered {
+        Ok(pass) if walked.problems.is_empty() => Ok(pass),
+        Ok(_) => Err(render::RenderError::Invalid(crate::problem::Problems(
+            walked.problems.clone(),
+        ))
+        .into()),
+        Err(render::RenderError::Invalid(mut problems)) => {
+            problems.0.extend(walked.problems.iter().cloned());
+            problems.0.sort();
+            Err(render::RenderError::Invalid(problems).into())
+        }
+    }
+}
+
+/// [`render`] without the cluster: Helm's `lookup` finds nothing, as `helm template`'s does,
+/// so no lookup is left to read.
+pub fn render_offline(loaded: &Loaded, render_opts: &RenderOptions) -> Result<Rendered, Error> {
+    match render(loaded, render_opts)? {
+        RenderPass::Rendered(rendered) => Ok(rendered),
+        RenderPass::NeedsLookups(_) => Err(Error::Usage(
+            "Helm charts asked to look up the cluster in a render without one".into(),
+        )),
+    }
+}
