@@ -12,9 +12,9 @@ use super::lists;
 use super::lock::{self, Clock};
 use super::observe::{self, Observed};
 pub use super::options::{EngineError, EngineOptions};
-use super::parent::{self, inventory_of, Record};
 use super::prepare::{prepare, Prepared};
-use super::{hooks, interrupted, prune, stages, tend_kinds, wait, waves};
+use super::writes::{self, needed_after_apply};
+use super::{hooks, interrupted, tend_kinds, waves};
 use crate::cluster::Session;
 use crate::object::{Object, ObjectKey};
 use crate::plan::planner::{self, Desired, Plan, PlanInput, Triage};
@@ -92,14 +92,6 @@ impl observe::LiveFilter for FastPath<'_> {
     fn keep(&self, key: &ObjectKey) -> bool {
         needed_after_apply(key)
     }
-}
-
-/// tend's kinds need their own objects (status), their mirrors' StatefulSets and their pods
-/// after applying; nothing else is kept (memory at 10k objects).
-fn needed_after_apply(key: &ObjectKey) -> bool {
-    key.group == crate::GROUP
-        || (key.group == "apps" && key.kind == "StatefulSet")
-        || (key.group.is_empty() && key.kind == "Pod")
 }
 
 /// The report as planned: changes, planning errors, guard-kept prunes.
@@ -235,7 +227,8 @@ async fn lock_and_plan(
 }
 
 /// Apply a plan (under the lock), or report it (`--dry-run`, planned with dry runs of
-/// everything; nothing below is written then).
+/// everything; nothing below is written then). The steps: widen the parent → the stages,
+/// wave by wave → tend's kinds → prune → narrow the parent and record the run → wait.
 async fn apply_planned(
     session: &Session,
     (prepared, hooks): (&[Prepared], &[hooks::Hook]),
@@ -247,7 +240,6 @@ async fn apply_planned(
     let Planned { observed, plan } = planned;
     let mut report = base_report(Mode::Apply, opts, &plan);
     tend_kinds::add_reload_changes(&mut report, kinds);
-    let id = opts.applyset_id();
     let limits = planner::check_prune_limits(plan.prune.len(), prepared.len(), opts.prune_limits);
     if opts.dry_run {
         waves::describe(&mut report, prepared, hooks, &plan, Some("--dry-run"));
@@ -256,117 +248,34 @@ async fn apply_planned(
         }
         return Ok(report);
     }
-
     if let Some(stop) = opts.interrupt.stopped() {
         // Stopped before the first write: the cluster and the parent are as they were.
         interrupted::not_started(&mut report, stop);
         return Ok(report);
     }
     let desired_keys: Vec<ObjectKey> = prepared.iter().map(|p| p.object.key()).collect();
-    let desired_inventory = inventory_of(desired_keys.iter().cloned());
-    parent::widen(
+    let run = writes::Applying {
         session,
+        site: (prepared, hooks),
+        plan: &plan,
+        observed: &observed,
         opts,
-        &id,
-        observed.has_parent,
-        &observed.recorded,
-        &desired_inventory,
-    )
-    .await?;
-
-    let existing: BTreeSet<ObjectKey> = observed.existing.iter().cloned().collect();
-    let (applied, wave_stopped) = waves::apply_waves(
-        session,
-        prepared,
-        hooks,
-        &plan,
-        &existing,
-        opts,
-        &mut report,
-    )
-    .await?;
-    report.outcomes.extend(applied.outcomes.clone());
-
-    // tend's kinds: ownerReferences for objects whose owner was created just now, status of
-    // every tend object, config-hash reloads of opted-in live workloads.
-    let live_desired: HashMap<ObjectKey, Value> = prepared
-        .iter()
-        .map(|p| p.object.key())
-        .filter(needed_after_apply)
-        .filter_map(|k| Some((k.clone(), observed.live.get(&k)?.clone())))
-        .collect();
-    // A stopped run writes no status and reloads nothing; prunes below do not start.
-    let errors = match opts.interrupt.is_set() {
-        true => Vec::new(),
-        false => {
-            let stages = tend_kinds::AfterStages {
-                prepared,
-                live_desired: &live_desired,
-                recreate: &plan.recreate,
-                kinds,
-                applied_tend: &applied.tend_objects,
-            };
-            tend_kinds::after_apply(session, stages, &mut report, clock).await
-        }
     };
-    report.errors.extend(errors);
-
-    stages::changes_of_applies_without_dry_run(
-        &mut report,
-        &plan,
-        &applied,
-        prepared,
-        &observed.live,
-    );
-
-    // Prune, in reverse stage order, after everything else.
-    let mut still_members: Vec<ObjectKey> = plan.kept.keys().cloned().collect();
-    match limits {
-        _ if wave_stopped => still_members.extend(plan.prune.iter().cloned()),
+    let (applied, wave_stopped) = run.write_stages(&desired_keys, &mut report).await?;
+    run.after_stages(&applied, kinds, clock, &mut report).await;
+    let still_members = match limits {
+        _ if wave_stopped => plan.prune.iter().cloned().collect(),
         Err(message) => {
             tracing::error!("{message}");
             report.errors.push(message);
-            still_members.extend(plan.prune.iter().cloned());
+            plan.prune.iter().cloned().collect()
         }
-        Ok(()) => {
-            let pruned = prune::prune(session, &plan.prune, &observed.live, opts).await;
-            report.outcomes.extend(pruned.outcomes);
-            still_members.extend(pruned.still_members);
-        }
-    }
-
-    // Narrow the parent to what is desired plus members that still exist, and record the run.
-    let narrowed = inventory_of(desired_keys.into_iter().chain(still_members));
-    let stopped = opts.interrupt.stopped().map(|stop| {
-        let account = interrupted::account(&report, stop);
-        tracing::error!("{account}");
-        report.errors.push(account.clone());
-        account
-    });
-    let record = Record {
-        commit: opts.commit.as_deref(),
-        time: clock.now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
-        summary: report.summary(),
-        failed: report.failed(),
-        interrupted: stopped.as_deref(),
+        Ok(()) => run.prune(&mut report).await,
     };
-    if let Err(err) = parent::narrow_and_record(session, opts, &id, &narrowed, record).await {
-        let message = format!("cannot record the run on the ApplySet parent: {err}");
-        tracing::error!("{message}");
-        report.errors.push(message);
-    }
-
+    run.record(desired_keys, still_members, clock, &mut report)
+        .await;
     if opts.wait && !opts.interrupt.is_set() && !wave_stopped {
-        let stopped = tokio::select! {
-            _ = wait::until_ready(session, prepared, &applied.served, &mut report, opts) => None,
-            _ = opts.interrupt.requested() => opts.interrupt.stopped(),
-        };
-        if let Some(stop) = stopped {
-            report.errors.push(format!(
-                "the run was stopped by {} while waiting for readiness (everything was applied)",
-                stop.signal
-            ));
-        }
+        run.wait(&applied, &mut report).await;
     }
     Ok(report)
 }

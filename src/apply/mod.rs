@@ -26,6 +26,7 @@ pub mod stages;
 pub mod tend_kinds;
 pub mod wait;
 pub mod waves;
+mod writes;
 
 use crate::object::ObjectKey;
 
