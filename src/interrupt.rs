@@ -1,6 +1,6 @@
 //! A run's stop request (README "Signals"): created once per run, passed down
 //! to the engine (which starts no write once it is set) and to the cluster client (which
-//! stops riding out outages). The first SIGTERM/SIGINT sets it; see `ops::signals`.
+//! stops riding out outages). The first SIGTERM/SIGINT sets it; see `run::executor`.
 
 use std::sync::Arc;
 use std::time::Duration;

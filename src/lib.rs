@@ -6,11 +6,15 @@
 //!
 //! source → render (+ kinds) → cluster view (apply::live) → render::complete → plan → apply → report
 //!
+//! ARCHITECTURE.md at the repository's root draws one run with these names, says which
+//! module may call which and where concurrency lives.
+//!
 //! | module      | stage | does I/O? |
 //! |-------------|-------|-----------|
 //! | [`cli`]     | the clap definition, logging setup, and the one place results become exit codes ([`cli::exit_code`]: 0 success / in sync, 1 differences, 2 error) | — |
 //! | [`commands`]| one file per subcommand: its flags, the options it builds once ([`ops::reconcile::ReconcileOptions`], [`ops::chaos::ChaosOptions`]), a call into its operation, printing through [`report`]; `-o` is checked before any work | stdout |
-//! | [`ops`]     | the operations, free of the CLI: load the desired state; diff/apply ([`ops::reconcile`]); one chaos pass. Domain options in, domain results and a [`ops::Verdict`] out | via the modules below |
+//! | [`ops`]     | the operations, free of the CLI: diff/apply ([`ops::reconcile`], which builds a [`run::Run`]); one chaos pass. Domain options in, domain results and a [`ops::Verdict`] out | via the modules below |
+//! | [`run`]     | a run as a plan ([`run::Run`] of [`run::ClusterRun`]s; the source's [`run::Unit`]s and what each needs of the cluster) and **the executor**, the only place tasks are started and joined ([`run::executor`]): connecting while the source is read and rendered, secrets, Helm's capabilities, lookups and seed, the cluster view, the engine | via the modules below |
 //! | [`source`]  | where desired state comes from: a local directory or a git commit; walking the tree (`.tendignore`, hidden files, symlinks); kustomize build units; Helm chart directories, read whole | files, git, kustomize |
 //! | [`sops`]    | SOPS-encrypted files decrypted natively (age and OpenPGP keys, AES-256-GCM values, the MAC): parsed documents or file bytes and [`sops::Keys`] in, plaintext or a [`sops::SopsError`] out; used by [`render`] for plain manifests and by [`source`] for kustomize inputs (decrypted into a private copy of the tree) | none |
 //! | [`helm`]    | Helm charts rendered natively: Go's `text/template` ([`helm::template`]), Helm's and Sprig's functions ([`helm::funcs`], `toYaml` with go-yaml's exact text), a chart's render as `helm template` gives it ([`helm::chart`]); used by [`render`] for `HelmChart` objects, on charts [`source`] read | none |
@@ -24,12 +28,14 @@
 //! | [`kstatus`] | whether a live object is ready for `--wait`, in kstatus terms (Current / InProgress / Failed / Unknown, with a reason); the `tend.dev/wait` annotation (checked by [`render`], obeyed by [`apply::wait`]) | none |
 //! | [`interrupt`] | a run's stop request (first SIGTERM/SIGINT), passed down to the engine (no new writes) and the cluster client (no more waiting through outages) | none |
 //! | [`text`]    | the words messages share: [`text::count`] (`1 object`, `3 objects`) | none |
+//! | [`parallel`]| the one thread budget and the one parallel map (results in item order) that render and source use | none |
 //! | [`report`]  | printing results: YAML/JSON object streams, text/json/markdown run reports sized for CI logs (one line per create/prune, markdown under GitLab's note limit), chaos reports; secret values masked once for every format | — |
 //!
 //! `render`, `kinds`, `plan` and `kstatus` take no client and do no I/O, so they are
 //! unit- and property-tested directly; time and randomness are passed in. Errors are one enum
 //! per layer ([`source::SourceError`], [`render::RenderError`], [`cluster::ClusterError`],
-//! [`apply::engine::EngineError`]) with `#[source]` chains, gathered in [`Error`];
+//! [`apply::engine::EngineError`]) with `#[source]` chains, gathered in [`Error`] (whose
+//! `Cluster` variant holds connection and discovery errors met outside the engine);
 //! [`cli::main`] turns them into a message on stderr and exit code 2.
 
 pub mod apply;

@@ -5,7 +5,7 @@
 //! namespace, else a GET each or one metadata-only LIST per kind and namespace; and, for
 //! objects the fast path cannot settle, server-side dry runs.
 
-use super::lists::{covered, read_parent, scans, ReadAhead};
+use super::lists::{covered, read_parent, scans, ReadAhead, Scan};
 use super::non_members;
 use super::options::{EngineError, EngineOptions};
 use super::prepare::Prepared;
@@ -62,11 +62,38 @@ pub async fn observe(
         .as_ref()
         .map(Inventory::from_parent)
         .unwrap_or_default();
+    let mut kinds = kinds_to_list(session, prepared, &recorded);
+    let ahead_lists = covered(&mut kinds, ahead_lists);
+    let scans = scans(session, kinds, opts.concurrency).await;
+    let desired: HashSet<ObjectKey> = prepared.iter().map(|p| p.object.key()).collect();
+    let observed = std::sync::Mutex::new(Observed {
+        has_parent: parent.is_some(),
+        recorded,
+        ..Observed::default()
+    });
+    let take = |item: Value| {
+        let key = key_of(&item);
+        if let Ok(mut o) = observed.lock() {
+            o.take(key, item, &desired, filter);
+        }
+    };
+    let selector = format!("{}={}", inventory::PART_OF_LABEL, applyset_id);
+    list_members(session, &scans, &selector, &take, opts.concurrency).await?;
+    for item in ahead_lists.into_iter().flat_map(|(_, items)| items) {
+        take(item);
+    }
+    read_non_members(session, prepared, &observed, &take, opts.concurrency).await?;
+    observed.into_inner().map_err(|_| poisoned())
+}
 
-    // Which kinds, in which namespaces: every desired kind where it is desired, and every
-    // recorded kind in every recorded namespace (members may be anywhere the parent says).
+/// Which kinds, in which namespaces: every desired kind where it is desired, and every
+/// recorded kind in every recorded namespace (members may be anywhere the parent says).
+fn kinds_to_list(
+    session: &Session,
+    prepared: &[Prepared],
+    recorded: &Inventory,
+) -> BTreeMap<GroupKind, (Resource, BTreeSet<String>)> {
     let mut kinds: BTreeMap<GroupKind, (Resource, BTreeSet<String>)> = BTreeMap::new();
-    let recorded_namespaces = recorded.namespaces.clone();
     for p in prepared {
         let Some(resource) = &p.resource else {
             continue;
@@ -92,41 +119,30 @@ pub async fn observe(
     }
     for (resource, namespaces) in kinds.values_mut() {
         if resource.namespaced {
-            namespaces.extend(recorded_namespaces.iter().cloned());
+            namespaces.extend(recorded.namespaces.iter().cloned());
         }
     }
-    let ahead_lists = covered(&mut kinds, ahead_lists);
-    let scans = scans(session, kinds, opts.concurrency).await;
+    kinds
+}
 
-    let selector = format!("{}={}", inventory::PART_OF_LABEL, applyset_id);
-    let desired: HashSet<ObjectKey> = prepared.iter().map(|p| p.object.key()).collect();
-    let observed = std::sync::Mutex::new(Observed {
-        has_parent: parent.is_some(),
-        recorded,
-        ..Observed::default()
-    });
-    let take = |item: Value| {
-        let key = key_of(&item);
-        if let Ok(mut o) = observed.lock() {
-            o.take(key, item, &desired, filter);
-        }
-    };
+/// LIST the members, page by page, each item handed to `take` as it comes.
+async fn list_members(
+    session: &Session,
+    scans: &[Scan],
+    selector: &str,
+    take: &(dyn Fn(Value) + Sync),
+    concurrency: usize,
+) -> Result<(), EngineError> {
     let lists = stream::iter(scans.iter().map(|scan| {
         let query = ListQuery {
-            labels: Some(selector.as_str()),
+            labels: Some(selector),
             stats: Some(&session.stats),
             ..ListQuery::default()
         };
-        let take = &take;
         async move {
-            let result = cluster::list_each(
-                &session.client,
-                &scan.resource,
-                scan.namespace.as_deref(),
-                query,
-                take,
-            )
-            .await;
+            let namespace = scan.namespace.as_deref();
+            let result =
+                cluster::list_each(&session.client, &scan.resource, namespace, query, take).await;
             match result {
                 // A namespace that does not exist (yet, or any more) holds nothing.
                 Err(err) if err.code() == Some(404) => Ok(()),
@@ -134,18 +150,24 @@ pub async fn observe(
             }
         }
     }))
-    .buffer_unordered(opts.concurrency.max(1))
+    .buffer_unordered(concurrency.max(1))
     .collect::<Vec<_>>()
     .await;
     for result in lists {
         result?;
     }
-    for item in ahead_lists.into_iter().flat_map(|(_, items)| items) {
-        take(item);
-    }
+    Ok(())
+}
 
-    // Desired objects that are not members: new, or made by someone else (adopted). Namespaces
-    // first, so objects in a namespace this run creates need no read at all.
+/// Desired objects that are not members: new, or made by someone else (adopted). Namespaces
+/// first, so objects in a namespace this run creates need no read at all.
+async fn read_non_members(
+    session: &Session,
+    prepared: &[Prepared],
+    observed: &std::sync::Mutex<Observed>,
+    take: &(dyn Fn(Value) + Sync),
+    concurrency: usize,
+) -> Result<(), EngineError> {
     let missing: Vec<&Prepared> = {
         let o = observed.lock().map_err(|_| poisoned())?;
         prepared
@@ -156,7 +178,7 @@ pub async fn observe(
     let (namespaces, others): (Vec<&Prepared>, Vec<&Prepared>) = missing
         .into_iter()
         .partition(|p| p.object.group().is_empty() && p.object.kind() == "Namespace");
-    for item in non_members::read(session, &namespaces, opts.concurrency).await? {
+    for item in non_members::read(session, &namespaces, concurrency).await? {
         take(item);
     }
     let created_namespaces: HashSet<&str> = {
@@ -175,10 +197,10 @@ pub async fn observe(
                 .is_some_and(|ns| created_namespaces.contains(ns))
         })
         .collect();
-    for item in non_members::read(session, &others, opts.concurrency).await? {
+    for item in non_members::read(session, &others, concurrency).await? {
         take(item);
     }
-    observed.into_inner().map_err(|_| poisoned())
+    Ok(())
 }
 
 fn poisoned() -> EngineError {

@@ -45,28 +45,12 @@ pub async fn apply_stages(
     existing: &BTreeSet<ObjectKey>,
     opts: &EngineOptions,
 ) -> Result<Applied, EngineError> {
-    let by_key: HashMap<ObjectKey, &Prepared> =
-        prepared.iter().map(|p| (p.object.key(), p)).collect();
-    let mut stages: BTreeMap<Stage, Vec<&Prepared>> = BTreeMap::new();
-    for c in &plan.changes {
-        if matches!(c.action, Action::Create | Action::Update | Action::Replace)
-            && !plan.errors.contains_key(&c.key)
-        {
-            if let Some(p) = by_key.get(&c.key) {
-                stages
-                    .entry(stage_of(&c.key.group, &c.key.kind))
-                    .or_default()
-                    .push(p);
-            }
-        }
-    }
     // ImmortalContainer pods that exist and must be replaced (deleted, then created).
     let recreate: BTreeSet<&ObjectKey> = plan
         .recreate
         .keys()
         .filter(|k| existing.contains(*k))
         .collect();
-    let recreate = &recreate;
     // Replaces the plan already knows of (a dry run was refused as immutable).
     let planned: HashMap<&ObjectKey, &str> = plan
         .changes
@@ -74,10 +58,14 @@ pub async fn apply_stages(
         .filter(|c| c.action == Action::Replace)
         .filter_map(|c| Some((&c.key, c.reason.as_deref()?)))
         .collect();
-    let planned = &planned;
+    let how = How {
+        recreate: &recreate,
+        planned: &planned,
+        opts,
+    };
     let mut resources = session.resources.clone();
     let mut applied = Applied::default();
-    for (stage, items) in stages {
+    for (stage, items) in by_stage(prepared, plan) {
         let count = items.len();
         let bar = progress::bar(opts.progress, count, &format!("{stage:?}").to_lowercase());
         let results = stream::iter(items.into_iter().map(|p| {
@@ -88,37 +76,11 @@ pub async fn apply_stages(
                 let (g, v) = split_api_version(p.object.api_version());
                 resources.get(g, v, p.object.kind()).cloned()
             });
+            let how = &how;
             async move {
                 let _tick = Tick(&bar);
                 let started = Instant::now();
-                let write = async {
-                    match &resource {
-                        Some(r) if recreate.contains(&p.object.key()) => {
-                            crate::apply::tend_kinds::recreate_pod(
-                                &client,
-                                r,
-                                &p.object.value,
-                                opts.timeout,
-                            )
-                            .await
-                            .map(|value| Written {
-                                value,
-                                replaced: None,
-                            })
-                            .map_err(|e| e.to_string())
-                        }
-                        Some(r) => {
-                            let key = p.object.key();
-                            let planned = planned.get(&key).copied();
-                            apply_or_replace(&client, r, &p.object.value, planned, opts).await
-                        }
-                        None => Err(format!(
-                            "the cluster does not serve {} {} (its CRD did not become established)",
-                            p.object.api_version(),
-                            p.object.kind()
-                        )),
-                    }
-                };
+                let write = how.write(client, p, resource.as_ref());
                 let result = interrupted::write(&opts.interrupt, write).await;
                 (p, resource, started.elapsed(), result)
             }
@@ -126,48 +88,7 @@ pub async fn apply_stages(
         .buffer_unordered(opts.concurrency.max(1))
         .collect::<Vec<_>>()
         .await;
-        let mut failed = 0;
-        let mut crds = Vec::new();
-        for (p, resource, duration, result) in results {
-            let key = p.object.key();
-            let error = match result {
-                Ok(Written { value, replaced }) => {
-                    tracing::debug!("applied {key}");
-                    if let Some(reason) = replaced {
-                        applied.replaced.insert(key.clone(), reason);
-                    }
-                    if plan.pending.contains(&key) {
-                        applied
-                            .pending_results
-                            .insert(key.clone(), normalize(&value));
-                    }
-                    if key.group == crate::GROUP {
-                        applied.tend_objects.insert(key.clone(), value.clone());
-                    }
-                    if key.kind == "CustomResourceDefinition" {
-                        crds.push(key.name.clone());
-                    }
-                    if let (None, Some(resource)) = (&p.resource, resource) {
-                        applied.served.insert(key.clone(), resource);
-                    }
-                    None
-                }
-                Err(error) => {
-                    failed += 1;
-                    let error = scrub_message(&error, &p.object.value, &p.object.origin.sealed);
-                    super::log_object_error(&key, &error);
-                    Some(error)
-                }
-            };
-            applied.outcomes.insert(
-                key,
-                Outcome {
-                    duration,
-                    error,
-                    ..Outcome::default()
-                },
-            );
-        }
+        let (failed, crds) = record_results(&mut applied, plan, results);
         tracing::info!(
             "applied {} in stage {stage:?}{}",
             crate::text::count(count - failed, "object"),
@@ -183,6 +104,125 @@ pub async fn apply_stages(
         }
     }
     Ok(applied)
+}
+
+/// The objects to write, by stage: created, updated or replaced, without a planning error.
+fn by_stage<'p>(prepared: &'p [Prepared], plan: &Plan) -> BTreeMap<Stage, Vec<&'p Prepared>> {
+    let by_key: HashMap<ObjectKey, &Prepared> =
+        prepared.iter().map(|p| (p.object.key(), p)).collect();
+    let mut stages: BTreeMap<Stage, Vec<&Prepared>> = BTreeMap::new();
+    for c in &plan.changes {
+        if matches!(c.action, Action::Create | Action::Update | Action::Replace)
+            && !plan.errors.contains_key(&c.key)
+        {
+            if let Some(p) = by_key.get(&c.key) {
+                stages
+                    .entry(stage_of(&c.key.group, &c.key.kind))
+                    .or_default()
+                    .push(p);
+            }
+        }
+    }
+    stages
+}
+
+/// How each object is written: pods to recreate, replaces already planned.
+struct How<'a> {
+    recreate: &'a BTreeSet<&'a ObjectKey>,
+    planned: &'a HashMap<&'a ObjectKey, &'a str>,
+    opts: &'a EngineOptions,
+}
+
+impl How<'_> {
+    async fn write(
+        &self,
+        client: kube::Client,
+        p: &Prepared,
+        resource: Option<&Resource>,
+    ) -> Result<Written, String> {
+        match resource {
+            Some(r) if self.recreate.contains(&p.object.key()) => {
+                crate::apply::tend_kinds::recreate_pod(
+                    &client,
+                    r,
+                    &p.object.value,
+                    self.opts.timeout,
+                )
+                .await
+                .map(|value| Written {
+                    value,
+                    replaced: None,
+                })
+                .map_err(|e| e.to_string())
+            }
+            Some(r) => {
+                let key = p.object.key();
+                let planned = self.planned.get(&key).copied();
+                apply_or_replace(&client, r, &p.object.value, planned, self.opts).await
+            }
+            None => Err(format!(
+                "the cluster does not serve {} {} (its CRD did not become established)",
+                p.object.api_version(),
+                p.object.kind()
+            )),
+        }
+    }
+}
+
+type WriteResult<'p> = (
+    &'p Prepared,
+    Option<Resource>,
+    std::time::Duration,
+    Result<Written, String>,
+);
+
+/// Fold one stage's results into `applied`. Returns how many failed, and the CRDs written.
+fn record_results(
+    applied: &mut Applied,
+    plan: &Plan,
+    results: Vec<WriteResult<'_>>,
+) -> (usize, Vec<String>) {
+    let mut failed = 0;
+    let mut crds = Vec::new();
+    for (p, resource, duration, result) in results {
+        let key = p.object.key();
+        let error = match result {
+            Ok(Written { value, replaced }) => {
+                tracing::debug!("applied {key}");
+                if let Some(reason) = replaced {
+                    applied.replaced.insert(key.clone(), reason);
+                }
+                if plan.pending.contains(&key) {
+                    applied
+                        .pending_results
+                        .insert(key.clone(), normalize(&value));
+                }
+                if key.group == crate::GROUP {
+                    applied.tend_objects.insert(key.clone(), value.clone());
+                }
+                if key.kind == "CustomResourceDefinition" {
+                    crds.push(key.name.clone());
+                }
+                if let (None, Some(resource)) = (&p.resource, resource) {
+                    applied.served.insert(key.clone(), resource);
+                }
+                None
+            }
+            Err(error) => {
+                failed += 1;
+                let error = scrub_message(&error, &p.object.value, &p.object.origin.sealed);
+                super::log_object_error(&key, &error);
+                Some(error)
+            }
+        };
+        let outcome = Outcome {
+            duration,
+            error,
+            ..Outcome::default()
+        };
+        applied.outcomes.insert(key, outcome);
+    }
+    (failed, crds)
 }
 
 /// Objects applied without a dry run: the diff is live vs what the server returned (unchanged

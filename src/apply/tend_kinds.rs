@@ -112,7 +112,6 @@ pub async fn after_apply(
         kinds,
         applied_tend,
     } = stages;
-    let client = &session.client;
     let mut errors = Vec::new();
     let failed = |key: &ObjectKey| report.outcomes.get(key).is_some_and(|o| o.error.is_some());
     let started: BTreeSet<ObjectKey> = recreate.keys().filter(|k| !failed(k)).cloned().collect();
@@ -141,22 +140,47 @@ pub async fn after_apply(
         .filter(|p| !failed(&p.object.key()))
         .collect();
 
-    // ownerReferences for objects whose owner did not exist when they were rendered.
-    for p in &applied {
-        let (Some(resource), Some(value)) = (&p.resource, after_apply::with_owner(&p.object, &run))
+    errors.extend(set_owners(session, &applied, &run).await);
+    errors.extend(write_statuses(session, &applied, &run).await);
+    errors.extend(reload(session, &kinds.reloads, report).await);
+    for error in &errors {
+        tracing::error!("{error}");
+    }
+    errors
+}
+
+/// ownerReferences for objects whose owner did not exist when they were rendered.
+async fn set_owners(session: &Session, applied: &[&Prepared], run: &RunState<'_>) -> Vec<String> {
+    let mut errors = Vec::new();
+    for p in applied {
+        let (Some(resource), Some(value)) = (&p.resource, after_apply::with_owner(&p.object, run))
         else {
             continue;
         };
-        if let Err(err) =
-            cluster::apply(client, resource, &value, crate::FIELD_MANAGER, true, false).await
-        {
+        let written = cluster::apply(
+            &session.client,
+            resource,
+            &value,
+            crate::FIELD_MANAGER,
+            true,
+            false,
+        );
+        if let Err(err) = written.await {
             errors.push(format!("cannot set the owner of {}: {err}", p.object.key()));
         }
     }
+    errors
+}
 
-    // Status of every tend object.
-    for p in &applied {
-        let Some(status) = after_apply::status_patch(&p.object, &run) else {
+/// The status of every tend object.
+async fn write_statuses(
+    session: &Session,
+    applied: &[&Prepared],
+    run: &RunState<'_>,
+) -> Vec<String> {
+    let mut errors = Vec::new();
+    for p in applied {
+        let Some(status) = after_apply::status_patch(&p.object, run) else {
             continue;
         };
         let Some(resource) = session
@@ -165,25 +189,34 @@ pub async fn after_apply(
         else {
             continue;
         };
-        if let Err(err) =
-            cluster::apply_status(client, resource, &status.patch, crate::FIELD_MANAGER).await
-        {
+        let written = cluster::apply_status(
+            &session.client,
+            resource,
+            &status.patch,
+            crate::FIELD_MANAGER,
+        );
+        if let Err(err) = written.await {
             errors.push(format!(
                 "{err} (the applied objects are unaffected; the next run retries)"
             ));
         }
     }
+    errors
+}
 
-    // Config-hash reloads of opted-in live workloads: only the annotation, with tend's manager.
-    for reload in &kinds.reloads {
+/// Config-hash reloads of opted-in live workloads: only the annotation, with tend's manager.
+async fn reload(session: &Session, reloads: &[Reload], report: &mut RunReport) -> Vec<String> {
+    let mut errors = Vec::new();
+    for reload in reloads {
         if reload.current_hash() == Some(reload.hash.as_str()) {
             continue;
         }
         let started = Instant::now();
+        let patch = reload.patch();
         let result = cluster::apply(
-            client,
+            &session.client,
             &reload.resource,
-            &reload.patch(),
+            &patch,
             crate::FIELD_MANAGER,
             true,
             false,
@@ -193,17 +226,12 @@ pub async fn after_apply(
         if let Some(e) = &error {
             errors.push(e.clone());
         }
-        report.outcomes.insert(
-            reload.key(),
-            Outcome {
-                duration: started.elapsed(),
-                error,
-                ..Outcome::default()
-            },
-        );
-    }
-    for error in &errors {
-        tracing::error!("{error}");
+        let outcome = Outcome {
+            duration: started.elapsed(),
+            error,
+            ..Outcome::default()
+        };
+        report.outcomes.insert(reload.key(), outcome);
     }
     errors
 }

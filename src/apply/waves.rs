@@ -84,51 +84,95 @@ pub async fn apply_waves(
     for hook in hooks.iter().filter(|h| h.phase == Phase::PreApply) {
         by_wave.entry(hook.wave).or_default();
     }
-    let post_hooks = changes && hooks.iter().any(|h| h.phase == Phase::PostApply);
-    let secrets = hooks::secret_values(prepared);
-    let last = by_wave.keys().next_back().copied();
+    let site = Waves {
+        session,
+        hooks,
+        plan,
+        existing,
+        opts,
+        changes,
+        post_hooks: changes && hooks.iter().any(|h| h.phase == Phase::PostApply),
+        secrets: hooks::secret_values(prepared),
+        last: by_wave.keys().next_back().copied(),
+    };
     let mut total = Applied::default();
-    let mut crds_applied = false;
     for (wave, members) in by_wave {
         // A stop signal: no wave or hook starts (the engine reports the interruption).
         if opts.interrupt.is_set() {
             return Ok((total, true));
         }
-        if changes {
-            let pre = hooks
+        match site.run_wave(wave, members, &mut total, report).await? {
+            WaveEnd::Done => {}
+            WaveEnd::Interrupted => return Ok((total, true)),
+            WaveEnd::Stopped => return Ok(stop(report, wave, total)),
+        }
+    }
+    if changes && !opts.interrupt.is_set() {
+        let post = hooks.iter().filter(|h| h.phase == Phase::PostApply);
+        run_hooks(session, post, opts, &site.secrets, report).await;
+    }
+    Ok((total, false))
+}
+
+/// What every wave of a run shares.
+struct Waves<'a> {
+    session: &'a Session,
+    hooks: &'a [Hook],
+    plan: &'a Plan,
+    existing: &'a BTreeSet<ObjectKey>,
+    opts: &'a EngineOptions,
+    /// Whether the run changes anything (hooks run only then).
+    changes: bool,
+    post_hooks: bool,
+    secrets: Vec<String>,
+    last: Option<i64>,
+}
+
+/// How a wave ended.
+enum WaveEnd {
+    /// Applied and ready: on to the next.
+    Done,
+    /// A stop signal came.
+    Interrupted,
+    /// A hook or an object failed, or the wave did not become ready: later waves do not run.
+    Stopped,
+}
+
+impl Waves<'_> {
+    /// The wave's pre-apply hooks, its objects, and (before the next wave or the post-apply
+    /// hooks) its readiness.
+    async fn run_wave(
+        &self,
+        wave: i64,
+        members: Vec<&Prepared>,
+        total: &mut Applied,
+        report: &mut RunReport,
+    ) -> Result<WaveEnd, EngineError> {
+        let (session, opts) = (self.session, self.opts);
+        if self.changes {
+            let pre = self
+                .hooks
                 .iter()
                 .filter(|h| h.phase == Phase::PreApply && h.wave == wave);
-            if !run_hooks(session, pre, opts, &secrets, report).await {
-                let interrupted = opts.interrupt.is_set();
-                return Ok(match interrupted {
-                    true => (total, true),
-                    false => stop(report, wave, total),
+            if !run_hooks(session, pre, opts, &self.secrets, report).await {
+                return Ok(match opts.interrupt.is_set() {
+                    true => WaveEnd::Interrupted,
+                    false => WaveEnd::Stopped,
                 });
             }
         }
         // Kinds whose CRD an earlier wave created are served now.
-        let members = resolve(session, members, crds_applied, &mut total).await?;
-        let keys: BTreeSet<ObjectKey> = members.iter().map(|p| p.object.key()).collect();
-        let wave_plan = Plan {
-            changes: plan
-                .changes
-                .iter()
-                .filter(|c| keys.contains(&c.key))
-                .cloned()
-                .collect(),
-            pending: plan.pending.clone(),
-            recreate: plan.recreate.clone(),
-            errors: plan.errors.clone(),
-            prune: BTreeSet::new(),
-            kept: BTreeMap::new(),
-        };
-        tracing::info!("wave {wave}: {} object(s)", members.len());
-        let applied = stages::apply_stages(session, &members, &wave_plan, existing, opts).await?;
-        crds_applied |= applied
+        let crds_applied = total
             .outcomes
             .iter()
             .any(|(k, o)| k.kind == "CustomResourceDefinition" && o.error.is_none());
-        merge(&mut total, applied);
+        let members = resolve(session, members, crds_applied, total).await?;
+        let keys: BTreeSet<ObjectKey> = members.iter().map(|p| p.object.key()).collect();
+        let wave_plan = wave_plan(self.plan, &keys);
+        tracing::info!("wave {wave}: {} object(s)", members.len());
+        let applied =
+            stages::apply_stages(session, &members, &wave_plan, self.existing, opts).await?;
+        merge(total, applied);
         report.outcomes.extend(total.outcomes.clone());
         let failed = keys
             .iter()
@@ -137,32 +181,46 @@ pub async fn apply_waves(
             report.errors.push(format!(
                 "wave {wave}: objects failed to apply; later waves were not applied"
             ));
-            return Ok(stop(report, wave, total));
+            return Ok(WaveEnd::Stopped);
+        }
+        if Some(wave) == self.last && !self.post_hooks {
+            return Ok(WaveEnd::Done);
         }
         // Before the next wave (or the post-apply hooks), this one is ready.
-        if Some(wave) != last || post_hooks {
-            let why = format!("wave {wave}");
-            let ready = wait::ready(session, members.iter(), &total.served, report, opts, &why);
-            let (statuses, errors) = tokio::select! {
-                answer = ready => answer,
-                _ = opts.interrupt.requested() => return Ok((total, true)),
-            };
-            if !errors.is_empty() {
-                report.waits.extend(
-                    statuses
-                        .into_iter()
-                        .filter(|(_, s): &(ObjectKey, Status)| !s.is_current()),
-                );
-                report.errors.extend(errors);
-                return Ok(stop(report, wave, total));
-            }
+        let why = format!("wave {wave}");
+        let ready = wait::ready(session, members.iter(), &total.served, report, opts, &why);
+        let (statuses, errors) = tokio::select! {
+            answer = ready => answer,
+            _ = opts.interrupt.requested() => return Ok(WaveEnd::Interrupted),
+        };
+        if errors.is_empty() {
+            return Ok(WaveEnd::Done);
         }
+        report.waits.extend(
+            statuses
+                .into_iter()
+                .filter(|(_, s): &(ObjectKey, Status)| !s.is_current()),
+        );
+        report.errors.extend(errors);
+        Ok(WaveEnd::Stopped)
     }
-    if changes && !opts.interrupt.is_set() {
-        let post = hooks.iter().filter(|h| h.phase == Phase::PostApply);
-        run_hooks(session, post, opts, &secrets, report).await;
+}
+
+/// The part of `plan` that one wave's objects (`keys`) make.
+fn wave_plan(plan: &Plan, keys: &BTreeSet<ObjectKey>) -> Plan {
+    Plan {
+        changes: plan
+            .changes
+            .iter()
+            .filter(|c| keys.contains(&c.key))
+            .cloned()
+            .collect(),
+        pending: plan.pending.clone(),
+        recreate: plan.recreate.clone(),
+        errors: plan.errors.clone(),
+        prune: BTreeSet::new(),
+        kept: BTreeMap::new(),
     }
-    Ok((total, false))
 }
 
 /// Run hooks one after another until one fails; record each in the report. Whether all

@@ -63,6 +63,45 @@ async fn pass(args: &ChaosOptions, seed: u64) -> Result<ChaosReport, Error> {
         .map_err(cluster_error)?;
     let client = &session.client;
     let name = args.agent.as_str();
+    let (agent_resource, spec) = read_agent(&session, name).await?;
+    // List only what the enabled modes need, cluster-wide; exclusions are applied by the plan.
+    let resources = [
+        served(&session, "", "Pod")?,
+        served(&session, "apps", "Deployment")?,
+        served(&session, "", "ConfigMap")?,
+    ];
+    let [pods_resource, deployments_resource, configmaps_resource] = &resources;
+    let pods = list_if(spec.tantrum_mode, client, pods_resource).await?;
+    let deployments = list_if(spec.cancer_mode, client, deployments_resource).await?;
+    let configmaps = list_if(spec.ipsum_mode, client, configmaps_resource).await?;
+    let own = args.state_namespace.as_str();
+    let plan = pass::choose_actions(&spec, own, &pods, &deployments, &configmaps, seed);
+    let mut results = Vec::new();
+    let mut warnings = Vec::new();
+    if args.execute {
+        results = carry_out(client, &resources, &plan.actions).await;
+        let done = results.iter().filter(|r| r.is_ok()).count();
+        if let Err(e) = record(client, &agent_resource, name, done, seed).await {
+            warnings.push(format!(
+                "the pass is not recorded in the status of ChaosAgent {name}: {e}"
+            ));
+        }
+    }
+    Ok(ChaosReport {
+        agent: name.to_string(),
+        seed,
+        execute: args.execute,
+        excluded: pass::excluded_namespaces(&spec, own),
+        spec,
+        pass: plan,
+        results,
+        warnings,
+        requests: session.stats.to_string(),
+    })
+}
+
+/// The ChaosAgent `name` and its spec, checked.
+async fn read_agent(session: &Session, name: &str) -> Result<(Resource, ChaosAgentSpec), Error> {
     let agent_resource = session
         .resources
         .get(crate::GROUP, crate::VERSION, "ChaosAgent")
@@ -73,7 +112,7 @@ async fn pass(args: &ChaosOptions, seed: u64) -> Result<ChaosReport, Error> {
                 crate::API_VERSION
             ))
         })?;
-    let agent = cluster::get(client, &agent_resource, None, name)
+    let agent = cluster::get(&session.client, &agent_resource, None, name)
         .await
         .map_err(cluster_error)?
         .ok_or_else(|| {
@@ -93,64 +132,56 @@ async fn pass(args: &ChaosOptions, seed: u64) -> Result<ChaosReport, Error> {
             list.join("; ")
         )));
     }
+    Ok((agent_resource, spec))
+}
 
-    // List only what the enabled modes need, cluster-wide; exclusions are applied by the plan.
-    let pods_resource = served(&session, "", "Pod")?;
-    let deployments_resource = served(&session, "apps", "Deployment")?;
-    let configmaps_resource = served(&session, "", "ConfigMap")?;
-    let pods = list_if(spec.tantrum_mode, client, &pods_resource).await?;
-    let deployments = list_if(spec.cancer_mode, client, &deployments_resource).await?;
-    let configmaps = list_if(spec.ipsum_mode, client, &configmaps_resource).await?;
-    let own = args.state_namespace.as_str();
-    let plan = pass::choose_actions(&spec, own, &pods, &deployments, &configmaps, seed);
-
+/// Each action, one after the other; `resources` are those of pods, Deployments and
+/// ConfigMaps.
+async fn carry_out(
+    client: &kube::Client,
+    resources: &[Resource; 3],
+    actions: &[ChaosAction],
+) -> Vec<Result<(), String>> {
     let mut results = Vec::new();
-    let mut warnings = Vec::new();
-    if args.execute {
-        for action in &plan.actions {
-            let resource = match action.mode {
-                ChaosMode::Tantrum => &pods_resource,
-                ChaosMode::Cancer => &deployments_resource,
-                ChaosMode::Ipsum => &configmaps_resource,
-            };
-            let result = execute(client, resource, action).await;
-            match &result {
-                Ok(()) => tracing::debug!("{}", action.line(ActionState::Done)),
-                Err(e) => tracing::debug!("{}", action.line(ActionState::Failed(e))),
-            }
-            results.push(result);
-        }
-        let status = ChaosAgentStatus {
-            last_run: Some(Time(Timestamp::now())),
-            last_actions: results.iter().filter(|r| r.is_ok()).count() as i32,
-            last_dry_run: false,
-            last_seed: i64::try_from(seed).ok(),
+    for action in actions {
+        let resource = match action.mode {
+            ChaosMode::Tantrum => &resources[0],
+            ChaosMode::Cancer => &resources[1],
+            ChaosMode::Ipsum => &resources[2],
         };
-        let body = json!({
-            "apiVersion": crate::API_VERSION,
-            "kind": "ChaosAgent",
-            "metadata": {"name": name},
-            "status": status,
-        });
-        if let Err(e) =
-            cluster::apply_status(client, &agent_resource, &body, CHAOS_FIELD_MANAGER).await
-        {
-            warnings.push(format!(
-                "the pass is not recorded in the status of ChaosAgent {name}: {e}"
-            ));
+        let result = execute(client, resource, action).await;
+        match &result {
+            Ok(()) => tracing::debug!("{}", action.line(ActionState::Done)),
+            Err(e) => tracing::debug!("{}", action.line(ActionState::Failed(e))),
         }
+        results.push(result);
     }
-    Ok(ChaosReport {
-        agent: name.to_string(),
-        seed,
-        execute: args.execute,
-        excluded: pass::excluded_namespaces(&spec, own),
-        spec,
-        pass: plan,
-        results,
-        warnings,
-        requests: session.stats.to_string(),
-    })
+    results
+}
+
+/// Record the pass in the agent's status.
+async fn record(
+    client: &kube::Client,
+    agent_resource: &Resource,
+    name: &str,
+    done: usize,
+    seed: u64,
+) -> Result<(), ClusterError> {
+    let status = ChaosAgentStatus {
+        last_run: Some(Time(Timestamp::now())),
+        last_actions: done as i32,
+        last_dry_run: false,
+        last_seed: i64::try_from(seed).ok(),
+    };
+    let body = json!({
+        "apiVersion": crate::API_VERSION,
+        "kind": "ChaosAgent",
+        "metadata": {"name": name},
+        "status": status,
+    });
+    cluster::apply_status(client, agent_resource, &body, CHAOS_FIELD_MANAGER)
+        .await
+        .map(|_| ())
 }
 
 async fn list_if(

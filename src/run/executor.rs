@@ -35,11 +35,13 @@ use crate::apply::lists::ReadAhead;
 use crate::apply::live::OptedIn;
 use crate::apply::lock::SystemClock;
 use crate::cluster::{ClusterError, Session};
+use crate::interrupt::Interrupt;
 use crate::render::{RenderOptions, Rendered};
 use crate::report::run::{Mode, RunReport};
 use crate::Error;
 use std::future::Future;
 use std::sync::Arc;
+use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -96,35 +98,15 @@ fn execute_cluster(
     };
     runtime.block_on(async {
         if cluster.writes(mode) {
-            super::signals::listen(cluster.engine.interrupt.clone()).map_err(Error::Runtime)?;
+            listen_for_signals(cluster.engine.interrupt.clone()).map_err(Error::Runtime)?;
         }
         let (session, opted_in) = connecting.session().await?;
-        let (loaded, render_opts, offline_render) = match offline {
+        let (loaded, render_opts, offline) = match offline {
             Some((loaded, render)) => (loaded, cluster.render.clone(), render),
-            None => {
-                let render_opts = read_secrets(&session, cluster).await?;
-                let loaded = load::load(&cluster.source, &render_opts)?;
-                let render = render_offline(&loaded, cluster, &render_opts, false)?;
-                (loaded, render_opts, render)
-            }
+            None => read_source_connected(&session, cluster).await?,
         };
-        let rendered = render_connected(
-            &session,
-            cluster,
-            mode,
-            &loaded,
-            &render_opts,
-            offline_render,
-        );
+        let rendered = render_connected(&session, (cluster, mode), &loaded, &render_opts, offline);
         let (rendered, new_seed) = rendered.await?;
-        tracing::debug!(
-            "offline: {}",
-            load::summary(
-                &loaded.checkout,
-                &rendered,
-                cluster.render.cluster.as_deref()
-            )
-        );
         let mut engine_opts = cluster.engine.clone();
         engine_opts.commit = loaded.checkout.commit.clone();
         let ahead = match mode {
@@ -265,24 +247,39 @@ async fn read_secrets(session: &Session, cluster: &ClusterRun) -> Result<RenderO
     super::chart_credentials::with_secret(session, &render, &secrets.chart_credentials).await
 }
 
+/// The source read once connected, after the Secrets its reading needs.
+async fn read_source_connected(
+    session: &Session,
+    cluster: &ClusterRun,
+) -> Result<(Loaded, RenderOptions, OfflineRender), Error> {
+    let render_opts = read_secrets(session, cluster).await?;
+    let loaded = load::load(&cluster.source, &render_opts)?;
+    let render = render_offline(&loaded, cluster, &render_opts, false)?;
+    Ok((loaded, render_opts, render))
+}
+
 /// The whole render, connected: what was rendered offline, or the units that need the
 /// cluster rendered with it. Returns the seed to store when this run drew the first.
 async fn render_connected(
     session: &Session,
-    cluster: &ClusterRun,
-    mode: Mode,
+    (cluster, mode): (&ClusterRun, Mode),
     loaded: &Loaded,
     render_opts: &RenderOptions,
     offline: OfflineRender,
 ) -> Result<(Rendered, Option<NewSeed>), Error> {
+    let cluster_name = cluster.render.cluster.as_deref();
     let speculative = match offline {
-        OfflineRender::Done(rendered) => return Ok((rendered, None)),
+        OfflineRender::Done(rendered) => {
+            let summary = load::summary(&loaded.checkout, &rendered, cluster_name);
+            tracing::debug!("offline: {summary}");
+            return Ok((rendered, None));
+        }
         OfflineRender::NeedsCluster(speculative) => speculative,
     };
     let seen_as = (cluster.cache_dir(), &cluster.target);
     let state_namespace = &cluster.engine.state_namespace;
     let storing = cluster.writes(mode);
-    helm_cluster::render(
+    let rendered = helm_cluster::render(
         session,
         loaded,
         render_opts,
@@ -290,7 +287,12 @@ async fn render_connected(
         speculative,
         (&seen_as.0, seen_as.1),
     )
-    .await
+    .await?;
+    tracing::debug!(
+        "offline: {}",
+        load::summary(&loaded.checkout, &rendered.0, cluster_name)
+    );
+    Ok(rendered)
 }
 
 /// Read the cluster's view for tend's kinds, complete the rendered set with it, and run the
@@ -347,4 +349,32 @@ async fn store_seed(session: &Session, state_namespace: &str, seed: NewSeed) {
     if let Err(err) = super::helm_seed::store(session, state_namespace, seed).await {
         tracing::warn!("cannot store the seed of Helm's random functions: {err}");
     }
+}
+
+/// SIGTERM and SIGINT during a writing apply (README "Signals"): the first sets the run's
+/// [`Interrupt`], so the run stops starting writes, releases its lock, records and reports;
+/// a second exits at once. Commands that write nothing keep the default disposition.
+fn listen_for_signals(interrupt: Interrupt) -> std::io::Result<()> {
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    tokio::spawn(async move {
+        loop {
+            let name = tokio::select! {
+                _ = term.recv() => "SIGTERM",
+                _ = int.recv() => "SIGINT",
+            };
+            if interrupt.trigger(name) {
+                tracing::warn!(
+                    "{name}: stopping; no new writes, the lock is released and the run recorded (a second signal exits at once)"
+                );
+            } else {
+                tracing::error!(
+                    "{name} again: exiting at once; the lock stays held until its lease expires"
+                );
+                // 2, as any error (`cli::EXIT_ERROR`); there is no result left to map.
+                std::process::exit(2);
+            }
+        }
+    });
+    Ok(())
 }

@@ -3,8 +3,7 @@
 //! started and joined). Beside them, what units need of the cluster or the machine before
 //! they render: keys of encrypted files ([`keys`]), chart logins ([`chart_credentials`]),
 //! Helm's view of the cluster and its lookups ([`helm_cluster`]), the seed of random
-//! functions ([`helm_seed`]), kept renders ([`render_cache`]); and the signal listener
-//! ([`signals`]). See ARCHITECTURE.md for where this sits in the flow.
+//! functions ([`helm_seed`]), kept renders ([`render_cache`]). See ARCHITECTURE.md for where this sits in the flow.
 
 pub mod chart_credentials;
 pub mod executor;
@@ -14,7 +13,6 @@ pub mod keys;
 pub mod load;
 pub mod plan;
 pub mod render_cache;
-mod signals;
 
 pub use executor::{block_on, execute, ClusterOutcome};
 pub use plan::{ClusterRun, Needs, Producer, Run, SecretReads, Unit};

@@ -162,6 +162,158 @@ fn operations_and_pure_stages_stay_free_of_what_they_must_not_see() {
     }
 }
 
+/// The executor is the top of the run: nothing below it imports it (or the operations above
+/// it), so a stage never calls back up into the run that called it.
+#[test]
+fn no_stage_below_the_executor_imports_it() {
+    let graph = module_graph();
+    let above = ["cli", "commands", "ops", "run"];
+    assert!(graph.contains_key("run"), "{graph:?}");
+    for (module, deps) in &graph {
+        if above.contains(&module.as_str()) {
+            continue;
+        }
+        for name in ["run", "ops", "commands", "cli"] {
+            assert!(
+                !deps.contains(name),
+                "{module} imports {name}, above it (see ARCHITECTURE.md \"Layers and who may call whom\"): {deps:?}"
+            );
+        }
+    }
+    for name in ["cli", "commands"] {
+        assert!(!graph["run"].contains(name) && !graph["ops"].contains(name));
+    }
+    assert!(
+        !graph["run"].contains("ops"),
+        "run imports ops: {:?}",
+        graph["run"]
+    );
+}
+
+/// Files that start threads or tasks outside the executor and the parallel map, each for a
+/// reason of its own (ARCHITECTURE.md "Where concurrency lives"). This list only shrinks.
+const SPAWNS_ELSEWHERE: &[(&str, &str)] = &[
+    ("apply/lock.rs", "the lock's heartbeat, as long as the lock"),
+    ("source/kustomize.rs", "reading a builder's pipes"),
+    (
+        "source/private_copy.rs",
+        "removing decrypted files on a signal",
+    ),
+];
+
+/// All concurrency of a run is in one place: tasks are spawned by `run/executor.rs` only,
+/// threads for work by `parallel.rs` only.
+#[test]
+fn tasks_and_threads_start_in_one_place() {
+    let mut files = Vec::new();
+    rust_files(&src(), &mut files);
+    let mut found = BTreeSet::new();
+    for file in files {
+        let relative = file.strip_prefix(src()).expect("under src");
+        if relative.iter().any(|c| c == "tests" || c == "tests.rs") {
+            continue;
+        }
+        let code = non_test_code(&file);
+        let spawns = [
+            "tokio::spawn",
+            "runtime.spawn",
+            "thread::spawn",
+            "thread::scope",
+            "spawn_blocking",
+            "runtime::Builder",
+        ]
+        .iter()
+        .any(|s| code.contains(s));
+        if spawns {
+            found.insert(relative.to_string_lossy().replace('\\', "/"));
+        }
+    }
+    let allowed: BTreeSet<String> = ["run/executor.rs", "parallel.rs"]
+        .into_iter()
+        .chain(SPAWNS_ELSEWHERE.iter().map(|(file, _)| *file))
+        .map(String::from)
+        .collect();
+    let outside: Vec<&String> = found.difference(&allowed).collect();
+    assert!(
+        outside.is_empty(),
+        "these files start tasks or threads outside run/executor.rs and parallel.rs: {outside:?}"
+    );
+    let gone: Vec<&String> = allowed.difference(&found).collect();
+    assert!(
+        gone.is_empty(),
+        "these files no longer start tasks or threads: take them off SPAWNS_ELSEWHERE: {gone:?}"
+    );
+}
+
+/// Functions of the operations and of the engine's steps fit on a screen (about 60 lines).
+#[test]
+fn run_and_engine_functions_fit_on_a_screen() {
+    let mut files = Vec::new();
+    for dir in ["ops", "run", "apply"] {
+        rust_files(&src().join(dir), &mut files);
+    }
+    files.push(src().join("render/mod.rs"));
+    let mut long = Vec::new();
+    for file in files {
+        let code = code_before_tests(&file);
+        let lines: Vec<&str> = code.lines().collect();
+        let mut i = 0;
+        while i < lines.len() {
+            let line = lines[i];
+            let indent = line.len() - line.trim_start().len();
+            let is_fn = [
+                "fn ",
+                "pub fn ",
+                "async fn ",
+                "pub async fn ",
+                "pub(super) fn ",
+                "pub(super) async fn ",
+                "pub(crate) fn ",
+            ]
+            .iter()
+            .any(|p| line.trim_start().starts_with(p));
+            if !is_fn || line.trim_end().ends_with(';') {
+                i += 1;
+                continue;
+            }
+            let close = format!("{}}}", " ".repeat(indent));
+            let end = (i + 1..lines.len())
+                .find(|&j| lines[j].trim_end() == close)
+                .unwrap_or(i);
+            let length = end - i + 1;
+            if length > FUNCTION_LIMIT {
+                let name = line
+                    .trim_start()
+                    .split('(')
+                    .next()
+                    .unwrap_or(line)
+                    .to_string();
+                let relative = file
+                    .strip_prefix(src())
+                    .expect("under src")
+                    .display()
+                    .to_string();
+                if !LONG_FUNCTIONS
+                    .contains(&(relative.as_str(), name.rsplit(' ').next().unwrap_or("")))
+                {
+                    long.push(format!("{relative}: {name} ({length} lines)"));
+                }
+            }
+            i = end + 1;
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "functions over {FUNCTION_LIMIT} lines: {long:#?}"
+    );
+}
+
+const FUNCTION_LIMIT: usize = 60;
+
+/// Longer functions that stand today, by file and name: each one a list of cases read top
+/// to bottom, or a step still waiting to be split. This list only shrinks.
+const LONG_FUNCTIONS: &[(&str, &str)] = &[];
+
 #[test]
 fn files_stay_readable() {
     let root = super::common::repo_root();
