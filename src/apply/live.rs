@@ -119,19 +119,18 @@ pub async fn gather(
         view: ClusterView::new(applyset_id, state_namespace),
         reloads: Vec::new(),
     };
-    let (client, resources) = (&session.client, &session.resources);
     let reader = ClusterReader {
-        client,
-        resources,
+        client: &session.client,
+        resources: &session.resources,
         stats: &session.stats,
     };
     view::read(&reader, &rendered.tend, &rendered.objects, &mut ctx.view).await?;
-
     let desired_keys: BTreeSet<ObjectKey> = rendered.objects.iter().map(Object::key).collect();
     let opted_in = match opted_in {
         Some(lists) => lists,
         None => read_opted_in(session).await?,
     };
+    // Opted-in workloads this run does not manage.
     let mut candidates = Vec::new();
     for (resource, items) in opted_in {
         for item in items {
@@ -142,7 +141,6 @@ pub async fn gather(
             }
         }
     }
-
     let mut wanted: BTreeSet<ObjectKey> = rendered.missing_config.clone();
     for (resource, item) in &candidates {
         wanted.extend(
@@ -152,30 +150,50 @@ pub async fn gather(
                 .filter(|key| !desired_keys.contains(key)),
         );
     }
+    read_live_config(session, wanted, &mut ctx.view).await?;
+    ctx.reloads = reloads(rendered, candidates, &ctx.view);
+    Ok(ctx)
+}
+
+/// Config (ConfigMaps, Secrets) referenced but not desired, as the cluster holds it.
+async fn read_live_config(
+    session: &Session,
+    wanted: BTreeSet<ObjectKey>,
+    view: &mut ClusterView,
+) -> Result<(), ClusterError> {
     for key in wanted {
-        let Some(resource) = resources.get("", "v1", &key.kind) else {
+        let Some(resource) = session.resources.get("", "v1", &key.kind) else {
             continue;
         };
-        if let Some(value) =
-            cluster::get(client, resource, key.namespace.as_deref(), &key.name).await?
-        {
-            ctx.view.live_config.insert(key, value);
+        let namespace = key.namespace.as_deref();
+        if let Some(value) = cluster::get(&session.client, resource, namespace, &key.name).await? {
+            view.live_config.insert(key, value);
         }
     }
+    Ok(())
+}
 
+/// The opted-in workloads whose config is known (desired, or live), with the hash their
+/// pod template should carry.
+fn reloads(
+    rendered: &Rendered,
+    candidates: Vec<(Resource, Value)>,
+    view: &ClusterView,
+) -> Vec<Reload> {
     let desired_config: BTreeMap<ObjectKey, &Value> = rendered
         .objects
         .iter()
         .filter(|o| o.group().is_empty() && matches!(o.kind(), "ConfigMap" | "Secret"))
         .map(|o| (o.key(), &o.value))
         .collect();
+    let mut reloads = Vec::new();
     for (resource, item) in candidates {
         let mut found = BTreeMap::new();
         for (reference, key) in config_keys(&resource, &item) {
             let value = desired_config
                 .get(&key)
                 .copied()
-                .or_else(|| ctx.view.live_config.get(&key));
+                .or_else(|| view.live_config.get(&key));
             if let Some(v) = value {
                 found.insert(reference, config_hash::content(v));
             }
@@ -183,13 +201,13 @@ pub async fn gather(
         if found.is_empty() {
             continue;
         }
-        ctx.reloads.push(Reload {
+        reloads.push(Reload {
             resource,
             live: item,
             hash: config_hash::hash(&found),
         });
     }
-    Ok(ctx)
+    reloads
 }
 
 /// The live workloads that opted in to reloads, by kind: what [`read_opted_in`] reads.

@@ -40,41 +40,11 @@ pub async fn read(
             .1
             .push(p);
     }
-    // Which objects may exist: all of a small group; of a large one, those its LIST names.
     let listed = stream::iter(
         groups
             .into_iter()
             .map(|((_, namespace), (resource, members))| {
-                async move {
-                    if members.len() <= GETS_PER_GROUP {
-                        return Ok(members);
-                    }
-                    let mut names = HashSet::new();
-                    let query = ListQuery {
-                        stats: Some(&session.stats),
-                        metadata_only: true,
-                        ..ListQuery::default()
-                    };
-                    let listed =
-                        cluster::list_each(&session.client, resource, namespace, query, |item| {
-                            if let Some(name) =
-                                item.pointer("/metadata/name").and_then(Value::as_str)
-                            {
-                                names.insert(name.to_string());
-                            }
-                        })
-                        .await;
-                    match listed {
-                        Ok(()) => {}
-                        // A namespace that does not exist holds nothing.
-                        Err(err) if err.code() == Some(404) => return Ok(Vec::new()),
-                        Err(err) => return Err(err),
-                    }
-                    Ok(members
-                        .into_iter()
-                        .filter(|p| names.contains(p.object.name()))
-                        .collect())
-                }
+                may_exist(session, resource, namespace, members)
             }),
     )
     .buffer_unordered(concurrency.max(1))
@@ -84,17 +54,56 @@ pub async fn read(
     for result in listed {
         candidates.extend(result?);
     }
+    get_each(session, candidates, concurrency).await
+}
+
+/// Which objects of one group may exist: all of a small group; of a large one, those a
+/// metadata-only LIST names.
+async fn may_exist<'p>(
+    session: &Session,
+    resource: &Resource,
+    namespace: Option<&str>,
+    members: Vec<&'p Prepared>,
+) -> Result<Vec<&'p Prepared>, crate::cluster::ClusterError> {
+    if members.len() <= GETS_PER_GROUP {
+        return Ok(members);
+    }
+    let mut names = HashSet::new();
+    let query = ListQuery {
+        stats: Some(&session.stats),
+        metadata_only: true,
+        ..ListQuery::default()
+    };
+    let listed = cluster::list_each(&session.client, resource, namespace, query, |item| {
+        if let Some(name) = item.pointer("/metadata/name").and_then(Value::as_str) {
+            names.insert(name.to_string());
+        }
+    })
+    .await;
+    match listed {
+        Ok(()) => {}
+        // A namespace that does not exist holds nothing.
+        Err(err) if err.code() == Some(404) => return Ok(Vec::new()),
+        Err(err) => return Err(err),
+    }
+    Ok(members
+        .into_iter()
+        .filter(|p| names.contains(p.object.name()))
+        .collect())
+}
+
+/// GET each candidate; what exists.
+async fn get_each(
+    session: &Session,
+    candidates: Vec<&Prepared>,
+    concurrency: usize,
+) -> Result<Vec<Value>, EngineError> {
     let gets = stream::iter(candidates.into_iter().map(|p| async move {
         let Some(resource) = &p.resource else {
             return Ok(None);
         };
-        cluster::get(
-            &session.client,
-            resource,
-            p.object.namespace(),
-            p.object.name(),
-        )
-        .await
+        let namespace = p.object.namespace();
+        cluster::get(&session.client, resource, namespace, p.object.name()).await
     }))
     .buffer_unordered(concurrency.max(1))
     .collect::<Vec<_>>()

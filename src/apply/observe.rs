@@ -276,32 +276,38 @@ pub async fn dry_runs(
     .await;
     results
         .into_iter()
-        .map(|(p, result)| {
-            let key = p.object.key();
-            let answer = match result {
-                Ok(after) => DryRun::Applied(after),
-                Err(err)
-                    if err.code() == Some(404)
-                        && !live.contains_key(&key)
-                        && p.object
-                            .namespace()
-                            .is_some_and(|ns| new_namespaces.contains(ns)) =>
-                {
-                    DryRun::NamespaceNotYetCreated
-                }
-                Err(err) => {
-                    let scrub =
-                        |m: &str| scrub_message(m, &p.object.value, &p.object.origin.sealed);
-                    match err.immutable_cause() {
-                        Some(cause) => DryRun::Immutable {
-                            cause,
-                            server: scrub(err.server_message().unwrap_or_default()),
-                        },
-                        None => DryRun::Failed(scrub(&err.to_string())),
-                    }
-                }
-            };
-            (key, answer)
-        })
+        .map(|(p, result)| (p.object.key(), answer(p, result, live, &new_namespaces)))
         .collect()
+}
+
+/// What a dry run says of `p`: its result, a namespace this run creates first, or why the
+/// server refused it (masked).
+fn answer(
+    p: &Prepared,
+    result: Result<Value, cluster::ClusterError>,
+    live: &HashMap<ObjectKey, Value>,
+    new_namespaces: &BTreeSet<&str>,
+) -> DryRun {
+    match result {
+        Ok(after) => DryRun::Applied(after),
+        Err(err)
+            if err.code() == Some(404)
+                && !live.contains_key(&p.object.key())
+                && p.object
+                    .namespace()
+                    .is_some_and(|ns| new_namespaces.contains(ns)) =>
+        {
+            DryRun::NamespaceNotYetCreated
+        }
+        Err(err) => {
+            let scrub = |m: &str| scrub_message(m, &p.object.value, &p.object.origin.sealed);
+            match err.immutable_cause() {
+                Some(cause) => DryRun::Immutable {
+                    cause,
+                    server: scrub(err.server_message().unwrap_or_default()),
+                },
+                None => DryRun::Failed(scrub(&err.to_string())),
+            }
+        }
+    }
 }

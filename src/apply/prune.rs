@@ -36,36 +36,11 @@ pub async fn prune(
     }
     let mut pruned = Pruned::default();
     for (_, keys) in by_stage {
-        let results = stream::iter(keys.into_iter().map(|key| {
-            let client = session.client.clone();
-            let api_version = live
-                .get(key)
-                .and_then(|v| v["apiVersion"].as_str())
-                .unwrap_or_default();
-            let (group, version) = split_api_version(api_version);
-            let resource = session.resources.get(group, version, &key.kind).cloned();
-            async move {
-                let started = Instant::now();
-                let delete = async {
-                    match resource {
-                        Some(resource) => cluster::delete(
-                            &client,
-                            &resource,
-                            key.namespace.as_deref(),
-                            &key.name,
-                            opts.dry_run,
-                        )
-                        .await
-                        .map_err(|e| e.to_string()),
-                        None => Err(format!(
-                            "cannot delete {key}: the cluster no longer serves {api_version} {}",
-                            key.kind
-                        )),
-                    }
-                };
-                let result = super::interrupted::write(&opts.interrupt, delete).await;
-                (key, started.elapsed(), result)
-            }
+        let results = stream::iter(keys.into_iter().map(|key| async move {
+            let started = Instant::now();
+            let delete = delete_one(session, key, live, opts);
+            let result = super::interrupted::write(&opts.interrupt, delete).await;
+            (key, started.elapsed(), result)
         }))
         .buffer_unordered(opts.concurrency.max(1))
         .collect::<Vec<_>>()
@@ -93,4 +68,33 @@ pub async fn prune(
         }
     }
     pruned
+}
+
+/// DELETE one member, with the version it was last seen at.
+async fn delete_one(
+    session: &Session,
+    key: &ObjectKey,
+    live: &HashMap<ObjectKey, Value>,
+    opts: &EngineOptions,
+) -> Result<(), String> {
+    let api_version = live
+        .get(key)
+        .and_then(|v| v["apiVersion"].as_str())
+        .unwrap_or_default();
+    let (group, version) = split_api_version(api_version);
+    match session.resources.get(group, version, &key.kind) {
+        Some(resource) => cluster::delete(
+            &session.client,
+            resource,
+            key.namespace.as_deref(),
+            &key.name,
+            opts.dry_run,
+        )
+        .await
+        .map_err(|e| e.to_string()),
+        None => Err(format!(
+            "cannot delete {key}: the cluster no longer serves {api_version} {}",
+            key.kind
+        )),
+    }
 }

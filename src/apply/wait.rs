@@ -148,12 +148,7 @@ async fn wait_for(
         groups.retain(|g| !g.keys.is_empty());
         let ready = statuses.values().filter(|s| s.is_current()).count();
         bar.set_position(ready as u64);
-        let failed: Vec<String> = statuses
-            .iter()
-            .filter(|(_, s)| s.is_failed())
-            .map(|(k, s)| format!("{k} failed: {} ({why})", s.reason().unwrap_or_default()))
-            .collect();
-        if !failed.is_empty() {
+        if let Some(failed) = failures(&statuses, why) {
             bar.finish_and_clear();
             for message in &failed {
                 tracing::error!("{message}");
@@ -162,11 +157,8 @@ async fn wait_for(
         }
         if groups.is_empty() {
             bar.finish_and_clear();
-            tracing::info!(
-                "{} ready after {:.1}s",
-                count(total, "object"),
-                started.elapsed().as_secs_f64()
-            );
+            let took = started.elapsed().as_secs_f64();
+            tracing::info!("{} ready after {took:.1}s", count(total, "object"));
             return (statuses, Vec::new());
         }
         let left = opts.timeout.saturating_sub(started.elapsed());
@@ -185,6 +177,16 @@ async fn wait_for(
         }
         tokio::time::sleep(POLL_INTERVAL.min(left)).await;
     }
+}
+
+/// The failures among `statuses`, if any.
+fn failures(statuses: &BTreeMap<ObjectKey, Status>, why: &str) -> Option<Vec<String>> {
+    let failed: Vec<String> = statuses
+        .iter()
+        .filter(|(_, s)| s.is_failed())
+        .map(|(k, s)| format!("{k} failed: {} ({why})", s.reason().unwrap_or_default()))
+        .collect();
+    (!failed.is_empty()).then_some(failed)
 }
 
 /// The run error of a timeout: one, counting the objects not yet Current; each of them is
