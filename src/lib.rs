@@ -38,29 +38,37 @@
 //! `Cluster` variant holds connection and discovery errors met outside the engine);
 //! [`cli::main`] turns them into a message on stderr and exit code 2.
 
-pub mod apply;
-pub mod cli;
-pub mod cluster;
-pub mod commands;
-pub mod error;
-pub mod helm;
-pub mod interrupt;
-pub mod kinds;
-pub mod kstatus;
-pub mod object;
-pub mod ops;
-pub mod parallel;
-pub mod plan;
-pub mod problem;
-pub mod render;
-pub mod report;
-pub mod run;
-pub mod sops;
-pub mod source;
-pub mod text;
-pub mod yaml;
+mod apply;
+mod cli;
+mod cluster;
+mod commands;
+mod error;
+mod helm;
+mod interrupt;
+mod kinds;
+mod kstatus;
+mod object;
+mod ops;
+mod parallel;
+mod plan;
+mod problem;
+mod render;
+mod report;
+mod run;
+mod sops;
+mod source;
+mod text;
+mod yaml;
 
 pub use error::Error;
+
+// The library's surface: what the binary and the integration tests use. Everything else is
+// private to the crate, so the compiler finds what nothing uses.
+pub use cli::main;
+pub use kinds::{crds, root_field_problems, TendKind, TendObject};
+pub use plan::{fast_path, normalize::normalize};
+pub use render::{render, RenderOptions, Rendered};
+pub use source::{git, SourceFile};
 
 /// Field manager and tooling name used for everything tend writes.
 pub const FIELD_MANAGER: &str = "tend";

@@ -17,7 +17,7 @@ const ALLOW_THP: libmimalloc_sys::mi_option_t = 43;
 fn main() -> ExitCode {
     #[cfg(not(target_os = "linux"))]
     configure_allocator();
-    tend::cli::main()
+    tend::main()
 }
 
 /// Runs [`configure_allocator`] before Rust's runtime starts: the runtime's first allocation

@@ -18,7 +18,7 @@
 use jsonschema::{Draft, Validator};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::{json, Value};
-use tend::kinds::{crds, root_field_problems, TendKind, TendObject};
+use tend::{crds, root_field_problems, TendKind, TendObject};
 
 fn crd(kind: TendKind) -> CustomResourceDefinition {
     crds()
@@ -164,8 +164,8 @@ enum Expect {
 }
 
 fn cases() -> Vec<(&'static str, TendKind, Value, Expect)> {
+    use tend::TendKind::*;
     use Expect::*;
-    use TendKind::*;
     vec![
         ("copyrule valid", CopyRule, valid_example(CopyRule), Valid),
         (

@@ -12,8 +12,8 @@ use proptest::test_runner::{Config, TestRunner};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use tend::render::{render, RenderOptions};
-use tend::source::SourceFile;
+use tend::SourceFile;
+use tend::{render, RenderOptions};
 
 fn cases(default: u32) -> u32 {
     std::env::var("FUZZ_CASES")

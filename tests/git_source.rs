@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use tempfile::TempDir;
-use tend::source::git::{
+use tend::git::{
     check_known_hosts, fetch, head_commit, looks_like_git_url, redact_url, GitError, GitSpec,
     HostKeyStatus,
 };

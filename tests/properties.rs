@@ -12,10 +12,10 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{json, Map, Value};
 use std::path::PathBuf;
-use tend::plan::fast_path;
-use tend::plan::normalize::normalize;
-use tend::render::{render, RenderOptions, Rendered};
-use tend::source::SourceFile;
+use tend::fast_path;
+use tend::normalize;
+use tend::SourceFile;
+use tend::{render, RenderOptions, Rendered};
 
 // ---------------------------------------------------------------------------------------
 // Generators.

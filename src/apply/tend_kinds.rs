@@ -17,10 +17,6 @@ use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
-pub use crate::kinds::immortal_container::pod::{
-    decision as immortal_decision, is_immortal_pod, PodDecision,
-};
-
 /// What completing the rendered set found out, for the apply stage.
 #[derive(Debug, Default)]
 pub struct KindsContext {

@@ -4,7 +4,7 @@
 use super::retry::retry;
 use super::ClusterError;
 use kube::api::ApiResource;
-use kube::discovery::{verbs, ApiCapabilities, Discovery, Scope};
+use kube::discovery::{ApiCapabilities, Discovery, Scope};
 use kube::Client;
 use std::collections::HashMap;
 
@@ -13,16 +13,12 @@ use std::collections::HashMap;
 pub struct Resource {
     pub api: ApiResource,
     pub namespaced: bool,
-    pub has_status: bool,
-    pub can_list: bool,
 }
 
 /// Discovery results for one run: (group, version, kind) → resource.
 #[derive(Debug, Clone, Default)]
 pub struct Resources {
     by_gvk: HashMap<(String, String, String), Resource>,
-    /// Whether the server answered aggregated discovery (2 requests) or needed the fallback.
-    pub aggregated: bool,
 }
 
 impl Resources {
@@ -66,22 +62,9 @@ impl Resources {
         out.into_iter().collect()
     }
 
-    pub fn len(&self) -> usize {
-        self.by_gvk.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.by_gvk.is_empty()
-    }
-
     fn add(&mut self, ar: ApiResource, caps: &ApiCapabilities) {
         let resource = Resource {
             namespaced: caps.scope == Scope::Namespaced,
-            has_status: caps
-                .subresources
-                .iter()
-                .any(|(sub, _)| sub.plural == "status"),
-            can_list: caps.supports_operation(verbs::LIST),
             api: ar.clone(),
         };
         self.by_gvk.insert(
@@ -100,22 +83,18 @@ pub async fn discover(client: &Client) -> Result<Resources, ClusterError> {
     .await;
     // A server without aggregated discovery may answer the aggregated request with the
     // legacy document, which parses as an empty list: treat "no core group" as unsupported.
-    let (discovery, was_aggregated) = match aggregated {
-        Ok(d) if d.has_group("") && d.groups().count() > 1 => (d, true),
+    let discovery = match aggregated {
+        Ok(d) if d.has_group("") && d.groups().count() > 1 => d,
         other => {
             if let Err(err) = other {
                 tracing::debug!("aggregated discovery unavailable ({err}); falling back");
             }
-            let d = retry("discovery", || Discovery::new(client.clone()).run())
+            retry("discovery", || Discovery::new(client.clone()).run())
                 .await
-                .map_err(ClusterError::Discovery)?;
-            (d, false)
+                .map_err(ClusterError::Discovery)?
         }
     };
-    let mut resources = Resources {
-        aggregated: was_aggregated,
-        ..Resources::default()
-    };
+    let mut resources = Resources::default();
     for group in discovery.groups() {
         for version in group.versions() {
             for (ar, caps) in group.versioned_resources(version) {

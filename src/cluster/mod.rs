@@ -13,8 +13,8 @@ mod verbs;
 pub use discovery::{discover, Resource, Resources};
 pub use logs::pod_log_tail;
 pub use verbs::{
-    apply, apply_status, can_list_cluster_wide, create, delete, get, list, list_each,
-    list_selected, merge_patch, replace, ListQuery,
+    apply, apply_status, can_list_cluster_wide, create, delete, get, list, list_each, merge_patch,
+    replace, ListQuery,
 };
 
 pub use session::{key_of, Session};

@@ -13,7 +13,7 @@ pub mod render;
 mod stdout;
 pub mod version;
 
-pub use global::{ColorChoice, GlobalArgs, LogFormat, OutputFormat};
+pub use global::{GlobalArgs, LogFormat, OutputFormat};
 pub(crate) use stdout::print;
 
 use crate::ops::Verdict;

@@ -161,15 +161,6 @@ fn process_import_values(c: &mut Node) -> Result<(), String> {
     Ok(())
 }
 
-/// Helm's `ValidateAgainstSchema` walks the same tree; the values of a subchart are those
-/// under its name.
-pub fn sub_values<'v>(
-    values: &'v Map<String, Value>,
-    name: &str,
-) -> Option<&'v Map<String, Value>> {
-    values.get(name).and_then(Value::as_object)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -29,13 +29,8 @@ pub mod read;
 pub mod run;
 pub mod view;
 
-pub use chaos_agent::{ChaosAgent, ChaosAgentSpec, ChaosAgentStatus};
+pub use chaos_agent::{ChaosAgentSpec, ChaosAgentStatus};
 pub use checks::parse_quantity;
-pub use copy_rule::{CopyKind, CopyRule, CopyRuleSpec, CopyRuleStatus, MatchLabels};
-pub use immortal_container::{ImmortalContainer, ImmortalContainerSpec, ImmortalContainerStatus};
-pub use registry_mirror::{
-    MirrorStorage, RegistryMirror, RegistryMirrorSpec, RegistryMirrorStatus,
-};
 
 use crate::object::ObjectKey;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -427,6 +422,10 @@ pub(crate) fn displayed_problems(object: impl Into<TendObject>) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chaos_agent::ChaosAgent;
+    use copy_rule::CopyRule;
+    use immortal_container::ImmortalContainer;
+    use registry_mirror::RegistryMirror;
 
     #[test]
     fn kind_names_match_generated_types() {

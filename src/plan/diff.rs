@@ -52,6 +52,7 @@ const CONTEXT: usize = 3;
 /// Unified diff of `before` (live) → `after` (planned) as YAML with sorted keys. `None` before
 /// is a creation (every line `+`), `None` after a deletion (every line `-`). Empty when the two
 /// render the same. Secret values never appear: see [`mask_secret_pair`].
+#[cfg(test)]
 pub fn unified(before: Option<&Value>, after: Option<&Value>) -> String {
     unified_sealed(before, after, &[])
 }

@@ -79,6 +79,7 @@ impl Summary {
         s
     }
 
+    #[cfg(test)]
     pub fn has_differences(&self) -> bool {
         self.create + self.update + self.replace + self.prune > 0
     }

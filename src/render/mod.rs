@@ -25,7 +25,7 @@ pub mod validate;
 pub mod waves;
 
 pub use complete::complete;
-pub use options::{RenderOptions, CLUSTERS_ANNOTATION};
+pub use options::RenderOptions;
 
 use options::is_targeted;
 

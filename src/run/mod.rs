@@ -14,5 +14,5 @@ pub mod load;
 pub mod plan;
 pub mod render_cache;
 
-pub use executor::{block_on, execute, ClusterOutcome};
-pub use plan::{ClusterRun, Needs, Producer, Run, SecretReads, Unit};
+pub use executor::{block_on, execute};
+pub use plan::{ClusterRun, Run, SecretReads};

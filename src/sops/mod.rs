@@ -148,15 +148,6 @@ pub fn has_metadata(doc: &Value) -> bool {
     doc.get(METADATA_KEY).is_some_and(Value::is_object)
 }
 
-/// A document without its `sops` block (what decryption leaves of an unencrypted one).
-pub fn strip_metadata(doc: &Value) -> Value {
-    let mut doc = doc.clone();
-    if let Some(map) = doc.as_object_mut() {
-        map.shift_remove(METADATA_KEY);
-    }
-    doc
-}
-
 /// Decrypt a file's documents in place (their `sops` blocks removed), verifying the MAC.
 /// Documents without metadata in a file without any are left alone, unless they hold a
 /// sealed value ([`SopsError::NoMetadata`]). Returns whether the file was encrypted.

@@ -22,6 +22,7 @@ pub struct Walked {
 }
 
 /// Walk `dir`, building kustomize directories with the builder found on PATH.
+#[cfg(test)]
 pub fn walk(dir: &Path) -> std::io::Result<Walked> {
     walk_with(dir, &KustomizeOptions::default())
 }

@@ -9,7 +9,7 @@ mod lists;
 mod sops_block;
 
 pub use document::{dotted, one_line, Document, Step};
-pub use limits::{MAX_EXPANDED_BYTES, MAX_NESTING};
+pub use limits::MAX_NESTING;
 
 use crate::problem::Problem;
 use convert::{direct, yaml_to_json};

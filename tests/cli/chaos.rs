@@ -14,7 +14,7 @@ fn cluster() -> TestCluster {
         simulate_controllers: false,
         ..TestClusterOptions::default()
     });
-    for crd in tend::kinds::crds() {
+    for crd in tend::crds() {
         cluster
             .seed(serde_json::to_value(crd).unwrap())
             .expect("seed CRD");
@@ -626,7 +626,7 @@ fn apply_never_causes_chaos() {
             .seed(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
             .unwrap();
     }
-    for crd in tend::kinds::crds() {
+    for crd in tend::crds() {
         cluster.seed(serde_json::to_value(crd).unwrap()).unwrap();
     }
     for i in 0..5 {
@@ -678,7 +678,7 @@ fn apply_never_causes_chaos() {
 #[test]
 fn chaos_then_apply_restores_git_replicas() {
     let cluster = TestCluster::start();
-    for crd in tend::kinds::crds() {
+    for crd in tend::crds() {
         cluster.seed(serde_json::to_value(crd).unwrap()).unwrap();
     }
     let dir = site(&[

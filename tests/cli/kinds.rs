@@ -9,7 +9,7 @@ use tend_testserver::TestCluster;
 /// A test cluster with tend's CRDs installed.
 pub fn cluster_with_crds() -> TestCluster {
     let cluster = TestCluster::start();
-    for crd in tend::kinds::crds() {
+    for crd in tend::crds() {
         cluster.seed(serde_json::to_value(crd).unwrap()).unwrap();
     }
     cluster
@@ -442,7 +442,7 @@ fn immortal_container_is_recreated_and_counted() {
 
 #[test]
 fn crds_print_the_columns_kubectl_shows() {
-    let crd = tend::kinds::crds()
+    let crd = tend::crds()
         .into_iter()
         .find(|c| c.spec.names.kind == "ImmortalContainer")
         .unwrap();

@@ -78,11 +78,6 @@ impl<'e> Exec<'e> {
         }
     }
 
-    /// The template running now (Helm's `.Template.Name` and `tpl` use it).
-    pub fn template_name(&self) -> &str {
-        &self.name
-    }
-
     pub(super) fn error(&self, message: impl Into<String>) -> TemplateError {
         TemplateError {
             template: self.name.to_string(),
@@ -204,8 +199,8 @@ impl<'e> Exec<'e> {
                 let text = self.execute_named(name, value)?;
                 out.push_str(&text);
             }
-            Node::Break(_) => return Ok(Flow::Break),
-            Node::Continue(_) => return Ok(Flow::Continue),
+            Node::Break => return Ok(Flow::Break),
+            Node::Continue => return Ok(Flow::Continue),
         }
         Ok(Flow::Normal)
     }

@@ -16,8 +16,8 @@ pub enum Node {
         name: String,
         pipe: Option<Pipe>,
     },
-    Break(usize),
-    Continue(usize),
+    Break,
+    Continue,
 }
 
 /// `if`, `with` and `range`: a pipeline, a body, and what `else` runs.
@@ -186,9 +186,9 @@ impl Parser<'_> {
                             }
                             self.expect_close(&keyword)?;
                             nodes.push(if keyword == "break" {
-                                Node::Break(line)
+                                Node::Break
                             } else {
-                                Node::Continue(line)
+                                Node::Continue
                             });
                         }
                         _ => {

@@ -119,29 +119,6 @@ impl Value {
             ),
         }
     }
-
-    /// To JSON as Go's encoding/json writes it (maps with sorted keys).
-    pub fn to_json(&self) -> serde_json::Value {
-        match self {
-            Value::Nil => serde_json::Value::Null,
-            Value::Bool(b) => serde_json::Value::Bool(*b),
-            Value::Int(i) => serde_json::Value::from(*i),
-            Value::Float(f) if f.fract() == 0.0 && f.abs() < 1e15 => {
-                serde_json::Value::from(*f as i64)
-            }
-            Value::Float(f) => serde_json::Number::from_f64(*f)
-                .map(serde_json::Value::Number)
-                .unwrap_or(serde_json::Value::Null),
-            Value::Str(s) => serde_json::Value::String(s.to_string()),
-            Value::List(l) => serde_json::Value::Array(l.iter().map(Value::to_json).collect()),
-            Value::Map(m) => serde_json::Value::Object(
-                m.borrow()
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.to_json()))
-                    .collect(),
-            ),
-        }
-    }
 }
 
 impl From<&str> for Value {

@@ -140,6 +140,7 @@ pub struct Candidates {
 }
 
 impl Candidates {
+    #[cfg(test)]
     pub fn total(&self) -> usize {
         self.pods + self.deployments + self.configmaps
     }

@@ -8,7 +8,6 @@
 pub mod copies;
 pub mod copy_view;
 
-pub use copies::COPIED_FROM_ANNOTATION;
 pub use copy_view::CopyView;
 
 use super::checks::FieldChecks;

@@ -298,7 +298,7 @@ fn resources_match(want: Value, have: Option<&Value>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kinds::ImmortalContainerSpec;
+    use crate::kinds::immortal_container::ImmortalContainerSpec;
     use crate::object::{ObjectKey, Origin};
     use k8s_openapi::api::core::v1::{
         EnvVar, EnvVarSource, ObjectFieldSelector, ResourceRequirements,

@@ -350,7 +350,7 @@ impl<'a> Mirror<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kinds::{MirrorStorage, RegistryMirrorSpec};
+    use crate::kinds::registry_mirror::{MirrorStorage, RegistryMirrorSpec};
     use serde_json::json;
 
     fn mirror() -> RegistryMirror {

@@ -8,7 +8,7 @@
 
 mod prune;
 
-pub use prune::{check_prune_limits, prune_guard, PruneLimits, PRUNE_ANNOTATION};
+pub use prune::{check_prune_limits, prune_guard, PruneLimits};
 
 use super::{fast_path, normalize::normalize, Action, Change};
 use crate::kinds::immortal_container::pod::{

@@ -1,5 +1,6 @@
 //! The planner's tests: triage, plans from dry runs, policies, prunes and their guards.
 
+use super::prune::PRUNE_ANNOTATION;
 use super::*;
 use crate::object::Origin;
 use crate::plan::inventory::PART_OF_LABEL;
