@@ -131,14 +131,7 @@ impl GlobalArgs {
                 std::collections::hash_map::RandomState::new().hash_one(0u8)
             },
             kube_version: None,
-            render_cache: Some(std::sync::Arc::new(
-                crate::run::render_cache::FileRenderCache::new(
-                    &self
-                        .cache_dir
-                        .clone()
-                        .unwrap_or_else(crate::source::default_cache_dir),
-                ),
-            )),
+            kept_renders: None,
             // Read here, at the edge; replaced by the commit's time where there is one.
             now: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)

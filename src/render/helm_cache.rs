@@ -3,17 +3,58 @@
 //! rendered to, so it is not rendered again. Only renders that depend on nothing else are
 //! kept — none that drew random values, asked for the time, looked the cluster up, or read
 //! values decrypted from a SOPS file — so a kept render holds nothing that cannot be derived
-//! from the repository (and the chart) it came from. Where renders are kept is the caller's
-//! ([`RenderCache`]); render itself does no I/O.
+//! from the repository (and the chart) it came from. Render reads and writes no file: the
+//! caller finds the keys of a render's releases ([`super::kept_render_keys`]), reads what was
+//! kept under them into [`KeptRenders`], renders, and writes what the render added.
 
 use crate::helm::chart::{Chart, Manifest, Release};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
-/// Where renders of releases are kept, by [`key`].
-pub trait RenderCache: Send + Sync + std::fmt::Debug {
-    fn get(&self, key: &str) -> Option<Vec<Manifest>>;
-    fn put(&self, key: &str, manifests: &[Manifest]);
-    /// `(renders taken from the cache, renders kept)` so far, for the log.
-    fn counts(&self) -> (usize, usize);
+/// Renders of releases kept from earlier runs, read before a render, and those the render
+/// adds (taken out with [`KeptRenders::take_added`] once it is done).
+#[derive(Debug, Default)]
+pub struct KeptRenders {
+    found: HashMap<String, Vec<Manifest>>,
+    added: Mutex<Vec<(String, Vec<Manifest>)>>,
+    taken: AtomicUsize,
+}
+
+impl KeptRenders {
+    /// What was kept, by [`key`].
+    pub fn new(found: HashMap<String, Vec<Manifest>>) -> KeptRenders {
+        KeptRenders {
+            found,
+            ..KeptRenders::default()
+        }
+    }
+
+    pub fn get(&self, key: &str) -> Option<Vec<Manifest>> {
+        let manifests = self.found.get(key)?.clone();
+        self.taken.fetch_add(1, Ordering::Relaxed);
+        Some(manifests)
+    }
+
+    /// Keep a render the render made.
+    pub fn put(&self, key: &str, manifests: &[Manifest]) {
+        if let Ok(mut added) = self.added.lock() {
+            added.push((key.to_string(), manifests.to_vec()));
+        }
+    }
+
+    /// The renders added since the last call.
+    pub fn take_added(&self) -> Vec<(String, Vec<Manifest>)> {
+        self.added
+            .lock()
+            .map(|mut added| std::mem::take(&mut *added))
+            .unwrap_or_default()
+    }
+
+    /// Renders taken from what was kept so far, for the log.
+    pub fn taken(&self) -> usize {
+        self.taken.load(Ordering::Relaxed)
+    }
 }
 
 /// Changes whenever what a kept render means changes.

@@ -7,7 +7,7 @@
 //! `helm template --skip-tests` does. Pure: the charts were read by the source stage.
 
 use super::{is_targeted, tend_kinds, waves, RenderOptions};
-use crate::helm::chart::{self, Charts, Release};
+use crate::helm::chart::{self, Chart, Charts, Release};
 use crate::helm::hooks::{self, Hook, When};
 use crate::helm::lookup::{self, LookupKey};
 use crate::helm::values;
@@ -132,14 +132,28 @@ fn releases<'f>(
     out
 }
 
-fn render_one(
+/// A release ready to render: its chart, its release, the user's values, and where its
+/// HelmChart says so.
+struct ReleaseInput<'c> {
+    chart: &'c Chart,
+    /// The line of `spec.chart` or `spec.repository`.
+    chart_line: usize,
+    /// For a chart from a repository: the version its range resolved to, and its digest.
+    resolved: Option<(String, String)>,
+    namespace: String,
+    release: Release,
+    user: UserValues,
+}
+
+/// What a release renders from, or `None` (with the problem in `out`) when it cannot render.
+fn release_input<'c>(
     file: &SourceFile,
     doc: &yaml::Document,
     helm_chart: &HelmChart,
-    charts: &Charts,
+    charts: &'c Charts,
     opts: &RenderOptions,
     out: &mut ChartOutput,
-) {
+) -> Option<ReleaseInput<'c>> {
     let spec = &helm_chart.spec;
     let mut resolved: Option<(String, String)> = None;
     let (chart, chart_line) = match (&spec.chart, &spec.repository, &spec.name, &spec.version) {
@@ -155,7 +169,7 @@ fn render_one(
                         dir.display().to_string()
                     ),
                 ));
-                return;
+                return None;
             };
             (chart, chart_line)
         }
@@ -183,18 +197,18 @@ fn render_one(
                     resolved = Some((remote.version.clone(), remote.digest.clone()));
                     (&remote.chart, line)
                 }
-                Some(Err(())) => return, // the source stage said why
+                Some(Err(())) => return None, // the source stage said why
                 None => {
                     out.problems.push(Problem::new(
                         &file.path,
                         line,
                         "the chart was not fetched from its repository (charts from repositories are read with the rest of the source); run tend render, diff or apply on the repository",
                     ));
-                    return;
+                    return None;
                 }
             }
         }
-        _ => return, // refused by the kind's own checks
+        _ => return None, // refused by the kind's own checks
     };
     let namespace = helm_chart
         .metadata
@@ -217,12 +231,86 @@ fn render_one(
         now: opts.now,
         cluster: opts.helm_cluster.clone(),
     };
-    let Some(mut user) = user_values(file, doc, spec, charts, opts, out) else {
+    let user = user_values(file, doc, spec, charts, opts, out)?;
+    Some(ReleaseInput {
+        chart,
+        chart_line,
+        resolved,
+        namespace,
+        release,
+        user,
+    })
+}
+
+/// The keys under which the renders of the targeted releases of `files` are kept (see
+/// [`super::helm_cache`]), for the caller to read them before the render. Releases with a
+/// SOPS-encrypted values file are never kept, and are left out without decrypting anything.
+pub fn kept_render_keys(
+    files: &[SourceFile],
+    charts: &Charts,
+    opts: &RenderOptions,
+) -> Vec<String> {
+    releases(files, charts, opts)
+        .iter()
+        .filter(|(file, _, helm_chart)| !encrypted_values(file, &helm_chart.spec, charts))
+        .filter_map(|(file, doc, helm_chart)| {
+            let input = release_input(
+                file,
+                doc,
+                helm_chart,
+                charts,
+                opts,
+                &mut ChartOutput::default(),
+            )?;
+            let ReleaseInput {
+                chart,
+                user,
+                release,
+                ..
+            } = input;
+            user.secrets
+                .is_empty()
+                .then(|| super::helm_cache::key(chart, &user.values, &release))
+        })
+        .collect()
+}
+
+/// Whether one of the values files of `spec` is SOPS-encrypted.
+fn encrypted_values(file: &SourceFile, spec: &HelmChartSpec, charts: &Charts) -> bool {
+    let dir = file.path.parent().unwrap_or(Path::new(""));
+    spec.values_files.iter().any(|entry| {
+        let path = normalize(&dir.join(entry));
+        charts
+            .values_files
+            .get(&path)
+            .is_some_and(|text| sops::looks_encrypted(text).is_some())
+    })
+}
+
+fn render_one(
+    file: &SourceFile,
+    doc: &yaml::Document,
+    helm_chart: &HelmChart,
+    charts: &Charts,
+    opts: &RenderOptions,
+    out: &mut ChartOutput,
+) {
+    let Some(input) = release_input(file, doc, helm_chart, charts, opts, out) else {
         return;
     };
+    let ReleaseInput {
+        chart,
+        chart_line,
+        resolved,
+        namespace,
+        release,
+        mut user,
+    } = input;
+    let spec = &helm_chart.spec;
+
     // Renders of releases whose values came from SOPS files are never kept.
     let cache = opts
-        .render_cache
+        .kept_renders
         .as_ref()
         .filter(|_| user.secrets.is_empty());
     let key = cache.map(|_| super::helm_cache::key(chart, &user.values, &release));

@@ -25,6 +25,7 @@ pub mod validate;
 pub mod waves;
 
 pub use complete::complete;
+pub use helm_charts::kept_render_keys;
 pub use options::RenderOptions;
 
 use options::is_targeted;

@@ -29,8 +29,9 @@ pub struct RenderOptions {
     pub now: i64,
     /// The cluster as charts see it (`.Capabilities`, `lookup`), when connected.
     pub helm_cluster: Option<Arc<ClusterFacts>>,
-    /// Where renders of Helm releases are kept between runs; none: every release renders.
-    pub render_cache: Option<Arc<dyn super::helm_cache::RenderCache>>,
+    /// Renders of Helm releases kept from earlier runs, read for this render (and the renders
+    /// it keeps); none: every release renders.
+    pub kept_renders: Option<Arc<super::helm_cache::KeptRenders>>,
     /// Logins for chart repositories and OCI registries (`--helm-credentials`,
     /// `--helm-credentials-secret`, Helm's registry config); their Debug shows no password.
     pub chart_credentials: Arc<crate::source::charts::credentials::Credentials>,
@@ -46,7 +47,7 @@ impl Default for RenderOptions {
             kube_version: None,
             now: 0,
             helm_cluster: None,
-            render_cache: None,
+            kept_renders: None,
             chart_credentials: Arc::default(),
         }
     }

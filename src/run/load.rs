@@ -116,16 +116,8 @@ pub fn render(loaded: &Loaded, render_opts: &RenderOptions) -> Result<RenderPass
         render_opts.to_mut().now = time;
     }
     let render_opts = render_opts.as_ref();
-    let rendered = render::render_with_charts(&walked.files, &walked.charts, render_opts);
+    let rendered = render_keeping_renders(loaded, render_opts);
     super::keys::save_cache(&render_opts.keys, &loaded.cache_dir);
-    if let Some(cache) = &render_opts.render_cache {
-        let (taken, kept) = cache.counts();
-        if taken + kept > 0 {
-            tracing::debug!(
-                "Helm releases: {taken} render(s) from the cache, {kept} kept for the next run"
-            );
-        }
-    }
     match rendered {
         Ok(pass) if walked.problems.is_empty() => Ok(pass),
         Ok(_) => Err(render::RenderError::Invalid(crate::problem::Problems(
@@ -138,6 +130,32 @@ pub fn render(loaded: &Loaded, render_opts: &RenderOptions) -> Result<RenderPass
             Err(render::RenderError::Invalid(problems).into())
         }
     }
+}
+
+/// Render, with the renders of Helm releases kept by earlier runs read before (under the keys
+/// the render names) and those it adds written after: the render itself reads no file.
+fn render_keeping_renders(
+    loaded: &Loaded,
+    render_opts: &RenderOptions,
+) -> Result<RenderPass, render::RenderError> {
+    let walked = &loaded.walked;
+    let keys = render::kept_render_keys(&walked.files, &walked.charts, render_opts);
+    if keys.is_empty() {
+        return render::render_with_charts(&walked.files, &walked.charts, render_opts);
+    }
+    let store = super::render_cache::FileRenderCache::new(&loaded.cache_dir);
+    let kept = std::sync::Arc::new(store.read(&keys));
+    let mut opts = render_opts.clone();
+    opts.kept_renders = Some(kept.clone());
+    let rendered = render::render_with_charts(&walked.files, &walked.charts, &opts);
+    let added = store.write(&kept.take_added());
+    let taken = kept.taken();
+    if taken + added > 0 {
+        tracing::debug!(
+            "Helm releases: {taken} render(s) from the cache, {added} kept for the next run"
+        );
+    }
+    rendered
 }
 
 /// [`render`] without the cluster: Helm's `lookup` finds nothing, as `helm template`'s does,

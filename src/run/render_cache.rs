@@ -4,19 +4,15 @@
 //! upgraded tend never reads what another build rendered.
 
 use crate::helm::chart::Manifest;
-use crate::render::helm_cache::RenderCache;
+use crate::render::helm_cache::KeptRenders;
 use sha2::Digest;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 #[derive(Debug)]
 pub struct FileRenderCache {
     dir: PathBuf,
     /// This binary: its version, size and modification time.
     build: String,
-    /// Counts for the log: renders taken from the cache, and stored in it.
-    hits: AtomicUsize,
-    stored: AtomicUsize,
 }
 
 impl FileRenderCache {
@@ -35,8 +31,6 @@ impl FileRenderCache {
         FileRenderCache {
             dir: cache_dir.join("helm-renders"),
             build: format!("{} {exe}", env!("CARGO_PKG_VERSION")),
-            hits: AtomicUsize::new(0),
-            stored: AtomicUsize::new(0),
         }
     }
 
@@ -48,36 +42,38 @@ impl FileRenderCache {
         self.dir
             .join(format!("{}.json", hex::encode(hash.finalize())))
     }
-}
 
-impl RenderCache for FileRenderCache {
-    fn get(&self, key: &str) -> Option<Vec<Manifest>> {
-        let bytes = std::fs::read(self.path(key)).ok()?;
-        // A damaged entry is rendered again (and replaced).
-        let manifests = serde_json::from_slice(&bytes).ok()?;
-        self.hits.fetch_add(1, Ordering::Relaxed);
-        Some(manifests)
+    /// What was kept under `keys`, for a render to take.
+    pub fn read(&self, keys: &[String]) -> KeptRenders {
+        let found = keys
+            .iter()
+            .filter_map(|key| {
+                let bytes = std::fs::read(self.path(key)).ok()?;
+                // A damaged entry is rendered again (and replaced).
+                let manifests: Vec<Manifest> = serde_json::from_slice(&bytes).ok()?;
+                Some((key.clone(), manifests))
+            })
+            .collect();
+        KeptRenders::new(found)
     }
 
-    fn put(&self, key: &str, manifests: &[Manifest]) {
-        let path = self.path(key);
-        let written = serde_json::to_vec(manifests)
-            .map_err(std::io::Error::other)
-            .and_then(|bytes| write_private(&self.dir, &path, &bytes));
-        match written {
-            Ok(()) => {
-                self.stored.fetch_add(1, Ordering::Relaxed);
+    /// Keep what a render added. Returns how many were written.
+    pub fn write(&self, added: &[(String, Vec<Manifest>)]) -> usize {
+        let mut written = 0;
+        for (key, manifests) in added {
+            let path = self.path(key);
+            let result = serde_json::to_vec(manifests)
+                .map_err(std::io::Error::other)
+                .and_then(|bytes| write_private(&self.dir, &path, &bytes));
+            match result {
+                Ok(()) => written += 1,
+                // Only a cost: the next run renders it again.
+                Err(err) => {
+                    tracing::debug!("cannot keep a Helm render in {}: {err}", path.display())
+                }
             }
-            // Only a cost: the next run renders it again.
-            Err(err) => tracing::debug!("cannot keep a Helm render in {}: {err}", path.display()),
         }
-    }
-
-    fn counts(&self) -> (usize, usize) {
-        (
-            self.hits.load(Ordering::Relaxed),
-            self.stored.load(Ordering::Relaxed),
-        )
+        written
     }
 }
 
@@ -111,13 +107,15 @@ mod tests {
             text: "kind: ConfigMap\n".into(),
             random: false,
         }];
-        assert_eq!(cache.get("k"), None);
-        cache.put("k", &manifests);
-        assert_eq!(cache.get("k"), Some(manifests));
-        assert_eq!(cache.get("other"), None);
-        assert_eq!(cache.counts(), (1, 1));
+        let keys = ["k".to_string(), "other".to_string()];
+        assert_eq!(cache.read(&keys).get("k"), None);
+        assert_eq!(cache.write(&[("k".to_string(), manifests.clone())]), 1);
+        let kept = cache.read(&keys);
+        assert_eq!(kept.get("k"), Some(manifests));
+        assert_eq!(kept.get("other"), None);
+        assert_eq!(kept.taken(), 1);
         std::fs::write(cache.path("k"), b"{not json").expect("write");
-        assert_eq!(cache.get("k"), None);
+        assert_eq!(cache.read(&keys).get("k"), None);
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;

@@ -190,6 +190,40 @@ fn no_stage_below_the_executor_imports_it() {
     );
 }
 
+/// `render`, `plan`, `kinds` and `kstatus` do no I/O and read neither the clock nor the
+/// environment: files, the cluster, time and randomness come in as values (kept Helm renders
+/// are read before a render and written after it, by `run/load.rs`).
+#[test]
+fn pure_stages_do_no_io() {
+    let forbidden = [
+        "std::fs",
+        "std::net",
+        "std::process",
+        "std::env::",
+        "tokio::",
+        "kube::Client",
+        "SystemTime::now",
+        "Instant::now",
+        "Timestamp::now",
+    ];
+    let mut found = Vec::new();
+    for module in ["render", "plan", "kinds", "kstatus"] {
+        let mut files = Vec::new();
+        rust_files(&src().join(module), &mut files);
+        for file in files {
+            let relative = file.strip_prefix(src()).expect("under src");
+            if relative.iter().any(|c| c == "tests" || c == "tests.rs") {
+                continue;
+            }
+            let code = non_test_code(&file);
+            for name in forbidden.iter().filter(|name| code.contains(*name)) {
+                found.push(format!("{}: {name}", relative.display()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "I/O in a pure stage: {found:#?}");
+}
+
 /// Files that start threads or tasks outside the executor and the parallel map, each for a
 /// reason of its own (ARCHITECTURE.md "Where concurrency lives"). This list only shrinks.
 const SPAWNS_ELSEWHERE: &[(&str, &str)] = &[
