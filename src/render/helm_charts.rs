@@ -287,6 +287,7 @@ fn encrypted_values(file: &SourceFile, spec: &HelmChartSpec, charts: &Charts) ->
     })
 }
 
+/// Render one release into files of `out`, or its problem.
 fn render_one(
     file: &SourceFile,
     doc: &yaml::Document,
@@ -295,68 +296,116 @@ fn render_one(
     opts: &RenderOptions,
     out: &mut ChartOutput,
 ) {
-    let Some(input) = release_input(file, doc, helm_chart, charts, opts, out) else {
+    let Some(mut input) = release_input(file, doc, helm_chart, charts, opts, out) else {
         return;
     };
-    let ReleaseInput {
-        chart,
-        chart_line,
-        resolved,
-        namespace,
-        release,
-        mut user,
-    } = input;
-    let spec = &helm_chart.spec;
-
-    // Renders of releases whose values came from SOPS files are never kept.
-    let cache = opts
-        .kept_renders
-        .as_ref()
-        .filter(|_| user.secrets.is_empty());
-    let key = cache.map(|_| super::helm_cache::key(chart, &user.values, &release));
-    let kept = cache
-        .zip(key.as_ref())
-        .and_then(|(cache, key)| cache.get(key));
-    let rendered = match kept {
-        Some(manifests) => Ok(manifests),
-        None => {
-            let rendered = chart::render(chart, &user.values, &release);
-            out.lookups_missed.extend(lookup::take_missed());
-            if let (Some(cache), Some(key), Ok(manifests)) = (cache, &key, &rendered) {
-                let left_out = |m: &chart::Manifest| {
-                    let mut notes = Vec::new();
-                    let text = without_left_out(&m.text, &m.template, &mut notes);
-                    (text, !notes.is_empty())
-                };
-                if let Some(kept) = super::helm_cache::keepable(manifests, left_out) {
-                    cache.put(key, &kept);
-                }
-            }
-            rendered
-        }
-    };
+    let rendered = manifests(&input, opts, out);
     if let Some(cluster) = opts
         .helm_cluster
         .as_deref()
         .filter(|c| !c.lookups.is_empty())
     {
-        user.secrets.extend(lookup::secret_strings(cluster));
+        input.user.secrets.extend(lookup::secret_strings(cluster));
     }
     let manifests = match rendered {
         Ok(manifests) => manifests,
         Err(e) => {
             out.problems
-                .push(Problem::new(&file.path, chart_line, e.to_string()));
+                .push(Problem::new(&file.path, input.chart_line, e.to_string()));
             return;
         }
     };
-    let name = chart.name();
+    let at = ReleaseAt {
+        file,
+        doc,
+        helm_chart,
+    };
+    let Some(made) = release_files(&at, &input, manifests, out) else {
+        return;
+    };
+    add_release(&at, input, made, out);
+}
+
+/// Where a release is defined: its HelmChart, in its file.
+struct ReleaseAt<'a> {
+    file: &'a SourceFile,
+    doc: &'a yaml::Document,
+    helm_chart: &'a HelmChart,
+}
+
+impl ReleaseAt<'_> {
+    /// `HelmChart <namespace>/<release> (<file>:<line>)`, what notes about it start with.
+    fn described(&self, namespace: &str) -> String {
+        format!(
+            "HelmChart {namespace}/{} ({}:{})",
+            self.helm_chart.release_name(),
+            self.file.path.display(),
+            self.doc.line
+        )
+    }
+}
+
+/// The release's manifests: kept from an earlier run, or rendered (and kept when they may
+/// be; renders of releases whose values came from SOPS files never are).
+fn manifests(
+    input: &ReleaseInput<'_>,
+    opts: &RenderOptions,
+    out: &mut ChartOutput,
+) -> Result<Vec<chart::Manifest>, chart::ChartError> {
+    let ReleaseInput {
+        chart,
+        release,
+        user,
+        ..
+    } = input;
+    let cache = opts
+        .kept_renders
+        .as_ref()
+        .filter(|_| user.secrets.is_empty());
+    let key = cache.map(|_| super::helm_cache::key(chart, &user.values, release));
+    if let Some(kept) = cache.zip(key.as_ref()).and_then(|(c, key)| c.get(key)) {
+        return Ok(kept);
+    }
+    let rendered = chart::render(chart, &user.values, release);
+    out.lookups_missed.extend(lookup::take_missed());
+    if let (Some(cache), Some(key), Ok(manifests)) = (cache, &key, &rendered) {
+        let left_out = |m: &chart::Manifest| {
+            let mut notes = Vec::new();
+            let text = without_left_out(&m.text, &m.template, &mut notes);
+            (text, !notes.is_empty())
+        };
+        if let Some(kept) = super::helm_cache::keepable(manifests, left_out) {
+            cache.put(key, &kept);
+        }
+    }
+    rendered
+}
+
+/// What a release's manifests make: `(template, text, is a CRD)` per file, the templates
+/// that drew random values, and whether it has pre-install hook Jobs.
+struct ReleaseFiles {
+    files: Vec<(String, String, bool)>,
+    random: Vec<String>,
+    has_pre_hooks: bool,
+}
+
+/// The release's files, without what tend leaves out (noted), or `None` when values of
+/// secrets reach a file tend would print (a problem).
+fn release_files(
+    at: &ReleaseAt<'_>,
+    input: &ReleaseInput<'_>,
+    manifests: Vec<chart::Manifest>,
+    out: &mut ChartOutput,
+) -> Option<ReleaseFiles> {
+    let secrets = &input.user.secrets;
+    let mut made = ReleaseFiles {
+        files: Vec::new(),
+        random: Vec::new(),
+        has_pre_hooks: false,
+    };
     let mut exposed = Vec::new();
-    let mut random = Vec::new();
-    let mut files = Vec::new();
-    let mut has_pre_hooks = false;
     for manifest in manifests {
-        if manifest.crd && !spec.include_crds.unwrap_or(true) {
+        if manifest.crd && !at.helm_chart.spec.include_crds.unwrap_or(true) {
             continue;
         }
         let text = if manifest.crd {
@@ -364,62 +413,53 @@ fn render_one(
         } else {
             let mut left_out = Vec::new();
             let text = without_left_out(&manifest.text, &manifest.template, &mut left_out);
-            has_pre_hooks |= pre_hook_jobs(&text);
-            out.notes.extend(left_out.into_iter().map(|n| {
-                format!(
-                    "HelmChart {namespace}/{} ({}:{}): {n}",
-                    helm_chart.release_name(),
-                    file.path.display(),
-                    doc.line
-                )
-            }));
+            made.has_pre_hooks |= pre_hook_jobs(&text);
+            let described = at.described(&input.namespace);
+            out.notes
+                .extend(left_out.into_iter().map(|n| format!("{described}: {n}")));
             text
         };
         // Tests are left out, so their random names don't matter.
         if manifest.random && !text.trim().is_empty() {
-            random.push(manifest.template.clone());
+            made.random.push(manifest.template.clone());
         }
-        if !user.secrets.is_empty() {
-            exposed.extend(exposing(&text, &user.secrets, &manifest.template));
+        if !secrets.is_empty() {
+            exposed.extend(exposing(&text, secrets, &manifest.template));
         }
-        files.push((manifest.template, text, manifest.crd));
+        made.files.push((manifest.template, text, manifest.crd));
     }
-    if !exposed.is_empty() {
-        out.problems.push(Problem::new(
-            &file.path,
-            doc.line_of(&["spec".to_string(), "valuesFiles".to_string()]),
-            format!(
-                "values from a SOPS-encrypted values file or from a Secret the chart looked up reach {}, which tend would print in plain text (only Secret data is masked); use such values in Secrets only",
-                exposed.join(", ")
-            ),
-        ));
-        return;
+    if exposed.is_empty() {
+        return Some(made);
     }
-    let metadata_text = |key: &str| match chart.metadata.get(key) {
-        Some(serde_json::Value::String(s)) => Some(s.clone()),
-        Some(serde_json::Value::Number(n)) => Some(n.to_string()),
-        _ => None,
-    };
-    let (version, digest) = match resolved {
-        Some((version, digest)) => (version, Some(digest)),
-        None => (metadata_text("version").unwrap_or_default(), None),
-    };
-    let mut outcome = ReleaseOutcome {
-        helm_chart: crate::object::ObjectKey {
-            group: crate::GROUP.to_string(),
-            kind: "HelmChart".into(),
-            namespace: Some(namespace.clone()),
-            name: helm_chart.metadata.name.clone().unwrap_or_default(),
-        },
-        chart: name.to_string(),
-        version,
-        app_version: metadata_text("appVersion"),
-        digest,
-        kube_version: release.kube_version.clone(),
-        files: Default::default(),
-        objects: 0,
-    };
-    for (template, text, crd) in files {
+    out.problems.push(Problem::new(
+        &at.file.path,
+        at.doc
+            .line_of(&["spec".to_string(), "valuesFiles".to_string()]),
+        format!(
+            "values from a SOPS-encrypted values file or from a Secret the chart looked up reach {}, which tend would print in plain text (only Secret data is masked); use such values in Secrets only",
+            exposed.join(", ")
+        ),
+    ));
+    None
+}
+
+/// Add the release's files (those that hold anything) to `out`, with its outcome.
+fn add_release(
+    at: &ReleaseAt<'_>,
+    input: ReleaseInput<'_>,
+    made: ReleaseFiles,
+    out: &mut ChartOutput,
+) {
+    let ReleaseInput {
+        chart,
+        resolved,
+        namespace,
+        release,
+        ..
+    } = input;
+    let name = chart.name();
+    let mut outcome = release_outcome(at, chart, resolved, &namespace, &release);
+    for (template, text, crd) in made.files {
         // A template that rendered nothing (a feature turned off) holds no object: not
         // parsed at all.
         if text.trim().is_empty() {
@@ -427,12 +467,12 @@ fn render_one(
         }
         let path = PathBuf::from(format!(
             "{} (chart {name}, {template})",
-            file.path.display()
+            at.file.path.display()
         ));
         outcome.files.insert(path.clone());
         out.namespaces.insert(path.clone(), namespace.clone());
-        out.lines.insert(path.clone(), doc.line);
-        if has_pre_hooks && !crd {
+        out.lines.insert(path.clone(), at.doc.line);
+        if made.has_pre_hooks && !crd {
             out.after_pre_hooks.insert(path.clone());
         }
         out.files.push(SourceFile {
@@ -442,15 +482,44 @@ fn render_one(
         });
     }
     out.releases.push(outcome);
-    if !random.is_empty() {
-        out.random.push(format!(
-            "HelmChart {}/{} ({}:{}): {}",
-            namespace,
-            helm_chart.release_name(),
-            file.path.display(),
-            doc.line,
-            random.join(", ")
-        ));
+    if !made.random.is_empty() {
+        let described = at.described(&namespace);
+        out.random
+            .push(format!("{described}: {}", made.random.join(", ")));
+    }
+}
+
+/// The release as its HelmChart's status reports it (its files added by the caller).
+fn release_outcome(
+    at: &ReleaseAt<'_>,
+    chart: &Chart,
+    resolved: Option<(String, String)>,
+    namespace: &str,
+    release: &Release,
+) -> ReleaseOutcome {
+    let metadata_text = |key: &str| match chart.metadata.get(key) {
+        Some(serde_json::Value::String(s)) => Some(s.clone()),
+        Some(serde_json::Value::Number(n)) => Some(n.to_string()),
+        _ => None,
+    };
+    let (version, digest) = match resolved {
+        Some((version, digest)) => (version, Some(digest)),
+        None => (metadata_text("version").unwrap_or_default(), None),
+    };
+    ReleaseOutcome {
+        helm_chart: crate::object::ObjectKey {
+            group: crate::GROUP.to_string(),
+            kind: "HelmChart".into(),
+            namespace: Some(namespace.to_string()),
+            name: at.helm_chart.metadata.name.clone().unwrap_or_default(),
+        },
+        chart: chart.name().to_string(),
+        version,
+        app_version: metadata_text("appVersion"),
+        digest,
+        kube_version: release.kube_version.clone(),
+        files: Default::default(),
+        objects: 0,
     }
 }
 
