@@ -61,15 +61,6 @@ impl Reload {
     }
 }
 
-/// Everything read before planning.
-#[derive(Debug, Default)]
-pub struct LiveContext {
-    /// What [`crate::render::complete`] completes the rendered set with.
-    pub view: ClusterView,
-    /// Opted-in live workloads, with the config hash their pod template should carry.
-    pub reloads: Vec<Reload>,
-}
-
 /// tend's kinds read the cluster through this: LISTs with the client, of what it serves.
 struct ClusterReader<'a> {
     client: &'a Client,
@@ -107,6 +98,8 @@ impl Reader for ClusterReader<'_> {
 /// sources, namespaces and objects in the way), the live workloads that opted in to reloads,
 /// and the ConfigMaps/Secrets referenced by either but not in git.
 ///
+/// Returns the cluster view ([`crate::render::complete`] completes the rendered set with it)
+/// and the opted-in live workloads with the config hash their pod template should carry.
 /// `opted_in` is [`read_opted_in`]'s answer when it was read ahead, while rendering.
 pub async fn gather(
     session: &Session,
@@ -114,17 +107,20 @@ pub async fn gather(
     applyset_id: &str,
     state_namespace: &str,
     opted_in: Option<OptedIn>,
-) -> Result<LiveContext, ClusterError> {
-    let mut ctx = LiveContext {
-        view: ClusterView::new(applyset_id, state_namespace),
-        reloads: Vec::new(),
-    };
+) -> Result<(ClusterView, Vec<Reload>), ClusterError> {
+    let mut cluster_view = ClusterView::new(applyset_id, state_namespace);
     let reader = ClusterReader {
         client: &session.client,
         resources: &session.resources,
         stats: &session.stats,
     };
-    view::read(&reader, &rendered.tend, &rendered.objects, &mut ctx.view).await?;
+    view::read(
+        &reader,
+        &rendered.tend,
+        &rendered.objects,
+        &mut cluster_view,
+    )
+    .await?;
     let desired_keys: BTreeSet<ObjectKey> = rendered.objects.iter().map(Object::key).collect();
     let opted_in = match opted_in {
         Some(lists) => lists,
@@ -150,9 +146,9 @@ pub async fn gather(
                 .filter(|key| !desired_keys.contains(key)),
         );
     }
-    read_live_config(session, wanted, &mut ctx.view).await?;
-    ctx.reloads = reloads(rendered, candidates, &ctx.view);
-    Ok(ctx)
+    read_live_config(session, wanted, &mut cluster_view).await?;
+    let reloads = reloads(rendered, candidates, &cluster_view);
+    Ok((cluster_view, reloads))
 }
 
 /// Config (ConfigMaps, Secrets) referenced but not desired, as the cluster holds it.

@@ -6,21 +6,20 @@
 //! duplicates, config hashes). Chart tests (`helm.sh/hook: test`) are left out, as
 //! `helm template --skip-tests` does. Pure: the charts were read by the source stage.
 
+use super::chart_values::{encrypted_values, exposing, user_values, UserValues};
 use super::{is_targeted, tend_kinds, waves, RenderOptions};
 use crate::helm::chart::{self, Chart, Charts, Release};
 use crate::helm::hooks::{self, Hook, When};
 use crate::helm::lookup::{self, LookupKey};
-use crate::helm::values;
-use crate::kinds::helm_chart::{HelmChart, HelmChartSpec, DEFAULT_KUBE_VERSION};
+use crate::kinds::helm_chart::{HelmChart, DEFAULT_KUBE_VERSION};
 use crate::kinds::run::ReleaseOutcome;
 use crate::kinds::{TendKind, TendObject};
 use crate::object::{Object, Origin};
 use crate::problem::Problem;
-use crate::sops::{self, SopsError};
 use crate::source::charts::normalize;
 use crate::source::kustomize_annotations;
 use crate::source::SourceFile;
-use crate::yaml::{self, Step};
+use crate::yaml;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -231,7 +230,7 @@ fn release_input<'c>(
         now: opts.now,
         cluster: opts.helm_cluster.clone(),
     };
-    let user = user_values(file, doc, spec, charts, opts, out)?;
+    let user = user_values(file, doc, spec, charts, opts, &mut out.problems)?;
     Some(ReleaseInput {
         chart,
         chart_line,
@@ -273,18 +272,6 @@ pub fn kept_render_keys(
                 .then(|| super::helm_cache::key(chart, &user.values, &release))
         })
         .collect()
-}
-
-/// Whether one of the values files of `spec` is SOPS-encrypted.
-fn encrypted_values(file: &SourceFile, spec: &HelmChartSpec, charts: &Charts) -> bool {
-    let dir = file.path.parent().unwrap_or(Path::new(""));
-    spec.values_files.iter().any(|entry| {
-        let path = normalize(&dir.join(entry));
-        charts
-            .values_files
-            .get(&path)
-            .is_some_and(|text| sops::looks_encrypted(text).is_some())
-    })
 }
 
 /// Render one release into files of `out`, or its problem.
@@ -521,190 +508,6 @@ fn release_outcome(
         files: Default::default(),
         objects: 0,
     }
-}
-
-/// The user's values of a release: its values files in order, then `spec.values` (as
-/// `helm template -f a -f b --set ...` merges them), and the plaintext strings of its
-/// SOPS-encrypted values files.
-struct UserValues {
-    values: serde_json::Value,
-    secrets: Vec<String>,
-}
-
-fn user_values(
-    file: &SourceFile,
-    doc: &yaml::Document,
-    spec: &HelmChartSpec,
-    charts: &Charts,
-    opts: &RenderOptions,
-    out: &mut ChartOutput,
-) -> Option<UserValues> {
-    let mut merged = serde_json::Value::Object(serde_json::Map::new());
-    let mut secrets = Vec::new();
-    let mut ok = true;
-    for (i, entry) in spec.values_files.iter().enumerate() {
-        let line = doc.line_at(&[
-            Step::Key("spec".into()),
-            Step::Key("valuesFiles".into()),
-            Step::Index(i),
-        ]);
-        let dir = file.path.parent().unwrap_or(Path::new(""));
-        let path = normalize(&dir.join(entry));
-        let text = match charts.values_files.get(&path) {
-            Some(text) => text,
-            None => {
-                let why = if path.starts_with("..") {
-                    "it is outside the repository (or --path); keep values files inside it"
-                } else {
-                    "there is no such file"
-                };
-                out.problems.push(Problem::new(
-                    &file.path,
-                    line,
-                    format!(
-                        "spec.valuesFiles[{i}]: cannot read values file {:?} (relative to this file): {why}; check the path",
-                        path.display().to_string()
-                    ),
-                ));
-                ok = false;
-                continue;
-            }
-        };
-        match values_file(&path, text, opts) {
-            Ok((values, plain)) => {
-                merged = values::merge_maps(&merged, &values);
-                secrets.extend(plain);
-            }
-            Err(problem) => {
-                out.problems.push(problem);
-                ok = false;
-            }
-        }
-    }
-    if let Some(inline) = &spec.values {
-        merged = values::merge_maps(&merged, inline);
-    }
-    ok.then_some(UserValues {
-        values: merged,
-        secrets,
-    })
-}
-
-/// A values file's values (decrypted when it is SOPS-encrypted), and the plaintext strings
-/// of its encrypted values.
-fn values_file(
-    path: &Path,
-    text: &str,
-    opts: &RenderOptions,
-) -> Result<(serde_json::Value, Vec<String>), Problem> {
-    let (docs, problems) = yaml::parse_file(path, text);
-    if let Some(problem) = problems.into_iter().next() {
-        return Err(problem);
-    }
-    let Some(first) = docs.first() else {
-        return Ok((
-            serde_json::Value::Object(serde_json::Map::new()),
-            Vec::new(),
-        ));
-    };
-    let mut value = first.value.clone();
-    let mut secrets = Vec::new();
-    if sops::has_metadata(&value) || sops::find_sealed(&value).is_some() {
-        let sealed = value.clone();
-        if let Err(err) = sops::decrypt_documents(std::slice::from_mut(&mut value), &opts.keys) {
-            let line = match &err {
-                SopsError::Value { path, .. } | SopsError::NoMetadata { path, .. } => {
-                    first.line_at(path)
-                }
-                _ => first.line_of(&[sops::METADATA_KEY.to_string()]),
-            };
-            return Err(Problem::new(
-                path,
-                line,
-                format!("{err} (a values file of a HelmChart)"),
-            ));
-        }
-        plaintext_of_sealed(&sealed, &value, &mut secrets);
-    }
-    match value {
-        serde_json::Value::Null => Ok((serde_json::Value::Object(serde_json::Map::new()), secrets)),
-        serde_json::Value::Object(_) => Ok((value, secrets)),
-        other => Err(Problem::new(
-            path,
-            first.line,
-            format!(
-                "a values file must hold a map of values, as values.yaml does, not {}",
-                values::type_name(&other)
-            ),
-        )),
-    }
-}
-
-/// The decrypted strings of `plain` whose counterpart in `sealed` was encrypted. Very short
-/// ones are left out: they would be found everywhere.
-fn plaintext_of_sealed(
-    sealed: &serde_json::Value,
-    plain: &serde_json::Value,
-    out: &mut Vec<String>,
-) {
-    use serde_json::Value as J;
-    match (sealed, plain) {
-        (J::String(s), J::String(p)) if sops::looks_sealed(s) && p.chars().count() >= 4 => {
-            out.push(p.clone());
-        }
-        (J::Object(s), J::Object(p)) => {
-            for (key, value) in p {
-                if let Some(other) = s.get(key) {
-                    plaintext_of_sealed(other, value, out);
-                }
-            }
-        }
-        (J::Array(s), J::Array(p)) => {
-            for (a, b) in s.iter().zip(p) {
-                plaintext_of_sealed(a, b, out);
-            }
-        }
-        _ => {}
-    }
-}
-
-/// The objects of a rendered template that show one of `secrets` outside a Secret's data:
-/// `Kind name (template)`.
-fn exposing(text: &str, secrets: &[String], template: &str) -> Vec<String> {
-    fn holds(value: &serde_json::Value, secrets: &[String]) -> bool {
-        match value {
-            serde_json::Value::String(s) => {
-                secrets.iter().any(|secret| s.contains(secret.as_str()))
-            }
-            serde_json::Value::Array(items) => items.iter().any(|v| holds(v, secrets)),
-            serde_json::Value::Object(map) => map.values().any(|v| holds(v, secrets)),
-            _ => false,
-        }
-    }
-    let (docs, _) = yaml::parse_file(Path::new(template), text);
-    let mut out = Vec::new();
-    for doc in docs {
-        let mut value = doc.value;
-        let kind = value
-            .get("kind")
-            .and_then(|k| k.as_str())
-            .unwrap_or("")
-            .to_string();
-        if kind == "Secret" {
-            if let Some(map) = value.as_object_mut() {
-                map.remove("data");
-                map.remove("stringData");
-            }
-        }
-        if holds(&value, secrets) {
-            let name = value
-                .pointer("/metadata/name")
-                .and_then(|n| n.as_str())
-                .unwrap_or("");
-            out.push(format!("{kind} {name} ({template})"));
-        }
-    }
-    out
 }
 
 /// The text with the documents tend never runs blanked out (chart tests, deletion and

@@ -12,6 +12,7 @@
 //! live config), without parsing anything again.
 
 pub mod builtin;
+mod chart_values;
 mod complete;
 pub mod config_hash;
 mod decrypt;

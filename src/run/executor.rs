@@ -315,17 +315,18 @@ async fn complete_and_run_engine(
         Err(_) => None,
     };
     let state_namespace = &engine_opts.state_namespace;
-    let live = crate::apply::live::gather(session, &rendered, &id, state_namespace, opted_in)
-        .await
-        .map_err(Error::Cluster)?;
-    let rendered = crate::render::complete(rendered, &live.view)?;
+    let (view, reloads) =
+        crate::apply::live::gather(session, &rendered, &id, state_namespace, opted_in)
+            .await
+            .map_err(Error::Cluster)?;
+    let rendered = crate::render::complete(rendered, &view)?;
     for note in &rendered.notes {
         tracing::warn!("{note}");
     }
     let cluster_name = engine_opts.cluster_name.as_deref();
     tracing::info!("{}", load::summary(checkout, &rendered, cluster_name));
     let kinds = crate::apply::tend_kinds::KindsContext {
-        reloads: live.reloads,
+        reloads,
         copy_outcomes: rendered.copy_outcomes,
         releases: rendered.releases,
     };

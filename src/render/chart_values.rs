@@ -1,0 +1,211 @@
+//! The values a HelmChart gives its release: its values files in order (SOPS-encrypted ones
+//! decrypted, their plaintext remembered), then `spec.values`; and the check that no such
+//! plaintext reaches an object tend would print. Pure: the files were read by the source
+//! stage.
+
+use super::RenderOptions;
+use crate::helm::chart::Charts;
+use crate::helm::values;
+use crate::kinds::helm_chart::HelmChartSpec;
+use crate::problem::Problem;
+use crate::sops::{self, SopsError};
+use crate::source::charts::normalize;
+use crate::source::SourceFile;
+use crate::yaml::{self, Step};
+use std::path::Path;
+
+/// Whether one of the values files of `spec` is SOPS-encrypted.
+pub(super) fn encrypted_values(file: &SourceFile, spec: &HelmChartSpec, charts: &Charts) -> bool {
+    let dir = file.path.parent().unwrap_or(Path::new(""));
+    spec.values_files.iter().any(|entry| {
+        let path = normalize(&dir.join(entry));
+        charts
+            .values_files
+            .get(&path)
+            .is_some_and(|text| sops::looks_encrypted(text).is_some())
+    })
+}
+
+/// The user's values of a release: its values files in order, then `spec.values` (as
+/// `helm template -f a -f b --set ...` merges them), and the plaintext strings of its
+/// SOPS-encrypted values files.
+pub(super) struct UserValues {
+    pub(super) values: serde_json::Value,
+    pub(super) secrets: Vec<String>,
+}
+
+pub(super) fn user_values(
+    file: &SourceFile,
+    doc: &yaml::Document,
+    spec: &HelmChartSpec,
+    charts: &Charts,
+    opts: &RenderOptions,
+    problems: &mut Vec<Problem>,
+) -> Option<UserValues> {
+    let mut merged = serde_json::Value::Object(serde_json::Map::new());
+    let mut secrets = Vec::new();
+    let mut ok = true;
+    for (i, entry) in spec.values_files.iter().enumerate() {
+        let line = doc.line_at(&[
+            Step::Key("spec".into()),
+            Step::Key("valuesFiles".into()),
+            Step::Index(i),
+        ]);
+        let dir = file.path.parent().unwrap_or(Path::new(""));
+        let path = normalize(&dir.join(entry));
+        let text = match charts.values_files.get(&path) {
+            Some(text) => text,
+            None => {
+                let why = if path.starts_with("..") {
+                    "it is outside the repository (or --path); keep values files inside it"
+                } else {
+                    "there is no such file"
+                };
+                problems.push(Problem::new(
+                    &file.path,
+                    line,
+                    format!(
+                        "spec.valuesFiles[{i}]: cannot read values file {:?} (relative to this file): {why}; check the path",
+                        path.display().to_string()
+                    ),
+                ));
+                ok = false;
+                continue;
+            }
+        };
+        match values_file(&path, text, opts) {
+            Ok((values, plain)) => {
+                merged = values::merge_maps(&merged, &values);
+                secrets.extend(plain);
+            }
+            Err(problem) => {
+                problems.push(problem);
+                ok = false;
+            }
+        }
+    }
+    if let Some(inline) = &spec.values {
+        merged = values::merge_maps(&merged, inline);
+    }
+    ok.then_some(UserValues {
+        values: merged,
+        secrets,
+    })
+}
+
+/// A values file's values (decrypted when it is SOPS-encrypted), and the plaintext strings
+/// of its encrypted values.
+pub(super) fn values_file(
+    path: &Path,
+    text: &str,
+    opts: &RenderOptions,
+) -> Result<(serde_json::Value, Vec<String>), Problem> {
+    let (docs, problems) = yaml::parse_file(path, text);
+    if let Some(problem) = problems.into_iter().next() {
+        return Err(problem);
+    }
+    let Some(first) = docs.first() else {
+        return Ok((
+            serde_json::Value::Object(serde_json::Map::new()),
+            Vec::new(),
+        ));
+    };
+    let mut value = first.value.clone();
+    let mut secrets = Vec::new();
+    if sops::has_metadata(&value) || sops::find_sealed(&value).is_some() {
+        let sealed = value.clone();
+        if let Err(err) = sops::decrypt_documents(std::slice::from_mut(&mut value), &opts.keys) {
+            let line = match &err {
+                SopsError::Value { path, .. } | SopsError::NoMetadata { path, .. } => {
+                    first.line_at(path)
+                }
+                _ => first.line_of(&[sops::METADATA_KEY.to_string()]),
+            };
+            return Err(Problem::new(
+                path,
+                line,
+                format!("{err} (a values file of a HelmChart)"),
+            ));
+        }
+        plaintext_of_sealed(&sealed, &value, &mut secrets);
+    }
+    match value {
+        serde_json::Value::Null => Ok((serde_json::Value::Object(serde_json::Map::new()), secrets)),
+        serde_json::Value::Object(_) => Ok((value, secrets)),
+        other => Err(Problem::new(
+            path,
+            first.line,
+            format!(
+                "a values file must hold a map of values, as values.yaml does, not {}",
+                values::type_name(&other)
+            ),
+        )),
+    }
+}
+
+/// The decrypted strings of `plain` whose counterpart in `sealed` was encrypted. Very short
+/// ones are left out: they would be found everywhere.
+pub(super) fn plaintext_of_sealed(
+    sealed: &serde_json::Value,
+    plain: &serde_json::Value,
+    out: &mut Vec<String>,
+) {
+    use serde_json::Value as J;
+    match (sealed, plain) {
+        (J::String(s), J::String(p)) if sops::looks_sealed(s) && p.chars().count() >= 4 => {
+            out.push(p.clone());
+        }
+        (J::Object(s), J::Object(p)) => {
+            for (key, value) in p {
+                if let Some(other) = s.get(key) {
+                    plaintext_of_sealed(other, value, out);
+                }
+            }
+        }
+        (J::Array(s), J::Array(p)) => {
+            for (a, b) in s.iter().zip(p) {
+                plaintext_of_sealed(a, b, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The objects of a rendered template that show one of `secrets` outside a Secret's data:
+/// `Kind name (template)`.
+pub(super) fn exposing(text: &str, secrets: &[String], template: &str) -> Vec<String> {
+    fn holds(value: &serde_json::Value, secrets: &[String]) -> bool {
+        match value {
+            serde_json::Value::String(s) => {
+                secrets.iter().any(|secret| s.contains(secret.as_str()))
+            }
+            serde_json::Value::Array(items) => items.iter().any(|v| holds(v, secrets)),
+            serde_json::Value::Object(map) => map.values().any(|v| holds(v, secrets)),
+            _ => false,
+        }
+    }
+    let (docs, _) = yaml::parse_file(Path::new(template), text);
+    let mut out = Vec::new();
+    for doc in docs {
+        let mut value = doc.value;
+        let kind = value
+            .get("kind")
+            .and_then(|k| k.as_str())
+            .unwrap_or("")
+            .to_string();
+        if kind == "Secret" {
+            if let Some(map) = value.as_object_mut() {
+                map.remove("data");
+                map.remove("stringData");
+            }
+        }
+        if holds(&value, secrets) {
+            let name = value
+                .pointer("/metadata/name")
+                .and_then(|n| n.as_str())
+                .unwrap_or("");
+            out.push(format!("{kind} {name} ({template})"));
+        }
+    }
+    out
+}
