@@ -86,15 +86,17 @@ fn execute_cluster(
     let mut connecting = Connecting::start(runtime, mode, cluster);
     // Read (and, where no unit needs the cluster, render) the source while connecting;
     // with secrets to read first, it is read once connected.
-    let offline = match cluster.before_source.is_empty() {
-        true => match read_and_render_offline(cluster) {
+    let offline = if cluster.before_source.is_empty() {
+        match read_and_render_offline(cluster) {
             Ok(offline) => Some(offline),
             Err(err) => {
+                // A problem in the desired state wins over whatever connecting comes to.
                 connecting.task.abort();
                 return Err(err);
             }
-        },
-        false => None,
+        }
+    } else {
+        None
     };
     runtime.block_on(async {
         if cluster.writes(mode) {

@@ -20,6 +20,7 @@ mod policies;
 mod quickstart;
 mod reads;
 mod render;
+mod run;
 mod shipping;
 mod sops;
 mod version;
