@@ -6,12 +6,13 @@
 //! random functions.
 
 use super::deps;
+use super::facts::LookupKey;
 use super::funcs;
 pub use super::node::Chart;
 use super::node::Node;
 use super::template::{Engine, TemplateError, Value};
 use super::values::coalesce_values;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// What the source stage read for the `HelmChart` objects of a repository.
 #[derive(Debug, Clone, Default)]
@@ -283,11 +284,49 @@ fn crd_files(node: &Node, path: &str, out: &mut Vec<Manifest>) {
     }
 }
 
+/// What a render depended on besides its chart, values and release.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Depended {
+    /// It asked for the time (`now` and the functions that default to it).
+    pub on_time: bool,
+    /// It read the cluster with `lookup`.
+    pub on_cluster: bool,
+    /// Lookups the release's cluster facts did not answer yet: read them and render again.
+    pub lookups_missed: BTreeSet<LookupKey>,
+}
+
 /// Renders `chart` as `helm template` does with the user's `values` (the values files and
 /// inline values merged, see [`super::values::merge_maps`]): dependencies processed,
 /// values coalesced and checked against the charts' schemas, every template run. Returns
 /// the rendered templates, then the `crds/` files.
+#[cfg(test)]
 pub fn render(
+    chart: &Chart,
+    user_values: &serde_json::Value,
+    release: &Release,
+) -> Result<Vec<Manifest>, ChartError> {
+    render_reporting(chart, user_values, release).0
+}
+
+/// [`render`], and what the render depended on (read from its engine's context).
+pub fn render_reporting(
+    chart: &Chart,
+    user_values: &serde_json::Value,
+    release: &Release,
+) -> (Result<Vec<Manifest>, ChartError>, Depended) {
+    let mut engine = Engine::new();
+    let rendered = render_on(&mut engine, chart, user_values, release);
+    let context = engine.context();
+    let depended = Depended {
+        on_time: context.now_used(),
+        on_cluster: context.looked_up(),
+        lookups_missed: context.take_missed(),
+    };
+    (rendered, depended)
+}
+
+fn render_on(
+    engine: &mut Engine,
     chart: &Chart,
     user_values: &serde_json::Value,
     release: &Release,
@@ -331,11 +370,10 @@ pub fn render(
         chart: name.clone(),
         source,
     };
-    let mut engine = Engine::new();
-    funcs::register(&mut engine);
-    funcs::register_random(&mut engine, release.seed);
-    super::lookup::register(&mut engine, release.cluster.clone());
-    funcs::set_now(release.now);
+    funcs::register(engine);
+    funcs::register_random(engine, release.seed);
+    super::lookup::register(engine, release.cluster.clone());
+    engine.context().set_now(release.now);
     let release_seed = seed_of(&format!("{}/{}", release.namespace, release.name));
     let release = &Release {
         seed: release.seed ^ release_seed,
@@ -391,13 +429,13 @@ pub fn render(
             }
             other => other.clone(),
         };
-        funcs::register_random(&mut engine, release.seed ^ seed_of(&t.name));
+        funcs::register_random(engine, release.seed ^ seed_of(&t.name));
         let text = engine.execute(&t.name, dot).map_err(template_error)?;
         out.push(Manifest {
             template: t.name.strip_prefix(&prefix).unwrap_or(&t.name).to_string(),
             crd: false,
             text: text.replace("<no value>", ""),
-            random: funcs::random_used(),
+            random: engine.context().random_used(),
         });
     }
     crd_files(&root, "", &mut out);

@@ -5,6 +5,7 @@
 
 pub mod chart;
 pub mod deps;
+pub mod facts;
 pub mod funcs;
 pub mod hooks;
 pub mod lookup;

@@ -7,7 +7,7 @@
 //! caller finds the keys of a render's releases ([`super::kept_render_keys`]), reads what was
 //! kept under them into [`KeptRenders`], renders, and writes what the render added.
 
-use crate::helm::chart::{Chart, Manifest, Release};
+use crate::helm::chart::{Chart, Depended, Manifest, Release};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -97,9 +97,10 @@ pub fn key(chart: &Chart, values: &serde_json::Value, release: &Release) -> Stri
 /// out, and whether it left out something worth a note.
 pub fn keepable(
     manifests: &[Manifest],
+    depended: &Depended,
     left_out: impl Fn(&Manifest) -> (String, bool),
 ) -> Option<Vec<Manifest>> {
-    if crate::helm::funcs::now_used() || crate::helm::lookup::used() {
+    if depended.on_time || depended.on_cluster {
         return None;
     }
     manifests
@@ -181,25 +182,41 @@ mod tests {
                 (m.text.clone(), false)
             }
         };
-        crate::helm::funcs::set_now(0);
+        let pure = Depended::default();
         let plain = manifest("templates/a.yaml", false);
         assert_eq!(
-            keepable(std::slice::from_ref(&plain), left_out),
+            keepable(std::slice::from_ref(&plain), &pure, left_out),
             Some(vec![plain.clone()])
         );
         let random = manifest("templates/b.yaml", true);
-        assert_eq!(keepable(&[plain.clone(), random], left_out), None);
+        assert_eq!(keepable(&[plain.clone(), random], &pure, left_out), None);
         let test = manifest("templates/tests/t.yaml", true);
-        let kept = keepable(&[plain, test], left_out).expect("kept");
+        let kept = keepable(&[plain.clone(), test], &pure, left_out).expect("kept");
         assert_eq!((kept[1].text.as_str(), kept[1].random), ("", false));
-        // A render that asked for the time is not kept.
-        let _ = crate::helm::funcs::now_used();
-        let mut engine = crate::helm::template::Engine::new();
-        crate::helm::funcs::register(&mut engine);
-        engine.add("t", "{{ now }}").expect("parse");
-        engine
-            .execute("t", crate::helm::template::Value::empty_map())
-            .expect("run");
-        assert_eq!(keepable(&[], left_out), None);
+        // A render that asked for the time, or read the cluster, is not kept.
+        let on_time = Depended {
+            on_time: true,
+            ..Depended::default()
+        };
+        let on_cluster = Depended {
+            on_cluster: true,
+            ..Depended::default()
+        };
+        assert_eq!(
+            keepable(std::slice::from_ref(&plain), &on_time, left_out),
+            None
+        );
+        assert_eq!(keepable(&[plain], &on_cluster, left_out), None);
+    }
+
+    #[test]
+    fn a_render_says_whether_it_asked_for_the_time() {
+        let mut chart = chart("{{ now | date \"2006\" }}");
+        let (rendered, depended) =
+            crate::helm::chart::render_reporting(&chart, &json!({}), &release());
+        assert!(rendered.is_ok() && depended.on_time, "{rendered:?}");
+        chart.files = [("templates/a.yaml".to_string(), "a: 1".to_string())].into();
+        let (_, depended) = crate::helm::chart::render_reporting(&chart, &json!({}), &release());
+        assert_eq!(depended, Depended::default());
     }
 }

@@ -66,7 +66,8 @@ impl ChartOutput {
 
 pub fn render_charts(files: &[SourceFile], charts: &Charts, opts: &RenderOptions) -> ChartOutput {
     let releases = releases(files, charts, opts);
-    // Releases are independent (a chart's random functions keep their state per thread), so
+    // Releases are independent (each render's seed, clock and lookups live in its own
+    // engine's context), so
     // they render on every core, each into its own output, joined in file order.
     let rendered = crate::parallel::map(&releases, crate::parallel::budget(), 1, |release| {
         let (file, doc, helm_chart) = release;
@@ -353,15 +354,16 @@ fn manifests(
     if let Some(kept) = cache.zip(key.as_ref()).and_then(|(c, key)| c.get(key)) {
         return Ok(kept);
     }
-    let rendered = chart::render(chart, &user.values, release);
-    out.lookups_missed.extend(lookup::take_missed());
+    let (rendered, depended) = chart::render_reporting(chart, &user.values, release);
+    out.lookups_missed
+        .extend(depended.lookups_missed.iter().cloned());
     if let (Some(cache), Some(key), Ok(manifests)) = (cache, &key, &rendered) {
         let left_out = |m: &chart::Manifest| {
             let mut notes = Vec::new();
             let text = without_left_out(&m.text, &m.template, &mut notes);
             (text, !notes.is_empty())
         };
-        if let Some(kept) = super::helm_cache::keepable(manifests, left_out) {
+        if let Some(kept) = super::helm_cache::keepable(manifests, &depended, left_out) {
             cache.put(key, &kept);
         }
     }

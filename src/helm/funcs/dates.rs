@@ -1,88 +1,76 @@
 //! Sprig's date functions (`now`, `date`, `dateInZone`, `htmlDate`, `dateModify`, `toDate`,
 //! `unixEpoch`, `ago`, `duration`, `durationRound`) with Go's layouts (`2006-01-02`).
 //! A time is a value of Unix seconds, in UTC; "now" is the clock the caller sets
-//! ([`set_now`]), never the machine's, so a render is repeatable.
+//! (`RenderContext::set_now`), never the machine's, so a render is repeatable.
 
 use super::conv::want_str;
 use crate::helm::template::builtins::exact;
-use crate::helm::template::{Engine, Value};
-
-thread_local! {
-    /// What `now` gives on this thread, in Unix seconds.
-    static NOW: std::cell::Cell<i64> = const { std::cell::Cell::new(0) };
-    static NOW_USED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Sets what `now` gives to renders on this thread (Unix seconds).
-pub fn set_now(unix_seconds: i64) {
-    NOW.with(|n| n.set(unix_seconds));
-    NOW_USED.with(|u| u.set(false));
-}
-
-/// Whether a render on this thread asked for the time since [`set_now`]: its output
-/// depends on when it ran.
-pub fn now_used() -> bool {
-    NOW_USED.with(std::cell::Cell::get)
-}
-
-/// What `now` gives, in Unix seconds (and the render then depends on the time).
-pub fn now() -> i64 {
-    NOW_USED.with(|u| u.set(true));
-    NOW.with(std::cell::Cell::get)
-}
+use crate::helm::template::{Engine, RenderContext, Value};
 
 /// Go's zero `time.Time` (0001-01-01 UTC), what `toDate` gives for text it can't parse.
 const ZERO_TIME: i64 = -62_135_596_800;
 
 /// A time argument: Unix seconds for a time or an integer; Sprig's `formatDate` falls back
 /// to now for anything else.
-fn time_of(v: &Value) -> i64 {
+fn time_of(context: &RenderContext, v: &Value) -> i64 {
     match v {
         Value::Int(i) => *i,
-        _ => now(),
+        _ => context.now(),
     }
 }
 
 pub fn register(engine: &mut Engine) {
-    engine.register("now", |_, args| {
+    engine.register("now", |exec, args| {
         let [] = exact::<0>(args, "now")?;
-        Ok(Value::Int(now()))
+        Ok(Value::Int(exec.context().now()))
     });
-    engine.register("date", |_, args| {
+    engine.register("date", |exec, args| {
         let [layout, t] = exact::<2>(args, "date")?;
-        Ok(Value::str(format(want_str(&layout)?, time_of(&t))))
+        Ok(Value::str(format(
+            want_str(&layout)?,
+            time_of(exec.context(), &t),
+        )))
     });
     for name in ["dateInZone", "date_in_zone"] {
-        engine.register(name, |_, args| {
+        engine.register(name, |exec, args| {
             // Zones other than UTC need a zone database; rendered as UTC.
             let [layout, t, _zone] = exact::<3>(args, "dateInZone")?;
-            Ok(Value::str(format(want_str(&layout)?, time_of(&t))))
+            Ok(Value::str(format(
+                want_str(&layout)?,
+                time_of(exec.context(), &t),
+            )))
         });
     }
-    engine.register("htmlDate", |_, args| {
+    engine.register("htmlDate", |exec, args| {
         let [t] = exact::<1>(args, "htmlDate")?;
-        Ok(Value::str(format("2006-01-02", time_of(&t))))
+        Ok(Value::str(format(
+            "2006-01-02",
+            time_of(exec.context(), &t),
+        )))
     });
-    engine.register("htmlDateInZone", |_, args| {
+    engine.register("htmlDateInZone", |exec, args| {
         let [t, _zone] = exact::<2>(args, "htmlDateInZone")?;
-        Ok(Value::str(format("2006-01-02", time_of(&t))))
+        Ok(Value::str(format(
+            "2006-01-02",
+            time_of(exec.context(), &t),
+        )))
     });
     for name in ["dateModify", "date_modify"] {
-        engine.register(name, |_, args| {
+        engine.register(name, |exec, args| {
             let [d, t] = exact::<2>(args, "dateModify")?;
-            let t = time_of(&t);
+            let t = time_of(exec.context(), &t);
             Ok(Value::Int(
                 parse_duration(want_str(&d)?).map_or(t, |n| t + n / 1_000_000_000),
             ))
         });
     }
     for name in ["mustDateModify", "must_date_modify"] {
-        engine.register(name, |_, args| {
+        engine.register(name, |exec, args| {
             let [d, t] = exact::<2>(args, "mustDateModify")?;
             let text = want_str(&d)?;
             let n =
                 parse_duration(text).ok_or_else(|| format!("time: invalid duration \"{text}\""))?;
-            Ok(Value::Int(time_of(&t) + n / 1_000_000_000))
+            Ok(Value::Int(time_of(exec.context(), &t) + n / 1_000_000_000))
         });
     }
     engine.register("toDate", |_, args| {
@@ -98,14 +86,14 @@ pub fn register(engine: &mut Engine) {
             format!("parsing time \"{text}\" as \"{layout}\": cannot parse")
         })?))
     });
-    engine.register("unixEpoch", |_, args| {
+    engine.register("unixEpoch", |exec, args| {
         let [t] = exact::<1>(args, "unixEpoch")?;
-        Ok(Value::str(time_of(&t).to_string()))
+        Ok(Value::str(time_of(exec.context(), &t).to_string()))
     });
-    engine.register("ago", |_, args| {
+    engine.register("ago", |exec, args| {
         let [t] = exact::<1>(args, "ago")?;
         Ok(Value::str(format_duration(
-            (now() - time_of(&t)).saturating_mul(1_000_000_000),
+            (exec.context().now() - time_of(exec.context(), &t)).saturating_mul(1_000_000_000),
         )))
     });
     engine.register("duration", |_, args| {

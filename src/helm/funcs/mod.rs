@@ -11,19 +11,15 @@ pub mod goyaml;
 mod json;
 mod lists;
 mod numbers;
-mod random;
 mod strings;
 mod text;
 mod toml;
 mod yaml11;
 pub use conv::{error_map, from_yaml, strval, to_int, want_str};
-pub use dates::{now_used, set_now};
-use random::next_random;
-pub use random::random_used;
 pub use strings::{semver_compare, semver_order};
 
 use super::template::builtins::exact;
-use super::template::{CallError, Engine, Value};
+use super::template::{CallError, Engine, RenderContext, Value};
 
 /// Registers every Helm and Sprig function tend supports on `engine`.
 pub fn register(engine: &mut Engine) {
@@ -100,48 +96,52 @@ pub fn register(engine: &mut Engine) {
 /// keys, certificates, salts and IVs (`genCA`, `bcrypt`, `encryptAES`, ...), drawn
 /// from `seed`: the caller decides how stable they are.
 pub fn register_random(engine: &mut Engine, seed: u64) {
-    random::reset(seed);
+    engine.context().start_random(seed);
     crypto::register_random(engine);
-    engine.register("randAlphaNum", |_, args| {
+    engine.register("randAlphaNum", |exec, args| {
         random(
+            exec.context(),
             args,
             "randAlphaNum",
             b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
         )
     });
-    engine.register("randAlpha", |_, args| {
+    engine.register("randAlpha", |exec, args| {
         random(
+            exec.context(),
             args,
             "randAlpha",
             b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
         )
     });
-    engine.register("randNumeric", |_, args| {
-        random(args, "randNumeric", b"0123456789")
+    engine.register("randNumeric", |exec, args| {
+        random(exec.context(), args, "randNumeric", b"0123456789")
     });
-    engine.register("randInt", |_, args| {
+    engine.register("randInt", |exec, args| {
         let [min, max] = exact::<2>(args, "randInt")?;
         let (min, max) = (to_int(&min), to_int(&max));
         if max <= min {
             return Err("invalid argument to Intn".into());
         }
         Ok(Value::Int(
-            min + (next_random() % (max - min) as u64) as i64,
+            min + (exec.context().next_random() % (max - min) as u64) as i64,
         ))
     });
-    engine.register("randBytes", |_, args| {
+    engine.register("randBytes", |exec, args| {
         use base64::Engine as _;
         let [n] = exact::<1>(args, "randBytes")?;
         let bytes: Vec<u8> = (0..to_int(&n).max(0))
-            .map(|_| next_random() as u8)
+            .map(|_| exec.context().next_random() as u8)
             .collect();
         Ok(Value::str(
             base64::engine::general_purpose::STANDARD.encode(bytes),
         ))
     });
-    engine.register("uuidv4", |_, args| {
+    engine.register("uuidv4", |exec, args| {
         let [] = exact::<0>(args, "uuidv4")?;
-        let mut b: Vec<u8> = (0..16).map(|_| next_random() as u8).collect();
+        let mut b: Vec<u8> = (0..16)
+            .map(|_| exec.context().next_random() as u8)
+            .collect();
         b[6] = (b[6] & 0x0f) | 0x40;
         b[8] = (b[8] & 0x3f) | 0x80;
         let h = hex::encode(b);
@@ -154,25 +154,30 @@ pub fn register_random(engine: &mut Engine, seed: u64) {
             &h[20..]
         )))
     });
-    engine.register("shuffle", |_, args| {
+    engine.register("shuffle", |exec, args| {
         let [v] = exact::<1>(args, "shuffle")?;
         let mut chars: Vec<char> = want_str(&v)?.chars().collect();
         for i in (1..chars.len()).rev() {
-            chars.swap(i, (next_random() % (i as u64 + 1)) as usize);
+            chars.swap(i, (exec.context().next_random() % (i as u64 + 1)) as usize);
         }
         Ok(Value::str(chars.into_iter().collect::<String>()))
     });
-    engine.register("randAscii", |_, args| {
+    engine.register("randAscii", |exec, args| {
         let printable: Vec<u8> = (b' '..=b'~').collect();
-        random(args, "randAscii", &printable)
+        random(exec.context(), args, "randAscii", &printable)
     });
 }
 
-fn random(args: Vec<Value>, name: &str, alphabet: &[u8]) -> Result<Value, CallError> {
+fn random(
+    context: &RenderContext,
+    args: Vec<Value>,
+    name: &str,
+    alphabet: &[u8],
+) -> Result<Value, CallError> {
     let [n] = exact::<1>(args, name)?;
     let n = to_int(&n).max(0) as usize;
     let text: String = (0..n)
-        .map(|_| alphabet[(next_random() % alphabet.len() as u64) as usize] as char)
+        .map(|_| alphabet[(context.next_random() % alphabet.len() as u64) as usize] as char)
         .collect();
     Ok(Value::str(text))
 }

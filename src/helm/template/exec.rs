@@ -78,6 +78,11 @@ impl<'e> Exec<'e> {
         }
     }
 
+    /// What this render draws on (random stream, clock, the cluster's answers).
+    pub fn context(&self) -> &super::RenderContext {
+        self.engine.context()
+    }
+
     pub(super) fn error(&self, message: impl Into<String>) -> TemplateError {
         TemplateError {
             template: self.name.to_string(),

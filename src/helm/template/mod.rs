@@ -4,12 +4,14 @@
 //! are added by the caller through [`Engine::register`].
 
 pub mod builtins;
+mod context;
 pub mod exec;
 pub mod gofmt;
 mod lex;
 pub mod parse;
 pub mod value;
 
+pub use context::RenderContext;
 pub use exec::Exec;
 pub use value::Value;
 
@@ -76,6 +78,8 @@ pub struct Engine {
     functions: HashMap<&'static str, Func>,
     /// Methods of Helm's types, called with the receiver first.
     methods: HashMap<&'static str, Func>,
+    /// The random stream, the clock and the cluster's answers of this engine's renders.
+    context: RenderContext,
 }
 
 impl Engine {
@@ -84,6 +88,11 @@ impl Engine {
         let mut engine = Engine::default();
         builtins::register(&mut engine);
         engine
+    }
+
+    /// What the renders of this engine draw on, and what they used of it.
+    pub fn context(&self) -> &RenderContext {
+        &self.context
     }
 
     pub fn register(&mut self, name: &'static str, func: Func) {

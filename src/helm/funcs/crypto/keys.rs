@@ -14,17 +14,17 @@ use x509_cert::der::asn1::{ObjectIdentifier, UintRef};
 use x509_cert::der::{Decode, Encode};
 use x509_cert::spki::{AlgorithmIdentifierOwned, SubjectPublicKeyInfoOwned};
 
-use super::super::random::next_random;
+use crate::helm::template::RenderContext;
 
 /// A CSPRNG for one function call, seeded from the render's stream (so it marks the render as
 /// random). Keys drawn from it are as secret as the cluster's seed (64 bits), which lives
 /// only in the cluster (Secret `tend-helm-seed`), never in git: deriving them from it is as
 /// safe as keeping that Secret. A fixed number of draws per call keeps later random functions
 /// of the template where they were.
-pub fn seeded_rng() -> ChaCha20Rng {
+pub fn seeded_rng(context: &RenderContext) -> ChaCha20Rng {
     let mut seed = [0u8; 32];
     for chunk in seed.chunks_mut(8) {
-        chunk.copy_from_slice(&next_random().to_le_bytes());
+        chunk.copy_from_slice(&context.next_random().to_le_bytes());
     }
     ChaCha20Rng::from_seed(seed)
 }

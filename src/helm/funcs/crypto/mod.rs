@@ -13,9 +13,8 @@ use std::net::IpAddr;
 use base64::Engine as _;
 
 use super::conv::{want_int, want_str};
-use super::dates::now;
 use crate::helm::template::builtins::exact;
-use crate::helm::template::{CallError, Engine, Value};
+use crate::helm::template::{CallError, Engine, RenderContext, Value};
 use keys::Key;
 
 /// The functions that draw nothing random.
@@ -49,55 +48,94 @@ pub fn register(engine: &mut Engine) {
 
 /// The functions that draw from the render's seeded stream (`register_random`).
 pub fn register_random(engine: &mut Engine) {
-    engine.register("genPrivateKey", |_, args| {
+    engine.register("genPrivateKey", |exec, args| {
         let [kind] = exact::<1>(args, "genPrivateKey")?;
-        Ok(Value::str(generate_private_key(want_str(&kind)?)))
+        Ok(Value::str(generate_private_key(
+            exec.context(),
+            want_str(&kind)?,
+        )))
     });
-    engine.register("genCA", |_, args| {
+    engine.register("genCA", |exec, args| {
         let [cn, days] = exact::<2>(args, "genCA")?;
-        let mut rng = keys::seeded_rng();
+        let mut rng = keys::seeded_rng(exec.context());
         let key = new_rsa_key(&mut rng)?;
-        let template = template(&cn, None, None, &days, true, &mut rng)?;
+        let template = template(exec.context(), &cn, None, None, &days, true, &mut rng)?;
         certificate(&template, &key, None)
     });
-    engine.register("genCAWithKey", |_, args| {
+    engine.register("genCAWithKey", |exec, args| {
         let [cn, days, key] = exact::<3>(args, "genCAWithKey")?;
         let key = parse_key(&key)?;
-        let template = template(&cn, None, None, &days, true, &mut keys::seeded_rng())?;
+        let template = template(
+            exec.context(),
+            &cn,
+            None,
+            None,
+            &days,
+            true,
+            &mut keys::seeded_rng(exec.context()),
+        )?;
         certificate(&template, &key, None)
     });
-    engine.register("genSelfSignedCert", |_, args| {
+    engine.register("genSelfSignedCert", |exec, args| {
         let [cn, ips, dns, days] = exact::<4>(args, "genSelfSignedCert")?;
-        let mut rng = keys::seeded_rng();
+        let mut rng = keys::seeded_rng(exec.context());
         let key = new_rsa_key(&mut rng)?;
-        let template = template(&cn, Some(&ips), Some(&dns), &days, false, &mut rng)?;
+        let template = template(
+            exec.context(),
+            &cn,
+            Some(&ips),
+            Some(&dns),
+            &days,
+            false,
+            &mut rng,
+        )?;
         certificate(&template, &key, None)
     });
-    engine.register("genSelfSignedCertWithKey", |_, args| {
+    engine.register("genSelfSignedCertWithKey", |exec, args| {
         let [cn, ips, dns, days, key] = exact::<5>(args, "genSelfSignedCertWithKey")?;
         let key = parse_key(&key)?;
-        let mut rng = keys::seeded_rng();
-        let template = template(&cn, Some(&ips), Some(&dns), &days, false, &mut rng)?;
+        let mut rng = keys::seeded_rng(exec.context());
+        let template = template(
+            exec.context(),
+            &cn,
+            Some(&ips),
+            Some(&dns),
+            &days,
+            false,
+            &mut rng,
+        )?;
         certificate(&template, &key, None)
     });
-    engine.register("genSignedCert", |_, args| {
+    engine.register("genSignedCert", |exec, args| {
         let [cn, ips, dns, days, ca] = exact::<5>(args, "genSignedCert")?;
-        let mut rng = keys::seeded_rng();
+        let mut rng = keys::seeded_rng(exec.context());
         let key = new_rsa_key(&mut rng)?;
-        signed_certificate(&cn, &ips, &dns, &days, &ca, &key, &mut rng)
+        signed_certificate(
+            exec.context(),
+            (&cn, &ips, &dns, &days),
+            &ca,
+            &key,
+            &mut rng,
+        )
     });
-    engine.register("genSignedCertWithKey", |_, args| {
+    engine.register("genSignedCertWithKey", |exec, args| {
         let [cn, ips, dns, days, ca, key] = exact::<6>(args, "genSignedCertWithKey")?;
         let key = parse_key(&key)?;
-        let mut rng = keys::seeded_rng();
-        signed_certificate(&cn, &ips, &dns, &days, &ca, &key, &mut rng)
+        let mut rng = keys::seeded_rng(exec.context());
+        signed_certificate(
+            exec.context(),
+            (&cn, &ips, &dns, &days),
+            &ca,
+            &key,
+            &mut rng,
+        )
     });
-    engine.register("bcrypt", |_, args| {
+    engine.register("bcrypt", |exec, args| {
         let [input] = exact::<1>(args, "bcrypt")?;
-        Ok(Value::str(bcrypt(want_str(&input)?)))
+        Ok(Value::str(bcrypt(exec.context(), want_str(&input)?)))
     });
     // Helm's Sprig (v3.3) takes two arguments; the `sha` form came after it.
-    engine.register("htpasswd", |_, args| {
+    engine.register("htpasswd", |exec, args| {
         let [user, password] = exact::<2>(args, "htpasswd")?;
         let user = want_str(&user)?;
         if user.contains(':') {
@@ -105,18 +143,22 @@ pub fn register_random(engine: &mut Engine) {
         }
         Ok(Value::str(format!(
             "{user}:{}",
-            bcrypt(want_str(&password)?)
+            bcrypt(exec.context(), want_str(&password)?)
         )))
     });
-    engine.register("encryptAES", |_, args| {
+    engine.register("encryptAES", |exec, args| {
         let [key, text] = exact::<2>(args, "encryptAES")?;
-        Ok(Value::str(encrypt_aes(want_str(&key)?, want_str(&text)?)))
+        Ok(Value::str(encrypt_aes(
+            exec.context(),
+            want_str(&key)?,
+            want_str(&text)?,
+        )))
     });
 }
 
 /// Sprig's `generatePrivateKey`: failures are its text, not errors.
-fn generate_private_key(kind: &str) -> String {
-    let mut rng = keys::seeded_rng();
+fn generate_private_key(context: &RenderContext, kind: &str) -> String {
+    let mut rng = keys::seeded_rng(context);
     let key = match kind {
         "" | "rsa" => keys::generate_rsa(&mut rng, 4096),
         "dsa" => {
@@ -145,6 +187,7 @@ fn parse_key(pem: &Value) -> Result<Key, CallError> {
 
 /// Sprig's `getBaseCertTemplate` (with its messages) and a CA's overrides.
 fn template(
+    context: &RenderContext,
     cn: &Value,
     ips: Option<&Value>,
     dns: Option<&Value>,
@@ -183,7 +226,7 @@ fn template(
         days,
         is_ca,
         serial: keys::random_bytes(rng),
-        now: now(),
+        now: context.now(),
     })
 }
 
@@ -249,10 +292,8 @@ fn certificate_arg(ca: &Value) -> Result<(String, String), CallError> {
 
 /// Sprig's `generateSignedCertificateWithKeyInternal`.
 fn signed_certificate(
-    cn: &Value,
-    ips: &Value,
-    dns: &Value,
-    days: &Value,
+    context: &RenderContext,
+    (cn, ips, dns, days): (&Value, &Value, &Value, &Value),
     ca: &Value,
     key: &Key,
     rng: &mut rand_chacha::ChaCha20Rng,
@@ -266,7 +307,7 @@ fn signed_certificate(
     })?;
     let signer_key = keys::parse_key_pem(&ca_key)
         .map_err(|e| CallError::from(format!("error parsing private key: {e}")))?;
-    let template = template(cn, Some(ips), Some(dns), days, false, rng)?;
+    let template = template(context, cn, Some(ips), Some(dns), days, false, rng)?;
     let parent = certs::Parent {
         cert: &signer,
         key: &signer_key,
@@ -296,8 +337,8 @@ fn go_base64(text: &str) -> Option<Vec<u8>> {
 }
 
 /// Go's bcrypt at its default cost (10), `$2a$`, with a salt from the seeded stream.
-fn bcrypt(input: &str) -> String {
-    let salt = keys::random_bytes(&mut keys::seeded_rng());
+fn bcrypt(context: &RenderContext, input: &str) -> String {
+    let salt = keys::random_bytes(&mut keys::seeded_rng(context));
     if input.len() > 72 {
         return "failed to encrypt string with bcrypt: bcrypt: password length exceeds 72 bytes"
             .into();
@@ -407,12 +448,12 @@ fn aes_key(password: &str) -> [u8; 32] {
 }
 
 /// Sprig's `encryptAES`: AES-256-CBC with PKCS#7 padding, base64 of IV then ciphertext.
-fn encrypt_aes(password: &str, text: &str) -> String {
+fn encrypt_aes(context: &RenderContext, password: &str, text: &str) -> String {
     use cbc::cipher::{BlockModeEncrypt as _, KeyIvInit as _};
     if text.is_empty() {
         return String::new();
     }
-    let iv: [u8; 16] = keys::random_bytes(&mut keys::seeded_rng());
+    let iv: [u8; 16] = keys::random_bytes(&mut keys::seeded_rng(context));
     let encryptor = cbc::Encryptor::<aes::Aes256>::new(&aes_key(password).into(), &iv.into());
     // Room for the IV, the text and a block of padding.
     let mut out = iv.to_vec();
