@@ -67,8 +67,8 @@ impl ChartOutput {
 pub fn render_charts(files: &[SourceFile], charts: &Charts, opts: &RenderOptions) -> ChartOutput {
     let releases = releases(files, charts, opts);
     // Releases are independent (each render's seed, clock and lookups live in its own
-    // engine's context), so
-    // they render on every core, each into its own output, joined in file order.
+    // engine's context), so they render on every core, each into its own output, joined in
+    // file order.
     let rendered = crate::parallel::map(&releases, crate::parallel::budget(), 1, |release| {
         let (file, doc, helm_chart) = release;
         let mut out = ChartOutput::default();
