@@ -1,46 +1,23 @@
-//! Equality with `helm template`: every render of the shared corpus that tend supports,
-//! compared as sets of objects (kind, namespace, name) with equal content. Test hooks
-//! (`helm.sh/hook: test`) are left out on both sides: tend does not render them.
+//! Equality with `helm template`: every render of the shared corpus (`renders.tsv`, both
+//! sets), its command line read as Helm's CLI reads it, compared under the corpus README's
+//! rules: objects as sets keyed by (kind, namespace, name) with equal content; the objects
+//! `random.tsv` names compared by shape; test, delete and rollback hooks left out on both
+//! sides (tend never runs them). Cases tend does not yet render as Helm does are listed in
+//! [`KNOWN_FAILURES`] with the reason, so the count stays honest and a fix is noticed.
 
-use super::chart::{render, Chart, Release};
+use super::chart::{render, Release};
 use super::hooks::{classify, Hook};
-use super::values::merge_maps;
-use std::collections::BTreeMap;
+use super::values::{merge_maps, parse_set};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/helm-corpus");
 
-fn load_chart(dir: &Path) -> Chart {
-    let mut chart = Chart::default();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).expect("chart dir") {
-            let path = entry.expect("entry").path();
-            if path.is_dir() {
-                stack.push(path);
-                continue;
-            }
-            let rel = path
-                .strip_prefix(dir)
-                .expect("inside")
-                .to_string_lossy()
-                .into_owned();
-            let text = String::from_utf8_lossy(&std::fs::read(&path).expect("read")).into_owned();
-            match rel.as_str() {
-                "Chart.yaml" => {
-                    chart.metadata = crate::yaml::parse_value(&text).expect("Chart.yaml")
-                }
-                "values.yaml" => chart.values = crate::yaml::parse_value(&text).unwrap_or_default(),
-                _ => {
-                    chart.files.insert(rel, text);
-                }
-            }
-        }
-    }
-    chart
-}
+/// Renders (`<chart>/<output>`) that do not give Helm's objects yet, and why.
+const KNOWN_FAILURES: &[(&str, &str)] = &[];
 
-type Objects = BTreeMap<(String, String, String), serde_json::Value>;
+type Objects = BTreeMap<(String, String, String), Vec<Value>>;
 
 fn objects(text: &str) -> Objects {
     let mut out = Objects::new();
@@ -55,14 +32,13 @@ fn objects(text: &str) -> Objects {
                         .unwrap_or("")
                         .to_string()
                 };
-                out.insert(
-                    (
-                        get("/kind"),
-                        get("/metadata/namespace"),
-                        get("/metadata/name"),
-                    ),
-                    value,
-                );
+                out.entry((
+                    get("/kind"),
+                    get("/metadata/namespace"),
+                    get("/metadata/name"),
+                ))
+                .or_default()
+                .push(value);
             }
         }
         doc.clear();
@@ -79,60 +55,150 @@ fn objects(text: &str) -> Objects {
     out
 }
 
-/// `--set a.b=v` as the values a HelmChart's `spec.values` gives for it (`{a: {b: v}}`,
-/// with v read as YAML: `3` a number, `true` a bool).
-fn set_values(assignment: &str) -> serde_json::Value {
-    let (path, value) = assignment.split_once('=').expect("key=value");
-    let mut value = crate::yaml::parse_value(value).unwrap_or(serde_json::Value::Null);
-    for key in path.rsplit('.') {
-        value = serde_json::json!({ key: value });
+/// A command line split as a POSIX shell splits it (the corpus quotes with `'` only).
+fn shell_words(command: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut quoted = false;
+    for c in command.chars() {
+        match c {
+            '\'' => {
+                quoted = !quoted;
+                word.get_or_insert_with(String::new);
+            }
+            c if c.is_whitespace() && !quoted => words.extend(word.take()),
+            c => word.get_or_insert_with(String::new).push(c),
+        }
     }
-    value
+    words.extend(word);
+    words
 }
 
-/// Renders one corpus entry with the values its command gives.
-fn render_entry(command: &str) -> Option<Result<Objects, String>> {
-    if !command.starts_with("helm template rel charts/") {
-        return None;
+/// What a `helm template` command line asks for.
+#[derive(Debug, Default)]
+struct Command {
+    release: String,
+    chart: String,
+    namespace: String,
+    kube_version: String,
+    values_files: Vec<String>,
+    sets: Vec<String>,
+    api_versions: Vec<String>,
+    include_crds: bool,
+    skip_tests: bool,
+}
+
+fn parse_command(command: &str) -> Result<Command, String> {
+    let words = shell_words(command);
+    let mut it = words.iter().map(String::as_str);
+    if (it.next(), it.next()) != (Some("helm"), Some("template")) {
+        return Err(format!("not a helm template command: {command}"));
     }
-    let words: Vec<&str> = command.split_whitespace().collect();
+    let mut cmd = Command::default();
+    let mut positional = Vec::new();
+    while let Some(word) = it.next() {
+        let mut arg = || {
+            it.next()
+                .map(str::to_string)
+                .ok_or_else(|| format!("{word} needs a value"))
+        };
+        match word {
+            "--namespace" | "-n" => cmd.namespace = arg()?,
+            "--kube-version" => cmd.kube_version = arg()?,
+            "-f" | "--values" => cmd.values_files.push(arg()?),
+            "--set" => cmd.sets.push(arg()?),
+            "--api-versions" | "-a" => cmd.api_versions.push(arg()?),
+            "--include-crds" => cmd.include_crds = true,
+            "--skip-tests" => cmd.skip_tests = true,
+            flag if flag.starts_with('-') => return Err(format!("flag {flag} not supported")),
+            other => positional.push(other.to_string()),
+        }
+    }
+    let [release, chart] = <[String; 2]>::try_from(positional)
+        .map_err(|p| format!("want a release and a chart, got {p:?}"))?;
+    cmd.release = release;
+    cmd.chart = chart;
+    Ok(cmd)
+}
+
+/// Renders one corpus entry as its command asks.
+fn render_entry(command: &str) -> Result<Objects, String> {
+    let cmd = parse_command(command)?;
     let corpus = Path::new(CORPUS);
-    let chart = load_chart(&corpus.join(words[3]));
+    let chart = crate::source::charts::read_chart(
+        corpus,
+        &corpus.join(&cmd.chart),
+        Path::new(&cmd.chart),
+    )
+    .map_err(|p| p.to_string())?;
     let mut values = serde_json::json!({});
-    for pair in words.windows(2).filter(|w| w[0] == "-f") {
-        let text = std::fs::read_to_string(corpus.join(pair[1])).expect("values file");
-        values = merge_maps(
-            &values,
-            &crate::yaml::parse_value(&text).unwrap_or_default(),
-        );
+    for file in &cmd.values_files {
+        let text = std::fs::read_to_string(corpus.join(file)).map_err(|e| e.to_string())?;
+        let file_values = crate::yaml::parse_value(&text).unwrap_or_default();
+        values = merge_maps(&values, &file_values);
     }
-    // Helm applies --set after every -f file.
-    for pair in words.windows(2).filter(|w| w[0] == "--set") {
-        values = merge_maps(&values, &set_values(pair[1]));
+    // Helm applies every --set after every -f file.
+    for set in &cmd.sets {
+        parse_set(set, &mut values)?;
     }
     let release = Release {
-        name: "rel".into(),
-        namespace: "ns1".into(),
-        kube_version: "v1.33.0".into(),
-        api_versions: Vec::new(),
+        name: cmd.release.clone(),
+        namespace: cmd.namespace.clone(),
+        kube_version: cmd.kube_version.clone(),
+        api_versions: cmd.api_versions.clone(),
         seed: 1,
         now: 0,
         cluster: None,
     };
-    Some(
-        render(&chart, &values, &release)
-            .map_err(|e| e.to_string())
-            .map(|manifests| {
-                let text: Vec<String> = manifests
-                    .into_iter()
-                    .map(|m| format!("---\n{}\n", m.text))
-                    .collect();
-                objects(&text.join(""))
-            }),
-    )
+    let manifests = render(&chart, &values, &release).map_err(|e| e.to_string())?;
+    let text: String = manifests
+        .into_iter()
+        .filter(|m| cmd.include_crds || !m.crd)
+        .map(|m| format!("---\n{}\n", m.text))
+        .collect();
+    let mut out = objects(&text);
+    if cmd.skip_tests {
+        // Already left out by `objects`; nothing else differs.
+        out.retain(|_, v| !v.is_empty());
+    }
+    Ok(out)
 }
 
-fn describe_difference(ours: &Objects, theirs: &Objects) -> String {
+/// Same keys all the way down, values unchecked; `checksum/*` annotations ignored.
+fn same_shape(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            let keys = |m: &serde_json::Map<String, Value>| -> BTreeSet<String> {
+                m.keys()
+                    .filter(|k| !k.starts_with("checksum/"))
+                    .cloned()
+                    .collect()
+            };
+            keys(a) == keys(b)
+                && a.iter()
+                    .all(|(k, v)| k.starts_with("checksum/") || same_shape(v, &b[k]))
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(a, b)| same_shape(a, b))
+        }
+        _ => true,
+    }
+}
+
+/// Without `checksum/*` annotations (they hash random values of other objects).
+fn without_checksums(v: &Value) -> Value {
+    let mut v = v.clone();
+    for p in ["/metadata/annotations", "/spec/template/metadata/annotations"] {
+        if let Some(Value::Object(m)) = v.pointer_mut(p) {
+            m.retain(|k, _| !k.starts_with("checksum/"));
+        }
+    }
+    v
+}
+
+/// What differs, or an empty list. `random` holds `Kind/name` of the objects compared by
+/// shape; with any, checksum annotations of the other objects are ignored too.
+fn differences(ours: &Objects, theirs: &Objects, random: &BTreeSet<String>) -> Vec<String> {
     let mut notes = Vec::new();
     for key in theirs.keys().filter(|k| !ours.contains_key(*k)) {
         notes.push(format!("missing {key:?}"));
@@ -140,18 +206,61 @@ fn describe_difference(ours: &Objects, theirs: &Objects) -> String {
     for key in ours.keys().filter(|k| !theirs.contains_key(*k)) {
         notes.push(format!("extra {key:?}"));
     }
-    for (key, value) in ours {
-        if let Some(expected) = theirs.get(key) {
-            if value != expected {
-                notes.push(format!(
-                    "differs {key:?}:\n  tend: {}\n  helm: {}",
-                    serde_json::to_string(value).unwrap_or_default(),
-                    serde_json::to_string(expected).unwrap_or_default()
-                ));
-            }
+    for (key, values) in ours {
+        let Some(expected) = theirs.get(key) else {
+            continue;
+        };
+        let by_shape = random.contains(&format!("{}/{}", key.0, key.2));
+        let equal = values.len() == expected.len()
+            && values.iter().zip(expected).all(|(a, b)| {
+                if by_shape {
+                    same_shape(a, b)
+                } else if random.is_empty() {
+                    a == b
+                } else {
+                    without_checksums(a) == without_checksums(b)
+                }
+            });
+        if !equal {
+            notes.push(format!(
+                "differs {key:?}:\n  tend: {}\n  helm: {}",
+                serde_json::to_string(values).unwrap_or_default(),
+                serde_json::to_string(expected).unwrap_or_default()
+            ));
         }
     }
-    notes.join("\n")
+    notes
+}
+
+/// `random.tsv`: by `<chart>/<output>`, the `Kind/name`s that change on every run.
+fn random_objects() -> BTreeMap<String, BTreeSet<String>> {
+    let text = std::fs::read_to_string(Path::new(CORPUS).join("random.tsv")).unwrap_or_default();
+    text.lines()
+        .skip(1)
+        .filter_map(|line| {
+            let cols: Vec<&str> = line.split('\t').collect();
+            let [chart, output, objects] = cols.as_slice() else {
+                return None;
+            };
+            let set = objects.split(',').map(|o| o.trim().to_string()).collect();
+            Some((format!("{chart}/{output}"), set))
+        })
+        .collect()
+}
+
+#[test]
+fn command_lines_read_as_helm_reads_them() {
+    let cmd = parse_command(
+        "helm template rel charts/x --namespace ns1 --include-crds --set 'a={p,q}' -f v.yaml --api-versions x/v1 --skip-tests --kube-version v1.33.0",
+    )
+    .unwrap();
+    assert_eq!((cmd.release.as_str(), cmd.chart.as_str()), ("rel", "charts/x"));
+    assert_eq!(cmd.sets, ["a={p,q}"]);
+    assert_eq!(cmd.values_files, ["v.yaml"]);
+    assert_eq!(cmd.api_versions, ["x/v1"]);
+    assert!(cmd.include_crds && cmd.skip_tests);
+    assert_eq!(cmd.kube_version, "v1.33.0");
+    assert!(parse_command("helm template rel charts/x --wait").is_err());
 }
 
 #[test]
@@ -160,42 +269,61 @@ fn renders_equal_helm_template() {
         eprintln!("skipped: no Helm corpus at {CORPUS}");
         return;
     };
+    let random = random_objects();
+    let only = std::env::var("CORPUS_ONLY").ok();
     let mut matching = Vec::new();
-    let mut report = Vec::new();
+    let mut failing = BTreeMap::new();
+    let mut total = 0;
     for line in index.lines().skip(1) {
         let cols: Vec<&str> = line.split('\t').collect();
-        let (chart, output, command) = (cols[0], cols[1], cols[3]);
-        let name = format!("{chart}/{output}");
-        let Some(result) = render_entry(command) else {
-            report.push(format!("{name}: not supported"));
-            continue;
+        let [chart, output, _, command] = cols.as_slice() else {
+            panic!("renders.tsv line without 4 columns: {line}");
         };
+        let name = format!("{chart}/{output}");
+        if only.as_ref().is_some_and(|o| !name.contains(o.as_str())) {
+            continue;
+        }
+        total += 1;
         let golden =
             std::fs::read_to_string(Path::new(CORPUS).join("golden").join(chart).join(output))
                 .expect("golden");
         let theirs = objects(&golden);
-        match result {
-            Ok(ours) if ours == theirs => matching.push(name),
-            Ok(ours) => report.push(format!("{name}: {}", describe_difference(&ours, &theirs))),
-            Err(e) => report.push(format!("{name}: error: {e}")),
+        let no_random = BTreeSet::new();
+        let random = random.get(&name).unwrap_or(&no_random);
+        let notes = match render_entry(command) {
+            Ok(ours) => differences(&ours, &theirs, random),
+            Err(e) => vec![format!("error: {e}")],
+        };
+        if notes.is_empty() {
+            matching.push(name);
+        } else {
+            failing.insert(name, notes.join("\n"));
         }
     }
-    eprintln!(
-        "matching ({}):\n{}\n\nnot matching:\n{}",
-        matching.len(),
-        matching.join("\n"),
-        report.join("\n\n")
+    eprintln!("{} of {total} renders equal helm template", matching.len());
+    for (name, why) in &failing {
+        eprintln!("FAIL {name}: {why}\n");
+    }
+    let known: BTreeMap<&str, &str> = KNOWN_FAILURES.iter().copied().collect();
+    let unexpected: Vec<&String> = failing
+        .keys()
+        .filter(|n| !known.contains_key(n.as_str()))
+        .collect();
+    let fixed: Vec<&&str> = known
+        .keys()
+        .filter(|n| matching.iter().any(|m| m == *n))
+        .collect();
+    assert!(
+        unexpected.is_empty(),
+        "renders that differ from helm template: {unexpected:?}"
     );
     assert!(
-        report.is_empty(),
-        "renders that differ from helm template:\n{}",
-        report.join("\n\n")
+        fixed.is_empty(),
+        "now equal to helm template: take them out of KNOWN_FAILURES: {fixed:?}"
     );
-    assert_eq!(
-        matching.len(),
-        index.lines().skip(1).count(),
-        "every render compared"
-    );
+    if only.is_none() {
+        assert_eq!(total, 90, "every render of renders.tsv compared");
+    }
 }
 
 /// The corpus's hooks, as tend runs them: ingress-nginx's admission webhook set-up is a
