@@ -377,31 +377,74 @@ pub fn render(
         if base.starts_with('_') || base == "NOTES.txt" {
             continue;
         }
-        let dot = match &t.dot {
-            Value::Map(m) => {
-                let mut fields = m.borrow().clone();
-                fields.insert(
-                    "Template".into(),
-                    text_map(&[
-                        ("Name", Value::str(t.name.as_str())),
-                        ("BasePath", Value::str(t.base_path.as_str())),
-                    ]),
-                );
-                Value::map(fields)
-            }
-            other => other.clone(),
-        };
+        // One `.` per chart, shared by its templates as Helm shares its map: `.Template` is
+        // set on it in place, and what a template `set`s on `$` (istio's profiles replace
+        // `$.Values`) the templates after it see.
+        if let Value::Map(m) = &t.dot {
+            m.borrow_mut().insert(
+                "Template".into(),
+                text_map(&[
+                    ("Name", Value::str(t.name.as_str())),
+                    ("BasePath", Value::str(t.base_path.as_str())),
+                ]),
+            );
+        }
         funcs::register_random(&mut engine, release.seed ^ seed_of(&t.name));
-        let text = engine.execute(&t.name, dot).map_err(template_error)?;
+        let text = engine
+            .execute(&t.name, t.dot.clone())
+            .map_err(template_error)?;
         out.push(Manifest {
             template: t.name.strip_prefix(&prefix).unwrap_or(&t.name).to_string(),
             crd: false,
-            text: text.replace("<no value>", ""),
+            text: helm_documents(&text.replace("<no value>", "")),
             random: funcs::random_used(),
         });
     }
     crd_files(&root, "", &mut out);
     Ok(out)
+}
+
+/// A template's output as Helm keeps it (`releaseutil.SplitManifests`): split where the
+/// regex `(?:^|\s*\n)---\s*` matches, each document trimmed of surrounding whitespace
+/// (a `|+` block at a document's end loses its trailing newlines), empty ones dropped;
+/// joined again with `---` lines for tend's own document splitter.
+fn helm_documents(text: &str) -> String {
+    let mut docs = Vec::new();
+    let mut rest = text.trim();
+    loop {
+        // The next `---` that starts the text or follows a newline; whitespace around it is
+        // the separator's or trimmed with the documents (Go's TrimSpace, Unicode spaces).
+        let found = if rest.starts_with("---") {
+            Some(0)
+        } else {
+            rest.find("\n---").map(|i| i + 1)
+        };
+        let Some(at) = found else {
+            docs.push(rest);
+            break;
+        };
+        docs.push(&rest[..at]);
+        rest = &rest[at + 3..];
+    }
+    let docs: Vec<&str> = docs.into_iter().map(str::trim).filter(|d| !d.is_empty()).collect();
+    docs.join("\n---\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::helm_documents;
+
+    #[test]
+    fn template_output_is_split_and_trimmed_as_helm_keeps_it() {
+        assert_eq!(
+            helm_documents("\n---\na: |+\n  x\n\n\n--- \n\n---\nb: 1\n  \n"),
+            "a: |+\n  x\n---\nb: 1"
+        );
+        // `---` ends a separator wherever a line starts with it, as Helm's regex does.
+        assert_eq!(helm_documents("a: 1\n----\nb: 2"), "a: 1\n---\n-\nb: 2");
+        assert_eq!(helm_documents("  \n# only\n"), "# only");
+        assert_eq!(helm_documents(""), "");
+    }
 }
 
 /// `.Capabilities`: of `helm template --kube-version` offline, of the cluster when connected.
