@@ -9,6 +9,7 @@ use super::deps;
 use super::funcs;
 pub use super::node::Chart;
 use super::node::Node;
+use super::template::value::Struct;
 use super::template::{Engine, TemplateError, Value};
 use super::values::coalesce_values;
 use std::collections::BTreeMap;
@@ -129,46 +130,128 @@ fn text_map(entries: &[(&str, Value)]) -> Value {
     )
 }
 
-/// `.Chart`: Chart.yaml's fields under the Go names of Helm's `chart.Metadata`.
-fn chart_object(node: &Node, is_root: bool) -> Value {
-    let metadata = &node.metadata;
-    let mut map = BTreeMap::new();
-    for key in [
-        "name",
-        "version",
-        "appVersion",
-        "description",
-        "type",
-        "kubeVersion",
-        "home",
-        "icon",
-    ] {
-        map.insert(go_name(key), Value::str(""));
-    }
-    if let Some(fields) = metadata.as_object() {
-        for (key, value) in fields {
-            map.insert(go_name(key), Value::from_json(value, false));
-        }
-    }
-    if let Some(reqs) = &node.reqs {
-        let reqs = reqs.iter().map(|r| Value::from_json(&r.to_json(), false));
-        map.insert("Dependencies".into(), Value::list(reqs.collect()));
-    }
-    map.insert("IsRoot".into(), Value::Bool(is_root));
-    Value::map(map)
+/// A Go struct value for the template data.
+fn go_struct(
+    type_name: &'static str,
+    fields: Vec<(&str, Value)>,
+    text: Option<String>,
+    json: serde_json::Value,
+) -> Value {
+    Value::Struct(std::rc::Rc::new(Struct {
+        type_name,
+        fields: fields
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+        text,
+        json,
+    }))
 }
 
-fn go_name(key: &str) -> String {
-    match key {
-        "apiVersion" => "APIVersion".into(),
-        _ => {
-            let mut chars = key.chars();
-            chars
-                .next()
-                .map(|c| c.to_uppercase().chain(chars).collect())
-                .unwrap_or_default()
+/// Fields of a Go struct from a YAML map: `(Go name, yaml key, kind)` where kind says what
+/// the Go type's zero value is (`s` string, `b` bool, `l` list, `m` map) and the JSON
+/// field is `omitempty` unless the kind is upper-case.
+fn struct_fields(
+    source: &serde_json::Value,
+    spec: &[(&'static str, &'static str, char)],
+) -> (Vec<(&'static str, Value)>, serde_json::Value) {
+    let mut fields = Vec::new();
+    let mut json = serde_json::Map::new();
+    for &(go, key, kind) in spec {
+        let given = source.get(key).filter(|v| !v.is_null());
+        let value = match (given, kind.to_ascii_lowercase()) {
+            (Some(v), _) => Value::from_json(v, false),
+            (None, 's') => Value::str(""),
+            (None, 'b') => Value::Bool(false),
+            (None, 'l') => Value::list(Vec::new()),
+            (None, _) => Value::empty_map(),
+        };
+        let empty = !value.truthy();
+        if !empty || kind.is_ascii_uppercase() {
+            json.insert(key.to_string(), value.to_json());
+        }
+        fields.push((go, value));
+    }
+    (fields, serde_json::Value::Object(json))
+}
+
+/// `.Chart`: what Helm's engine gives (`struct { chart.Metadata; IsRoot bool }`, Chart.yaml
+/// read into `chart.Metadata`). Its fields only (a field it lacks is an error in Go, as it
+/// is here), zero values for what Chart.yaml leaves out; maintainers and dependencies are
+/// structs too (`.Name`, not `.name`).
+fn chart_object(node: &Node, is_root: bool) -> Value {
+    let metadata = &node.metadata;
+    let (mut fields, json) = struct_fields(
+        metadata,
+        &[
+            ("Name", "name", 'S'),
+            ("Home", "home", 's'),
+            ("Sources", "sources", 'l'),
+            ("Version", "version", 'S'),
+            ("Description", "description", 's'),
+            ("Keywords", "keywords", 'l'),
+            ("Icon", "icon", 's'),
+            ("APIVersion", "apiVersion", 'S'),
+            ("Condition", "condition", 's'),
+            ("Tags", "tags", 's'),
+            ("AppVersion", "appVersion", 's'),
+            ("Deprecated", "deprecated", 'b'),
+            ("Annotations", "annotations", 'm'),
+            ("KubeVersion", "kubeVersion", 's'),
+            ("Type", "type", 's'),
+        ],
+    );
+    let maintainers = metadata
+        .get("maintainers")
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|m| {
+            let (f, j) = struct_fields(
+                m,
+                &[("Name", "name", 's'), ("Email", "email", 's'), ("URL", "url", 's')],
+            );
+            go_struct("*chart.Maintainer", f, None, j)
+        })
+        .collect();
+    fields.push(("Maintainers", Value::list(maintainers)));
+    let dependencies: Vec<serde_json::Value> = match &node.reqs {
+        Some(reqs) => reqs.iter().map(|r| r.to_json()).collect(),
+        None => metadata
+            .get("dependencies")
+            .and_then(serde_json::Value::as_array)
+            .cloned()
+            .unwrap_or_default(),
+    };
+    let dependencies = dependencies
+        .iter()
+        .map(|d| {
+            let (f, j) = struct_fields(
+                d,
+                &[
+                    ("Name", "name", 'S'),
+                    ("Version", "version", 's'),
+                    ("Repository", "repository", 'S'),
+                    ("Condition", "condition", 's'),
+                    ("Tags", "tags", 'l'),
+                    ("Enabled", "enabled", 'b'),
+                    ("ImportValues", "import-values", 'l'),
+                    ("Alias", "alias", 's'),
+                ],
+            );
+            go_struct("*chart.Dependency", f, None, j)
+        })
+        .collect();
+    fields.push(("Dependencies", Value::list(dependencies)));
+    fields.push(("IsRoot", Value::Bool(is_root)));
+    let mut json = json;
+    for key in ["maintainers", "dependencies"] {
+        if let Some(v) = metadata.get(key).filter(|v| v.as_array().is_some_and(|a| !a.is_empty())) {
+            json[key] = v.clone();
         }
     }
+    json["IsRoot"] = serde_json::Value::Bool(is_root);
+    go_struct("struct { chart.Metadata; IsRoot bool }", fields, None, json)
 }
 
 /// FNV-1a of `text`: mixed into the run's seed so that each release and template draws its
@@ -469,26 +552,49 @@ fn capabilities(release: &Release) -> Value {
             .collect(),
     };
     api_versions.extend(release.api_versions.iter().map(|v| Value::str(v.as_str())));
-    text_map(&[
-        (
-            "KubeVersion",
-            text_map(&[
-                ("Version", Value::str(release.kube_version.as_str())),
-                ("GitVersion", Value::str(release.kube_version.as_str())),
-                ("Major", Value::str(major)),
-                ("Minor", Value::str(minor)),
-            ]),
-        ),
-        ("APIVersions", Value::list(api_versions)),
-        // The Helm whose output tend reproduces (the corpus was rendered by v3.19.4).
-        (
-            "HelmVersion",
-            text_map(&[
-                ("Version", Value::str("v3.19.4")),
-                ("GitCommit", Value::str("")),
-                ("GitTreeState", Value::str("clean")),
-                ("GoVersion", Value::str("go1.24.11")),
-            ]),
-        ),
-    ])
+    let kube = &release.kube_version;
+    let kube_version = go_struct(
+        "chartutil.KubeVersion",
+        vec![
+            ("Version", Value::str(kube.as_str())),
+            ("Major", Value::str(major.as_str())),
+            ("Minor", Value::str(minor.as_str())),
+            // Methods: `String` and the deprecated `GitVersion` give Version.
+            ("String", Value::str(kube.as_str())),
+            ("GitVersion", Value::str(kube.as_str())),
+        ],
+        Some(kube.clone()),
+        serde_json::json!({"Version": kube, "Major": major, "Minor": minor}),
+    );
+    // The Helm whose output tend reproduces (the corpus was rendered by v3.19.4).
+    let helm = [
+        ("Version", "version", "v3.19.4"),
+        ("GitCommit", "git_commit", ""),
+        ("GitTreeState", "git_tree_state", "clean"),
+        ("GoVersion", "go_version", "go1.24.11"),
+    ];
+    let helm_version = go_struct(
+        "version.BuildInfo",
+        helm.iter().map(|(go, _, v)| (*go, Value::str(*v))).collect(),
+        None,
+        helm.iter()
+            .filter(|(_, _, v)| !v.is_empty())
+            .map(|(_, key, v)| (key.to_string(), serde_json::json!(v)))
+            .collect(),
+    );
+    let json = serde_json::json!({
+        "APIVersions": Value::list(api_versions.clone()).to_json(),
+        "KubeVersion": kube_version.to_json(),
+        "HelmVersion": helm_version.to_json(),
+    });
+    go_struct(
+        "*chartutil.Capabilities",
+        vec![
+            ("APIVersions", Value::list(api_versions)),
+            ("KubeVersion", kube_version),
+            ("HelmVersion", helm_version),
+        ],
+        None,
+        json,
+    )
 }

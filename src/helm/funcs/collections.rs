@@ -224,6 +224,8 @@ fn kind_of(v: &Value) -> &'static str {
         Value::Str(_) => "string",
         Value::List(_) => "slice",
         Value::Map(_) => "map",
+        Value::Struct(s) if s.type_name.starts_with('*') => "ptr",
+        Value::Struct(_) => "struct",
     }
 }
 

@@ -158,6 +158,24 @@ pub fn register(engine: &mut Engine) {
         let [re, v] = exact::<2>(args, "regexFind")?;
         s(regex(&re)?.find(want_str(&v)?).map_or("", |m| m.as_str()))
     });
+    engine.register("semver", |_, args| {
+        let [v] = exact::<1>(args, "semver")?;
+        semver(want_str(&v)?)
+    });
+    engine.register_method("LessThan", |_, args| {
+        semver_method(args, |o| o == std::cmp::Ordering::Less)
+    });
+    engine.register_method("GreaterThan", |_, args| {
+        semver_method(args, |o| o == std::cmp::Ordering::Greater)
+    });
+    engine.register_method("Equal", |_, args| {
+        semver_method(args, |o| o == std::cmp::Ordering::Equal)
+    });
+    engine.register_method("Compare", |_, args| {
+        let [a, b] = exact::<2>(args, "Compare")?;
+        let order = semver_receiver_order(&a, &b)?;
+        Ok(Value::Int(order as i64))
+    });
     engine.register("semverCompare", |_, args| {
         let [constraint, version] = exact::<2>(args, "semverCompare")?;
         Ok(Value::Bool(semver_compare(
@@ -197,6 +215,101 @@ fn title(text: &str) -> String {
         prev = c;
     }
     out
+}
+
+/// The Go type `semver` returns.
+const SEMVER_TYPE: &str = "*semver.Version";
+
+/// Sprig's `semver`: Masterminds/semver v3's `NewVersion` (`v` prefix, missing minor and
+/// patch 0, `-prerelease` and `+metadata` of dot-separated `[0-9A-Za-z-]` identifiers, no
+/// leading zero in a numeric prerelease identifier), as a `*semver.Version` whose methods
+/// `Major`, `Minor`, `Patch`, `Prerelease`, `Metadata`, `Original` and `String` templates
+/// call (`LessThan`, `GreaterThan`, `Equal` and `Compare` take another version).
+pub fn semver(text: &str) -> Result<Value, CallError> {
+    let invalid = || CallError::Message("Invalid Semantic Version".into());
+    let body = text.strip_prefix('v').unwrap_or(text);
+    let (body, metadata) = match body.split_once('+') {
+        Some((b, m)) => (b, m),
+        None => (body, ""),
+    };
+    let (core, pre) = match body.split_once('-') {
+        Some((c, p)) => (c, p),
+        None => (body, ""),
+    };
+    let ident_ok = |part: &str| {
+        !part.is_empty()
+            && part
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    };
+    let dotted_ok = |text: &str, given: bool| !given || text.split('.').all(ident_ok);
+    if !dotted_ok(pre, body.len() != core.len()) || !dotted_ok(metadata, text.contains('+')) {
+        return Err(invalid());
+    }
+    let parts: Vec<&str> = core.split('.').collect();
+    if parts.len() > 3 || parts.iter().any(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit())) {
+        return Err(invalid());
+    }
+    let mut nums = [0u64; 3];
+    for (i, p) in parts.iter().enumerate() {
+        nums[i] = p.parse().map_err(|e| {
+            CallError::Message(format!("Error parsing version segment: {e}"))
+        })?;
+    }
+    if pre
+        .split('.')
+        .any(|p| p.len() > 1 && p.starts_with('0') && p.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return Err("Version segment starts with 0".into());
+    }
+    let mut string = format!("{}.{}.{}", nums[0], nums[1], nums[2]);
+    if !pre.is_empty() {
+        string.push('-');
+        string.push_str(pre);
+    }
+    if !metadata.is_empty() {
+        string.push('+');
+        string.push_str(metadata);
+    }
+    let fields = [
+        ("Major", Value::Int(nums[0] as i64)),
+        ("Minor", Value::Int(nums[1] as i64)),
+        ("Patch", Value::Int(nums[2] as i64)),
+        ("Prerelease", Value::str(pre)),
+        ("Metadata", Value::str(metadata)),
+        ("Original", Value::str(text)),
+        ("String", Value::str(string.as_str())),
+    ];
+    Ok(Value::Struct(std::rc::Rc::new(crate::helm::template::value::Struct {
+        type_name: SEMVER_TYPE,
+        fields: fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+        // MarshalJSON writes the version's String() as a JSON string.
+        json: serde_json::Value::String(string.clone()),
+        text: Some(string),
+    })))
+}
+
+/// The order of two `*semver.Version`s (receiver first), as its `Compare` gives it.
+fn semver_receiver_order(a: &Value, b: &Value) -> Result<std::cmp::Ordering, CallError> {
+    let version = |v: &Value| match v {
+        Value::Struct(st) if st.type_name == SEMVER_TYPE => {
+            st.text.as_deref().and_then(parse_version).map(|p| p.0)
+        }
+        _ => None,
+    };
+    let (Some(x), Some(y)) = (version(a), version(b)) else {
+        return Err(format!(
+            "wrong type for value; expected {SEMVER_TYPE}; got {}",
+            b.type_name()
+        )
+        .into());
+    };
+    Ok(cmp_versions(&x, &y))
+}
+
+fn semver_method(args: Vec<Value>, test: fn(std::cmp::Ordering) -> bool) -> Result<Value, CallError> {
+    let [a, b] = exact::<2>(args, "semver method")?;
+    Ok(Value::Bool(test(semver_receiver_order(&a, &b)?)))
 }
 
 /// A version as Masterminds/semver reads it (`v` prefix, missing parts 0).

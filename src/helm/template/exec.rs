@@ -170,6 +170,14 @@ impl<'e> Exec<'e> {
             Node::Action(pipe) => {
                 let value = self.pipeline(dot, pipe)?;
                 if pipe.decl.is_empty() {
+                    if let Value::Struct(st) = &value {
+                        if st.text.is_none() {
+                            return Err(self.error(format!(
+                                "tend cannot print a {} as Go's fmt does (its fields in declaration order); print its fields instead",
+                                st.type_name
+                            )));
+                        }
+                    }
                     match value {
                         // Go prints an invalid (nil) result as "<no value>".
                         Value::Nil => out.push_str("<no value>"),
@@ -321,7 +329,16 @@ impl<'e> Exec<'e> {
                     }
                     m.borrow().get(field).cloned().unwrap_or(Value::Nil)
                 }
-                Value::Map(_) | Value::List(_) if method.is_some() => {
+                // A struct's fields, and the results of its methods without arguments.
+                Value::Struct(st) if st.fields.contains_key(field) => {
+                    if last && args.as_ref().is_some_and(|a| !a.is_empty()) {
+                        return Err(
+                            self.error(format!("{field} has arguments but cannot take any"))
+                        );
+                    }
+                    st.fields.get(field).cloned().unwrap_or(Value::Nil)
+                }
+                Value::Map(_) | Value::List(_) | Value::Struct(_) if method.is_some() => {
                     let mut call = vec![value.clone()];
                     if last {
                         call.extend(args.take().unwrap_or_default());

@@ -23,7 +23,27 @@ pub enum Value {
     Str(Rc<str>),
     List(Rc<Vec<Value>>),
     Map(Map),
+    /// A Go struct, or pointer to one, that Helm hands templates (see [`Struct`]).
+    Struct(Rc<Struct>),
 }
+
+/// A Go struct (or a pointer to one) in a template's data: `.Chart` (`*chart.Metadata`),
+/// `.Capabilities` (`*chartutil.Capabilities`) and its `KubeVersion`, what Sprig's `semver`
+/// returns. Unlike a map, a field it lacks is an error (`can't evaluate field X in type T`),
+/// as Go's text/template has it, never an empty value.
+#[derive(Debug, Clone)]
+pub struct Struct {
+    /// Go's name of the type (`*chart.Metadata`), for errors, `typeOf` and `kindOf`.
+    pub type_name: &'static str,
+    /// Exported fields, and the results of methods that take no argument, by Go name.
+    pub fields: BTreeMap<String, Value>,
+    /// What Go's `fmt` prints for it: its `String()` method's result. `None` when it has
+    /// none (Go would print its fields, which tend does not reproduce: printing errors).
+    pub text: Option<String>,
+    /// How encoding/json writes it (its `json` tags, `omitempty`).
+    pub json: serde_json::Value,
+}
+
 
 impl Value {
     pub fn str(s: impl Into<Rc<str>>) -> Value {
@@ -52,6 +72,9 @@ impl Value {
             Value::Str(s) => !s.is_empty(),
             Value::List(l) => !l.is_empty(),
             Value::Map(m) => !m.borrow().is_empty(),
+            // A struct is never its type's zero value here (a non-nil pointer, or a struct
+            // with a name).
+            Value::Struct(_) => true,
         }
     }
 
@@ -65,6 +88,7 @@ impl Value {
             Value::Str(_) => "string",
             Value::List(_) => "[]interface {}",
             Value::Map(_) => "map[string]interface {}",
+            Value::Struct(s) => s.type_name,
         }
     }
 
@@ -120,6 +144,33 @@ impl Value {
         }
     }
 
+    /// The same value with every struct replaced by its encoding/json form (a map), for the
+    /// writers that only know maps.
+    pub fn without_structs(&self) -> Value {
+        fn has_struct(v: &Value) -> bool {
+            match v {
+                Value::Struct(_) => true,
+                Value::List(l) => l.iter().any(has_struct),
+                Value::Map(m) => m.borrow().values().any(has_struct),
+                _ => false,
+            }
+        }
+        if !has_struct(self) {
+            return self.clone();
+        }
+        match self {
+            Value::Struct(s) => Value::from_json(&s.json, false),
+            Value::List(l) => Value::list(l.iter().map(Value::without_structs).collect()),
+            Value::Map(m) => Value::map(
+                m.borrow()
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.without_structs()))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+
     /// To JSON as Go's encoding/json writes it (maps with sorted keys).
     pub fn to_json(&self) -> serde_json::Value {
         match self {
@@ -140,6 +191,7 @@ impl Value {
                     .map(|(k, v)| (k.clone(), v.to_json()))
                     .collect(),
             ),
+            Value::Struct(s) => s.json.clone(),
         }
     }
 }
