@@ -134,7 +134,7 @@ fn render_entry(command: &str) -> Result<Objects, String> {
     let mut values = serde_json::json!({});
     for file in &cmd.values_files {
         let text = std::fs::read_to_string(corpus.join(file)).map_err(|e| e.to_string())?;
-        let file_values = crate::yaml::parse_value(&text).unwrap_or_default();
+        let file_values = crate::yaml::parse_helm_yaml(&text)?;
         values = merge_maps(&values, &file_values);
     }
     // Helm applies every --set after every -f file.
@@ -393,3 +393,4 @@ fn corpus_hooks_map_onto_tend_hooks() {
         "{kinds:?}"
     );
 }
+
