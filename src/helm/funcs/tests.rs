@@ -355,3 +355,42 @@ fn random_functions_are_drawn_from_the_seed() {
     assert_eq!(&uuid[14..15], "4");
     assert_eq!(rest, "5|4");
 }
+
+/// Go's text/template passes a nil from a pipeline or function (`index` of a missing key)
+/// to a map parameter as the nil map, but refuses a nil that a field lookup gave
+/// (`.missing`): "wrong type for value; ... got interface {}". Sprig's dict functions take
+/// `map[string]interface{}` parameters, so istiod's `mustMergeOverwrite $.Values (index
+/// $.Values "pilot")` renders, and `hasKey .Values.missing "x"` fails, in Helm as here.
+#[test]
+fn nil_map_parameters_follow_go_argument_rules() {
+    assert_eq!(
+        ok(r#"{{ mustMergeOverwrite (dict "a" 1) (index . "missing") | toJson }}"#),
+        r#"{"a":1}"#
+    );
+    assert_eq!(
+        ok(r#"{{ merge (index . "missing") (dict "a" 1) | toJson }}"#),
+        r#"{"a":1}"#
+    );
+    assert_eq!(
+        ok(r#"{{ $x := index . "missing" }}{{ merge (dict "a" 1) $x | toJson }}"#),
+        r#"{"a":1}"#
+    );
+    assert_eq!(
+        ok(r#"{{ hasKey (index . "missing") "a" }} {{ keys (index . "missing") | len }} {{ get (index . "missing") "a" | quote }} {{ pick (index . "missing") "a" | toJson }} {{ pluck "k" .map (index . "missing") | toJson }}"#),
+        r#"false 0 "" {} ["v"]"#
+    );
+    let wrong = "wrong type for value; expected map[string]interface {}; got interface {}";
+    for src in [
+        r#"{{ merge (dict "a" 1) .missing }}"#,
+        r#"{{ hasKey .missing "a" }}"#,
+        r#"{{ hasKey .map.missing "a" }}"#,
+        r#"{{ keys .missing }}"#,
+    ] {
+        let err = render(src, serde_json::json!({"map": {}})).unwrap_err();
+        assert!(err.contains(wrong), "{src}: {err}");
+    }
+    let err = render(r#"{{ set (index . "missing") "a" 1 }}"#, serde_json::json!({})).unwrap_err();
+    assert!(err.contains("assignment to entry in nil map"), "{err}");
+    // A field chain that starts from an invalid nil stays invalid: no error.
+    assert_eq!(ok(r#"{{ hasKey (index . "missing").x "a" }}"#), "false");
+}
