@@ -7,6 +7,7 @@ mod conv;
 mod crypto;
 mod dates;
 mod files;
+pub mod goregex;
 pub mod goyaml;
 mod json;
 mod lists;

@@ -146,7 +146,13 @@ pub fn register(engine: &mut Engine) {
     });
     engine.register("regexMatch", |_, args| {
         let [re, v] = exact::<2>(args, "regexMatch")?;
-        Ok(Value::Bool(regex(&re)?.is_match(want_str(&v)?)))
+        // Sprig ignores Go's parse error here (false); what tend cannot run is an error.
+        let text = want_str(&v)?;
+        match super::goregex::compile(want_str(&re)?) {
+            Ok(re) => Ok(Value::Bool(re.is_match(text))),
+            Err(super::goregex::RegexError::Go(_)) => Ok(Value::Bool(false)),
+            Err(e) => Err(CallError::Message(e.to_string())),
+        }
     });
     engine.register("regexReplaceAll", |_, args| {
         let [re, v, repl] = exact::<3>(args, "regexReplaceAll")?;
@@ -185,8 +191,9 @@ pub fn register(engine: &mut Engine) {
     });
 }
 
+/// Go's `regexp.Compile` of the pattern (see [`super::goregex`]).
 fn regex(v: &Value) -> Result<regex::Regex, CallError> {
-    regex::Regex::new(want_str(v)?).map_err(|e| CallError::Message(e.to_string()))
+    super::goregex::compile(want_str(v)?).map_err(|e| CallError::Message(e.to_string()))
 }
 
 fn indent(n: i64, text: &str) -> String {

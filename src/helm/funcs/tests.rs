@@ -394,3 +394,17 @@ fn nil_map_parameters_follow_go_argument_rules() {
     // A field chain that starts from an invalid nil stays invalid: no error.
     assert_eq!(ok(r#"{{ hasKey (index . "missing").x "a" }}"#), "false");
 }
+
+/// Sprig's regex functions take Go's RE2 syntax; `regexMatch` swallows Go's parse error
+/// (false), the others report it.
+#[test]
+fn regex_functions_take_go_syntax() {
+    assert_eq!(
+        ok(r#"{{ regexMatch "^[\\w-\\.]+$" "redis-ha.default" }} {{ regexMatch "a**" "a" }} {{ regexFind "[\\d-]+" "tel 12-34" }} {{ regexReplaceAll "\\bx" "é x" "y" }}"#),
+        "true false 12-34 é y"
+    );
+    for src in [r#"{{ mustRegexMatch "a**" "a" }}"#, r#"{{ regexFind "(?=a)" "a" }}"#] {
+        let err = render(src, serde_json::json!({})).unwrap_err();
+        assert!(err.contains("error parsing regexp"), "{src}: {err}");
+    }
+}
