@@ -209,7 +209,11 @@ fn chart_object(node: &Node, is_root: bool) -> Value {
         .map(|m| {
             let (f, j) = struct_fields(
                 m,
-                &[("Name", "name", 's'), ("Email", "email", 's'), ("URL", "url", 's')],
+                &[
+                    ("Name", "name", 's'),
+                    ("Email", "email", 's'),
+                    ("URL", "url", 's'),
+                ],
             );
             go_struct("*chart.Maintainer", f, None, j)
         })
@@ -246,7 +250,10 @@ fn chart_object(node: &Node, is_root: bool) -> Value {
     fields.push(("IsRoot", Value::Bool(is_root)));
     let mut json = json;
     for key in ["maintainers", "dependencies"] {
-        if let Some(v) = metadata.get(key).filter(|v| v.as_array().is_some_and(|a| !a.is_empty())) {
+        if let Some(v) = metadata
+            .get(key)
+            .filter(|v| v.as_array().is_some_and(|a| !a.is_empty()))
+        {
             json[key] = v.clone();
         }
     }
@@ -509,13 +516,146 @@ fn helm_documents(text: &str) -> String {
         docs.push(&rest[..at]);
         rest = &rest[at + 3..];
     }
-    let docs: Vec<&str> = docs.into_iter().map(str::trim).filter(|d| !d.is_empty()).collect();
+    let docs: Vec<&str> = docs
+        .into_iter()
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .collect();
     docs.join("\n---\n")
 }
 
 #[cfg(test)]
 mod tests {
-    use super::helm_documents;
+    use super::{helm_documents, render, Chart, Release};
+    use serde_json::json;
+
+    /// Renders one template of a chart with Chart.yaml `metadata`.
+    fn render_one(metadata: serde_json::Value, template: &str) -> Result<String, String> {
+        let mut chart = Chart {
+            metadata,
+            ..Chart::default()
+        };
+        chart
+            .files
+            .insert("templates/t.yaml".into(), template.to_string());
+        let release = Release {
+            name: "rel".into(),
+            namespace: "ns1".into(),
+            kube_version: "v1.33.0".into(),
+            api_versions: vec!["x.io/v1".into()],
+            seed: 1,
+            now: 0,
+            cluster: None,
+        };
+        render(&chart, &json!({}), &release)
+            .map(|m| m.into_iter().map(|m| m.text).collect())
+            .map_err(|e| e.to_string())
+    }
+
+    fn chart_yaml() -> serde_json::Value {
+        json!({"apiVersion": "v2", "name": "c", "version": "1.2.3", "appVersion": "9",
+               "maintainers": [{"name": "Ann", "email": "a@x"}]})
+    }
+
+    #[test]
+    fn capabilities_and_chart_are_go_structs() {
+        assert_eq!(
+            render_one(
+                chart_yaml(),
+                "{{ .Capabilities.KubeVersion.Version }} {{ .Capabilities.KubeVersion }} {{ .Capabilities.KubeVersion.Minor }} {{ .Capabilities.KubeVersion.GitVersion }} {{ .Capabilities.APIVersions.Has \"x.io/v1\" }} {{ .Chart.Name }}-{{ .Chart.Version }} {{ .Chart.AppVersion }} {{ .Chart.IsRoot }} {{ (index .Chart.Maintainers 0).Name }} {{ .Chart.Keywords }} {{ .Chart.Description | quote }} {{ kindOf .Capabilities }} {{ typeOf .Capabilities.KubeVersion }}"
+            )
+            .unwrap(),
+            "v1.33.0 v1.33.0 33 v1.33.0 true c-1.2.3 9 true Ann [] \"\" ptr chartutil.KubeVersion"
+        );
+        // A field a struct lacks is Go's error, never an empty value.
+        for (src, field, ty) in [
+            (
+                "{{ .Capabilities.KubeVersion.Patch }}",
+                "Patch",
+                "chartutil.KubeVersion",
+            ),
+            ("{{ .Capabilities.Foo }}", "Foo", "*chartutil.Capabilities"),
+            (
+                "{{ .Chart.version }}",
+                "version",
+                "struct { chart.Metadata; IsRoot bool }",
+            ),
+        ] {
+            let err = render_one(chart_yaml(), src).unwrap_err();
+            assert!(
+                err.contains(&format!("can't evaluate field {field} in type {ty}")),
+                "{src}: {err}"
+            );
+        }
+        // Printing a struct Go prints field by field is refused, not approximated.
+        assert!(render_one(chart_yaml(), "{{ .Capabilities }}").is_err());
+        // Written as encoding/json writes it.
+        assert_eq!(
+            render_one(
+                chart_yaml(),
+                "{{ .Capabilities.KubeVersion | toJson }} {{ .Chart | toJson }}"
+            )
+            .unwrap(),
+            r#"{"Major":"1","Minor":"33","Version":"v1.33.0"} {"IsRoot":true,"apiVersion":"v2","appVersion":"9","maintainers":[{"email":"a@x","name":"Ann"}],"name":"c","version":"1.2.3"}"#
+        );
+    }
+
+    /// Values files and `fromYaml` text are YAML 1.1 as Helm reads them, every number a
+    /// float64 (sigs.k8s.io/yaml goes through JSON).
+    #[test]
+    fn values_are_yaml_1_1_with_float64_numbers() {
+        let mut chart = Chart {
+            metadata: chart_yaml(),
+            values: crate::yaml::parse_helm_yaml(
+                "enabled: yes\nflag: on\nmode: 0644\nname: 'yes'\nbig: 1000000\n",
+            )
+            .unwrap(),
+            ..Chart::default()
+        };
+        chart
+            .files
+            .insert("files/x.yaml".into(), "port: 0x50\ntls: off\n".into());
+        chart.files.insert(
+            "templates/t.yaml".into(),
+            "{{ .Values.enabled }} {{ .Values.flag }} {{ .Values.mode }} {{ kindOf .Values.mode }} {{ .Values.name }} {{ .Values.big }} {{ $f := .Files.Get \"files/x.yaml\" | fromYaml }}{{ $f.port }} {{ $f.tls }} {{ kindOf $f.port }}".into(),
+        );
+        let release = Release {
+            name: "rel".into(),
+            namespace: "ns1".into(),
+            kube_version: "v1.33.0".into(),
+            api_versions: vec![],
+            seed: 1,
+            now: 0,
+            cluster: None,
+        };
+        let text: String = render(&chart, &json!({}), &release)
+            .unwrap()
+            .into_iter()
+            .map(|m| m.text)
+            .collect();
+        assert_eq!(text, "true true 420 float64 yes 1e+06 80 false float64");
+    }
+
+    #[test]
+    fn semver_values_have_masterminds_methods() {
+        assert_eq!(
+            render_one(
+                chart_yaml(),
+                "{{ $v := semver \"v1.28.3-rc.1+b5\" }}{{ $v.Major }}.{{ $v.Minor }}.{{ $v.Patch }} {{ $v.Prerelease }} {{ $v.Metadata }} {{ $v.Original }} {{ $v }} {{ $v.LessThan (semver \"1.28.3\") }} {{ (semver \"2\").Compare $v }} {{ semver \"1.2\" | toJson }}"
+            )
+            .unwrap(),
+            "1.28.3 rc.1 b5 v1.28.3-rc.1+b5 1.28.3-rc.1+b5 true 1 \"1.2.0\""
+        );
+        for bad in ["1.2.3.4", "x", "1.2.3-01", "1.2.3-"] {
+            let err = render_one(chart_yaml(), &format!("{{{{ semver {bad:?} }}}}")).unwrap_err();
+            assert!(err.contains("error calling semver"), "{bad}: {err}");
+        }
+        let err = render_one(chart_yaml(), "{{ (semver \"1.0.0\").Foo }}").unwrap_err();
+        assert!(
+            err.contains("can't evaluate field Foo in type *semver.Version"),
+            "{err}"
+        );
+    }
 
     #[test]
     fn template_output_is_split_and_trimmed_as_helm_keeps_it() {
@@ -575,7 +715,9 @@ fn capabilities(release: &Release) -> Value {
     ];
     let helm_version = go_struct(
         "version.BuildInfo",
-        helm.iter().map(|(go, _, v)| (*go, Value::str(*v))).collect(),
+        helm.iter()
+            .map(|(go, _, v)| (*go, Value::str(*v)))
+            .collect(),
         None,
         helm.iter()
             .filter(|(_, _, v)| !v.is_empty())

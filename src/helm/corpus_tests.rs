@@ -125,12 +125,9 @@ fn parse_command(command: &str) -> Result<Command, String> {
 fn render_entry(command: &str) -> Result<Objects, String> {
     let cmd = parse_command(command)?;
     let corpus = Path::new(CORPUS);
-    let chart = crate::source::charts::read_chart(
-        corpus,
-        &corpus.join(&cmd.chart),
-        Path::new(&cmd.chart),
-    )
-    .map_err(|p| p.to_string())?;
+    let chart =
+        crate::source::charts::read_chart(corpus, &corpus.join(&cmd.chart), Path::new(&cmd.chart))
+            .map_err(|p| p.to_string())?;
     let mut values = serde_json::json!({});
     for file in &cmd.values_files {
         let text = std::fs::read_to_string(corpus.join(file)).map_err(|e| e.to_string())?;
@@ -188,7 +185,10 @@ fn same_shape(a: &Value, b: &Value) -> bool {
 /// Without `checksum/*` annotations (they hash random values of other objects).
 fn without_checksums(v: &Value) -> Value {
     let mut v = v.clone();
-    for p in ["/metadata/annotations", "/spec/template/metadata/annotations"] {
+    for p in [
+        "/metadata/annotations",
+        "/spec/template/metadata/annotations",
+    ] {
         if let Some(Value::Object(m)) = v.pointer_mut(p) {
             m.retain(|k, _| !k.starts_with("checksum/"));
         }
@@ -254,7 +254,10 @@ fn command_lines_read_as_helm_reads_them() {
         "helm template rel charts/x --namespace ns1 --include-crds --set 'a={p,q}' -f v.yaml --api-versions x/v1 --skip-tests --kube-version v1.33.0",
     )
     .unwrap();
-    assert_eq!((cmd.release.as_str(), cmd.chart.as_str()), ("rel", "charts/x"));
+    assert_eq!(
+        (cmd.release.as_str(), cmd.chart.as_str()),
+        ("rel", "charts/x")
+    );
     assert_eq!(cmd.sets, ["a={p,q}"]);
     assert_eq!(cmd.values_files, ["v.yaml"]);
     assert_eq!(cmd.api_versions, ["x/v1"]);
@@ -393,4 +396,3 @@ fn corpus_hooks_map_onto_tend_hooks() {
         "{kinds:?}"
     );
 }
-

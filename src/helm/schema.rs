@@ -117,11 +117,26 @@ mod tests {
     #[test]
     fn meta_schemas_are_the_built_in_drafts_never_fetched() {
         use jsonschema::Draft;
-        assert_eq!(draft_of("http://json-schema.org/schema#"), Some(Draft::Draft202012));
-        assert_eq!(draft_of("https://json-schema.org/schema"), Some(Draft::Draft202012));
-        assert_eq!(draft_of("https://json-schema.org/draft-07/schema"), Some(Draft::Draft7));
-        assert_eq!(draft_of("http://json-schema.org/draft-07/schema#/"), Some(Draft::Draft7));
-        assert_eq!(draft_of("http://json-schema.org/draft-04/schema#"), Some(Draft::Draft4));
+        assert_eq!(
+            draft_of("http://json-schema.org/schema#"),
+            Some(Draft::Draft202012)
+        );
+        assert_eq!(
+            draft_of("https://json-schema.org/schema"),
+            Some(Draft::Draft202012)
+        );
+        assert_eq!(
+            draft_of("https://json-schema.org/draft-07/schema"),
+            Some(Draft::Draft7)
+        );
+        assert_eq!(
+            draft_of("http://json-schema.org/draft-07/schema#/"),
+            Some(Draft::Draft7)
+        );
+        assert_eq!(
+            draft_of("http://json-schema.org/draft-04/schema#"),
+            Some(Draft::Draft4)
+        );
         assert_eq!(draft_of("https://example.com/my-meta"), None);
         let typed = |url: &str| {
             problems(

@@ -375,7 +375,9 @@ fn set_path(at: &mut Value, path: &[Step], value: Value) -> Result<(), String> {
         }
         Step::Index(index) => {
             if *index > 65536 {
-                return Err(format!("index of {index} is greater than maximum supported index of 65536"));
+                return Err(format!(
+                    "index of {index} is greater than maximum supported index of 65536"
+                ));
             }
             if !at.is_array() {
                 *at = Value::Array(Vec::new());

@@ -321,9 +321,7 @@ fn resolve(tag: Option<&str>, text: &str, plain: bool) -> Result<Value, String> 
         other => other == kind,
     };
     if !fits {
-        return Err(format!(
-            "yaml: cannot decode {kind} `{text}` as a {short}"
-        ));
+        return Err(format!("yaml: cannot decode {kind} `{text}` as a {short}"));
     }
     Ok(value)
 }
@@ -466,9 +464,9 @@ fn is_timestamp(s: &str) -> bool {
     let Some((month, day)) = date.split_once('-') else {
         return false;
     };
-    let in_range = |t: &str, lo: u32, hi: u32| t.parse::<u32>().is_ok_and(|v| (lo..=hi).contains(&v));
-    if !one_or_two(month) || !one_or_two(day) || !in_range(month, 1, 12) || !in_range(day, 1, 31)
-    {
+    let in_range =
+        |t: &str, lo: u32, hi: u32| t.parse::<u32>().is_ok_and(|v| (lo..=hi).contains(&v));
+    if !one_or_two(month) || !one_or_two(day) || !in_range(month, 1, 12) || !in_range(day, 1, 31) {
         return false;
     }
     let Some(time) = time else {
@@ -493,7 +491,8 @@ fn is_timestamp(s: &str) -> bool {
         && in_range(parts[0], 0, 23)
         && in_range(parts[1], 0, 59)
         && in_range(parts[2], 0, 59)
-        && frac.is_none_or(|f| !f.is_empty() && f.len() <= 9 && f.bytes().all(|c| c.is_ascii_digit()));
+        && frac
+            .is_none_or(|f| !f.is_empty() && f.len() <= 9 && f.bytes().all(|c| c.is_ascii_digit()));
     let zone_ok = match zone {
         None | Some("Z") => true,
         Some(z) => {
@@ -529,7 +528,10 @@ mod tests {
                    "e": 1000.0, "v": "1.2.3", "t": "2024-01-02", "q": "0644", "plus": 7,
                    "bin": 5, "oct": 15})
         );
-        assert_eq!(read("u: 18446744073709551615\n")["u"], json!(18446744073709551615u64));
+        assert_eq!(
+            read("u: 18446744073709551615\n")["u"],
+            json!(18446744073709551615u64)
+        );
         assert_eq!(read("s: .5\nd: .\n"), json!({"s": 0.5, "d": "."}));
     }
 
@@ -551,12 +553,19 @@ mod tests {
         );
         // YAML 1.1's `y` is a bool, as a key too.
         assert_eq!(read("{x: 1, y: 2}"), json!({"x": 1, "true": 2}));
-        assert_eq!(read("a: 1\n---\nb: 2\n"), json!({"a": 1}), "first document only");
+        assert_eq!(
+            read("a: 1\n---\nb: 2\n"),
+            json!({"a": 1}),
+            "first document only"
+        );
         assert_eq!(read("# nothing\n"), Value::Null);
         assert_eq!(read("dup: 1\ndup: 2\n"), json!({"dup": 2}));
         let err = parse_helm_yaml("a: b: c\n").unwrap_err();
         assert!(err.starts_with("yaml: line 1:"), "{err}");
-        assert!(parse_helm_yaml("a: .inf\n").is_err(), "JSON has no infinity");
+        assert!(
+            parse_helm_yaml("a: .inf\n").is_err(),
+            "JSON has no infinity"
+        );
         assert!(parse_helm_yaml("a: *missing\n").is_err());
     }
 
@@ -567,6 +576,8 @@ mod tests {
             let prev = format!("*a{}", i - 1);
             text.push_str(&format!("a{i}: &a{i} [{}]\n", vec![prev; 10].join(", ")));
         }
-        assert!(parse_helm_yaml(&text).unwrap_err().contains("excessive aliasing"));
+        assert!(parse_helm_yaml(&text)
+            .unwrap_err()
+            .contains("excessive aliasing"));
     }
 }

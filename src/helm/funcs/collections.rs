@@ -26,9 +26,9 @@ fn want_map(v: &Value) -> Result<&Map, CallError> {
 /// refuses for a map parameter.
 fn map_param<'v>(exec: &Exec, args: &'v [Value], i: usize) -> Result<Option<&'v Map>, CallError> {
     match args.get(i) {
-        Some(Value::Nil) if exec.nil_interface_arg(i) => Err(
-            "wrong type for value; expected map[string]interface {}; got interface {}".into(),
-        ),
+        Some(Value::Nil) if exec.nil_interface_arg(i) => {
+            Err("wrong type for value; expected map[string]interface {}; got interface {}".into())
+        }
         Some(Value::Nil) | None => Ok(None),
         Some(other) => want_map(other).map(Some),
     }
@@ -97,7 +97,8 @@ pub fn register(engine: &mut Engine) {
     });
     engine.register("hasKey", |exec, args| {
         let [_, k] = exact::<2>(args.clone(), "hasKey")?;
-        let found = map_param(exec, &args, 0)?.is_some_and(|m| m.borrow().contains_key(&strval(&k)));
+        let found =
+            map_param(exec, &args, 0)?.is_some_and(|m| m.borrow().contains_key(&strval(&k)));
         Ok(Value::Bool(found))
     });
     engine.register("get", |exec, args| {
@@ -127,7 +128,9 @@ pub fn register(engine: &mut Engine) {
     engine.register("merge", |exec, args| merge_all(exec, args, false));
     engine.register("mustMerge", |exec, args| merge_all(exec, args, false));
     engine.register("mergeOverwrite", |exec, args| merge_all(exec, args, true));
-    engine.register("mustMergeOverwrite", |exec, args| merge_all(exec, args, true));
+    engine.register("mustMergeOverwrite", |exec, args| {
+        merge_all(exec, args, true)
+    });
     engine.register("deepCopy", |_, args| {
         Ok(exact::<1>(args, "deepCopy")?[0].deep_copy())
     });

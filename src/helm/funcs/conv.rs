@@ -125,9 +125,7 @@ pub fn string_list(v: &Value) -> Vec<String> {
 /// go-yaml v2: YAML 1.1, the first document only).
 pub fn from_yaml(text: &str, array: bool) -> Value {
     match crate::yaml::parse_helm_yaml(text) {
-        Ok(json) if json.is_array() == array && !json.is_null() => {
-            Value::from_json_values(&json)
-        }
+        Ok(json) if json.is_array() == array && !json.is_null() => Value::from_json_values(&json),
         Ok(serde_json::Value::Null) if array => Value::list(Vec::new()),
         Ok(serde_json::Value::Null) => Value::empty_map(),
         Ok(_) if array => Value::list(vec![Value::str("error unmarshaling JSON: not an array")]),

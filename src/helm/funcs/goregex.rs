@@ -83,8 +83,23 @@ fn push_literal(out: &mut String, c: char, in_class: bool) {
 fn regex_syntax_meta(c: char) -> bool {
     matches!(
         c,
-        '\\' | '.' | '+' | '*' | '?' | '(' | ')' | '|' | '[' | ']' | '{' | '}' | '^' | '$' | '#'
-            | '&' | '-' | '~'
+        '\\' | '.'
+            | '+'
+            | '*'
+            | '?'
+            | '('
+            | ')'
+            | '|'
+            | '['
+            | ']'
+            | '{'
+            | '}'
+            | '^'
+            | '$'
+            | '#'
+            | '&'
+            | '-'
+            | '~'
     )
 }
 
@@ -263,8 +278,7 @@ impl Parser<'_> {
             let range_start = self.pos;
             let lo = self.class_char(start)?;
             // `a-` before `]` is `a` and `-`; otherwise `-` makes a range.
-            if self.peek() == Some('-') && self.chars.get(self.pos + 1).is_some_and(|&n| n != ']')
-            {
+            if self.peek() == Some('-') && self.chars.get(self.pos + 1).is_some_and(|&n| n != ']') {
                 self.pos += 1;
                 let hi = self.class_char(start)?;
                 if hi < lo {
@@ -595,8 +609,8 @@ mod tests {
     #[test]
     fn what_go_refuses_is_a_go_error() {
         for bad in [
-            r"a**", r"*a", r"(?=a)", r"(?x)a", r"\1", r"[b-a]", r"a{1001}", r"a)", r"(a",
-            r"[a", r"\y", r"a{2,1}",
+            r"a**", r"*a", r"(?=a)", r"(?x)a", r"\1", r"[b-a]", r"a{1001}", r"a)", r"(a", r"[a",
+            r"\y", r"a{2,1}",
         ] {
             assert!(
                 matches!(compile(bad), Err(RegexError::Go(_))),

@@ -244,24 +244,25 @@ pub fn semver(text: &str) -> Result<Value, CallError> {
         None => (body, ""),
     };
     let ident_ok = |part: &str| {
-        !part.is_empty()
-            && part
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        !part.is_empty() && part.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
     };
     let dotted_ok = |text: &str, given: bool| !given || text.split('.').all(ident_ok);
     if !dotted_ok(pre, body.len() != core.len()) || !dotted_ok(metadata, text.contains('+')) {
         return Err(invalid());
     }
     let parts: Vec<&str> = core.split('.').collect();
-    if parts.len() > 3 || parts.iter().any(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit())) {
+    if parts.len() > 3
+        || parts
+            .iter()
+            .any(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()))
+    {
         return Err(invalid());
     }
     let mut nums = [0u64; 3];
     for (i, p) in parts.iter().enumerate() {
-        nums[i] = p.parse().map_err(|e| {
-            CallError::Message(format!("Error parsing version segment: {e}"))
-        })?;
+        nums[i] = p
+            .parse()
+            .map_err(|e| CallError::Message(format!("Error parsing version segment: {e}")))?;
     }
     if pre
         .split('.')
@@ -287,13 +288,18 @@ pub fn semver(text: &str) -> Result<Value, CallError> {
         ("Original", Value::str(text)),
         ("String", Value::str(string.as_str())),
     ];
-    Ok(Value::Struct(std::rc::Rc::new(crate::helm::template::value::Struct {
-        type_name: SEMVER_TYPE,
-        fields: fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
-        // MarshalJSON writes the version's String() as a JSON string.
-        json: serde_json::Value::String(string.clone()),
-        text: Some(string),
-    })))
+    Ok(Value::Struct(std::rc::Rc::new(
+        crate::helm::template::value::Struct {
+            type_name: SEMVER_TYPE,
+            fields: fields
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            // MarshalJSON writes the version's String() as a JSON string.
+            json: serde_json::Value::String(string.clone()),
+            text: Some(string),
+        },
+    )))
 }
 
 /// The order of two `*semver.Version`s (receiver first), as its `Compare` gives it.
@@ -314,7 +320,10 @@ fn semver_receiver_order(a: &Value, b: &Value) -> Result<std::cmp::Ordering, Cal
     Ok(cmp_versions(&x, &y))
 }
 
-fn semver_method(args: Vec<Value>, test: fn(std::cmp::Ordering) -> bool) -> Result<Value, CallError> {
+fn semver_method(
+    args: Vec<Value>,
+    test: fn(std::cmp::Ordering) -> bool,
+) -> Result<Value, CallError> {
     let [a, b] = exact::<2>(args, "semver method")?;
     Ok(Value::Bool(test(semver_receiver_order(&a, &b)?)))
 }

@@ -376,7 +376,9 @@ fn nil_map_parameters_follow_go_argument_rules() {
         r#"{"a":1}"#
     );
     assert_eq!(
-        ok(r#"{{ hasKey (index . "missing") "a" }} {{ keys (index . "missing") | len }} {{ get (index . "missing") "a" | quote }} {{ pick (index . "missing") "a" | toJson }} {{ pluck "k" .map (index . "missing") | toJson }}"#),
+        ok(
+            r#"{{ hasKey (index . "missing") "a" }} {{ keys (index . "missing") | len }} {{ get (index . "missing") "a" | quote }} {{ pick (index . "missing") "a" | toJson }} {{ pluck "k" .map (index . "missing") | toJson }}"#
+        ),
         r#"false 0 "" {} ["v"]"#
     );
     let wrong = "wrong type for value; expected map[string]interface {}; got interface {}";
@@ -389,7 +391,11 @@ fn nil_map_parameters_follow_go_argument_rules() {
         let err = render(src, serde_json::json!({"map": {}})).unwrap_err();
         assert!(err.contains(wrong), "{src}: {err}");
     }
-    let err = render(r#"{{ set (index . "missing") "a" 1 }}"#, serde_json::json!({})).unwrap_err();
+    let err = render(
+        r#"{{ set (index . "missing") "a" 1 }}"#,
+        serde_json::json!({}),
+    )
+    .unwrap_err();
     assert!(err.contains("assignment to entry in nil map"), "{err}");
     // A field chain that starts from an invalid nil stays invalid: no error.
     assert_eq!(ok(r#"{{ hasKey (index . "missing").x "a" }}"#), "false");
@@ -400,10 +406,15 @@ fn nil_map_parameters_follow_go_argument_rules() {
 #[test]
 fn regex_functions_take_go_syntax() {
     assert_eq!(
-        ok(r#"{{ regexMatch "^[\\w-\\.]+$" "redis-ha.default" }} {{ regexMatch "a**" "a" }} {{ regexFind "[\\d-]+" "tel 12-34" }} {{ regexReplaceAll "\\bx" "é x" "y" }}"#),
+        ok(
+            r#"{{ regexMatch "^[\\w-\\.]+$" "redis-ha.default" }} {{ regexMatch "a**" "a" }} {{ regexFind "[\\d-]+" "tel 12-34" }} {{ regexReplaceAll "\\bx" "é x" "y" }}"#
+        ),
         "true false 12-34 é y"
     );
-    for src in [r#"{{ mustRegexMatch "a**" "a" }}"#, r#"{{ regexFind "(?=a)" "a" }}"#] {
+    for src in [
+        r#"{{ mustRegexMatch "a**" "a" }}"#,
+        r#"{{ regexFind "(?=a)" "a" }}"#,
+    ] {
         let err = render(src, serde_json::json!({})).unwrap_err();
         assert!(err.contains("error parsing regexp"), "{src}: {err}");
     }

@@ -266,7 +266,10 @@ fn write_verb(out: &mut String, v: &Value, verb: char, spec: &Spec) {
         // A Stringer prints its `String()`; tend refuses to print other structs where it
         // can (see `exec`), this is the fallback inside lists and maps.
         (Value::Struct(st), 'v' | 's' | 'q') => {
-            let text = st.text.clone().unwrap_or_else(|| format!("{{{}}}", st.type_name));
+            let text = st
+                .text
+                .clone()
+                .unwrap_or_else(|| format!("{{{}}}", st.type_name));
             write_verb(out, &Value::str(text), verb, spec)
         }
         (Value::Nil, 'v') => spec.pad(out, "<nil>", false),

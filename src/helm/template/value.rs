@@ -44,7 +44,6 @@ pub struct Struct {
     pub json: serde_json::Value,
 }
 
-
 impl Value {
     pub fn str(s: impl Into<Rc<str>>) -> Value {
         Value::Str(s.into())
