@@ -524,6 +524,77 @@ fn helm_documents(text: &str) -> String {
     docs.join("\n---\n")
 }
 
+/// `.Capabilities`: of `helm template --kube-version` offline, of the cluster when connected.
+fn capabilities(release: &Release) -> Value {
+    let (major, minor) = {
+        let v = release.kube_version.trim_start_matches('v');
+        let mut parts = v.split('.');
+        (
+            parts.next().unwrap_or("").to_string(),
+            parts.next().unwrap_or("").to_string(),
+        )
+    };
+    let mut api_versions: Vec<Value> = match &release.cluster {
+        Some(cluster) => cluster
+            .api_versions
+            .iter()
+            .map(|v| Value::str(v.as_str()))
+            .collect(),
+        None => BUILTIN_API_VERSIONS
+            .iter()
+            .map(|v| Value::str(*v))
+            .collect(),
+    };
+    api_versions.extend(release.api_versions.iter().map(|v| Value::str(v.as_str())));
+    let kube = &release.kube_version;
+    let kube_version = go_struct(
+        "chartutil.KubeVersion",
+        vec![
+            ("Version", Value::str(kube.as_str())),
+            ("Major", Value::str(major.as_str())),
+            ("Minor", Value::str(minor.as_str())),
+            // Methods: `String` and the deprecated `GitVersion` give Version.
+            ("String", Value::str(kube.as_str())),
+            ("GitVersion", Value::str(kube.as_str())),
+        ],
+        Some(kube.clone()),
+        serde_json::json!({"Version": kube, "Major": major, "Minor": minor}),
+    );
+    // The Helm whose output tend reproduces (the corpus was rendered by v3.19.4).
+    let helm = [
+        ("Version", "version", "v3.19.4"),
+        ("GitCommit", "git_commit", ""),
+        ("GitTreeState", "git_tree_state", "clean"),
+        ("GoVersion", "go_version", "go1.24.11"),
+    ];
+    let helm_version = go_struct(
+        "version.BuildInfo",
+        helm.iter()
+            .map(|(go, _, v)| (*go, Value::str(*v)))
+            .collect(),
+        None,
+        helm.iter()
+            .filter(|(_, _, v)| !v.is_empty())
+            .map(|(_, key, v)| (key.to_string(), serde_json::json!(v)))
+            .collect(),
+    );
+    let json = serde_json::json!({
+        "APIVersions": Value::list(api_versions.clone()).to_json(),
+        "KubeVersion": kube_version.to_json(),
+        "HelmVersion": helm_version.to_json(),
+    });
+    go_struct(
+        "*chartutil.Capabilities",
+        vec![
+            ("APIVersions", Value::list(api_versions)),
+            ("KubeVersion", kube_version),
+            ("HelmVersion", helm_version),
+        ],
+        None,
+        json,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::{helm_documents, render, Chart, Release};
@@ -668,75 +739,4 @@ mod tests {
         assert_eq!(helm_documents("  \n# only\n"), "# only");
         assert_eq!(helm_documents(""), "");
     }
-}
-
-/// `.Capabilities`: of `helm template --kube-version` offline, of the cluster when connected.
-fn capabilities(release: &Release) -> Value {
-    let (major, minor) = {
-        let v = release.kube_version.trim_start_matches('v');
-        let mut parts = v.split('.');
-        (
-            parts.next().unwrap_or("").to_string(),
-            parts.next().unwrap_or("").to_string(),
-        )
-    };
-    let mut api_versions: Vec<Value> = match &release.cluster {
-        Some(cluster) => cluster
-            .api_versions
-            .iter()
-            .map(|v| Value::str(v.as_str()))
-            .collect(),
-        None => BUILTIN_API_VERSIONS
-            .iter()
-            .map(|v| Value::str(*v))
-            .collect(),
-    };
-    api_versions.extend(release.api_versions.iter().map(|v| Value::str(v.as_str())));
-    let kube = &release.kube_version;
-    let kube_version = go_struct(
-        "chartutil.KubeVersion",
-        vec![
-            ("Version", Value::str(kube.as_str())),
-            ("Major", Value::str(major.as_str())),
-            ("Minor", Value::str(minor.as_str())),
-            // Methods: `String` and the deprecated `GitVersion` give Version.
-            ("String", Value::str(kube.as_str())),
-            ("GitVersion", Value::str(kube.as_str())),
-        ],
-        Some(kube.clone()),
-        serde_json::json!({"Version": kube, "Major": major, "Minor": minor}),
-    );
-    // The Helm whose output tend reproduces (the corpus was rendered by v3.19.4).
-    let helm = [
-        ("Version", "version", "v3.19.4"),
-        ("GitCommit", "git_commit", ""),
-        ("GitTreeState", "git_tree_state", "clean"),
-        ("GoVersion", "go_version", "go1.24.11"),
-    ];
-    let helm_version = go_struct(
-        "version.BuildInfo",
-        helm.iter()
-            .map(|(go, _, v)| (*go, Value::str(*v)))
-            .collect(),
-        None,
-        helm.iter()
-            .filter(|(_, _, v)| !v.is_empty())
-            .map(|(_, key, v)| (key.to_string(), serde_json::json!(v)))
-            .collect(),
-    );
-    let json = serde_json::json!({
-        "APIVersions": Value::list(api_versions.clone()).to_json(),
-        "KubeVersion": kube_version.to_json(),
-        "HelmVersion": helm_version.to_json(),
-    });
-    go_struct(
-        "*chartutil.Capabilities",
-        vec![
-            ("APIVersions", Value::list(api_versions)),
-            ("KubeVersion", kube_version),
-            ("HelmVersion", helm_version),
-        ],
-        None,
-        json,
-    )
 }

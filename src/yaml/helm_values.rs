@@ -8,7 +8,7 @@
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::mem::MaybeUninit;
-use unsafe_libyaml as sys;
+use unsafe_libyaml as unsafe_sys;
 
 /// How many values aliases may copy in all: a document of nested aliases ("billion laughs")
 /// must fail, not exhaust memory.
@@ -45,22 +45,22 @@ enum Event {
 
 /// libyaml's event parser over one input.
 struct Events<'a> {
-    parser: Box<MaybeUninit<sys::yaml_parser_t>>,
+    parser: Box<MaybeUninit<unsafe_sys::yaml_parser_t>>,
     _input: &'a [u8],
     failed: bool,
 }
 
 impl<'a> Events<'a> {
     fn new(input: &'a [u8]) -> Events<'a> {
-        let mut parser = Box::new(MaybeUninit::<sys::yaml_parser_t>::uninit());
+        let mut parser = Box::new(MaybeUninit::<unsafe_sys::yaml_parser_t>::uninit());
         // SAFETY: the parser is initialised in place before any other use; `input` outlives
         // it (the borrow is held in `_input`); it is deleted once, in Drop.
         let failed = unsafe {
             let p = parser.as_mut_ptr();
-            let failed = sys::yaml_parser_initialize(p).fail;
+            let failed = unsafe_sys::yaml_parser_initialize(p).fail;
             if !failed {
-                sys::yaml_parser_set_encoding(p, sys::YAML_UTF8_ENCODING);
-                sys::yaml_parser_set_input_string(p, input.as_ptr(), input.len() as u64);
+                unsafe_sys::yaml_parser_set_encoding(p, unsafe_sys::YAML_UTF8_ENCODING);
+                unsafe_sys::yaml_parser_set_input_string(p, input.as_ptr(), input.len() as u64);
             }
             failed
         };
@@ -75,12 +75,12 @@ impl<'a> Events<'a> {
         if self.failed {
             return Err("yaml: cannot initialise the parser".into());
         }
-        let mut event = MaybeUninit::<sys::yaml_event_t>::uninit();
+        let mut event = MaybeUninit::<unsafe_sys::yaml_event_t>::uninit();
         // SAFETY: the parser was initialised (checked above); the event is read only after
         // yaml_parser_parse succeeded, and deleted once after its strings were copied.
         unsafe {
             let p = self.parser.as_mut_ptr();
-            if sys::yaml_parser_parse(p, event.as_mut_ptr()).fail {
+            if unsafe_sys::yaml_parser_parse(p, event.as_mut_ptr()).fail {
                 self.failed = true;
                 let parser = &*p;
                 let problem = c_text(parser.problem.cast()).unwrap_or_default();
@@ -89,32 +89,32 @@ impl<'a> Events<'a> {
             }
             let e = event.as_mut_ptr();
             let converted = match (*e).type_ {
-                sys::YAML_STREAM_END_EVENT => Event::StreamEnd,
-                sys::YAML_DOCUMENT_START_EVENT => Event::DocumentStart,
-                sys::YAML_ALIAS_EVENT => {
+                unsafe_sys::YAML_STREAM_END_EVENT => Event::StreamEnd,
+                unsafe_sys::YAML_DOCUMENT_START_EVENT => Event::DocumentStart,
+                unsafe_sys::YAML_ALIAS_EVENT => {
                     Event::Alias(c_text((*e).data.alias.anchor).unwrap_or_default())
                 }
-                sys::YAML_SCALAR_EVENT => {
+                unsafe_sys::YAML_SCALAR_EVENT => {
                     let s = (*e).data.scalar;
                     let bytes = std::slice::from_raw_parts(s.value, s.length as usize);
                     Event::Scalar {
                         anchor: c_text(s.anchor),
                         tag: c_text(s.tag),
                         value: String::from_utf8_lossy(bytes).into_owned(),
-                        plain: s.style == sys::YAML_PLAIN_SCALAR_STYLE,
+                        plain: s.style == unsafe_sys::YAML_PLAIN_SCALAR_STYLE,
                     }
                 }
-                sys::YAML_SEQUENCE_START_EVENT => {
+                unsafe_sys::YAML_SEQUENCE_START_EVENT => {
                     Event::SequenceStart(c_text((*e).data.sequence_start.anchor))
                 }
-                sys::YAML_SEQUENCE_END_EVENT => Event::SequenceEnd,
-                sys::YAML_MAPPING_START_EVENT => {
+                unsafe_sys::YAML_SEQUENCE_END_EVENT => Event::SequenceEnd,
+                unsafe_sys::YAML_MAPPING_START_EVENT => {
                     Event::MappingStart(c_text((*e).data.mapping_start.anchor))
                 }
-                sys::YAML_MAPPING_END_EVENT => Event::MappingEnd,
+                unsafe_sys::YAML_MAPPING_END_EVENT => Event::MappingEnd,
                 _ => Event::Other,
             };
-            sys::yaml_event_delete(e);
+            unsafe_sys::yaml_event_delete(e);
             Ok(converted)
         }
     }
@@ -124,7 +124,7 @@ impl Drop for Events<'_> {
     fn drop(&mut self) {
         // SAFETY: initialised in `new` (a failed initialisation leaves nothing to free, and
         // yaml_parser_delete of a zeroed parser is what libyaml's own cleanup does).
-        unsafe { sys::yaml_parser_delete(self.parser.as_mut_ptr()) }
+        unsafe { unsafe_sys::yaml_parser_delete(self.parser.as_mut_ptr()) }
     }
 }
 
