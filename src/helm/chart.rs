@@ -220,7 +220,17 @@ fn chart_object(node: &Node, is_root: bool) -> Value {
         .collect();
     fields.push(("Maintainers", Value::list(maintainers)));
     let dependencies: Vec<serde_json::Value> = match &node.reqs {
-        Some(reqs) => reqs.iter().map(|r| r.to_json()).collect(),
+        // As Chart.yaml spells them (the fields below read those keys).
+        Some(reqs) => reqs
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "name": r.name, "version": r.version, "repository": r.repository,
+                    "condition": r.condition, "tags": r.tags, "enabled": r.enabled,
+                    "import-values": r.import_values, "alias": r.alias,
+                })
+            })
+            .collect(),
         None => metadata
             .get("dependencies")
             .and_then(serde_json::Value::as_array)

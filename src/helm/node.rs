@@ -91,20 +91,6 @@ impl Dependency {
             import_values: list("import-values").unwrap_or_default(),
         }
     }
-
-    /// As `.Chart.Dependencies` shows it (Go's field names).
-    pub fn to_json(&self) -> Value {
-        serde_json::json!({
-            "Name": self.name,
-            "Version": self.version,
-            "Repository": self.repository,
-            "Condition": self.condition,
-            "Tags": self.tags,
-            "Enabled": self.enabled,
-            "ImportValues": self.import_values,
-            "Alias": self.alias,
-        })
-    }
 }
 
 /// A chart as one release renders it: its (possibly aliased) metadata, its values (with
