@@ -17,7 +17,7 @@ pub trait RenderCache: Send + Sync + std::fmt::Debug {
 }
 
 /// Changes whenever what a kept render means changes.
-const FORMAT: &str = "tend helm render 1";
+const FORMAT: &str = "tend helm render 2";
 
 /// What a release's render is kept under: sha256 (hex) of everything it depends on but the
 /// seed and the time (renders that use them are not kept).
