@@ -509,11 +509,17 @@ pub fn render(
 /// (a `|+` block at a document's end loses its trailing newlines), empty ones dropped;
 /// joined again with `---` lines for tend's own document splitter.
 fn helm_documents(text: &str) -> String {
+    split_documents(text).join("\n---\n")
+}
+
+/// The documents of a template's output as Helm's `releaseutil.SplitManifests` splits them:
+/// at every `---` that starts the text or a line, each trimmed (Go's TrimSpace), empty
+/// ones dropped.
+pub fn split_documents(text: &str) -> Vec<&str> {
     let mut docs = Vec::new();
     let mut rest = text.trim();
     loop {
-        // The next `---` that starts the text or follows a newline; whitespace around it is
-        // the separator's or trimmed with the documents (Go's TrimSpace, Unicode spaces).
+        // Whitespace around a separator is the separator's or trimmed with the documents.
         let found = if rest.starts_with("---") {
             Some(0)
         } else {
@@ -526,12 +532,10 @@ fn helm_documents(text: &str) -> String {
         docs.push(&rest[..at]);
         rest = &rest[at + 3..];
     }
-    let docs: Vec<&str> = docs
-        .into_iter()
+    docs.into_iter()
         .map(str::trim)
         .filter(|d| !d.is_empty())
-        .collect();
-    docs.join("\n---\n")
+        .collect()
 }
 
 /// `.Capabilities`: of `helm template --kube-version` offline, of the cluster when connected.
