@@ -454,3 +454,63 @@ fn printed_renders_equal_helm_template_text() {
         "now equal: take them out of KNOWN_TEXT_DIFFERENCES: {fixed:?}"
     );
 }
+
+/// The silent wrong render: kube-prometheus-stack reads
+/// `.Capabilities.KubeVersion.Version` to choose the kube-controller-manager port; with
+/// Kubernetes 1.33 Helm renders the secure 10257, never the insecure 10252.
+#[test]
+fn kube_prometheus_stack_reads_the_kube_version() {
+    let corpus = Path::new(CORPUS);
+    let dir = corpus.join("bench-charts/kube-prometheus-stack");
+    if !dir.exists() {
+        eprintln!("skipped: no bench chart at {}", dir.display());
+        return;
+    }
+    let mut chart =
+        tend::source::charts::read_chart(corpus, &dir, Path::new("kube-prometheus-stack"))
+            .expect("chart");
+    // This copy of the chart may lack some packaged dependencies (Helm refuses a chart
+    // that names missing ones); the template under test needs none of them.
+    let present: Vec<String> = chart
+        .dependencies
+        .iter()
+        .map(|d| d.name().to_string())
+        .collect();
+    if let Some(Value::Array(deps)) = chart.metadata.get_mut("dependencies") {
+        deps.retain(|d| {
+            d["name"]
+                .as_str()
+                .is_some_and(|n| present.iter().any(|p| p == n))
+        });
+    }
+    let release = Release {
+        name: "kps".into(),
+        namespace: "monitoring".into(),
+        kube_version: "v1.33.0".into(),
+        api_versions: Vec::new(),
+        seed: 1,
+        now: 0,
+        cluster: None,
+    };
+    // Without those subcharts, their parts of the chart are off.
+    let values = serde_json::json!({
+        "kubeStateMetrics": {"enabled": false}, "nodeExporter": {"enabled": false},
+        "grafana": {"enabled": false}, "windowsMonitoring": {"enabled": false},
+    });
+    let manifests = render(&chart, &values, &release).expect("render");
+    let text: String = manifests
+        .iter()
+        .map(|m| format!("---\n{}\n", m.text))
+        .collect();
+    let objects = objects(&text);
+    let service = &objects[&(
+        "Service".to_string(),
+        "kube-system".to_string(),
+        "kps-kube-prometheus-stack-kube-controller-manager".to_string(),
+    )][0];
+    assert_eq!(service["spec"]["ports"][0]["port"], 10257, "{service}");
+    assert_eq!(
+        service["spec"]["ports"][0]["targetPort"], 10257,
+        "{service}"
+    );
+}

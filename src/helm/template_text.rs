@@ -200,8 +200,9 @@ mod tests {
                 "app/templates/e.yaml",
                 "app/templates/a.yaml",
                 "app/templates/a.yaml",
-                "app/templates/b.yaml",
-                "app/templates/c.yaml"
+                // Hooks by kind too: the Pod before the Job.
+                "app/templates/c.yaml",
+                "app/templates/b.yaml"
             ]
         );
         assert!(text.starts_with(

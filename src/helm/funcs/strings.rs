@@ -408,12 +408,8 @@ pub fn semver_compare(constraint: &str, version: &str) -> Result<bool, CallError
         .ok_or_else(|| CallError::Message("Invalid Semantic Version".to_string()))?;
     for alternative in constraint.split("||") {
         let mut all = true;
-        let normalized = alternative.replace(", ", ",");
-        for part in normalized
-            .split([',', ' '])
-            .filter(|p| !p.trim().is_empty())
-        {
-            if !check(part.trim(), &v)? {
+        for part in constraint_parts(alternative) {
+            if !check(&part, &v)? {
                 all = false;
                 break;
             }
@@ -423,6 +419,37 @@ pub fn semver_compare(constraint: &str, version: &str) -> Result<bool, CallError
         }
     }
     Ok(false)
+}
+
+/// The comparisons of one `||` alternative, as Masterminds/semver v3 finds them: an
+/// operator may stand apart from its version (`>= 1.22-0`), comparisons are separated by
+/// commas or spaces, and `1.2 - 1.4` is the range `>=1.2`, `<=1.4`.
+fn constraint_parts(alternative: &str) -> Vec<String> {
+    let words: Vec<&str> = alternative
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let is_op = |w: &str| w.chars().all(|c| "=<>!~^".contains(c));
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < words.len() {
+        let word = words[i];
+        if is_op(word) && i + 1 < words.len() {
+            parts.push(format!("{word}{}", words[i + 1]));
+            i += 2;
+        } else if word == "-" && !parts.is_empty() && i + 1 < words.len() {
+            // A hyphen range: the version before it is the lower bound.
+            if let Some(lower) = parts.pop() {
+                parts.push(format!(">={lower}"));
+            }
+            parts.push(format!("<={}", words[i + 1]));
+            i += 2;
+        } else {
+            parts.push(word.to_string());
+            i += 1;
+        }
+    }
+    parts
 }
 
 fn check(part: &str, v: &Version) -> Result<bool, CallError> {
@@ -448,32 +475,40 @@ fn check(part: &str, v: &Version) -> Result<bool, CallError> {
     }
     let ord = cmp_versions(v, &c);
     use std::cmp::Ordering::*;
-    let upper = |bump_minor: bool| -> Version {
-        if bump_minor {
-            Version {
-                major: c.major,
-                minor: c.minor + 1,
-                patch: 0,
-                pre: vec![],
-            }
-        } else {
-            Version {
-                major: c.major + 1,
-                minor: 0,
-                patch: 0,
-                pre: vec![],
-            }
-        }
-    };
+    // Masterminds' "dirty" constraints: parts left out or `x` (`1` minor-dirty, `1.2`
+    // patch-dirty, `*` dirty with nothing given).
+    let dirty = given < 3;
+    let (minor_dirty, patch_dirty) = (given == 1, given == 2);
+    // `constraintTilde`: at least the version, same major, and same minor unless the
+    // constraint left the minor out; `~*`/`~0.0.0` take anything.
+    let tilde = ord != Less
+        && ((c.major == 0 && c.minor == 0 && c.patch == 0 && !minor_dirty && !patch_dirty)
+            || (v.major == c.major && (minor_dirty || v.minor == c.minor)));
     Ok(match op {
-        "" | "=" | "==" if given < 3 => ord != Less && cmp_versions(v, &upper(given == 2)) == Less,
+        "" | "=" | "==" if dirty => tilde,
         "" | "=" | "==" => ord == Equal,
         "!=" => ord != Equal,
+        ">" if dirty => {
+            if v.major != c.major {
+                v.major > c.major
+            } else if minor_dirty {
+                // `>11` wants 12 or more.
+                false
+            } else if patch_dirty {
+                v.minor > c.minor
+            } else {
+                ord == Greater
+            }
+        }
         ">" => ord == Greater,
         "<" => ord == Less,
         ">=" | "=>" => ord != Less,
+        // `<=1.2` takes every 1.2.x.
+        "<=" | "=<" if dirty => {
+            !(v.major > c.major || (v.major == c.major && v.minor > c.minor && !minor_dirty))
+        }
         "<=" | "=<" => ord != Greater,
-        "~" | "~>" => ord != Less && cmp_versions(v, &upper(given >= 2)) == Less,
+        "~" | "~>" => tilde,
         "^" => {
             let limit = if c.major > 0 || given < 2 {
                 Version {

@@ -162,6 +162,16 @@ fn semver_constraints() {
     assert!(check("1.33.x", "1.33.7"));
     assert!(check("<1.0 || >=1.30", "1.33.0"));
     assert!(!check(">=1.20", "1.33.0-rc.1"));
+    // An operator apart from its version (kube-prometheus-stack's `>= 1.22-0`).
+    assert!(check(">= 1.22-0", "v1.33.0"));
+    assert!(!check("< 1.22-0", "v1.33.0"));
+    assert!(check(">= 1.20, < 2.0", "1.33.0") && !check(">= 1.20 < 1.30", "1.33.0"));
+    assert!(check("1.30 - 1.34", "1.33.0") && !check("1.30 - 1.32", "1.33.0"));
+    // Masterminds' rules for constraints with parts left out.
+    assert!(check("<=1.32", "1.32.5") && !check("<=1.32", "1.33.0") && check("<=1", "1.99.0"));
+    assert!(!check(">1", "1.5.0") && check(">1", "2.0.0") && check(">1.2", "1.3.0"));
+    assert!(!check(">1.2", "1.2.9") && check("~1", "1.9.0") && check("*", "3.1.0"));
+    assert!(check("1.2", "1.2.7") && !check("1.2", "1.3.0") && check("~1.2.3", "1.2.9"));
 }
 
 #[test]
