@@ -10,7 +10,7 @@ use super::funcs;
 pub use super::node::Chart;
 use super::node::Node;
 use super::template::value::Struct;
-use super::template::{Engine, TemplateError, Value};
+use super::template::{gofmt, Engine, TemplateError, Value};
 use super::values::coalesce_values;
 use std::collections::BTreeMap;
 
@@ -134,7 +134,7 @@ fn text_map(entries: &[(&str, Value)]) -> Value {
 fn go_struct(
     type_name: &'static str,
     fields: Vec<(&str, Value)>,
-    text: Option<String>,
+    (text, fmt): (Option<String>, Option<String>),
     json: serde_json::Value,
 ) -> Value {
     Value::Struct(std::rc::Rc::new(Struct {
@@ -144,6 +144,7 @@ fn go_struct(
             .map(|(k, v)| (k.to_string(), v))
             .collect(),
         text,
+        fmt,
         json,
     }))
 }
@@ -215,7 +216,7 @@ fn chart_object(node: &Node, is_root: bool) -> Value {
                     ("URL", "url", 's'),
                 ],
             );
-            go_struct("*chart.Maintainer", f, None, j)
+            go_struct("*chart.Maintainer", f, (None, None), j)
         })
         .collect();
     fields.push(("Maintainers", Value::list(maintainers)));
@@ -253,7 +254,7 @@ fn chart_object(node: &Node, is_root: bool) -> Value {
                     ("Alias", "alias", 's'),
                 ],
             );
-            go_struct("*chart.Dependency", f, None, j)
+            go_struct("*chart.Dependency", f, (None, None), j)
         })
         .collect();
     fields.push(("Dependencies", Value::list(dependencies)));
@@ -268,7 +269,12 @@ fn chart_object(node: &Node, is_root: bool) -> Value {
         }
     }
     json["IsRoot"] = serde_json::Value::Bool(is_root);
-    go_struct("struct { chart.Metadata; IsRoot bool }", fields, None, json)
+    go_struct(
+        "struct { chart.Metadata; IsRoot bool }",
+        fields,
+        (None, None),
+        json,
+    )
 }
 
 /// FNV-1a of `text`: mixed into the run's seed so that each release and template draws its
@@ -571,7 +577,12 @@ fn capabilities(release: &Release) -> Value {
             ("String", Value::str(kube.as_str())),
             ("GitVersion", Value::str(kube.as_str())),
         ],
-        Some(kube.clone()),
+        // `String` has a pointer receiver: an action prints the version, `printf`'s `%v`
+        // of the struct its fields.
+        (
+            Some(kube.clone()),
+            Some(format!("{{{kube} {major} {minor}}}")),
+        ),
         serde_json::json!({"Version": kube, "Major": major, "Minor": minor}),
     );
     // The Helm whose output tend reproduces (the corpus was rendered by v3.19.4).
@@ -581,12 +592,19 @@ fn capabilities(release: &Release) -> Value {
         ("GitTreeState", "git_tree_state", "clean"),
         ("GoVersion", "go_version", "go1.24.11"),
     ];
+    let helm_text = format!(
+        "{{{}}}",
+        helm.iter()
+            .map(|(_, _, v)| *v)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
     let helm_version = go_struct(
         "version.BuildInfo",
         helm.iter()
             .map(|(go, _, v)| (*go, Value::str(*v)))
             .collect(),
-        None,
+        (Some(helm_text.clone()), Some(helm_text.clone())),
         helm.iter()
             .filter(|(_, _, v)| !v.is_empty())
             .map(|(_, key, v)| (key.to_string(), serde_json::json!(v)))
@@ -597,6 +615,12 @@ fn capabilities(release: &Release) -> Value {
         "KubeVersion": kube_version.to_json(),
         "HelmVersion": helm_version.to_json(),
     });
+    // Fields in declaration order (KubeVersion, APIVersions, HelmVersion); inside a struct
+    // fmt prints KubeVersion's fields, its String having a pointer receiver.
+    let inner = format!(
+        "{{{{{kube} {major} {minor}}} {} {helm_text}}}",
+        gofmt::display(&Value::list(api_versions.clone()))
+    );
     go_struct(
         "*chartutil.Capabilities",
         vec![
@@ -604,7 +628,7 @@ fn capabilities(release: &Release) -> Value {
             ("KubeVersion", kube_version),
             ("HelmVersion", helm_version),
         ],
-        None,
+        (Some(inner.clone()), Some(format!("&{inner}"))),
         json,
     )
 }
@@ -672,8 +696,17 @@ mod tests {
                 "{src}: {err}"
             );
         }
-        // Printing a struct Go prints field by field is refused, not approximated.
-        assert!(render_one(chart_yaml(), "{{ .Capabilities }}").is_err());
+        // fmt's text: an action uses KubeVersion's String (its address is taken), a function
+        // argument is a copy printed field by field.
+        assert_eq!(
+            render_one(chart_yaml(), "{{ printf \"%v|%s\" .Capabilities.KubeVersion .Capabilities.KubeVersion }} {{ toString .Capabilities.KubeVersion }} {{ .Capabilities.HelmVersion }}").unwrap(),
+            "{v1.33.0 1 33}|{v1.33.0 1 33} {v1.33.0 1 33} {v3.19.4  clean go1.24.11}"
+        );
+        assert!(render_one(chart_yaml(), "{{ .Capabilities }}")
+            .unwrap()
+            .starts_with("{{v1.33.0 1 33} [v1 admissionregistration.k8s.io/v1 "));
+        // Go would print pointers for .Chart's maintainers: refused, not approximated.
+        assert!(render_one(chart_yaml(), "{{ .Chart }}").is_err());
         // Written as encoding/json writes it.
         assert_eq!(
             render_one(

@@ -297,6 +297,8 @@ pub fn semver(text: &str) -> Result<Value, CallError> {
                 .collect(),
             // MarshalJSON writes the version's String() as a JSON string.
             json: serde_json::Value::String(string.clone()),
+            // `String` has a value receiver: used by actions and fmt alike.
+            fmt: Some(string.clone()),
             text: Some(string),
         },
     )))

@@ -199,6 +199,8 @@ impl<'e> Exec<'e> {
                         // Go prints an invalid (nil) result as "<no value>".
                         Value::Nil => out.push_str("<no value>"),
                         Value::Str(s) => out.push_str(&s),
+                        // An action prints a struct by its String (checked above).
+                        Value::Struct(st) => out.push_str(st.text.as_deref().unwrap_or("")),
                         v => out.push_str(&gofmt::display(&v)),
                     }
                 }

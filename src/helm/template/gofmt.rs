@@ -263,11 +263,11 @@ fn write_verb(out: &mut String, v: &Value, verb: char, spec: &Spec) {
             out.push(']');
         }
         (_, 'T') => spec.pad(out, v.type_name(), false),
-        // A Stringer prints its `String()`; tend refuses to print other structs where it
-        // can (see `exec`), this is the fallback inside lists and maps.
-        (Value::Struct(st), 'v' | 's' | 'q') => {
+        // `%v` of a struct argument as Go's fmt writes it; for the few whose text holds
+        // pointers (`.Chart`), tend writes `{type}` (an action printing one is an error).
+        (Value::Struct(st), 'v' | 's') => {
             let text = st
-                .text
+                .fmt
                 .clone()
                 .unwrap_or_else(|| format!("{{{}}}", st.type_name));
             write_verb(out, &Value::str(text), verb, spec)

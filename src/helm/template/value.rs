@@ -37,9 +37,13 @@ pub struct Struct {
     pub type_name: &'static str,
     /// Exported fields, and the results of methods that take no argument, by Go name.
     pub fields: BTreeMap<String, Value>,
-    /// What Go's `fmt` prints for it: its `String()` method's result. `None` when it has
-    /// none (Go would print its fields, which tend does not reproduce: printing errors).
+    /// What an action (`{{ .X }}`) prints: its `String()` (text/template takes the address
+    /// of an addressable struct for a pointer-receiver `String`), else its fields. `None`
+    /// where Go's text is not reproducible (it holds pointers): printing it is an error.
     pub text: Option<String>,
+    /// What `fmt`'s `%v` prints for it as a function argument (a copy: a pointer-receiver
+    /// `String` is not used), as `printf`, `print` and `toString` give it. `None` as above.
+    pub fmt: Option<String>,
     /// How encoding/json writes it (its `json` tags, `omitempty`).
     pub json: serde_json::Value,
 }
