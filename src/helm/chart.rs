@@ -366,7 +366,13 @@ fn files_object(chart: &Chart) -> Value {
             .files
             .iter()
             .filter(|(p, _)| !p.starts_with("templates/") && !METADATA.contains(&p.as_str()))
-            .map(|(p, text)| (p.clone(), Value::str(text.as_str())))
+            .map(|(p, text)| {
+                let value = match chart.binary.get(p) {
+                    Some(bytes) => funcs::binary_file(bytes),
+                    None => Value::str(text.as_str()),
+                };
+                (p.clone(), value)
+            })
             .collect(),
     )
 }
@@ -752,6 +758,55 @@ mod tests {
             .map(|m| m.text)
             .collect();
         assert_eq!(text, "true true 420 float64 yes 1e+06 80 false float64");
+    }
+
+    /// A file that is not UTF-8 text: AsSecrets encodes its bytes as Helm does; any other
+    /// read is an error, never its lossy text.
+    #[test]
+    fn binary_files_are_bytes_or_an_error() {
+        let bytes = vec![0xff, 0x00, 0xfe, b'a'];
+        let mut chart = Chart {
+            metadata: chart_yaml(),
+            ..Chart::default()
+        };
+        chart.files.insert(
+            "files/k.jks".into(),
+            String::from_utf8_lossy(&bytes).into_owned(),
+        );
+        chart.binary.insert("files/k.jks".into(), bytes);
+        let release = Release {
+            name: "rel".into(),
+            namespace: "ns1".into(),
+            kube_version: "v1.33.0".into(),
+            api_versions: vec![],
+            seed: 1,
+            now: 0,
+            cluster: None,
+        };
+        let run = |template: &str| {
+            let mut chart = chart.clone();
+            chart
+                .files
+                .insert("templates/t.yaml".into(), template.into());
+            render(&chart, &json!({}), &release)
+                .map(|m| m.into_iter().map(|m| m.text).collect::<String>())
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(
+            run("{{ (.Files.Glob \"files/*\").AsSecrets }}").unwrap(),
+            "k.jks: /wD+YQ=="
+        );
+        for read in [
+            "{{ .Files.Get \"files/k.jks\" }}",
+            "{{ .Files.Lines \"files/k.jks\" }}",
+            "{{ (.Files.Glob \"files/*\").AsConfig }}",
+        ] {
+            let err = run(read).unwrap_err();
+            assert!(
+                err.contains("files/k.jks is not UTF-8 text"),
+                "{read}: {err}"
+            );
+        }
     }
 
     #[test]

@@ -145,6 +145,10 @@ fn load_files(files: Vec<ChartFile>, origin: &Path) -> Result<Chart, Problem> {
                 }
             }
             _ => {
+                // Templates read files as text; a binary one keeps its bytes for AsSecrets.
+                if std::str::from_utf8(&bytes).is_err() {
+                    chart.binary.insert(name.clone(), bytes);
+                }
                 chart.files.insert(name, text);
             }
         }

@@ -19,6 +19,7 @@ mod toml;
 mod yaml11;
 pub use conv::{error_map, from_yaml, strval, to_float, to_int, want_int, want_str};
 pub use dates::{now_used, set_now};
+pub use files::binary_file;
 pub use json::go_json;
 use random::next_random;
 pub use random::random_used;
