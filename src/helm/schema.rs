@@ -1,6 +1,7 @@
 //! `values.schema.json` (helm/helm `pkg/chartutil/jsonschema.go`): the coalesced values of a
 //! chart, and of each enabled subchart (its values under its name), checked against the
-//! chart's JSON Schema (draft 7 unless the schema names another). Errors name the chart and
+//! chart's JSON Schema (draft 2020-12 unless the schema names another, as Helm 3.18+
+//! validates with santhosh-tekuri/jsonschema v6). Errors name the chart and
 //! the JSON path of the value, never the value itself (values may come from SOPS files).
 
 use super::node::Node;
@@ -38,9 +39,11 @@ fn validate_into(node: &Node, values: &Map<String, Value>, out: &mut Vec<String>
 }
 
 /// The draft a `$schema` URL names, as santhosh-tekuri/jsonschema v6's `draftFromURL` (what
-/// Helm 3.18+ validates with) reads it: `http` and `https` alike, a trailing `#` or `#/`
-/// ignored, `json-schema.org/schema` the latest draft (2020-12). `None` for any other URL:
-/// Helm would download that meta-schema; tend never goes to the network while rendering.
+/// Helm 3.18+ validates with) reads it: `http` and `https` alike, an empty fragment (`#`)
+/// ignored, `json-schema.org/schema` the latest draft (2020-12). A `#/` fragment v6 does not
+/// take as built in: Helm downloads that URL, which is the same meta-schema, so it is read
+/// as that draft here. `None` for any other URL: Helm would download that meta-schema;
+/// tend never goes to the network while rendering.
 fn draft_of(url: &str) -> Option<jsonschema::Draft> {
     use jsonschema::Draft;
     let rest = url
@@ -74,7 +77,8 @@ fn canonical_url(draft: jsonschema::Draft) -> &'static str {
 
 fn check(schema_text: &str, values: &Map<String, Value>) -> Result<Vec<String>, String> {
     let mut schema: Value = serde_json::from_str(schema_text).map_err(|e| e.to_string())?;
-    let mut draft = jsonschema::Draft::Draft7;
+    // Without `$schema`, the library's latest draft (2020-12): Helm sets no default draft.
+    let mut draft = jsonschema::Draft::Draft202012;
     if let Some(Value::String(url)) = schema.get("$schema") {
         draft = draft_of(url).ok_or_else(|| {
             format!(
@@ -156,6 +160,12 @@ mod tests {
         }
         let unknown = typed("https://example.com/my-meta").unwrap_err();
         assert!(unknown.contains("example.com/my-meta"), "{unknown}");
+    }
+
+    #[test]
+    fn without_a_meta_schema_the_draft_is_2020_12() {
+        let schema = json!({"properties": {"l": {"prefixItems": [{"type": "string"}]}}});
+        assert_eq!(problems(schema, json!({"l": [1]})).unwrap().len(), 1);
     }
 
     #[test]
