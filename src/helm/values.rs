@@ -367,9 +367,7 @@ fn set_path(at: &mut Value, path: &[Step], value: Value) -> Result<(), String> {
             if !at.is_object() {
                 *at = Value::Object(Map::new());
             }
-            let Value::Object(map) = at else {
-                unreachable!("made a map above")
-            };
+            let map = at.as_object_mut().ok_or("a map was made here")?;
             let slot = map.entry(key.clone()).or_insert(Value::Null);
             set_path(slot, rest, value)
         }
@@ -382,9 +380,7 @@ fn set_path(at: &mut Value, path: &[Step], value: Value) -> Result<(), String> {
             if !at.is_array() {
                 *at = Value::Array(Vec::new());
             }
-            let Value::Array(list) = at else {
-                unreachable!("made a list above")
-            };
+            let list = at.as_array_mut().ok_or("a list was made here")?;
             if list.len() <= *index {
                 list.resize(index + 1, Value::Null);
             }

@@ -292,23 +292,20 @@ fn merge_all(exec: &Exec, args: Vec<Value>, overwrite: bool) -> Result<Value, Ca
     if args.is_empty() {
         return Err("missing dict".into());
     }
-    let dst = match map_param(exec, &args, 0)? {
-        Some(_) => args[0].clone(),
-        None => Value::empty_map(),
-    };
-    let Value::Map(dst_map) = &dst else {
-        unreachable!("a map, checked or made above")
+    let dst_map: Map = match map_param(exec, &args, 0)? {
+        Some(m) => m.clone(),
+        None => Map::default(),
     };
     for i in 1..args.len() {
         let Some(src_map) = map_param(exec, &args, i)? else {
             continue;
         };
-        if std::rc::Rc::ptr_eq(dst_map, src_map) {
+        if std::rc::Rc::ptr_eq(&dst_map, src_map) {
             continue;
         }
-        merge_into(dst_map, &src_map.borrow(), overwrite);
+        merge_into(&dst_map, &src_map.borrow(), overwrite);
     }
-    Ok(dst)
+    Ok(Value::Map(dst_map))
 }
 
 fn merge_into(dst: &Map, src: &BTreeMap<String, Value>, overwrite: bool) {
