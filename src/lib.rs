@@ -70,6 +70,16 @@ pub use plan::{fast_path, normalize::normalize};
 pub use render::{render, RenderOptions, Rendered};
 pub use source::{git, SourceFile};
 
+/// Helm charts as tend reads and renders them, for the corpus test against `helm template`.
+pub mod charts {
+    pub use crate::helm::chart::{render, Release};
+    pub use crate::helm::hooks::{classify, Hook};
+    pub use crate::helm::template_text::helm_template_text;
+    pub use crate::helm::values::{merge_maps, parse_set};
+    pub use crate::source::charts::read_chart;
+    pub use crate::yaml::{parse_helm_yaml, parse_value};
+}
+
 /// Field manager and tooling name used for everything tend writes.
 pub const FIELD_MANAGER: &str = "tend";
 /// tend's own API group.

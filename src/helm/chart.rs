@@ -10,7 +10,8 @@ use super::facts::LookupKey;
 use super::funcs;
 pub use super::node::Chart;
 use super::node::Node;
-use super::template::{Engine, TemplateError, Value};
+use super::template::value::Struct;
+use super::template::{gofmt, Engine, TemplateError, Value};
 use super::values::coalesce_values;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -130,46 +131,151 @@ fn text_map(entries: &[(&str, Value)]) -> Value {
     )
 }
 
-/// `.Chart`: Chart.yaml's fields under the Go names of Helm's `chart.Metadata`.
-fn chart_object(node: &Node, is_root: bool) -> Value {
-    let metadata = &node.metadata;
-    let mut map = BTreeMap::new();
-    for key in [
-        "name",
-        "version",
-        "appVersion",
-        "description",
-        "type",
-        "kubeVersion",
-        "home",
-        "icon",
-    ] {
-        map.insert(go_name(key), Value::str(""));
-    }
-    if let Some(fields) = metadata.as_object() {
-        for (key, value) in fields {
-            map.insert(go_name(key), Value::from_json(value, false));
-        }
-    }
-    if let Some(reqs) = &node.reqs {
-        let reqs = reqs.iter().map(|r| Value::from_json(&r.to_json(), false));
-        map.insert("Dependencies".into(), Value::list(reqs.collect()));
-    }
-    map.insert("IsRoot".into(), Value::Bool(is_root));
-    Value::map(map)
+/// A Go struct value for the template data.
+fn go_struct(
+    type_name: &'static str,
+    fields: Vec<(&str, Value)>,
+    (text, fmt): (Option<String>, Option<String>),
+    json: serde_json::Value,
+) -> Value {
+    Value::Struct(std::rc::Rc::new(Struct {
+        type_name,
+        fields: fields
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+        text,
+        fmt,
+        json,
+    }))
 }
 
-fn go_name(key: &str) -> String {
-    match key {
-        "apiVersion" => "APIVersion".into(),
-        _ => {
-            let mut chars = key.chars();
-            chars
-                .next()
-                .map(|c| c.to_uppercase().chain(chars).collect())
-                .unwrap_or_default()
+/// Fields of a Go struct from a YAML map: `(Go name, yaml key, kind)` where kind says what
+/// the Go type's zero value is (`s` string, `b` bool, `l` list, `m` map) and the JSON
+/// field is `omitempty` unless the kind is upper-case.
+fn struct_fields(
+    source: &serde_json::Value,
+    spec: &[(&'static str, &'static str, char)],
+) -> (Vec<(&'static str, Value)>, serde_json::Value) {
+    let mut fields = Vec::new();
+    let mut json = serde_json::Map::new();
+    for &(go, key, kind) in spec {
+        let given = source.get(key).filter(|v| !v.is_null());
+        let value = match (given, kind.to_ascii_lowercase()) {
+            (Some(v), _) => Value::from_json(v, false),
+            (None, 's') => Value::str(""),
+            (None, 'b') => Value::Bool(false),
+            (None, 'l') => Value::list(Vec::new()),
+            (None, _) => Value::empty_map(),
+        };
+        let empty = !value.truthy();
+        if !empty || kind.is_ascii_uppercase() {
+            json.insert(key.to_string(), value.to_json());
+        }
+        fields.push((go, value));
+    }
+    (fields, serde_json::Value::Object(json))
+}
+
+/// `.Chart`: what Helm's engine gives (`struct { chart.Metadata; IsRoot bool }`, Chart.yaml
+/// read into `chart.Metadata`). Its fields only (a field it lacks is an error in Go, as it
+/// is here), zero values for what Chart.yaml leaves out; maintainers and dependencies are
+/// structs too (`.Name`, not `.name`).
+fn chart_object(node: &Node, is_root: bool) -> Value {
+    let metadata = &node.metadata;
+    let (mut fields, json) = struct_fields(
+        metadata,
+        &[
+            ("Name", "name", 'S'),
+            ("Home", "home", 's'),
+            ("Sources", "sources", 'l'),
+            ("Version", "version", 'S'),
+            ("Description", "description", 's'),
+            ("Keywords", "keywords", 'l'),
+            ("Icon", "icon", 's'),
+            ("APIVersion", "apiVersion", 'S'),
+            ("Condition", "condition", 's'),
+            ("Tags", "tags", 's'),
+            ("AppVersion", "appVersion", 's'),
+            ("Deprecated", "deprecated", 'b'),
+            ("Annotations", "annotations", 'm'),
+            ("KubeVersion", "kubeVersion", 's'),
+            ("Type", "type", 's'),
+        ],
+    );
+    let maintainers = metadata
+        .get("maintainers")
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|m| {
+            let (f, j) = struct_fields(
+                m,
+                &[
+                    ("Name", "name", 's'),
+                    ("Email", "email", 's'),
+                    ("URL", "url", 's'),
+                ],
+            );
+            go_struct("*chart.Maintainer", f, (None, None), j)
+        })
+        .collect();
+    fields.push(("Maintainers", Value::list(maintainers)));
+    let dependencies: Vec<serde_json::Value> = match &node.reqs {
+        // As Chart.yaml spells them (the fields below read those keys).
+        Some(reqs) => reqs
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "name": r.name, "version": r.version, "repository": r.repository,
+                    "condition": r.condition, "tags": r.tags, "enabled": r.enabled,
+                    "import-values": r.import_values, "alias": r.alias,
+                })
+            })
+            .collect(),
+        None => metadata
+            .get("dependencies")
+            .and_then(serde_json::Value::as_array)
+            .cloned()
+            .unwrap_or_default(),
+    };
+    let dependencies = dependencies
+        .iter()
+        .map(|d| {
+            let (f, j) = struct_fields(
+                d,
+                &[
+                    ("Name", "name", 'S'),
+                    ("Version", "version", 's'),
+                    ("Repository", "repository", 'S'),
+                    ("Condition", "condition", 's'),
+                    ("Tags", "tags", 'l'),
+                    ("Enabled", "enabled", 'b'),
+                    ("ImportValues", "import-values", 'l'),
+                    ("Alias", "alias", 's'),
+                ],
+            );
+            go_struct("*chart.Dependency", f, (None, None), j)
+        })
+        .collect();
+    fields.push(("Dependencies", Value::list(dependencies)));
+    fields.push(("IsRoot", Value::Bool(is_root)));
+    let mut json = json;
+    for key in ["maintainers", "dependencies"] {
+        if let Some(v) = metadata
+            .get(key)
+            .filter(|v| v.as_array().is_some_and(|a| !a.is_empty()))
+        {
+            json[key] = v.clone();
         }
     }
+    json["IsRoot"] = serde_json::Value::Bool(is_root);
+    go_struct(
+        "struct { chart.Metadata; IsRoot bool }",
+        fields,
+        (None, None),
+        json,
+    )
 }
 
 /// FNV-1a of `text`: mixed into the run's seed so that each release and template draws its
@@ -261,7 +367,13 @@ fn files_object(chart: &Chart) -> Value {
             .files
             .iter()
             .filter(|(p, _)| !p.starts_with("templates/") && !METADATA.contains(&p.as_str()))
-            .map(|(p, text)| (p.clone(), Value::str(text.as_str())))
+            .map(|(p, text)| {
+                let value = match chart.binary.get(p) {
+                    Some(bytes) => funcs::binary_file(bytes),
+                    None => Value::str(text.as_str()),
+                };
+                (p.clone(), value)
+            })
             .collect(),
     )
 }
@@ -299,7 +411,6 @@ pub struct Depended {
 /// inline values merged, see [`super::values::merge_maps`]): dependencies processed,
 /// values coalesced and checked against the charts' schemas, every template run. Returns
 /// the rendered templates, then the `crds/` files.
-#[cfg(test)]
 pub fn render(
     chart: &Chart,
     user_values: &serde_json::Value,
@@ -415,31 +526,65 @@ fn render_on(
         if base.starts_with('_') || base == "NOTES.txt" {
             continue;
         }
-        let dot = match &t.dot {
-            Value::Map(m) => {
-                let mut fields = m.borrow().clone();
-                fields.insert(
-                    "Template".into(),
-                    text_map(&[
-                        ("Name", Value::str(t.name.as_str())),
-                        ("BasePath", Value::str(t.base_path.as_str())),
-                    ]),
-                );
-                Value::map(fields)
-            }
-            other => other.clone(),
-        };
+        // One `.` per chart, shared by its templates as Helm shares its map: `.Template` is
+        // set on it in place, and what a template `set`s on `$` (istio's profiles replace
+        // `$.Values`) the templates after it see.
+        if let Value::Map(m) = &t.dot {
+            m.borrow_mut().insert(
+                "Template".into(),
+                text_map(&[
+                    ("Name", Value::str(t.name.as_str())),
+                    ("BasePath", Value::str(t.base_path.as_str())),
+                ]),
+            );
+        }
         funcs::register_random(engine, release.seed ^ seed_of(&t.name));
-        let text = engine.execute(&t.name, dot).map_err(template_error)?;
+        let text = engine
+            .execute(&t.name, t.dot.clone())
+            .map_err(template_error)?;
         out.push(Manifest {
             template: t.name.strip_prefix(&prefix).unwrap_or(&t.name).to_string(),
             crd: false,
-            text: text.replace("<no value>", ""),
+            text: helm_documents(&text.replace("<no value>", "")),
             random: engine.context().random_used(),
         });
     }
     crd_files(&root, "", &mut out);
     Ok(out)
+}
+
+/// A template's output as Helm keeps it (`releaseutil.SplitManifests`): split where the
+/// regex `(?:^|\s*\n)---\s*` matches, each document trimmed of surrounding whitespace
+/// (a `|+` block at a document's end loses its trailing newlines), empty ones dropped;
+/// joined again with `---` lines for tend's own document splitter.
+fn helm_documents(text: &str) -> String {
+    split_documents(text).join("\n---\n")
+}
+
+/// The documents of a template's output as Helm's `releaseutil.SplitManifests` splits them:
+/// at every `---` that starts the text or a line, each trimmed (Go's TrimSpace), empty
+/// ones dropped.
+pub fn split_documents(text: &str) -> Vec<&str> {
+    let mut docs = Vec::new();
+    let mut rest = text.trim();
+    loop {
+        // Whitespace around a separator is the separator's or trimmed with the documents.
+        let found = if rest.starts_with("---") {
+            Some(0)
+        } else {
+            rest.find("\n---").map(|i| i + 1)
+        };
+        let Some(at) = found else {
+            docs.push(rest);
+            break;
+        };
+        docs.push(&rest[..at]);
+        rest = &rest[at + 3..];
+    }
+    docs.into_iter()
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .collect()
 }
 
 /// `.Capabilities`: of `helm template --kube-version` offline, of the cluster when connected.
@@ -464,26 +609,273 @@ fn capabilities(release: &Release) -> Value {
             .collect(),
     };
     api_versions.extend(release.api_versions.iter().map(|v| Value::str(v.as_str())));
-    text_map(&[
+    let kube = &release.kube_version;
+    let kube_version = go_struct(
+        "chartutil.KubeVersion",
+        vec![
+            ("Version", Value::str(kube.as_str())),
+            ("Major", Value::str(major.as_str())),
+            ("Minor", Value::str(minor.as_str())),
+            // Methods: `String` and the deprecated `GitVersion` give Version.
+            ("String", Value::str(kube.as_str())),
+            ("GitVersion", Value::str(kube.as_str())),
+        ],
+        // `String` has a pointer receiver: an action prints the version, `printf`'s `%v`
+        // of the struct its fields.
         (
-            "KubeVersion",
-            text_map(&[
-                ("Version", Value::str(release.kube_version.as_str())),
-                ("GitVersion", Value::str(release.kube_version.as_str())),
-                ("Major", Value::str(major)),
-                ("Minor", Value::str(minor)),
-            ]),
+            Some(kube.clone()),
+            Some(format!("{{{kube} {major} {minor}}}")),
         ),
-        ("APIVersions", Value::list(api_versions)),
-        // The Helm whose output tend reproduces (the corpus was rendered by v3.19.4).
-        (
-            "HelmVersion",
-            text_map(&[
-                ("Version", Value::str("v3.19.4")),
-                ("GitCommit", Value::str("")),
-                ("GitTreeState", Value::str("clean")),
-                ("GoVersion", Value::str("go1.24.11")),
-            ]),
-        ),
-    ])
+        serde_json::json!({"Version": kube, "Major": major, "Minor": minor}),
+    );
+    // The Helm whose output tend reproduces (the corpus was rendered by v3.19.4).
+    let helm = [
+        ("Version", "version", "v3.19.4"),
+        ("GitCommit", "git_commit", ""),
+        ("GitTreeState", "git_tree_state", "clean"),
+        ("GoVersion", "go_version", "go1.24.11"),
+    ];
+    let helm_text = format!(
+        "{{{}}}",
+        helm.iter()
+            .map(|(_, _, v)| *v)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let helm_version = go_struct(
+        "version.BuildInfo",
+        helm.iter()
+            .map(|(go, _, v)| (*go, Value::str(*v)))
+            .collect(),
+        (Some(helm_text.clone()), Some(helm_text.clone())),
+        helm.iter()
+            .filter(|(_, _, v)| !v.is_empty())
+            .map(|(_, key, v)| (key.to_string(), serde_json::json!(v)))
+            .collect(),
+    );
+    let json = serde_json::json!({
+        "APIVersions": Value::list(api_versions.clone()).to_json(),
+        "KubeVersion": kube_version.to_json(),
+        "HelmVersion": helm_version.to_json(),
+    });
+    // Fields in declaration order (KubeVersion, APIVersions, HelmVersion); inside a struct
+    // fmt prints KubeVersion's fields, its String having a pointer receiver.
+    let inner = format!(
+        "{{{{{kube} {major} {minor}}} {} {helm_text}}}",
+        gofmt::display(&Value::list(api_versions.clone()))
+    );
+    go_struct(
+        "*chartutil.Capabilities",
+        vec![
+            ("APIVersions", Value::list(api_versions)),
+            ("KubeVersion", kube_version),
+            ("HelmVersion", helm_version),
+        ],
+        (Some(inner.clone()), Some(format!("&{inner}"))),
+        json,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{helm_documents, render, Chart, Release};
+    use serde_json::json;
+
+    /// Renders one template of a chart with Chart.yaml `metadata`.
+    fn render_one(metadata: serde_json::Value, template: &str) -> Result<String, String> {
+        let mut chart = Chart {
+            metadata,
+            ..Chart::default()
+        };
+        chart
+            .files
+            .insert("templates/t.yaml".into(), template.to_string());
+        let release = Release {
+            name: "rel".into(),
+            namespace: "ns1".into(),
+            kube_version: "v1.33.0".into(),
+            api_versions: vec!["x.io/v1".into()],
+            seed: 1,
+            now: 0,
+            cluster: None,
+        };
+        render(&chart, &json!({}), &release)
+            .map(|m| m.into_iter().map(|m| m.text).collect())
+            .map_err(|e| e.to_string())
+    }
+
+    fn chart_yaml() -> serde_json::Value {
+        json!({"apiVersion": "v2", "name": "c", "version": "1.2.3", "appVersion": "9",
+               "maintainers": [{"name": "Ann", "email": "a@x"}]})
+    }
+
+    #[test]
+    fn capabilities_and_chart_are_go_structs() {
+        assert_eq!(
+            render_one(
+                chart_yaml(),
+                "{{ .Capabilities.KubeVersion.Version }} {{ .Capabilities.KubeVersion }} {{ .Capabilities.KubeVersion.Minor }} {{ .Capabilities.KubeVersion.GitVersion }} {{ .Capabilities.APIVersions.Has \"x.io/v1\" }} {{ .Chart.Name }}-{{ .Chart.Version }} {{ .Chart.AppVersion }} {{ .Chart.IsRoot }} {{ (index .Chart.Maintainers 0).Name }} {{ .Chart.Keywords }} {{ .Chart.Description | quote }} {{ kindOf .Capabilities }} {{ typeOf .Capabilities.KubeVersion }}"
+            )
+            .unwrap(),
+            "v1.33.0 v1.33.0 33 v1.33.0 true c-1.2.3 9 true Ann [] \"\" ptr chartutil.KubeVersion"
+        );
+        // A field a struct lacks is Go's error, never an empty value.
+        for (src, field, ty) in [
+            (
+                "{{ .Capabilities.KubeVersion.Patch }}",
+                "Patch",
+                "chartutil.KubeVersion",
+            ),
+            ("{{ .Capabilities.Foo }}", "Foo", "*chartutil.Capabilities"),
+            (
+                "{{ .Chart.version }}",
+                "version",
+                "struct { chart.Metadata; IsRoot bool }",
+            ),
+        ] {
+            let err = render_one(chart_yaml(), src).unwrap_err();
+            assert!(
+                err.contains(&format!("can't evaluate field {field} in type {ty}")),
+                "{src}: {err}"
+            );
+        }
+        // fmt's text: an action uses KubeVersion's String (its address is taken), a function
+        // argument is a copy printed field by field.
+        assert_eq!(
+            render_one(chart_yaml(), "{{ printf \"%v|%s\" .Capabilities.KubeVersion .Capabilities.KubeVersion }} {{ toString .Capabilities.KubeVersion }} {{ .Capabilities.HelmVersion }}").unwrap(),
+            "{v1.33.0 1 33}|{v1.33.0 1 33} {v1.33.0 1 33} {v3.19.4  clean go1.24.11}"
+        );
+        assert!(render_one(chart_yaml(), "{{ .Capabilities }}")
+            .unwrap()
+            .starts_with("{{v1.33.0 1 33} [v1 admissionregistration.k8s.io/v1 "));
+        // Go would print pointers for .Chart's maintainers: refused, not approximated.
+        assert!(render_one(chart_yaml(), "{{ .Chart }}").is_err());
+        // Written as encoding/json writes it.
+        assert_eq!(
+            render_one(
+                chart_yaml(),
+                "{{ .Capabilities.KubeVersion | toJson }} {{ .Chart | toJson }}"
+            )
+            .unwrap(),
+            r#"{"Major":"1","Minor":"33","Version":"v1.33.0"} {"IsRoot":true,"apiVersion":"v2","appVersion":"9","maintainers":[{"email":"a@x","name":"Ann"}],"name":"c","version":"1.2.3"}"#
+        );
+    }
+
+    /// Values files and `fromYaml` text are YAML 1.1 as Helm reads them, every number a
+    /// float64 (sigs.k8s.io/yaml goes through JSON).
+    #[test]
+    fn values_are_yaml_1_1_with_float64_numbers() {
+        let mut chart = Chart {
+            metadata: chart_yaml(),
+            values: crate::yaml::parse_helm_yaml(
+                "enabled: yes\nflag: on\nmode: 0644\nname: 'yes'\nbig: 1000000\n",
+            )
+            .unwrap(),
+            ..Chart::default()
+        };
+        chart
+            .files
+            .insert("files/x.yaml".into(), "port: 0x50\ntls: off\n".into());
+        chart.files.insert(
+            "templates/t.yaml".into(),
+            "{{ .Values.enabled }} {{ .Values.flag }} {{ .Values.mode }} {{ kindOf .Values.mode }} {{ .Values.name }} {{ .Values.big }} {{ $f := .Files.Get \"files/x.yaml\" | fromYaml }}{{ $f.port }} {{ $f.tls }} {{ kindOf $f.port }}".into(),
+        );
+        let release = Release {
+            name: "rel".into(),
+            namespace: "ns1".into(),
+            kube_version: "v1.33.0".into(),
+            api_versions: vec![],
+            seed: 1,
+            now: 0,
+            cluster: None,
+        };
+        let text: String = render(&chart, &json!({}), &release)
+            .unwrap()
+            .into_iter()
+            .map(|m| m.text)
+            .collect();
+        assert_eq!(text, "true true 420 float64 yes 1e+06 80 false float64");
+    }
+
+    /// A file that is not UTF-8 text: AsSecrets encodes its bytes as Helm does; any other
+    /// read is an error, never its lossy text.
+    #[test]
+    fn binary_files_are_bytes_or_an_error() {
+        let bytes = vec![0xff, 0x00, 0xfe, b'a'];
+        let mut chart = Chart {
+            metadata: chart_yaml(),
+            ..Chart::default()
+        };
+        chart.files.insert(
+            "files/k.jks".into(),
+            String::from_utf8_lossy(&bytes).into_owned(),
+        );
+        chart.binary.insert("files/k.jks".into(), bytes);
+        let release = Release {
+            name: "rel".into(),
+            namespace: "ns1".into(),
+            kube_version: "v1.33.0".into(),
+            api_versions: vec![],
+            seed: 1,
+            now: 0,
+            cluster: None,
+        };
+        let run = |template: &str| {
+            let mut chart = chart.clone();
+            chart
+                .files
+                .insert("templates/t.yaml".into(), template.into());
+            render(&chart, &json!({}), &release)
+                .map(|m| m.into_iter().map(|m| m.text).collect::<String>())
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(
+            run("{{ (.Files.Glob \"files/*\").AsSecrets }}").unwrap(),
+            "k.jks: /wD+YQ=="
+        );
+        for read in [
+            "{{ .Files.Get \"files/k.jks\" }}",
+            "{{ .Files.Lines \"files/k.jks\" }}",
+            "{{ (.Files.Glob \"files/*\").AsConfig }}",
+        ] {
+            let err = run(read).unwrap_err();
+            assert!(
+                err.contains("files/k.jks is not UTF-8 text"),
+                "{read}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn semver_values_have_masterminds_methods() {
+        assert_eq!(
+            render_one(
+                chart_yaml(),
+                "{{ $v := semver \"v1.28.3-rc.1+b5\" }}{{ $v.Major }}.{{ $v.Minor }}.{{ $v.Patch }} {{ $v.Prerelease }} {{ $v.Metadata }} {{ $v.Original }} {{ $v }} {{ $v.LessThan (semver \"1.28.3\") }} {{ (semver \"2\").Compare $v }} {{ semver \"1.2\" | toJson }}"
+            )
+            .unwrap(),
+            "1.28.3 rc.1 b5 v1.28.3-rc.1+b5 1.28.3-rc.1+b5 true 1 \"1.2.0\""
+        );
+        for bad in ["1.2.3.4", "x", "1.2.3-01", "1.2.3-"] {
+            let err = render_one(chart_yaml(), &format!("{{{{ semver {bad:?} }}}}")).unwrap_err();
+            assert!(err.contains("error calling semver"), "{bad}: {err}");
+        }
+        let err = render_one(chart_yaml(), "{{ (semver \"1.0.0\").Foo }}").unwrap_err();
+        assert!(
+            err.contains("can't evaluate field Foo in type *semver.Version"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn template_output_is_split_and_trimmed_as_helm_keeps_it() {
+        assert_eq!(
+            helm_documents("\n---\na: |+\n  x\n\n\n--- \n\n---\nb: 1\n  \n"),
+            "a: |+\n  x\n---\nb: 1"
+        );
+        // `---` ends a separator wherever a line starts with it, as Helm's regex does.
+        assert_eq!(helm_documents("a: 1\n----\nb: 2"), "a: 1\n---\n-\nb: 2");
+        assert_eq!(helm_documents("  \n# only\n"), "# only");
+        assert_eq!(helm_documents(""), "");
+    }
 }

@@ -12,6 +12,7 @@ pub mod lookup;
 mod node;
 pub mod schema;
 pub mod template;
+pub mod template_text;
 pub mod values;
 
 #[cfg(test)]

@@ -17,6 +17,10 @@ pub struct Chart {
     pub files: BTreeMap<String, String>,
     /// The charts of `charts/` (directories and `.tgz` archives), by name.
     pub dependencies: Vec<Chart>,
+    /// The raw bytes of the files above that are not UTF-8 text (their text is lossy):
+    /// `.Files.AsSecrets` encodes these bytes, as Helm does, and any other read of such a
+    /// file through `.Files` is an error rather than the lossy text.
+    pub binary: BTreeMap<String, Vec<u8>>,
     /// [`Chart::digest`], computed once.
     pub digest: std::sync::OnceLock<String>,
 }
@@ -37,7 +41,10 @@ impl Chart {
             field(self.values.to_string().as_bytes());
             for (path, text) in &self.files {
                 field(path.as_bytes());
-                field(text.as_bytes());
+                match self.binary.get(path) {
+                    Some(bytes) => field(bytes),
+                    None => field(text.as_bytes()),
+                }
             }
             for dependency in &self.dependencies {
                 field(dependency.digest().as_bytes());
@@ -90,20 +97,6 @@ impl Dependency {
             enabled: false,
             import_values: list("import-values").unwrap_or_default(),
         }
-    }
-
-    /// As `.Chart.Dependencies` shows it (Go's field names).
-    pub fn to_json(&self) -> Value {
-        serde_json::json!({
-            "Name": self.name,
-            "Version": self.version,
-            "Repository": self.repository,
-            "Condition": self.condition,
-            "Tags": self.tags,
-            "Enabled": self.enabled,
-            "ImportValues": self.import_values,
-            "Alias": self.alias,
-        })
     }
 }
 

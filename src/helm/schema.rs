@@ -1,6 +1,7 @@
 //! `values.schema.json` (helm/helm `pkg/chartutil/jsonschema.go`): the coalesced values of a
 //! chart, and of each enabled subchart (its values under its name), checked against the
-//! chart's JSON Schema (draft 7 unless the schema names another). Errors name the chart and
+//! chart's JSON Schema (draft 2020-12 unless the schema names another, as Helm 3.18+
+//! validates with santhosh-tekuri/jsonschema v6). Errors name the chart and
 //! the JSON path of the value, never the value itself (values may come from SOPS files).
 
 use super::node::Node;
@@ -37,10 +38,58 @@ fn validate_into(node: &Node, values: &Map<String, Value>, out: &mut Vec<String>
     }
 }
 
+/// The draft a `$schema` URL names, as santhosh-tekuri/jsonschema v6's `draftFromURL` (what
+/// Helm 3.18+ validates with) reads it: `http` and `https` alike, an empty fragment (`#`)
+/// ignored, `json-schema.org/schema` the latest draft (2020-12). A `#/` fragment v6 does not
+/// take as built in: Helm downloads that URL, which is the same meta-schema, so it is read
+/// as that draft here. `None` for any other URL: Helm would download that meta-schema;
+/// tend never goes to the network while rendering.
+fn draft_of(url: &str) -> Option<jsonschema::Draft> {
+    use jsonschema::Draft;
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))?;
+    let rest = rest
+        .strip_suffix("#/")
+        .or_else(|| rest.strip_suffix('#'))
+        .unwrap_or(rest);
+    Some(match rest {
+        "json-schema.org/schema" | "json-schema.org/draft/2020-12/schema" => Draft::Draft202012,
+        "json-schema.org/draft/2019-09/schema" => Draft::Draft201909,
+        "json-schema.org/draft-07/schema" => Draft::Draft7,
+        "json-schema.org/draft-06/schema" => Draft::Draft6,
+        "json-schema.org/draft-04/schema" => Draft::Draft4,
+        _ => return None,
+    })
+}
+
+/// The URL the `jsonschema` crate knows each draft's built-in meta-schema by.
+fn canonical_url(draft: jsonschema::Draft) -> &'static str {
+    use jsonschema::Draft;
+    match draft {
+        Draft::Draft4 => "http://json-schema.org/draft-04/schema#",
+        Draft::Draft6 => "http://json-schema.org/draft-06/schema#",
+        Draft::Draft7 => "http://json-schema.org/draft-07/schema#",
+        Draft::Draft201909 => "https://json-schema.org/draft/2019-09/schema",
+        _ => "https://json-schema.org/draft/2020-12/schema",
+    }
+}
+
 fn check(schema_text: &str, values: &Map<String, Value>) -> Result<Vec<String>, String> {
-    let schema: Value = serde_json::from_str(schema_text).map_err(|e| e.to_string())?;
+    let mut schema: Value = serde_json::from_str(schema_text).map_err(|e| e.to_string())?;
+    // Without `$schema`, the library's latest draft (2020-12): Helm sets no default draft.
+    let mut draft = jsonschema::Draft::Draft202012;
+    if let Some(Value::String(url)) = schema.get("$schema") {
+        draft = draft_of(url).ok_or_else(|| {
+            format!(
+                "its \"$schema\" names the meta-schema {url:?}, which is not a draft tend has built in (4, 6, 7, 2019-09, 2020-12, or json-schema.org/schema); Helm would download it, tend never fetches while rendering"
+            )
+        })?;
+        // The crate looks the meta-schema up by its own spelling of the URL.
+        schema["$schema"] = Value::String(canonical_url(draft).into());
+    }
     let validator = jsonschema::options()
-        .with_draft(jsonschema::Draft::Draft7)
+        .with_draft(draft)
         .build(&schema)
         .map_err(|e| e.masked().to_string())?;
     let instance = Value::Object(values.clone());
@@ -55,4 +104,75 @@ fn check(schema_text: &str, values: &Map<String, Value>) -> Result<Vec<String>, 
     problems.sort();
     problems.dedup();
     Ok(problems)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn problems(schema: Value, values: Value) -> Result<Vec<String>, String> {
+        let Value::Object(values) = values else {
+            unreachable!("test values are maps")
+        };
+        check(&schema.to_string(), &values)
+    }
+
+    #[test]
+    fn meta_schemas_are_the_built_in_drafts_never_fetched() {
+        use jsonschema::Draft;
+        assert_eq!(
+            draft_of("http://json-schema.org/schema#"),
+            Some(Draft::Draft202012)
+        );
+        assert_eq!(
+            draft_of("https://json-schema.org/schema"),
+            Some(Draft::Draft202012)
+        );
+        assert_eq!(
+            draft_of("https://json-schema.org/draft-07/schema"),
+            Some(Draft::Draft7)
+        );
+        assert_eq!(
+            draft_of("http://json-schema.org/draft-07/schema#/"),
+            Some(Draft::Draft7)
+        );
+        assert_eq!(
+            draft_of("http://json-schema.org/draft-04/schema#"),
+            Some(Draft::Draft4)
+        );
+        assert_eq!(draft_of("https://example.com/my-meta"), None);
+        let typed = |url: &str| {
+            problems(
+                json!({"$schema": url, "properties": {"port": {"type": "integer"}}}),
+                json!({"port": "x"}),
+            )
+        };
+        for url in [
+            "http://json-schema.org/schema",
+            "https://json-schema.org/draft-07/schema",
+            "http://json-schema.org/draft-07/schema#",
+            "https://json-schema.org/draft/2020-12/schema",
+        ] {
+            let found = typed(url).unwrap();
+            assert_eq!(found.len(), 1, "{url}: {found:?}");
+            assert!(found[0].contains("/port"), "{found:?}");
+        }
+        let unknown = typed("https://example.com/my-meta").unwrap_err();
+        assert!(unknown.contains("example.com/my-meta"), "{unknown}");
+    }
+
+    #[test]
+    fn without_a_meta_schema_the_draft_is_2020_12() {
+        let schema = json!({"properties": {"l": {"prefixItems": [{"type": "string"}]}}});
+        assert_eq!(problems(schema, json!({"l": [1]})).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn the_latest_draft_keeps_its_own_keywords() {
+        // 2020-12's `prefixItems` checks, which draft 7 would ignore.
+        let schema = json!({"$schema": "http://json-schema.org/schema",
+            "properties": {"l": {"prefixItems": [{"type": "string"}]}}});
+        assert_eq!(problems(schema, json!({"l": [1]})).unwrap().len(), 1);
+    }
 }

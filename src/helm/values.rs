@@ -198,6 +198,197 @@ pub fn path_to_map(path: &str, data: Map<String, Value>) -> Map<String, Value> {
     current
 }
 
+/// Helm's `strvals.ParseInto`: one `--set` argument (`a.b=c,d[0].e={x,y}`) merged into
+/// `into`. Values are typed as strvals types them: `true`/`false` (any case) bools, `null`
+/// nil, decimal integers without a leading zero int64, everything else (floats too) a
+/// string.
+pub fn parse_set(text: &str, into: &mut Value) -> Result<(), String> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut pos = 0;
+    while pos < chars.len() {
+        let (key_end, op) = scan(&chars, pos, &['=', ','])
+            .ok_or_else(|| format!("key {:?} has no value", rest(&chars, pos)))?;
+        if op == ',' {
+            return Err(format!(
+                "key {:?} has no value (cannot end with ,)",
+                rest(&chars, pos)
+            ));
+        }
+        let path = parse_path(&chars[pos..key_end])?;
+        pos = key_end + 1;
+        let value = if chars.get(pos) == Some(&'{') {
+            let (items, next) = set_list(&chars, pos + 1)?;
+            pos = next;
+            Value::Array(items)
+        } else {
+            let (end, _) = scan(&chars, pos, &[',']).unwrap_or((chars.len(), ','));
+            let raw: String = unescape(&chars[pos..end]);
+            pos = end;
+            typed(&raw)
+        };
+        set_path(into, &path, value)?;
+        if chars.get(pos) == Some(&',') {
+            pos += 1;
+        }
+    }
+    Ok(())
+}
+
+fn rest(chars: &[char], pos: usize) -> String {
+    chars[pos..].iter().collect()
+}
+
+/// The first unescaped char of `stops` at or after `pos`, with its position.
+fn scan(chars: &[char], mut pos: usize, stops: &[char]) -> Option<(usize, char)> {
+    while pos < chars.len() {
+        match chars[pos] {
+            '\\' => pos += 2,
+            c if stops.contains(&c) => return Some((pos, c)),
+            _ => pos += 1,
+        }
+    }
+    None
+}
+
+fn unescape(chars: &[char]) -> String {
+    let mut out = String::new();
+    let mut it = chars.iter();
+    while let Some(&c) = it.next() {
+        if c == '\\' {
+            if let Some(&n) = it.next() {
+                out.push(n);
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `typedVal`.
+fn typed(raw: &str) -> Value {
+    if raw.eq_ignore_ascii_case("true") {
+        return Value::Bool(true);
+    }
+    if raw.eq_ignore_ascii_case("false") {
+        return Value::Bool(false);
+    }
+    if raw.eq_ignore_ascii_case("null") {
+        return Value::Null;
+    }
+    if raw == "0" {
+        return Value::from(0);
+    }
+    if !raw.starts_with('0') {
+        if let Ok(i) = raw.parse::<i64>() {
+            // ParseInt takes a sign but no `+` with digits only; Rust's parse agrees.
+            return Value::from(i);
+        }
+    }
+    Value::String(raw.to_string())
+}
+
+/// `{a,b}` after its `{`: the items and the position after `}`.
+fn set_list(chars: &[char], mut pos: usize) -> Result<(Vec<Value>, usize), String> {
+    let mut items = Vec::new();
+    loop {
+        let (end, stop) = scan(chars, pos, &[',', '}'])
+            .ok_or_else(|| "list must terminate with '}'".to_string())?;
+        let raw = unescape(&chars[pos..end]);
+        if !(raw.is_empty() && stop == '}' && items.is_empty()) {
+            items.push(typed(&raw));
+        }
+        pos = end + 1;
+        if stop == '}' {
+            return Ok((items, pos));
+        }
+    }
+}
+
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+/// `a.b[0].c` as steps; `\.` keeps a dot inside a key.
+fn parse_path(chars: &[char]) -> Result<Vec<Step>, String> {
+    let mut steps = Vec::new();
+    let mut key = String::new();
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '\\' if i + 1 < chars.len() => {
+                key.push(chars[i + 1]);
+                i += 2;
+                continue;
+            }
+            '.' => {
+                if !key.is_empty() {
+                    steps.push(Step::Key(std::mem::take(&mut key)));
+                }
+            }
+            '[' => {
+                if !key.is_empty() {
+                    steps.push(Step::Key(std::mem::take(&mut key)));
+                }
+                let close = chars[i..]
+                    .iter()
+                    .position(|&c| c == ']')
+                    .ok_or("missing ] in list index")?;
+                let index: String = chars[i + 1..i + close].iter().collect();
+                let index = index
+                    .parse::<usize>()
+                    .map_err(|_| format!("negative or bad list index {index:?}"))?;
+                steps.push(Step::Index(index));
+                i += close;
+            }
+            c => key.push(c),
+        }
+        i += 1;
+    }
+    if !key.is_empty() {
+        steps.push(Step::Key(key));
+    }
+    if steps.is_empty() {
+        return Err("empty key".into());
+    }
+    Ok(steps)
+}
+
+/// Puts `value` at `path`, making maps and lists on the way (lists padded with nulls, as
+/// strvals' `setIndex` does).
+fn set_path(at: &mut Value, path: &[Step], value: Value) -> Result<(), String> {
+    let Some((step, rest)) = path.split_first() else {
+        *at = value;
+        return Ok(());
+    };
+    match step {
+        Step::Key(key) => {
+            if !at.is_object() {
+                *at = Value::Object(Map::new());
+            }
+            let map = at.as_object_mut().ok_or("a map was made here")?;
+            let slot = map.entry(key.clone()).or_insert(Value::Null);
+            set_path(slot, rest, value)
+        }
+        Step::Index(index) => {
+            if *index > 65536 {
+                return Err(format!(
+                    "index of {index} is greater than maximum supported index of 65536"
+                ));
+            }
+            if !at.is_array() {
+                *at = Value::Array(Vec::new());
+            }
+            let list = at.as_array_mut().ok_or("a list was made here")?;
+            if list.len() <= *index {
+                list.resize(index + 1, Value::Null);
+            }
+            set_path(&mut list[*index], rest, value)
+        }
+    }
+}
+
 pub fn type_name(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
@@ -242,6 +433,20 @@ mod tests {
             Value::Object(kept),
             json!({"a": {"x": null, "n": null, "y": 2}, "k": 1, "d": 3})
         );
+    }
+
+    #[test]
+    fn set_values_are_typed_as_strvals_types_them() {
+        let mut v = json!({});
+        parse_set("a.b=3,c=TRUE,d=1.5,e=007,f=null,g=0", &mut v).unwrap();
+        parse_set("l={x,y},k[1].n=z,esc=a\\,b", &mut v).unwrap();
+        parse_set("m\\.n=1", &mut v).unwrap();
+        assert_eq!(
+            v,
+            json!({"a": {"b": 3}, "c": true, "d": "1.5", "e": "007", "f": null, "g": 0,
+                   "l": ["x", "y"], "k": [null, {"n": "z"}], "esc": "a,b", "m.n": 1})
+        );
+        assert!(parse_set("a", &mut v).is_err());
     }
 
     #[test]

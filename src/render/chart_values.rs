@@ -128,6 +128,16 @@ pub(super) fn values_file(
             ));
         }
         plaintext_of_sealed(&sealed, &value, &mut secrets);
+    } else {
+        // As Helm reads a values file (`-f`): YAML 1.1 through go-yaml v2 (`yes` is true,
+        // `0644` is 420, numbers float64), the first document only.
+        value = yaml::parse_helm_yaml(text).map_err(|why| {
+            Problem::new(
+                path,
+                first.line,
+                format!("{why} (a values file of a HelmChart)"),
+            )
+        })?;
     }
     match value {
         serde_json::Value::Null => Ok((serde_json::Value::Object(serde_json::Map::new()), secrets)),

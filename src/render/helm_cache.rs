@@ -58,7 +58,7 @@ impl KeptRenders {
 }
 
 /// Changes whenever what a kept render means changes.
-const FORMAT: &str = "tend helm render 1";
+const FORMAT: &str = "tend helm render 2";
 
 /// What a release's render is kept under: sha256 (hex) of everything it depends on but the
 /// seed and the time (renders that use them are not kept).

@@ -130,9 +130,13 @@ fn load_files(files: Vec<ChartFile>, origin: &Path) -> Result<Chart, Problem> {
             CHART_FILE | "values.yaml" => {
                 let value = if text.trim().is_empty() {
                     serde_json::Value::Null
-                } else {
+                } else if name == CHART_FILE {
                     yaml::parse_value(&text)
                         .ok_or_else(|| Problem::new(origin.join(&name), 1, "is not valid YAML"))?
+                } else {
+                    // Values as Helm reads them: YAML 1.1 (`yes` is true, `0644` is 420).
+                    yaml::parse_helm_yaml(&text)
+                        .map_err(|e| Problem::new(origin.join(&name), 1, e))?
                 };
                 if name == CHART_FILE {
                     chart.metadata = value;
@@ -141,6 +145,10 @@ fn load_files(files: Vec<ChartFile>, origin: &Path) -> Result<Chart, Problem> {
                 }
             }
             _ => {
+                // Templates read files as text; a binary one keeps its bytes for AsSecrets.
+                if std::str::from_utf8(&bytes).is_err() {
+                    chart.binary.insert(name.clone(), bytes);
+                }
                 chart.files.insert(name, text);
             }
         }

@@ -4,11 +4,13 @@
 
 mod convert;
 mod document;
+mod helm_values;
 mod limits;
 mod lists;
 mod sops_block;
 
 pub use document::{dotted, one_line, Document, Step};
+pub use helm_values::parse_helm_yaml;
 pub use limits::MAX_NESTING;
 
 use crate::problem::Problem;

@@ -6,7 +6,7 @@ use super::conv::{strval, to_int};
 use super::lists::deep_equal;
 use crate::helm::template::builtins::exact;
 use crate::helm::template::value::Map;
-use crate::helm::template::{CallError, Engine, Value};
+use crate::helm::template::{CallError, Engine, Exec, Value};
 use std::collections::BTreeMap;
 
 fn want_map(v: &Value) -> Result<&Map, CallError> {
@@ -17,6 +17,20 @@ fn want_map(v: &Value) -> Result<&Map, CallError> {
             other.type_name()
         )
         .into()),
+    }
+}
+
+/// A `map[string]interface{}` parameter (argument `i`) as Go's text/template passes it: a
+/// nil from a pipeline, a function or the piped value is the nil map (`None`: empty, and
+/// nothing can be set in it); a nil a field lookup gave is a nil `interface{}`, which Go
+/// refuses for a map parameter.
+fn map_param<'v>(exec: &Exec, args: &'v [Value], i: usize) -> Result<Option<&'v Map>, CallError> {
+    match args.get(i) {
+        Some(Value::Nil) if exec.nil_interface_arg(i) => {
+            Err("wrong type for value; expected map[string]interface {}; got interface {}".into())
+        }
+        Some(Value::Nil) | None => Ok(None),
+        Some(other) => want_map(other).map(Some),
     }
 }
 
@@ -64,45 +78,59 @@ pub fn register(engine: &mut Engine) {
         }
         Ok(Value::map(map))
     });
-    engine.register("set", |_, args| {
-        let [d, k, v] = exact::<3>(args, "set")?;
-        want_map(&d)?.borrow_mut().insert(strval(&k), v);
-        Ok(d)
+    engine.register("set", |exec, args| {
+        let [_, k, v] = exact::<3>(args.clone(), "set")?;
+        // Go panics assigning into a nil map; text/template reports the panic.
+        let m = map_param(exec, &args, 0)?.ok_or("assignment to entry in nil map")?;
+        m.borrow_mut().insert(strval(&k), v);
+        Ok(args[0].clone())
     });
-    engine.register("unset", |_, args| {
-        let [d, k] = exact::<2>(args, "unset")?;
-        want_map(&d)?.borrow_mut().remove(&strval(&k));
-        Ok(d)
+    engine.register("unset", |exec, args| {
+        let [_, k] = exact::<2>(args.clone(), "unset")?;
+        match map_param(exec, &args, 0)? {
+            Some(m) => {
+                m.borrow_mut().remove(&strval(&k));
+                Ok(args[0].clone())
+            }
+            None => Ok(Value::empty_map()),
+        }
     });
-    engine.register("hasKey", |_, args| {
-        let [d, k] = exact::<2>(args, "hasKey")?;
-        let found = want_map(&d)?.borrow().contains_key(&strval(&k));
+    engine.register("hasKey", |exec, args| {
+        let [_, k] = exact::<2>(args.clone(), "hasKey")?;
+        let found =
+            map_param(exec, &args, 0)?.is_some_and(|m| m.borrow().contains_key(&strval(&k)));
         Ok(Value::Bool(found))
     });
-    engine.register("get", |_, args| {
-        let [d, k] = exact::<2>(args, "get")?;
-        let found = want_map(&d)?.borrow().get(&strval(&k)).cloned();
+    engine.register("get", |exec, args| {
+        let [_, k] = exact::<2>(args.clone(), "get")?;
+        let found = map_param(exec, &args, 0)?.and_then(|m| m.borrow().get(&strval(&k)).cloned());
         Ok(found.unwrap_or_else(|| Value::str("")))
     });
     // Go's map order is random, so charts sort what `keys` gives; sorted here.
-    engine.register("keys", |_, args| {
+    engine.register("keys", |exec, args| {
         let mut keys = Vec::new();
-        for d in &args {
-            keys.extend(want_map(d)?.borrow().keys().map(|k| Value::str(k.as_str())));
+        for i in 0..args.len() {
+            if let Some(m) = map_param(exec, &args, i)? {
+                keys.extend(m.borrow().keys().map(|k| Value::str(k.as_str())));
+            }
         }
         Ok(Value::list(keys))
     });
-    engine.register("values", |_, args| {
-        let [d] = exact::<1>(args, "values")?;
-        let values = want_map(&d)?.borrow().values().cloned().collect();
+    engine.register("values", |exec, args| {
+        exact::<1>(args.clone(), "values")?;
+        let values = map_param(exec, &args, 0)?
+            .map(|m| m.borrow().values().cloned().collect())
+            .unwrap_or_default();
         Ok(Value::list(values))
     });
-    engine.register("omit", |_, args| pick_or_omit(args, false));
-    engine.register("pick", |_, args| pick_or_omit(args, true));
-    engine.register("merge", |_, args| merge_all(args, false));
-    engine.register("mustMerge", |_, args| merge_all(args, false));
-    engine.register("mergeOverwrite", |_, args| merge_all(args, true));
-    engine.register("mustMergeOverwrite", |_, args| merge_all(args, true));
+    engine.register("omit", |exec, args| pick_or_omit(exec, args, false));
+    engine.register("pick", |exec, args| pick_or_omit(exec, args, true));
+    engine.register("merge", |exec, args| merge_all(exec, args, false));
+    engine.register("mustMerge", |exec, args| merge_all(exec, args, false));
+    engine.register("mergeOverwrite", |exec, args| merge_all(exec, args, true));
+    engine.register("mustMergeOverwrite", |exec, args| {
+        merge_all(exec, args, true)
+    });
     engine.register("deepCopy", |_, args| {
         Ok(exact::<1>(args, "deepCopy")?[0].deep_copy())
     });
@@ -224,6 +252,8 @@ fn kind_of(v: &Value) -> &'static str {
         Value::Str(_) => "string",
         Value::List(_) => "slice",
         Value::Map(_) => "map",
+        Value::Struct(s) if s.type_name.starts_with('*') => "ptr",
+        Value::Struct(_) => "struct",
     }
 }
 
@@ -238,31 +268,44 @@ fn uniq(args: Vec<Value>) -> Result<Value, CallError> {
     Ok(Value::list(out))
 }
 
-fn pick_or_omit(args: Vec<Value>, keep: bool) -> Result<Value, CallError> {
-    let (d, keys) = args.split_first().ok_or("missing dict")?;
-    let keys: Vec<String> = keys.iter().map(strval).collect();
-    let map = want_map(d)?
-        .borrow()
-        .iter()
-        .filter(|(k, _)| keys.contains(k) == keep)
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
+fn pick_or_omit(exec: &Exec, args: Vec<Value>, keep: bool) -> Result<Value, CallError> {
+    if args.is_empty() {
+        return Err("missing dict".into());
+    }
+    let keys: Vec<String> = args[1..].iter().map(strval).collect();
+    let map = match map_param(exec, &args, 0)? {
+        Some(m) => m
+            .borrow()
+            .iter()
+            .filter(|(k, _)| keys.contains(k) == keep)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        None => BTreeMap::new(),
+    };
     Ok(Value::map(map))
 }
 
 /// Sprig's `merge`/`mergeOverwrite` (mergo): into the first dict, in place; nested dicts
-/// merge; otherwise the destination's value stays unless it is empty (or `overwrite`).
-fn merge_all(args: Vec<Value>, overwrite: bool) -> Result<Value, CallError> {
-    let (dst, srcs) = args.split_first().ok_or("missing dict")?;
-    let dst_map = want_map(dst)?;
-    for src in srcs {
-        let src_map = want_map(src)?;
-        if std::rc::Rc::ptr_eq(dst_map, src_map) {
+/// merge; otherwise the destination's value stays unless it is empty (or `overwrite`). A
+/// nil map source adds nothing; into a nil map destination mergo makes a new map.
+fn merge_all(exec: &Exec, args: Vec<Value>, overwrite: bool) -> Result<Value, CallError> {
+    if args.is_empty() {
+        return Err("missing dict".into());
+    }
+    let dst_map: Map = match map_param(exec, &args, 0)? {
+        Some(m) => m.clone(),
+        None => Map::default(),
+    };
+    for i in 1..args.len() {
+        let Some(src_map) = map_param(exec, &args, i)? else {
+            continue;
+        };
+        if std::rc::Rc::ptr_eq(&dst_map, src_map) {
             continue;
         }
-        merge_into(dst_map, &src_map.borrow(), overwrite);
+        merge_into(&dst_map, &src_map.borrow(), overwrite);
     }
-    Ok(dst.clone())
+    Ok(Value::Map(dst_map))
 }
 
 fn merge_into(dst: &Map, src: &BTreeMap<String, Value>, overwrite: bool) {

@@ -121,15 +121,27 @@ pub fn string_list(v: &Value) -> Vec<String> {
 }
 
 /// Helm's fromYaml: a map (or a list for fromYamlArray) with numbers as float64, or a map
-/// holding the parse error under "Error".
+/// holding the parse error under "Error". Read as Helm reads YAML (sigs.k8s.io/yaml over
+/// go-yaml v2: YAML 1.1, the first document only).
 pub fn from_yaml(text: &str, array: bool) -> Value {
-    match crate::yaml::parse_value(text) {
-        Some(json) if json.is_array() == array => Value::from_json_values(&json),
-        Some(serde_json::Value::Null) if !array => Value::empty_map(),
-        Some(_) if array => Value::list(vec![Value::str("error unmarshaling JSON: not an array")]),
-        Some(_) => error_map("error unmarshaling JSON: not an object"),
-        None if array => Value::list(vec![Value::str("error converting YAML to JSON")]),
-        None => error_map("error converting YAML to JSON"),
+    match crate::yaml::parse_helm_yaml(text) {
+        Ok(json) if json.is_array() == array && !json.is_null() => Value::from_json_values(&json),
+        Ok(serde_json::Value::Null) if array => Value::list(Vec::new()),
+        Ok(serde_json::Value::Null) => Value::empty_map(),
+        Ok(_) if array => Value::list(vec![Value::str("error unmarshaling JSON: not an array")]),
+        Ok(_) => error_map("error unmarshaling JSON: not an object"),
+        Err(e) => {
+            let message = if e.starts_with("error converting") {
+                e
+            } else {
+                format!("error converting YAML to JSON: {e}")
+            };
+            if array {
+                Value::list(vec![Value::str(message)])
+            } else {
+                error_map(&message)
+            }
+        }
     }
 }
 

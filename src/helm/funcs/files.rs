@@ -10,6 +10,33 @@ use crate::helm::template::{CallError, Engine, Value};
 use base64::Engine as _;
 use std::collections::BTreeMap;
 
+/// Go's name for a byte slice: what `.Files` holds for a file that is not UTF-8 text.
+const BYTES: &str = "[]uint8";
+
+/// `.Files`' value for a file that is not UTF-8 text: its bytes (base64 in the JSON form,
+/// which only `AsSecrets` reads). tend's values have no byte slices, so every other read
+/// of it is an error, never the lossy text.
+pub fn binary_file(bytes: &[u8]) -> Value {
+    Value::Struct(std::rc::Rc::new(crate::helm::template::value::Struct {
+        type_name: BYTES,
+        fields: BTreeMap::new(),
+        text: None,
+        fmt: None,
+        json: serde_json::Value::String(base64::engine::general_purpose::STANDARD.encode(bytes)),
+    }))
+}
+
+/// A file's text, or the error for one that is not UTF-8 text.
+fn text_of<'v>(path: &str, v: &'v Value) -> Result<&'v str, CallError> {
+    match v {
+        Value::Str(s) => Ok(s),
+        _ => Err(format!(
+            "the chart file {path} is not UTF-8 text; Helm passes its bytes to templates, which tend cannot (only .Files.AsSecrets encodes them)"
+        )
+        .into()),
+    }
+}
+
 fn files_of(v: &Value, method: &str) -> Result<BTreeMap<String, Value>, CallError> {
     match v {
         Value::Map(m) => Ok(m.borrow().clone()),
@@ -18,28 +45,33 @@ fn files_of(v: &Value, method: &str) -> Result<BTreeMap<String, Value>, CallErro
 }
 
 /// Helm's `toYAML` of a map of base names to text, without the final newline.
-fn as_yaml(files: BTreeMap<String, Value>, encode: bool) -> Value {
+fn as_yaml(files: BTreeMap<String, Value>, encode: bool) -> Result<Value, CallError> {
     let mut by_name = BTreeMap::new();
-    for (path, text) in files {
+    for (path, value) in files {
         let base = path.rsplit('/').next().unwrap_or(&path).to_string();
-        let text = text.as_str().unwrap_or("").to_string();
-        let text = if encode {
-            base64::engine::general_purpose::STANDARD.encode(text)
-        } else {
-            text
+        let text = match (&value, encode) {
+            // A binary file's bytes, already base64.
+            (Value::Struct(st), true) if st.type_name == BYTES => {
+                st.json.as_str().unwrap_or("").to_string()
+            }
+            (_, true) => base64::engine::general_purpose::STANDARD.encode(text_of(&path, &value)?),
+            (_, false) => text_of(&path, &value)?.to_string(),
         };
         by_name.insert(base, Value::str(text));
     }
     let text = goyaml::to_yaml(&Value::map(by_name));
-    Value::str(text.strip_suffix('\n').unwrap_or(&text))
+    Ok(Value::str(text.strip_suffix('\n').unwrap_or(&text)))
 }
 
 pub fn register(engine: &mut Engine) {
     // A file's text, "" when the chart has no such file.
     let get: crate::helm::template::Func = |_, args| {
         let [files, path] = exact::<2>(args, "Get")?;
-        let found = files_of(&files, "Get")?.get(want_str(&path)?).cloned();
-        Ok(found.unwrap_or_else(|| Value::str("")))
+        let path = want_str(&path)?;
+        match files_of(&files, "Get")?.get(path) {
+            Some(v) => Ok(Value::str(text_of(path, v)?)),
+            None => Ok(Value::str("")),
+        }
     };
     engine.register_method("Get", get);
     engine.register_method("GetBytes", get);
@@ -55,19 +87,21 @@ pub fn register(engine: &mut Engine) {
     engine.register_method("Lines", |_, args| {
         let [files, path] = exact::<2>(args, "Lines")?;
         let files = files_of(&files, "Lines")?;
-        let Some(text) = files.get(want_str(&path)?).and_then(Value::as_str) else {
+        let path = want_str(&path)?;
+        let Some(value) = files.get(path) else {
             return Ok(Value::list(Vec::new()));
         };
+        let text = text_of(path, value)?;
         let text = text.strip_suffix('\n').unwrap_or(text);
         Ok(Value::list(text.split('\n').map(Value::str).collect()))
     });
     engine.register_method("AsConfig", |_, args| {
         let [files] = exact::<1>(args, "AsConfig")?;
-        Ok(as_yaml(files_of(&files, "AsConfig")?, false))
+        as_yaml(files_of(&files, "AsConfig")?, false)
     });
     engine.register_method("AsSecrets", |_, args| {
         let [files] = exact::<1>(args, "AsSecrets")?;
-        Ok(as_yaml(files_of(&files, "AsSecrets")?, true))
+        as_yaml(files_of(&files, "AsSecrets")?, true)
     });
 }
 

@@ -15,6 +15,10 @@ const BEST_WIDTH: usize = 80;
 
 /// `yaml.Marshal(v)` of sigs.k8s.io/yaml, with its trailing newline.
 pub fn to_yaml(v: &Value) -> String {
+    if let Value::Struct(s) = v {
+        // Marshalled through encoding/json first, as sigs.k8s.io/yaml does.
+        return to_yaml(&Value::from_json(&s.json, false));
+    }
     let mut w = Writer { out: String::new() };
     match v {
         Value::Map(m) if !m.borrow().is_empty() => w.map(v, 0, false),
@@ -78,6 +82,7 @@ impl Writer {
     /// A value after `key:` (`in_map`) or `-` at `indent`.
     fn value(&mut self, v: &Value, indent: usize, in_map: bool) {
         match v {
+            Value::Struct(s) => self.value(&Value::from_json(&s.json, false), indent, in_map),
             Value::Map(m) if !m.borrow().is_empty() => {
                 if in_map {
                     self.map(v, indent + 2, false);
@@ -111,6 +116,9 @@ impl Writer {
             Value::Map(_) => "{}".to_string(),
             Value::List(_) => "[]".to_string(),
             Value::Str(s) => return self.string(s, indent, simple_key),
+            Value::Struct(s) => {
+                return self.scalar(&Value::from_json(&s.json, false), indent, simple_key)
+            }
         };
         self.out.push_str(&text);
     }

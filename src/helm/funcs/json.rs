@@ -83,6 +83,7 @@ fn write_json(out: &mut String, v: &Value, html: bool, depth: Option<usize>) {
     let inner = depth.map(|d| d + 1);
     match v {
         Value::Nil => out.push_str("null"),
+        Value::Struct(s) => write_json(out, &Value::from_json(&s.json, false), html, depth),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         Value::Int(i) => out.push_str(&i.to_string()),
         Value::Float(f) => write_float(out, *f),

@@ -131,11 +131,15 @@ pub fn register(engine: &mut Engine) {
         ))
     });
     engine.register("dig", |_, args| dig(args));
-    engine.register("pluck", |_, args| {
+    engine.register("pluck", |exec, args| {
         let (key, dicts) = args.split_first().ok_or("missing key")?;
         let key = strval(key);
         let mut out = Vec::new();
-        for d in dicts {
+        for (i, d) in dicts.iter().enumerate() {
+            // A nil that is not a looked-up nil interface is Go's nil map: nothing in it.
+            if matches!(d, Value::Nil) && !exec.nil_interface_arg(i + 1) {
+                continue;
+            }
             let Value::Map(m) = d else {
                 return Err(format!(
                     "wrong type for value; expected map[string]interface {{}}; got {}",

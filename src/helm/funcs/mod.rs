@@ -7,6 +7,7 @@ mod conv;
 mod crypto;
 mod dates;
 mod files;
+pub mod goregex;
 pub mod goyaml;
 mod json;
 mod lists;
@@ -16,6 +17,7 @@ mod text;
 mod toml;
 mod yaml11;
 pub use conv::{error_map, from_yaml, strval, to_int, want_str};
+pub use files::binary_file;
 pub use strings::{semver_compare, semver_order};
 
 use super::template::builtins::exact;

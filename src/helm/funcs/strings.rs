@@ -146,7 +146,13 @@ pub fn register(engine: &mut Engine) {
     });
     engine.register("regexMatch", |_, args| {
         let [re, v] = exact::<2>(args, "regexMatch")?;
-        Ok(Value::Bool(regex(&re)?.is_match(want_str(&v)?)))
+        // Sprig ignores Go's parse error here (false); what tend cannot run is an error.
+        let text = want_str(&v)?;
+        match super::goregex::compile(want_str(&re)?) {
+            Ok(re) => Ok(Value::Bool(re.is_match(text))),
+            Err(super::goregex::RegexError::Go(_)) => Ok(Value::Bool(false)),
+            Err(e) => Err(CallError::Message(e.to_string())),
+        }
     });
     engine.register("regexReplaceAll", |_, args| {
         let [re, v, repl] = exact::<3>(args, "regexReplaceAll")?;
@@ -158,6 +164,24 @@ pub fn register(engine: &mut Engine) {
         let [re, v] = exact::<2>(args, "regexFind")?;
         s(regex(&re)?.find(want_str(&v)?).map_or("", |m| m.as_str()))
     });
+    engine.register("semver", |_, args| {
+        let [v] = exact::<1>(args, "semver")?;
+        semver(want_str(&v)?)
+    });
+    engine.register_method("LessThan", |_, args| {
+        semver_method(args, |o| o == std::cmp::Ordering::Less)
+    });
+    engine.register_method("GreaterThan", |_, args| {
+        semver_method(args, |o| o == std::cmp::Ordering::Greater)
+    });
+    engine.register_method("Equal", |_, args| {
+        semver_method(args, |o| o == std::cmp::Ordering::Equal)
+    });
+    engine.register_method("Compare", |_, args| {
+        let [a, b] = exact::<2>(args, "Compare")?;
+        let order = semver_receiver_order(&a, &b)?;
+        Ok(Value::Int(order as i64))
+    });
     engine.register("semverCompare", |_, args| {
         let [constraint, version] = exact::<2>(args, "semverCompare")?;
         Ok(Value::Bool(semver_compare(
@@ -167,8 +191,9 @@ pub fn register(engine: &mut Engine) {
     });
 }
 
+/// Go's `regexp.Compile` of the pattern (see [`super::goregex`]).
 fn regex(v: &Value) -> Result<regex::Regex, CallError> {
-    regex::Regex::new(want_str(v)?).map_err(|e| CallError::Message(e.to_string()))
+    super::goregex::compile(want_str(v)?).map_err(|e| CallError::Message(e.to_string()))
 }
 
 fn indent(n: i64, text: &str) -> String {
@@ -197,6 +222,112 @@ fn title(text: &str) -> String {
         prev = c;
     }
     out
+}
+
+/// The Go type `semver` returns.
+const SEMVER_TYPE: &str = "*semver.Version";
+
+/// Sprig's `semver`: Masterminds/semver v3's `NewVersion` (`v` prefix, missing minor and
+/// patch 0, `-prerelease` and `+metadata` of dot-separated `[0-9A-Za-z-]` identifiers, no
+/// leading zero in a numeric prerelease identifier), as a `*semver.Version` whose methods
+/// `Major`, `Minor`, `Patch`, `Prerelease`, `Metadata`, `Original` and `String` templates
+/// call (`LessThan`, `GreaterThan`, `Equal` and `Compare` take another version).
+pub fn semver(text: &str) -> Result<Value, CallError> {
+    let invalid = || CallError::Message("Invalid Semantic Version".into());
+    let body = text.strip_prefix('v').unwrap_or(text);
+    let (body, metadata) = match body.split_once('+') {
+        Some((b, m)) => (b, m),
+        None => (body, ""),
+    };
+    let (core, pre) = match body.split_once('-') {
+        Some((c, p)) => (c, p),
+        None => (body, ""),
+    };
+    let ident_ok = |part: &str| {
+        !part.is_empty() && part.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    };
+    let dotted_ok = |text: &str, given: bool| !given || text.split('.').all(ident_ok);
+    if !dotted_ok(pre, body.len() != core.len()) || !dotted_ok(metadata, text.contains('+')) {
+        return Err(invalid());
+    }
+    let parts: Vec<&str> = core.split('.').collect();
+    if parts.len() > 3
+        || parts
+            .iter()
+            .any(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return Err(invalid());
+    }
+    let mut nums = [0u64; 3];
+    for (i, p) in parts.iter().enumerate() {
+        nums[i] = p
+            .parse()
+            .map_err(|e| CallError::Message(format!("Error parsing version segment: {e}")))?;
+    }
+    if pre
+        .split('.')
+        .any(|p| p.len() > 1 && p.starts_with('0') && p.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return Err("Version segment starts with 0".into());
+    }
+    let mut string = format!("{}.{}.{}", nums[0], nums[1], nums[2]);
+    if !pre.is_empty() {
+        string.push('-');
+        string.push_str(pre);
+    }
+    if !metadata.is_empty() {
+        string.push('+');
+        string.push_str(metadata);
+    }
+    let fields = [
+        ("Major", Value::Int(nums[0] as i64)),
+        ("Minor", Value::Int(nums[1] as i64)),
+        ("Patch", Value::Int(nums[2] as i64)),
+        ("Prerelease", Value::str(pre)),
+        ("Metadata", Value::str(metadata)),
+        ("Original", Value::str(text)),
+        ("String", Value::str(string.as_str())),
+    ];
+    Ok(Value::Struct(std::rc::Rc::new(
+        crate::helm::template::value::Struct {
+            type_name: SEMVER_TYPE,
+            fields: fields
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            // MarshalJSON writes the version's String() as a JSON string.
+            json: serde_json::Value::String(string.clone()),
+            // `String` has a value receiver: used by actions and fmt alike.
+            fmt: Some(string.clone()),
+            text: Some(string),
+        },
+    )))
+}
+
+/// The order of two `*semver.Version`s (receiver first), as its `Compare` gives it.
+fn semver_receiver_order(a: &Value, b: &Value) -> Result<std::cmp::Ordering, CallError> {
+    let version = |v: &Value| match v {
+        Value::Struct(st) if st.type_name == SEMVER_TYPE => {
+            st.text.as_deref().and_then(parse_version).map(|p| p.0)
+        }
+        _ => None,
+    };
+    let (Some(x), Some(y)) = (version(a), version(b)) else {
+        return Err(format!(
+            "wrong type for value; expected {SEMVER_TYPE}; got {}",
+            b.type_name()
+        )
+        .into());
+    };
+    Ok(cmp_versions(&x, &y))
+}
+
+fn semver_method(
+    args: Vec<Value>,
+    test: fn(std::cmp::Ordering) -> bool,
+) -> Result<Value, CallError> {
+    let [a, b] = exact::<2>(args, "semver method")?;
+    Ok(Value::Bool(test(semver_receiver_order(&a, &b)?)))
 }
 
 /// A version as Masterminds/semver reads it (`v` prefix, missing parts 0).
@@ -279,12 +410,8 @@ pub fn semver_compare(constraint: &str, version: &str) -> Result<bool, CallError
         .ok_or_else(|| CallError::Message("Invalid Semantic Version".to_string()))?;
     for alternative in constraint.split("||") {
         let mut all = true;
-        let normalized = alternative.replace(", ", ",");
-        for part in normalized
-            .split([',', ' '])
-            .filter(|p| !p.trim().is_empty())
-        {
-            if !check(part.trim(), &v)? {
+        for part in constraint_parts(alternative) {
+            if !check(&part, &v)? {
                 all = false;
                 break;
             }
@@ -294,6 +421,37 @@ pub fn semver_compare(constraint: &str, version: &str) -> Result<bool, CallError
         }
     }
     Ok(false)
+}
+
+/// The comparisons of one `||` alternative, as Masterminds/semver v3 finds them: an
+/// operator may stand apart from its version (`>= 1.22-0`), comparisons are separated by
+/// commas or spaces, and `1.2 - 1.4` is the range `>=1.2`, `<=1.4`.
+fn constraint_parts(alternative: &str) -> Vec<String> {
+    let words: Vec<&str> = alternative
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let is_op = |w: &str| w.chars().all(|c| "=<>!~^".contains(c));
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < words.len() {
+        let word = words[i];
+        if is_op(word) && i + 1 < words.len() {
+            parts.push(format!("{word}{}", words[i + 1]));
+            i += 2;
+        } else if word == "-" && !parts.is_empty() && i + 1 < words.len() {
+            // A hyphen range: the version before it is the lower bound.
+            if let Some(lower) = parts.pop() {
+                parts.push(format!(">={lower}"));
+            }
+            parts.push(format!("<={}", words[i + 1]));
+            i += 2;
+        } else {
+            parts.push(word.to_string());
+            i += 1;
+        }
+    }
+    parts
 }
 
 fn check(part: &str, v: &Version) -> Result<bool, CallError> {
@@ -319,32 +477,40 @@ fn check(part: &str, v: &Version) -> Result<bool, CallError> {
     }
     let ord = cmp_versions(v, &c);
     use std::cmp::Ordering::*;
-    let upper = |bump_minor: bool| -> Version {
-        if bump_minor {
-            Version {
-                major: c.major,
-                minor: c.minor + 1,
-                patch: 0,
-                pre: vec![],
-            }
-        } else {
-            Version {
-                major: c.major + 1,
-                minor: 0,
-                patch: 0,
-                pre: vec![],
-            }
-        }
-    };
+    // Masterminds' "dirty" constraints: parts left out or `x` (`1` minor-dirty, `1.2`
+    // patch-dirty, `*` dirty with nothing given).
+    let dirty = given < 3;
+    let (minor_dirty, patch_dirty) = (given == 1, given == 2);
+    // `constraintTilde`: at least the version, same major, and same minor unless the
+    // constraint left the minor out; `~*`/`~0.0.0` take anything.
+    let tilde = ord != Less
+        && ((c.major == 0 && c.minor == 0 && c.patch == 0 && !minor_dirty && !patch_dirty)
+            || (v.major == c.major && (minor_dirty || v.minor == c.minor)));
     Ok(match op {
-        "" | "=" | "==" if given < 3 => ord != Less && cmp_versions(v, &upper(given == 2)) == Less,
+        "" | "=" | "==" if dirty => tilde,
         "" | "=" | "==" => ord == Equal,
         "!=" => ord != Equal,
+        ">" if dirty => {
+            if v.major != c.major {
+                v.major > c.major
+            } else if minor_dirty {
+                // `>11` wants 12 or more.
+                false
+            } else if patch_dirty {
+                v.minor > c.minor
+            } else {
+                ord == Greater
+            }
+        }
         ">" => ord == Greater,
         "<" => ord == Less,
         ">=" | "=>" => ord != Less,
+        // `<=1.2` takes every 1.2.x.
+        "<=" | "=<" if dirty => {
+            !(v.major > c.major || (v.major == c.major && v.minor > c.minor && !minor_dirty))
+        }
         "<=" | "=<" => ord != Greater,
-        "~" | "~>" => ord != Less && cmp_versions(v, &upper(given >= 2)) == Less,
+        "~" | "~>" => tilde,
         "^" => {
             let limit = if c.major > 0 || given < 2 {
                 Version {

@@ -168,6 +168,16 @@ fn semver_constraints() {
     assert!(check("1.33.x", "1.33.7"));
     assert!(check("<1.0 || >=1.30", "1.33.0"));
     assert!(!check(">=1.20", "1.33.0-rc.1"));
+    // An operator apart from its version (kube-prometheus-stack's `>= 1.22-0`).
+    assert!(check(">= 1.22-0", "v1.33.0"));
+    assert!(!check("< 1.22-0", "v1.33.0"));
+    assert!(check(">= 1.20, < 2.0", "1.33.0") && !check(">= 1.20 < 1.30", "1.33.0"));
+    assert!(check("1.30 - 1.34", "1.33.0") && !check("1.30 - 1.32", "1.33.0"));
+    // Masterminds' rules for constraints with parts left out.
+    assert!(check("<=1.32", "1.32.5") && !check("<=1.32", "1.33.0") && check("<=1", "1.99.0"));
+    assert!(!check(">1", "1.5.0") && check(">1", "2.0.0") && check(">1.2", "1.3.0"));
+    assert!(!check(">1.2", "1.2.9") && check("~1", "1.9.0") && check("*", "3.1.0"));
+    assert!(check("1.2", "1.2.7") && !check("1.2", "1.3.0") && check("~1.2.3", "1.2.9"));
 }
 
 #[test]
@@ -362,4 +372,68 @@ fn random_functions_are_drawn_from_the_seed() {
     assert_eq!(uuid.len(), 36);
     assert_eq!(&uuid[14..15], "4");
     assert_eq!(rest, "5|4");
+}
+
+/// Go's text/template passes a nil from a pipeline or function (`index` of a missing key)
+/// to a map parameter as the nil map, but refuses a nil that a field lookup gave
+/// (`.missing`): "wrong type for value; ... got interface {}". Sprig's dict functions take
+/// `map[string]interface{}` parameters, so istiod's `mustMergeOverwrite $.Values (index
+/// $.Values "pilot")` renders, and `hasKey .Values.missing "x"` fails, in Helm as here.
+#[test]
+fn nil_map_parameters_follow_go_argument_rules() {
+    assert_eq!(
+        ok(r#"{{ mustMergeOverwrite (dict "a" 1) (index . "missing") | toJson }}"#),
+        r#"{"a":1}"#
+    );
+    assert_eq!(
+        ok(r#"{{ merge (index . "missing") (dict "a" 1) | toJson }}"#),
+        r#"{"a":1}"#
+    );
+    assert_eq!(
+        ok(r#"{{ $x := index . "missing" }}{{ merge (dict "a" 1) $x | toJson }}"#),
+        r#"{"a":1}"#
+    );
+    assert_eq!(
+        ok(
+            r#"{{ hasKey (index . "missing") "a" }} {{ keys (index . "missing") | len }} {{ get (index . "missing") "a" | quote }} {{ pick (index . "missing") "a" | toJson }} {{ pluck "k" .map (index . "missing") | toJson }}"#
+        ),
+        r#"false 0 "" {} ["v"]"#
+    );
+    let wrong = "wrong type for value; expected map[string]interface {}; got interface {}";
+    for src in [
+        r#"{{ merge (dict "a" 1) .missing }}"#,
+        r#"{{ hasKey .missing "a" }}"#,
+        r#"{{ hasKey .map.missing "a" }}"#,
+        r#"{{ keys .missing }}"#,
+    ] {
+        let err = render(src, serde_json::json!({"map": {}})).unwrap_err();
+        assert!(err.contains(wrong), "{src}: {err}");
+    }
+    let err = render(
+        r#"{{ set (index . "missing") "a" 1 }}"#,
+        serde_json::json!({}),
+    )
+    .unwrap_err();
+    assert!(err.contains("assignment to entry in nil map"), "{err}");
+    // A field chain that starts from an invalid nil stays invalid: no error.
+    assert_eq!(ok(r#"{{ hasKey (index . "missing").x "a" }}"#), "false");
+}
+
+/// Sprig's regex functions take Go's RE2 syntax; `regexMatch` swallows Go's parse error
+/// (false), the others report it.
+#[test]
+fn regex_functions_take_go_syntax() {
+    assert_eq!(
+        ok(
+            r#"{{ regexMatch "^[\\w-\\.]+$" "redis-ha.default" }} {{ regexMatch "a**" "a" }} {{ regexFind "[\\d-]+" "tel 12-34" }} {{ regexReplaceAll "\\bx" "é x" "y" }}"#
+        ),
+        "true false 12-34 é y"
+    );
+    for src in [
+        r#"{{ mustRegexMatch "a**" "a" }}"#,
+        r#"{{ regexFind "(?=a)" "a" }}"#,
+    ] {
+        let err = render(src, serde_json::json!({})).unwrap_err();
+        assert!(err.contains("error parsing regexp"), "{src}: {err}");
+    }
 }

@@ -256,8 +256,9 @@ pub fn register(engine: &mut Engine) {
     });
 }
 
+/// Go's `regexp.Compile` of the pattern (see [`super::goregex`]).
 fn regex(v: &Value) -> Result<regex::Regex, CallError> {
-    regex::Regex::new(want_str(v)?).map_err(|e| CallError::Message(e.to_string()))
+    super::goregex::compile(want_str(v)?).map_err(|e| CallError::Message(e.to_string()))
 }
 
 /// Go's `n` argument of `FindAllString`: negative means all.

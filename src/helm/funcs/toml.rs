@@ -16,7 +16,7 @@ pub fn register(engine: &mut Engine) {
 
 pub fn to_toml(v: &Value) -> String {
     let mut enc = Encoder::default();
-    match enc.encode(&[], v) {
+    match enc.encode(&[], &v.without_structs()) {
         Ok(()) => enc.out,
         Err(message) => message.to_string(),
     }
@@ -147,6 +147,8 @@ impl Encoder {
             }
             Value::Map(map) => self.map(&[], &map.borrow(), true)?,
             Value::Nil => return Err(NIL_ELEMENT),
+            // `to_toml` replaced structs by maps before encoding.
+            Value::Struct(s) => self.element(&Value::from_json(&s.json, false))?,
         }
         Ok(())
     }

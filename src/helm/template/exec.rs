@@ -28,6 +28,12 @@ pub struct Exec<'e> {
     depth: usize,
     /// Templates defined by `tpl` text, visible while it runs.
     overlay: Vec<HashMap<String, Rc<Vec<Node>>>>,
+    /// Whether the last field chain evaluated ended in a nil it looked up (Go's valid nil
+    /// `interface{}`), not a nil it started from (Go's invalid value).
+    looked_up_nil: bool,
+    /// For the function being called, which arguments are such looked-up nils (see
+    /// [`Exec::nil_interface_arg`]).
+    nil_interface_args: Vec<bool>,
 }
 
 type Res<T> = Result<T, TemplateError>;
@@ -75,12 +81,23 @@ impl<'e> Exec<'e> {
             line: 0,
             depth: 0,
             overlay: Vec::new(),
+            looked_up_nil: false,
+            nil_interface_args: Vec::new(),
         }
     }
 
     /// What this render draws on (random stream, clock, the cluster's answers).
     pub fn context(&self) -> &super::RenderContext {
         self.engine.context()
+    }
+
+    /// Whether argument `i` of the function being called is a nil that a field lookup gave
+    /// (`.Values.missing`, `$x.y`): Go passes it as a nil `interface{}`, which a parameter of
+    /// a map type refuses ("wrong type for value"). A nil from a pipeline, a function or the
+    /// piped value is Go's invalid value instead, which such a parameter takes as the nil
+    /// map.
+    pub fn nil_interface_arg(&self, i: usize) -> bool {
+        self.nil_interface_args.get(i).copied().unwrap_or(false)
     }
 
     pub(super) fn error(&self, message: impl Into<String>) -> TemplateError {
@@ -170,10 +187,20 @@ impl<'e> Exec<'e> {
             Node::Action(pipe) => {
                 let value = self.pipeline(dot, pipe)?;
                 if pipe.decl.is_empty() {
+                    if let Value::Struct(st) = &value {
+                        if st.text.is_none() {
+                            return Err(self.error(format!(
+                                "tend cannot print a {} as Go's fmt does (its fields in declaration order); print its fields instead",
+                                st.type_name
+                            )));
+                        }
+                    }
                     match value {
                         // Go prints an invalid (nil) result as "<no value>".
                         Value::Nil => out.push_str("<no value>"),
                         Value::Str(s) => out.push_str(&s),
+                        // An action prints a struct by its String (checked above).
+                        Value::Struct(st) => out.push_str(st.text.as_deref().unwrap_or("")),
                         v => out.push_str(&gofmt::display(&v)),
                     }
                 }
@@ -302,14 +329,26 @@ impl<'e> Exec<'e> {
     /// A nil start (a nil variable, `(pipeline)` or dot) gives nil, as Go's invalid
     /// `reflect.Value` does, so `((.Values.global).x).y` is safe; a nil a map lookup gave is
     /// a nil interface, and a field of it is Go's "nil pointer" error.
-    fn fields(&mut self, mut value: Value, fields: &[String], args: Vec<Value>) -> Res<Value> {
-        let mut args = Some(args);
+    fn fields(&mut self, value: Value, fields: &[String], args: Vec<Value>) -> Res<Value> {
         let mut invalid = true;
+        let result = self.follow(value, fields, args, &mut invalid);
+        self.looked_up_nil = !invalid && matches!(result, Ok(Value::Nil));
+        result
+    }
+
+    fn follow(
+        &mut self,
+        mut value: Value,
+        fields: &[String],
+        args: Vec<Value>,
+        invalid: &mut bool,
+    ) -> Res<Value> {
+        let mut args = Some(args);
         for (i, field) in fields.iter().enumerate() {
-            if invalid && matches!(value, Value::Nil) {
+            if *invalid && matches!(value, Value::Nil) {
                 continue;
             }
-            invalid = false;
+            *invalid = false;
             let last = i + 1 == fields.len();
             let method = self.engine.method(field);
             value = match &value {
@@ -321,7 +360,16 @@ impl<'e> Exec<'e> {
                     }
                     m.borrow().get(field).cloned().unwrap_or(Value::Nil)
                 }
-                Value::Map(_) | Value::List(_) if method.is_some() => {
+                // A struct's fields, and the results of its methods without arguments.
+                Value::Struct(st) if st.fields.contains_key(field) => {
+                    if last && args.as_ref().is_some_and(|a| !a.is_empty()) {
+                        return Err(
+                            self.error(format!("{field} has arguments but cannot take any"))
+                        );
+                    }
+                    st.fields.get(field).cloned().unwrap_or(Value::Nil)
+                }
+                Value::Map(_) | Value::List(_) | Value::Struct(_) if method.is_some() => {
                     let mut call = vec![value.clone()];
                     if last {
                         call.extend(args.take().unwrap_or_default());
@@ -449,7 +497,21 @@ impl<'e> Exec<'e> {
             }
             return Ok(fin.unwrap_or(last));
         }
-        let values = self.args(dot, args, fin)?;
+        let mut values = Vec::with_capacity(args.len() + 1);
+        let mut nil_interfaces = Vec::with_capacity(args.len() + 1);
+        for operand in args {
+            self.looked_up_nil = false;
+            values.push(self.arg(dot, operand)?);
+            let chain = match operand {
+                Operand::Field(f) => !f.is_empty(),
+                Operand::Variable(_, f) | Operand::Chain(_, f) => !f.is_empty(),
+                _ => false,
+            };
+            nil_interfaces.push(chain && self.looked_up_nil);
+        }
+        // The piped value was unwrapped by its pipeline: never a nil interface.
+        values.extend(fin);
+        self.nil_interface_args = nil_interfaces;
         self.line = line;
         let Some(func) = self.engine.function(name) else {
             return Err(self.error(format!("function {name:?} not defined")));

@@ -263,6 +263,15 @@ fn write_verb(out: &mut String, v: &Value, verb: char, spec: &Spec) {
             out.push(']');
         }
         (_, 'T') => spec.pad(out, v.type_name(), false),
+        // `%v` of a struct argument as Go's fmt writes it; for the few whose text holds
+        // pointers (`.Chart`), tend writes `{type}` (an action printing one is an error).
+        (Value::Struct(st), 'v' | 's') => {
+            let text = st
+                .fmt
+                .clone()
+                .unwrap_or_else(|| format!("{{{}}}", st.type_name));
+            write_verb(out, &Value::str(text), verb, spec)
+        }
         (Value::Nil, 'v') => spec.pad(out, "<nil>", false),
         (Value::Bool(b), 'v' | 't') => spec.pad(out, if *b { "true" } else { "false" }, false),
         (Value::Int(i), 'v' | 'd') => spec.pad(out, &sign(spec, i.to_string()), true),

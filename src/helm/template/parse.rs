@@ -498,8 +498,32 @@ fn number(text: &str) -> Option<Operand> {
     if let Some(i) = int {
         return Some(Operand::Int(if neg { -i } else { i }));
     }
-    let f: f64 = lower.parse().ok()?;
+    let f: f64 = match lower.strip_prefix("0x") {
+        Some(hex) => hex_float(hex)?,
+        None => lower.parse().ok()?,
+    };
     Some(Operand::Float(if neg { -f } else { f }))
+}
+
+/// A hex float after its `0x` (`1p60`, `1.8p-3`, `.8p1`): hex mantissa, binary exponent,
+/// which Go's `strconv.ParseFloat` requires.
+fn hex_float(hex: &str) -> Option<f64> {
+    let (mantissa, exp) = hex.split_once('p')?;
+    let exp: i32 = exp.parse().ok()?;
+    let (whole, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if whole.is_empty() && frac.is_empty() {
+        return None;
+    }
+    let mut value = 0f64;
+    for c in whole.chars() {
+        value = value * 16.0 + f64::from(c.to_digit(16)?);
+    }
+    let mut scale = 1.0 / 16.0;
+    for c in frac.chars() {
+        value += f64::from(c.to_digit(16)?) * scale;
+        scale /= 16.0;
+    }
+    Some(value * 2f64.powi(exp))
 }
 
 fn describe(token: Option<&Token>) -> String {

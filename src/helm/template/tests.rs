@@ -195,6 +195,12 @@ fn len_index_slice_print() {
         render("{{ 1.5 }} {{ 1e6 }} {{ 0x1F }} {{ 'a' }}"),
         "1.5 1e+06 31 97"
     );
+    // Hex floats (a `p` exponent makes a float; `e` is a hex digit).
+    assert_eq!(
+        render("{{ 0x1p4 }} {{ 0x1.8p1 }} {{ 0x1e }} {{ -0x.8p1 }} {{ 0x1p60 }}"),
+        "16 3 30 -1 1.152921504606847e+18"
+    );
+    assert!(try_render("{{ 0x1.8 }}").is_err());
 }
 
 #[test]

@@ -23,6 +23,29 @@ pub enum Value {
     Str(Rc<str>),
     List(Rc<Vec<Value>>),
     Map(Map),
+    /// A Go struct, or pointer to one, that Helm hands templates (see [`Struct`]).
+    Struct(Rc<Struct>),
+}
+
+/// A Go struct (or a pointer to one) in a template's data: `.Chart` (`*chart.Metadata`),
+/// `.Capabilities` (`*chartutil.Capabilities`) and its `KubeVersion`, what Sprig's `semver`
+/// returns. Unlike a map, a field it lacks is an error (`can't evaluate field X in type T`),
+/// as Go's text/template has it, never an empty value.
+#[derive(Debug, Clone)]
+pub struct Struct {
+    /// Go's name of the type (`*chart.Metadata`), for errors, `typeOf` and `kindOf`.
+    pub type_name: &'static str,
+    /// Exported fields, and the results of methods that take no argument, by Go name.
+    pub fields: BTreeMap<String, Value>,
+    /// What an action (`{{ .X }}`) prints: its `String()` (text/template takes the address
+    /// of an addressable struct for a pointer-receiver `String`), else its fields. `None`
+    /// where Go's text is not reproducible (it holds pointers): printing it is an error.
+    pub text: Option<String>,
+    /// What `fmt`'s `%v` prints for it as a function argument (a copy: a pointer-receiver
+    /// `String` is not used), as `printf`, `print` and `toString` give it. `None` as above.
+    pub fmt: Option<String>,
+    /// How encoding/json writes it (its `json` tags, `omitempty`).
+    pub json: serde_json::Value,
 }
 
 impl Value {
@@ -52,6 +75,9 @@ impl Value {
             Value::Str(s) => !s.is_empty(),
             Value::List(l) => !l.is_empty(),
             Value::Map(m) => !m.borrow().is_empty(),
+            // A struct is never its type's zero value here (a non-nil pointer, or a struct
+            // with a name).
+            Value::Struct(_) => true,
         }
     }
 
@@ -65,6 +91,7 @@ impl Value {
             Value::Str(_) => "string",
             Value::List(_) => "[]interface {}",
             Value::Map(_) => "map[string]interface {}",
+            Value::Struct(s) => s.type_name,
         }
     }
 
@@ -117,6 +144,57 @@ impl Value {
                     .map(|(k, v)| (k.clone(), Value::from_json(v, numbers_as_float)))
                     .collect(),
             ),
+        }
+    }
+
+    /// The same value with every struct replaced by its encoding/json form (a map), for the
+    /// writers that only know maps.
+    pub fn without_structs(&self) -> Value {
+        fn has_struct(v: &Value) -> bool {
+            match v {
+                Value::Struct(_) => true,
+                Value::List(l) => l.iter().any(has_struct),
+                Value::Map(m) => m.borrow().values().any(has_struct),
+                _ => false,
+            }
+        }
+        if !has_struct(self) {
+            return self.clone();
+        }
+        match self {
+            Value::Struct(s) => Value::from_json(&s.json, false),
+            Value::List(l) => Value::list(l.iter().map(Value::without_structs).collect()),
+            Value::Map(m) => Value::map(
+                m.borrow()
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.without_structs()))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+
+    /// To JSON as Go's encoding/json writes it (maps with sorted keys).
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            Value::Nil => serde_json::Value::Null,
+            Value::Bool(b) => serde_json::Value::Bool(*b),
+            Value::Int(i) => serde_json::Value::from(*i),
+            Value::Float(f) if f.fract() == 0.0 && f.abs() < 1e15 => {
+                serde_json::Value::from(*f as i64)
+            }
+            Value::Float(f) => serde_json::Number::from_f64(*f)
+                .map(serde_json::Value::Number)
+                .unwrap_or(serde_json::Value::Null),
+            Value::Str(s) => serde_json::Value::String(s.to_string()),
+            Value::List(l) => serde_json::Value::Array(l.iter().map(Value::to_json).collect()),
+            Value::Map(m) => serde_json::Value::Object(
+                m.borrow()
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.to_json()))
+                    .collect(),
+            ),
+            Value::Struct(s) => s.json.clone(),
         }
     }
 }

@@ -205,3 +205,39 @@ fn encrypted_values_may_not_reach_objects_tend_prints_in_plain_text() {
     );
     assert!(stderr.contains("Secrets only"), "{stderr}");
 }
+
+/// A values file is read as Helm reads `-f`: YAML 1.1 (go-yaml v2), so `yes` and `on` are
+/// true and `0644` is the number 420 (every number a float64 to the templates).
+#[test]
+fn values_files_are_read_as_helm_reads_yaml_1_1() {
+    const KINDS: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kinds\ndata:\n  enabled: {{ kindOf .Values.enabled | quote }}\n  flag: {{ .Values.flag | quote }}\n  mode: {{ .Values.mode | quote }}\n  modeKind: {{ kindOf .Values.mode | quote }}\n";
+    let release = "\
+apiVersion: tend.dev/v1alpha1
+kind: HelmChart
+metadata:
+  name: store
+  namespace: shop
+spec:
+  chart: ../charts/shop
+  valuesFiles:
+    - values/old.yaml
+";
+    let dir = chart_site(release, DEPLOYMENT);
+    write(&dir, "charts/shop/templates/kinds.yaml", KINDS);
+    write(
+        &dir,
+        "apps/values/old.yaml",
+        "enabled: yes\nflag: on\nmode: 0644\n",
+    );
+    let (code, stdout, stderr) = run(tend().arg("render").arg("--repo").arg(dir.path()));
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let objects = parse_stream(&stdout);
+    let kinds = objects
+        .iter()
+        .find(|o| o["kind"] == "ConfigMap" && o["metadata"]["name"] == "kinds")
+        .expect("the ConfigMap");
+    assert_eq!(
+        kinds["data"],
+        json!({"enabled": "bool", "flag": "true", "mode": "420", "modeKind": "float64"})
+    );
+}
