@@ -132,6 +132,7 @@ impl GlobalArgs {
             },
             kube_version: None,
             kept_renders: None,
+            helm_template: false,
             // Read here, at the edge; replaced by the commit's time where there is one.
             now: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)

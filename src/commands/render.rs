@@ -20,6 +20,11 @@ pub struct RenderArgs {
     /// `spec.kubeVersion` (default v1.33.0; diff and apply use the cluster's version).
     #[arg(long, env = "TEND_KUBE_VERSION", value_name = "VERSION", value_parser = kube_version)]
     pub kube_version: Option<String>,
+    /// Print each HelmChart's release as `helm template` prints it (`# Source:` lines, Helm's
+    /// install order, hooks last; CRDs first when the HelmChart includes them) instead of the
+    /// desired objects, to compare tend's render with Helm's.
+    #[arg(long, env = "TEND_HELM_TEMPLATE")]
+    pub helm_template: bool,
 }
 
 /// A Kubernetes version as Helm's `--kube-version` reads it: `1.34` is `v1.34.0`.
@@ -40,17 +45,31 @@ pub fn run(global: &GlobalArgs, args: &RenderArgs) -> Result<Verdict, Error> {
     };
     let mut render_opts = global.render_options()?;
     render_opts.kube_version = args.kube_version.clone();
+    render_opts.helm_template = args.helm_template;
     let (checkout, rendered) = load::read_and_render(&global.source_options(), &render_opts)?;
     for note in &rendered.notes {
         tracing::warn!("{note}");
     }
     crate::run::helm_seed::warn_offline(&rendered.random_charts);
-    super::print(&format_objects(
-        &rendered.objects,
-        format,
-        args.show_secrets || args.reveal_secrets,
-    ))?;
+    let show_secrets = args.show_secrets || args.reveal_secrets;
+    if args.helm_template {
+        print_as_helm(&rendered.helm_template, show_secrets)?;
+    } else {
+        super::print(&format_objects(&rendered.objects, format, show_secrets))?;
+    }
     let cluster = global.cluster.as_deref();
     tracing::info!("{}", load::summary(&checkout, &rendered, cluster));
     Ok(Verdict::Success)
+}
+
+/// The releases as `helm template` prints them. That text holds Secret values in plain text,
+/// which tend never prints unasked: a release with a Secret needs `--show-secrets`.
+fn print_as_helm(releases: &[String], show_secrets: bool) -> Result<(), Error> {
+    let has_secret = |text: &String| text.lines().any(|line| line.trim_end() == "kind: Secret");
+    if !show_secrets && releases.iter().any(has_secret) {
+        return Err(Error::Usage(
+            "--helm-template: a release renders a Secret, whose values helm template prints in plain text; add --show-secrets to print them".into(),
+        ));
+    }
+    super::print(&releases.concat())
 }

@@ -30,6 +30,7 @@ pub fn complete(rendered: Rendered, view: &ClusterView) -> Result<Rendered, Rend
         missing_config,
         random_charts,
         releases,
+        helm_template,
         ..
     } = rendered;
 
@@ -87,6 +88,7 @@ pub fn complete(rendered: Rendered, view: &ClusterView) -> Result<Rendered, Rend
         missing_config,
         random_charts,
         releases,
+        helm_template,
     })
 }
 

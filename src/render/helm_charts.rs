@@ -47,6 +47,8 @@ pub struct ChartOutput {
     pub lookups_missed: BTreeSet<LookupKey>,
     /// Each release rendered, for its HelmChart's status.
     pub releases: Vec<ReleaseOutcome>,
+    /// With `RenderOptions::helm_template`: each release as `helm template` prints it.
+    pub helm_template: Vec<String>,
 }
 
 impl ChartOutput {
@@ -61,6 +63,7 @@ impl ChartOutput {
         self.notes.extend(other.notes);
         self.lookups_missed.extend(other.lookups_missed);
         self.releases.extend(other.releases);
+        self.helm_template.extend(other.helm_template);
     }
 }
 
@@ -308,10 +311,33 @@ fn render_one(
         doc,
         helm_chart,
     };
+    if opts.helm_template {
+        print_as_helm(&at, &input, &manifests, out);
+    }
     let Some(made) = release_files(&at, &input, manifests, out) else {
         return;
     };
     add_release(&at, input, made, out);
+}
+
+/// The release as `helm template <release> <chart> --namespace <ns>` prints it (with
+/// `--include-crds` when the HelmChart includes its CRDs), or why it cannot be.
+fn print_as_helm(
+    at: &ReleaseAt<'_>,
+    input: &ReleaseInput<'_>,
+    manifests: &[chart::Manifest],
+    out: &mut ChartOutput,
+) {
+    let include_crds = at.helm_chart.spec.include_crds.unwrap_or(true);
+    let name = input.chart.name();
+    match crate::helm::template_text::helm_template_text(name, manifests, include_crds, false) {
+        Ok(text) => out.helm_template.push(text),
+        Err(why) => out.problems.push(Problem::new(
+            &at.file.path,
+            input.chart_line,
+            format!("cannot print the release as helm template does: {why}"),
+        )),
+    }
 }
 
 /// Where a release is defined: its HelmChart, in its file.
@@ -346,10 +372,12 @@ fn manifests(
         user,
         ..
     } = input;
+    // Printed as Helm prints it, a release renders afresh: a kept render blanks chart tests
+    // that draw random names, which `helm template` prints.
     let cache = opts
         .kept_renders
         .as_ref()
-        .filter(|_| user.secrets.is_empty());
+        .filter(|_| user.secrets.is_empty() && !opts.helm_template);
     let key = cache.map(|_| super::helm_cache::key(chart, &user.values, release));
     if let Some(kept) = cache.zip(key.as_ref()).and_then(|(c, key)| c.get(key)) {
         return Ok(kept);

@@ -69,6 +69,9 @@ pub struct Rendered {
     pub random_charts: Vec<String>,
     /// Each HelmChart's release, for its status.
     pub releases: Vec<crate::kinds::run::ReleaseOutcome>,
+    /// With `RenderOptions::helm_template`: each targeted release as `helm template` prints
+    /// it (with `--include-crds` when the HelmChart includes its CRDs), in file order.
+    pub helm_template: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -373,6 +376,7 @@ fn finish(made: Made, charted: ChartOutput, file_count: usize) -> Result<Rendere
         missing_config,
         random_charts: charted.random,
         releases,
+        helm_template: charted.helm_template,
     })
 }
 

@@ -32,6 +32,9 @@ pub struct RenderOptions {
     /// Renders of Helm releases kept from earlier runs, read for this render (and the renders
     /// it keeps); none: every release renders.
     pub kept_renders: Option<Arc<super::helm_cache::KeptRenders>>,
+    /// Also print each HelmChart's release as `helm template` prints it
+    /// (`tend render --helm-template`): see `Rendered::helm_template`.
+    pub helm_template: bool,
     /// Logins for chart repositories and OCI registries (`--helm-credentials`,
     /// `--helm-credentials-secret`, Helm's registry config); their Debug shows no password.
     pub chart_credentials: Arc<crate::source::charts::credentials::Credentials>,
@@ -48,6 +51,7 @@ impl Default for RenderOptions {
             now: 0,
             helm_cluster: None,
             kept_renders: None,
+            helm_template: false,
             chart_credentials: Arc::default(),
         }
     }

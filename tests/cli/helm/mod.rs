@@ -398,6 +398,7 @@ mod oci;
 mod registry;
 mod remote;
 mod subcharts;
+mod template_text;
 mod values_files;
 
 #[test]

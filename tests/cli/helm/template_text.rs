@@ -1,0 +1,56 @@
+//! `tend render --helm-template`: a HelmChart's release printed as `helm template` prints it,
+//! byte for byte, and never a Secret's values unasked.
+
+use crate::common::*;
+
+const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/helm-corpus");
+
+#[test]
+fn a_release_prints_as_helm_template_prints_it() {
+    let chart = std::path::Path::new(CORPUS).join("charts/kube-state-metrics");
+    let golden = std::path::Path::new(CORPUS).join("golden/kube-state-metrics/default.yaml");
+    let (Ok(expected), true) = (std::fs::read_to_string(&golden), chart.is_dir()) else {
+        eprintln!("skipped: no Helm corpus at {CORPUS}");
+        return;
+    };
+    // As `helm template rel charts/kube-state-metrics --namespace ns1 --kube-version v1.33.0`.
+    let dir = site(&[(
+        "release.yaml",
+        "apiVersion: tend.dev/v1alpha1\nkind: HelmChart\nmetadata:\n  name: rel\n  namespace: ns1\nspec:\n  chart: charts/ksm\n  kubeVersion: v1.33.0\n",
+    )]);
+    copy_tree(&chart, &dir.path().join("charts/ksm"));
+    let (code, stdout, stderr) = run(tend()
+        .args(["render", "--helm-template", "--repo"])
+        .arg(dir.path()));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, expected);
+}
+
+#[test]
+fn a_release_with_a_secret_prints_only_with_show_secrets() {
+    let dir = site(&[
+        (
+            "release.yaml",
+            "apiVersion: tend.dev/v1alpha1\nkind: HelmChart\nmetadata:\n  name: rel\n  namespace: ns1\nspec:\n  chart: charts/app\n",
+        ),
+        ("charts/app/Chart.yaml", "apiVersion: v2\nname: app\nversion: 1.0.0\n"),
+        (
+            "charts/app/templates/secret.yaml",
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {{ .Release.Name }}-creds\nstringData:\n  password: hunter2-canary\n",
+        ),
+    ]);
+    let (code, stdout, stderr) = run(tend()
+        .args(["render", "--helm-template", "--repo"])
+        .arg(dir.path()));
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(stderr.contains("--show-secrets"), "{stderr}");
+    assert!(!stdout.contains("hunter2-canary") && !stderr.contains("hunter2-canary"));
+    let (code, stdout, stderr) = run(tend()
+        .args(["render", "--helm-template", "--show-secrets", "--repo"])
+        .arg(dir.path()));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        stdout,
+        "---\n# Source: app/templates/secret.yaml\napiVersion: v1\nkind: Secret\nmetadata:\n  name: rel-creds\nstringData:\n  password: hunter2-canary\n"
+    );
+}
