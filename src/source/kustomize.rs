@@ -14,13 +14,14 @@
 //! them), and with git prompts off. It only reaches the network when a kustomization names a
 //! remote base.
 
+use super::paths::normalize;
 use super::SourceFile;
 use crate::problem::Problem;
 use crate::yaml;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -211,24 +212,6 @@ fn is_remote(reference: &str) -> bool {
         || ["github.com/", "gitlab.com/", "bitbucket.org/"]
             .iter()
             .any(|host| reference.starts_with(host))
-}
-
-/// `a/b/../c` as `a/c`, lexically; leading `..` that leave the root are kept.
-pub fn normalize(path: &Path) -> PathBuf {
-    let mut out: Vec<Component<'_>> = Vec::new();
-    for component in path.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => match out.last() {
-                Some(Component::Normal(_)) => {
-                    out.pop();
-                }
-                _ => out.push(component),
-            },
-            other => out.push(other),
-        }
-    }
-    out.iter().collect()
 }
 
 /// The units to build: every Kustomization no other unit refers to. Units that only refer
@@ -831,12 +814,6 @@ mod tests {
             "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: apps\n"
         )
         .is_none());
-    }
-
-    #[test]
-    fn normalize_is_lexical() {
-        assert_eq!(normalize(Path::new("a/b/../../c/./d")), Path::new("c/d"));
-        assert_eq!(normalize(Path::new("a/../../b")), Path::new("../b"));
     }
 
     #[test]
