@@ -138,7 +138,10 @@ fn paths_that_climb_out_of_the_repository_are_refused_not_read_from_its_root() {
             stderr.contains(&format!("spec.chart: no chart at \"{shown}\"")),
             "{chart}: {stderr}"
         );
-        assert!(stderr.contains("outside the repository"), "{chart}: {stderr}");
+        assert!(
+            stderr.contains("outside the repository"),
+            "{chart}: {stderr}"
+        );
         assert!(!stdout.contains("kind: Deployment"), "{chart}: {stdout}");
     }
 }
