@@ -4,7 +4,8 @@
 //! that kustomize builds instead ([`super::private_copy`]), or the unit is reported and not
 //! built (README "Encrypted secrets (SOPS)").
 
-use super::kustomize::Unit;
+use super::kustomize::{self, Unit, KUSTOMIZATION_FILES};
+use super::paths::leaves_root;
 use super::MAX_FILE_BYTES;
 use crate::problem::Problem;
 use crate::sops::{self, Keys};
@@ -16,27 +17,65 @@ use zeroize::Zeroizing;
 /// A decrypted input: its path relative to the walked directory, and its plaintext.
 pub type Decrypted = (PathBuf, Zeroizing<Vec<u8>>);
 
-/// Every encrypted input file of `unit` (relative to `root`), with the line where its
-/// encryption shows.
-pub fn encrypted_inputs(root: &Path, unit: &Unit, units: &[Unit]) -> Vec<(PathBuf, usize)> {
-    let mut found = Vec::new();
+/// `unit` and every kustomization it reaches: the units the walk found, and the directories
+/// its references name that hold a kustomization of their own (a `resources:` directory,
+/// a component, at any depth). The walk does not descend into a unit, so those below one
+/// are found here, by reading their kustomization files.
+pub fn reachable_units(root: &Path, unit: &Unit, units: &[Unit]) -> Vec<Unit> {
+    let mut reached = Vec::new();
     let mut seen: BTreeSet<PathBuf> = BTreeSet::new();
-    let mut stack = vec![unit];
+    let mut stack = vec![unit.clone()];
     while let Some(current) = stack.pop() {
         if !seen.insert(current.dir.clone()) {
             continue;
         }
         for reference in &current.refs {
             if let Some(base) = units.iter().find(|u| &u.dir == reference) {
-                stack.push(base);
-                continue;
+                stack.push(base.clone());
+            } else if let Some(nested) = kustomization_in(root, reference) {
+                stack.push(nested);
             }
-            if !seen.insert(reference.clone()) {
-                continue;
-            }
-            if let Some(line) = encrypted_line(&root.join(reference)) {
-                found.push((reference.clone(), line));
-            }
+        }
+        reached.push(current);
+    }
+    reached
+}
+
+/// The kustomization in directory `dir` (relative to `root`), if it holds one inside `root`.
+fn kustomization_in(root: &Path, dir: &Path) -> Option<Unit> {
+    if leaves_root(dir) || !root.join(dir).is_dir() {
+        return None;
+    }
+    let name = KUSTOMIZATION_FILES
+        .iter()
+        .find(|name| root.join(dir).join(name).is_file())?;
+    let file = root.join(dir).join(name);
+    // A symlink out of the repository is not followed (the build refuses it).
+    let real = file.canonicalize().ok()?;
+    if !root.canonicalize().is_ok_and(|r| real.starts_with(r)) {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(&real)
+        .ok()?
+        .take(MAX_FILE_BYTES)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    kustomize::detect(root, dir, &dir.join(name), &String::from_utf8_lossy(&bytes))
+}
+
+/// Every encrypted input file of `reached` (the units of one build, [`reachable_units`]),
+/// relative to `root`, with the line where its encryption shows.
+pub fn encrypted_inputs(root: &Path, reached: &[Unit]) -> Vec<(PathBuf, usize)> {
+    let dirs: BTreeSet<&PathBuf> = reached.iter().map(|u| &u.dir).collect();
+    let mut seen: BTreeSet<&PathBuf> = BTreeSet::new();
+    let mut found = Vec::new();
+    for reference in reached.iter().flat_map(|u| &u.refs) {
+        if dirs.contains(reference) || !seen.insert(reference) {
+            continue;
+        }
+        if let Some(line) = encrypted_line(&root.join(reference)) {
+            found.push((reference.clone(), line));
         }
     }
     found
@@ -92,7 +131,7 @@ pub fn decrypt_inputs(
     let mut plain = Vec::new();
     let mut problems = Vec::new();
     for (file, line) in inputs {
-        if file.starts_with("..") {
+        if leaves_root(file) {
             problems.push(Problem::new(
                 file,
                 *line,
