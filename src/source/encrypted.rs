@@ -94,6 +94,19 @@ pub fn feeds_a_config_map(file: &Path, line: usize, unit_file: &Path) -> Problem
     )
 }
 
+/// The problem of an encrypted values file of a kustomization's `helmCharts`: what the
+/// chart makes of its values cannot be traced back to the sealed fields to mask them.
+pub fn feeds_a_helm_chart(file: &Path, line: usize, unit_file: &Path) -> Problem {
+    Problem::new(
+        file,
+        line,
+        format!(
+            "this SOPS-encrypted file is a values file of a helmCharts entry of {}: tend cannot tell which fields of the chart's output came from its sealed values, so it could not mask them in diffs and reports; render the chart with a tend.dev HelmChart, whose encrypted spec.valuesFiles are decrypted and kept out of what tend prints",
+            unit_file.display()
+        ),
+    )
+}
+
 /// The problem of a decrypted YAML or JSON input (not a `secretGenerator`'s) holding an
 /// object other than a Secret: what kustomize makes of it cannot be traced back to the
 /// fields sops sealed, so, unlike a plain file's, they could not be masked in reports.
@@ -172,4 +185,61 @@ fn encrypted_line(file: &Path) -> Option<usize> {
         .read_to_end(&mut bytes)
         .ok()?;
     sops::looks_encrypted(&String::from_utf8_lossy(&bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(root: &Path, name: &str, text: &str) {
+        let path = root.join(name);
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+
+    #[test]
+    fn nested_kustomizations_are_reached_once_even_in_a_cycle() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().canonicalize().expect("canonical");
+        write(&root, "kustomization.yaml", "resources: [a, plain.yaml]\n");
+        write(&root, "plain.yaml", "kind: ConfigMap\n");
+        write(&root, "a/kustomization.yaml", "resources: [b]\n");
+        // b refers back to a: kustomize refuses the cycle; tend must still end.
+        write(&root, "a/b/Kustomization", "resources: [..]\n");
+        let top = kustomize::detect(
+            &root,
+            Path::new(""),
+            Path::new("kustomization.yaml"),
+            "resources: [a, plain.yaml]\n",
+        )
+        .expect("a unit");
+        let reached = reachable_units(&root, &top, &[]);
+        let dirs: Vec<PathBuf> = reached.iter().map(|u| u.dir.clone()).collect();
+        assert_eq!(
+            dirs,
+            [PathBuf::new(), PathBuf::from("a"), PathBuf::from("a/b")]
+        );
+        assert_eq!(reached[2].file, Path::new("a/b/Kustomization"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_kustomization_symlinked_out_of_the_repository_is_not_read() {
+        let outside = tempfile::tempdir().expect("tempdir");
+        write(
+            outside.path(),
+            "kustomization.yaml",
+            "resources: [x.yaml]\n",
+        );
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().canonicalize().expect("canonical");
+        std::fs::create_dir_all(root.join("link")).expect("mkdir");
+        std::os::unix::fs::symlink(
+            outside.path().join("kustomization.yaml"),
+            root.join("link/kustomization.yaml"),
+        )
+        .expect("symlink");
+        assert!(kustomization_in(&root, Path::new("link")).is_none());
+        assert!(kustomization_in(&root, Path::new("../x")).is_none());
+    }
 }

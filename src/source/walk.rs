@@ -78,15 +78,23 @@ pub fn walk_with(dir: &Path, kustomize: &KustomizeOptions) -> std::io::Result<Wa
             plain.push(unit);
             continue;
         }
-        // tend masks Secret data only: decrypted values must not become a ConfigMap's.
+        // tend masks Secret data only: decrypted values must not become a ConfigMap's, nor
+        // a chart's output. Each is named by the kustomization that reads it.
         let into_config_maps: Vec<Problem> = inputs
             .iter()
             .filter_map(|(file, line)| {
-                // Named by the kustomization whose generator reads it.
+                let owner = reached.iter().find(|u| u.config_map_inputs.contains(file));
+                if let Some(owner) = owner {
+                    return Some(super::encrypted::feeds_a_config_map(
+                        file,
+                        *line,
+                        &owner.file,
+                    ));
+                }
                 let owner = reached
                     .iter()
-                    .find(|u| u.config_map_inputs.contains(file))?;
-                Some(super::encrypted::feeds_a_config_map(
+                    .find(|u| u.helm_values_inputs.contains(file))?;
+                Some(super::encrypted::feeds_a_helm_chart(
                     file,
                     *line,
                     &owner.file,

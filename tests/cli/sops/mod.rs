@@ -1152,3 +1152,38 @@ fn an_encrypted_file_feeding_a_config_map_of_a_directory_base_is_refused() {
         ],
     );
 }
+
+/// An encrypted values file of a kustomization's `helmCharts` (here in a directory base) is
+/// refused: what the chart makes of its values cannot be traced back to the sealed fields.
+#[test]
+fn an_encrypted_helm_charts_values_file_of_a_kustomization_is_refused() {
+    let values = encrypt_yaml(
+        &[json!({"db": {"password": PLAINTEXT}})],
+        TEST_RECIPIENT,
+        &Rules {
+            encrypted_regex: Some("^password$".into()),
+            ..Rules::default()
+        },
+        26,
+    );
+    let files = [
+        (
+            "kustomization.yaml",
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [db]\n",
+        ),
+        (
+            "db/kustomization.yaml",
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nhelmCharts:\n  - name: postgresql\n    repo: https://charts.example.com\n    version: 1.0.0\n    valuesFile: values.yaml\n",
+        ),
+        ("db/values.yaml", values.as_str()),
+    ];
+    refused(
+        &files,
+        true,
+        &[
+            "db/values.yaml:",
+            "is a values file of a helmCharts entry of db/kustomization.yaml",
+            "tend.dev HelmChart",
+        ],
+    );
+}
