@@ -57,7 +57,25 @@ pub fn describe(
         (Some(why), true) => HookState::NotRun(why.into()),
         (None, true) => HookState::WouldRun,
     };
-    report.hooks = hooks.iter().map(|h| h.run_as(state.clone())).collect();
+    // A dry run also says which Namespace a real run would create before a hook.
+    let early = hooks::namespaces_to_create(hooks, prepared, plan);
+    report.hooks = hooks
+        .iter()
+        .map(|h| {
+            let namespace = h.key().namespace.and_then(|n| early.get(&n).copied());
+            let first = namespace
+                .filter(|ns| h.phase == Phase::PreApply && wave_of(&ns.object.value) >= h.wave);
+            match (&state, not_run, first) {
+                (HookState::NotRun(why), Some(_), Some(ns)) => {
+                    h.run_as(HookState::NotRun(format!(
+                        "{why}; Namespace {} would be created first",
+                        ns.object.key().name
+                    )))
+                }
+                _ => h.run_as(state.clone()),
+            }
+        })
+        .collect();
 }
 
 /// Apply the plan wave by wave, running the hooks. Returns what the stages wrote and whether

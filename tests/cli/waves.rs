@@ -297,6 +297,17 @@ fn a_first_install_creates_the_namespace_its_pre_apply_hook_runs_in() {
         ("hook.yaml", &hook_job(&[("tend.dev/hook", "pre-apply")])),
         ("app.yaml", &deployment("app", "app:1", None)),
     ]);
+    // A dry run runs nothing and says what a real run would do first.
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["apply", "--dry-run"]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(
+        stdout
+            .contains("Job web/migrate: not run (--dry-run; Namespace web would be created first)"),
+        "{stdout}"
+    );
+    assert!(cluster.requests().iter().all(|r| !is_write(r)));
+    cluster.clear_requests();
+
     let (code, stdout, stderr) = run_while(&cluster, dir.path(), &["apply"], || {
         play(
             &cluster,
