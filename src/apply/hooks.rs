@@ -12,11 +12,9 @@ use crate::kstatus::{self, Status};
 use crate::object::{Object, ObjectKey};
 use crate::plan::inventory;
 use crate::plan::planner::Plan;
-use crate::plan::Action;
 use crate::render::waves::{self, Phase};
 use crate::report::run::{HookRun, HookState};
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 /// How many lines of a failed hook's pod log the report carries.
@@ -81,36 +79,6 @@ pub fn never_prune(plan: &mut Plan, hooks: &[Hook]) {
             );
         }
     }
-}
-
-/// The desired Namespaces, by name, that pre-apply hooks run in and that this run creates
-/// (the plan says Create: missing from the cluster). Only the site's own Namespaces: tend
-/// never makes up one the site does not declare.
-pub fn namespaces_to_create<'p>(
-    hooks: &[Hook],
-    prepared: &'p [Prepared],
-    plan: &Plan,
-) -> BTreeMap<String, &'p Prepared> {
-    let needed: BTreeSet<String> = hooks
-        .iter()
-        .filter(|h| h.phase == Phase::PreApply)
-        .filter_map(|h| h.key().namespace)
-        .collect();
-    let created: BTreeSet<&ObjectKey> = plan
-        .changes
-        .iter()
-        .filter(|c| c.action == Action::Create && !plan.errors.contains_key(&c.key))
-        .map(|c| &c.key)
-        .collect();
-    prepared
-        .iter()
-        .filter(|p| p.object.kind() == "Namespace" && p.object.api_version() == "v1")
-        .filter(|p| created.contains(&p.object.key()))
-        .filter_map(|p| {
-            let name = p.object.key().name;
-            needed.contains(&name).then_some((name, p))
-        })
-        .collect()
 }
 
 /// Resolve the hooks against discovery (with every problem reported before any write), without
@@ -334,76 +302,6 @@ mod tests {
             mask(lines, &["hunter2".into()]),
             ["connecting with *** as admin"]
         );
-    }
-
-    fn prepared(value: Value) -> Prepared {
-        let origin = crate::object::Origin {
-            file: "site.yaml".into(),
-            line: 1,
-            generated_by: None,
-            sealed: Vec::new(),
-        };
-        Prepared {
-            object: Object::new(value, origin),
-            resource: None,
-        }
-    }
-
-    fn namespace(name: &str) -> Prepared {
-        prepared(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}))
-    }
-
-    fn hook(ns: &str, phase: Phase) -> Hook {
-        let job = json!({"apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": "migrate", "namespace": ns}});
-        Hook {
-            prepared: prepared(job),
-            phase,
-            wave: 0,
-        }
-    }
-
-    fn change(ns: &Prepared, action: Action) -> crate::plan::Change {
-        crate::plan::Change {
-            key: ns.object.key(),
-            api_version: "v1".into(),
-            action,
-            origin: None,
-            before: None,
-            after: None,
-            reason: None,
-            drift: Vec::new(),
-        }
-    }
-
-    #[test]
-    fn only_missing_namespaces_of_the_site_that_pre_apply_hooks_run_in_are_created_first() {
-        let site = vec![
-            namespace("shop"),
-            namespace("other"),
-            namespace("kept"),
-            namespace("late"),
-        ];
-        let hooks = [
-            hook("shop", Phase::PreApply),
-            hook("kept", Phase::PreApply),
-            hook("made-up", Phase::PreApply),
-            hook("late", Phase::PostApply),
-        ];
-        let mut plan = Plan {
-            changes: vec![
-                change(&site[0], Action::Create),
-                change(&site[1], Action::Create),
-                change(&site[2], Action::Unchanged),
-                change(&site[3], Action::Create),
-            ],
-            ..Plan::default()
-        };
-        let created = namespaces_to_create(&hooks, &site, &plan);
-        assert_eq!(created.keys().collect::<Vec<_>>(), ["shop"]);
-        // A Namespace the plan could not dry-run is not created early either.
-        plan.errors.insert(site[0].object.key(), "refused".into());
-        assert!(namespaces_to_create(&hooks, &site, &plan).is_empty());
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! A site without waves or hooks goes straight to [`stages::apply_stages`]: the same requests
 //! as before waves existed.
 
+use super::hook_needs;
 use super::hooks::{self, Hook};
 use super::options::{EngineError, EngineOptions};
 use super::prepare::Prepared;
@@ -58,7 +59,7 @@ pub fn describe(
         (None, true) => HookState::WouldRun,
     };
     // A dry run also says which Namespace a real run would create before a hook.
-    let early = hooks::namespaces_to_create(hooks, prepared, plan);
+    let early = hook_needs::namespaces_to_create(hooks, prepared, plan);
     report.hooks = hooks
         .iter()
         .map(|h| {
@@ -95,6 +96,17 @@ pub async fn apply_waves(
     }
     describe(report, prepared, hooks, plan, None);
     let changes = has_changes(plan);
+    // A hook whose pod needs objects created after it would only time out: stop first.
+    let unmet = match changes {
+        true => hook_needs::unmet_needs(hooks, prepared, plan),
+        false => Vec::new(),
+    };
+    if !unmet.is_empty() {
+        report.errors.extend(unmet);
+        let why = HookState::NotRun("it needs objects created after it".into());
+        report.hooks.iter_mut().for_each(|h| h.state = why.clone());
+        return Ok((Applied::default(), true));
+    }
     let mut by_wave: BTreeMap<i64, Vec<&Prepared>> = BTreeMap::new();
     for p in prepared {
         by_wave.entry(wave_of(&p.object.value)).or_default().push(p);
@@ -111,7 +123,7 @@ pub async fn apply_waves(
         changes,
         post_hooks: changes && hooks.iter().any(|h| h.phase == Phase::PostApply),
         secrets: hooks::secret_values(prepared),
-        hook_namespaces: hooks::namespaces_to_create(hooks, prepared, plan),
+        hook_namespaces: hook_needs::namespaces_to_create(hooks, prepared, plan),
         last: by_wave.keys().next_back().copied(),
     };
     let mut total = Applied::default();

@@ -360,6 +360,56 @@ fn a_first_install_creates_the_namespace_its_pre_apply_hook_runs_in() {
     assert_eq!(object_writes(&cluster), Vec::<String>::new());
 }
 
+/// A hook whose pod needs an object the run creates in the hook's own wave (it would wait
+/// for it until --timeout) stops the run before any object is written, naming the object
+/// and the way out.
+#[test]
+fn a_hook_needing_an_object_of_its_own_wave_is_a_clear_error() {
+    let cluster = TestCluster::start();
+    let hook = hook_job(&[("tend.dev/hook", "pre-apply")]).replace(
+        "          command:",
+        "          envFrom:\n            - configMapRef:\n                name: app\n          command:",
+    );
+    let dir = site(&[
+        ("ns.yaml", NS),
+        ("cm.yaml", &configmap("v1", "")),
+        ("hook.yaml", &hook),
+    ]);
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["apply"]);
+    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    let all = format!("{stdout}\n{stderr}");
+    assert!(
+        all.contains("pre-apply hook Job web/migrate (wave 0) needs ConfigMap web/app (wave 0)"),
+        "{all}"
+    );
+    assert!(all.contains("put them in an earlier wave"), "{all}");
+    assert!(get(&cluster, "", "namespaces", "", "web").is_none());
+    assert!(get(&cluster, "batch", "jobs", "web", "migrate").is_none());
+
+    // In an earlier wave, the ConfigMap exists when the hook starts.
+    let early = "  annotations:\n    tend.dev/wave: \"-1\"\n";
+    write_site(
+        dir.path(),
+        &[
+            ("ns.yaml", &format!("{NS}{early}")),
+            ("cm.yaml", &configmap("v1", early)),
+            ("hook.yaml", &hook),
+        ],
+    );
+    let (code, stdout, stderr) = run_while(&cluster, dir.path(), &["apply"], || {
+        play(
+            &cluster,
+            JOBS,
+            "migrate",
+            None,
+            Duration::ZERO,
+            job_complete(),
+        )
+    });
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(get(&cluster, "", "configmaps", "web", "app").is_some());
+}
+
 /// Only the site's own Namespaces are created for hooks: a hook in a namespace the site does
 /// not declare fails as the API server says, and nothing else is written.
 #[test]
