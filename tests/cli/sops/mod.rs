@@ -1080,7 +1080,18 @@ fn flux_shaped_site(password: &str) -> Vec<(String, String)> {
 #[test]
 fn encrypted_files_in_directory_bases_components_and_patches_are_decrypted() {
     let cluster = TestCluster::start();
-    let files = flux_shaped_site(PLAINTEXT);
+    let mut files = flux_shaped_site(PLAINTEXT);
+    // With the real sops fixtures: one more directory base, its dotenv encrypted by sops
+    // itself with PGP, opened with the PGP key next to the age key (as Flux's testdata).
+    let pgp = fixture_text("secrets.env");
+    if let Some(env) = &pgp {
+        files[0].1 = files[0].1.replace("  - envs\n", "  - envs\n  - pgp\n");
+        files.push((
+            "pgp/kustomization.yaml".into(),
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: default\nsecretGenerator:\n  - name: pgp\n    envs: [secrets.env]\n    options:\n      disableNameSuffixHash: true\n".into(),
+        ));
+        files.push(("pgp/secrets.env".into(), env.clone()));
+    }
     let refs: Vec<(&str, &str)> = files
         .iter()
         .map(|(a, b)| (a.as_str(), b.as_str()))
@@ -1089,22 +1100,26 @@ fn encrypted_files_in_directory_bases_components_and_patches_are_decrypted() {
     let key_dir = tempfile::tempdir().unwrap();
     let keys = key_file(key_dir.path());
     let tend_here = |args: &[&str]| {
-        run(tend_clean()
-            .env("TEND_KUSTOMIZE_COMMAND", "kubectl kustomize")
+        let mut cmd = tend_clean();
+        cmd.env("TEND_KUSTOMIZE_COMMAND", "kubectl kustomize")
             .args(args)
             .arg("--repo")
             .arg(dir.path())
             .arg("--kubeconfig")
             .arg(cluster.kubeconfig_path())
             .arg("--decryption-key-file")
-            .arg(&keys))
+            .arg(&keys);
+        if pgp.is_some() {
+            cmd.arg("--decryption-key-file")
+                .arg(Path::new(FIXTURES).join("key.asc"));
+        }
+        run(&mut cmd)
     };
     let (code, out, err) = tend_here(&["apply"]);
     assert_eq!(code, 0, "{out}\n{err}");
-    assert!(
-        !out.contains(PLAINTEXT) && !err.contains(PLAINTEXT),
-        "{out}\n{err}"
-    );
+    for plain in [PLAINTEXT, "example_value", "give you up"] {
+        assert!(!out.contains(plain) && !err.contains(plain), "{out}\n{err}");
+    }
     let data = |name: &str, key: &str| {
         let live = get(&cluster, "", "secrets", "default", name)
             .unwrap_or_else(|| panic!("secret {name} applied"));
@@ -1115,6 +1130,10 @@ fn encrypted_files_in_directory_bases_components_and_patches_are_decrypted() {
     assert_eq!(data("deep", "password"), format!("{PLAINTEXT}-deep"));
     assert_eq!(data("extra", "password"), format!("{PLAINTEXT}-extra"));
     assert_eq!(data("env", "API_TOKEN"), format!("{PLAINTEXT}-env"));
+    if pgp.is_some() {
+        assert_eq!(data("pgp", "example_key"), "example_value");
+        assert_eq!(data("pgp", "never_gonna"), "give you up");
+    }
     let (code, out, err) = tend_here(&["diff"]);
     assert_eq!(code, 0, "{out}\n{err}");
     for (name, _) in &files {
