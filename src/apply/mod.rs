@@ -9,6 +9,7 @@
 
 pub mod engine;
 pub mod holder;
+mod hook_needs;
 pub mod hooks;
 pub mod interrupted;
 pub mod lists;

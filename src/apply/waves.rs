@@ -6,6 +6,7 @@
 //! A site without waves or hooks goes straight to [`stages::apply_stages`]: the same requests
 //! as before waves existed.
 
+use super::hook_needs;
 use super::hooks::{self, Hook};
 use super::options::{EngineError, EngineOptions};
 use super::prepare::Prepared;
@@ -57,7 +58,25 @@ pub fn describe(
         (Some(why), true) => HookState::NotRun(why.into()),
         (None, true) => HookState::WouldRun,
     };
-    report.hooks = hooks.iter().map(|h| h.run_as(state.clone())).collect();
+    // A dry run also says which Namespace a real run would create before a hook.
+    let early = hook_needs::namespaces_to_create(hooks, prepared, plan);
+    report.hooks = hooks
+        .iter()
+        .map(|h| {
+            let namespace = h.key().namespace.and_then(|n| early.get(&n).copied());
+            let first = namespace
+                .filter(|ns| h.phase == Phase::PreApply && wave_of(&ns.object.value) >= h.wave);
+            match (&state, not_run, first) {
+                (HookState::NotRun(why), Some(_), Some(ns)) => {
+                    h.run_as(HookState::NotRun(format!(
+                        "{why}; Namespace {} would be created first",
+                        ns.object.key().name
+                    )))
+                }
+                _ => h.run_as(state.clone()),
+            }
+        })
+        .collect();
 }
 
 /// Apply the plan wave by wave, running the hooks. Returns what the stages wrote and whether
@@ -77,6 +96,17 @@ pub async fn apply_waves(
     }
     describe(report, prepared, hooks, plan, None);
     let changes = has_changes(plan);
+    // A hook whose pod needs objects created after it would only time out: stop first.
+    let unmet = match changes {
+        true => hook_needs::unmet_needs(hooks, prepared, plan),
+        false => Vec::new(),
+    };
+    if !unmet.is_empty() {
+        report.errors.extend(unmet);
+        let why = HookState::NotRun("it needs objects created after it".into());
+        report.hooks.iter_mut().for_each(|h| h.state = why.clone());
+        return Ok((Applied::default(), true));
+    }
     let mut by_wave: BTreeMap<i64, Vec<&Prepared>> = BTreeMap::new();
     for p in prepared {
         by_wave.entry(wave_of(&p.object.value)).or_default().push(p);
@@ -93,6 +123,7 @@ pub async fn apply_waves(
         changes,
         post_hooks: changes && hooks.iter().any(|h| h.phase == Phase::PostApply),
         secrets: hooks::secret_values(prepared),
+        hook_namespaces: hook_needs::namespaces_to_create(hooks, prepared, plan),
         last: by_wave.keys().next_back().copied(),
     };
     let mut total = Applied::default();
@@ -125,6 +156,8 @@ struct Waves<'a> {
     changes: bool,
     post_hooks: bool,
     secrets: Vec<String>,
+    /// The Namespaces this run creates that pre-apply hooks run in, by name.
+    hook_namespaces: BTreeMap<String, &'a Prepared>,
     last: Option<i64>,
 }
 
@@ -150,17 +183,15 @@ impl Waves<'_> {
     ) -> Result<WaveEnd, EngineError> {
         let (session, opts) = (self.session, self.opts);
         if self.changes {
-            let pre = self
-                .hooks
-                .iter()
-                .filter(|h| h.phase == Phase::PreApply && h.wave == wave);
-            if !run_hooks(session, pre, opts, &self.secrets, report).await {
-                return Ok(match opts.interrupt.is_set() {
-                    true => WaveEnd::Interrupted,
-                    false => WaveEnd::Stopped,
-                });
+            if let Some(end) = self.pre_hooks(wave, total, report).await? {
+                return Ok(end);
             }
         }
+        // Namespaces created early for the hooks are not applied twice.
+        let members: Vec<&Prepared> = members
+            .into_iter()
+            .filter(|p| !total.outcomes.contains_key(&p.object.key()))
+            .collect();
         // Kinds whose CRD an earlier wave created are served now.
         let crds_applied = total
             .outcomes
@@ -203,6 +234,65 @@ impl Waves<'_> {
         );
         report.errors.extend(errors);
         Ok(WaveEnd::Stopped)
+    }
+}
+
+impl Waves<'_> {
+    /// The wave's pre-apply hooks, after the Namespaces they run in that this run creates and
+    /// that are not created yet (as `helm install --create-namespace` does: a hook cannot be
+    /// created in a namespace that does not exist). `None` when all of them succeeded, else
+    /// how the wave ends.
+    async fn pre_hooks(
+        &self,
+        wave: i64,
+        total: &mut Applied,
+        report: &mut RunReport,
+    ) -> Result<Option<WaveEnd>, EngineError> {
+        let pre: Vec<&Hook> = self
+            .hooks
+            .iter()
+            .filter(|h| h.phase == Phase::PreApply && h.wave == wave)
+            .collect();
+        let namespaces: BTreeMap<ObjectKey, Prepared> = pre
+            .iter()
+            .filter_map(|h| self.hook_namespaces.get(h.key().namespace.as_deref()?))
+            .map(|p| (p.object.key(), (*p).clone()))
+            .filter(|(key, _)| !total.outcomes.contains_key(key))
+            .collect();
+        if !namespaces.is_empty() {
+            let keys: BTreeSet<ObjectKey> = namespaces.keys().cloned().collect();
+            for key in &keys {
+                tracing::info!(
+                    "creating Namespace {} first: pre-apply hooks of wave {wave} run in it",
+                    key.name
+                );
+            }
+            let namespaces: Vec<Prepared> = namespaces.into_values().collect();
+            let plan = wave_plan(self.plan, &keys);
+            let applied =
+                stages::apply_stages(self.session, &namespaces, &plan, self.existing, self.opts)
+                    .await?;
+            merge(total, applied);
+            report.outcomes.extend(total.outcomes.clone());
+            let failed = keys
+                .iter()
+                .find(|k| report.outcomes.get(*k).is_some_and(|o| o.error.is_some()));
+            if let Some(key) = failed {
+                report.errors.push(format!(
+                    "wave {wave}: cannot create Namespace {}, where its pre-apply hooks run; no hook ran",
+                    key.name
+                ));
+                return Ok(Some(WaveEnd::Stopped));
+            }
+        }
+        let opts = self.opts;
+        if run_hooks(self.session, pre.into_iter(), opts, &self.secrets, report).await {
+            return Ok(None);
+        }
+        Ok(Some(match opts.interrupt.is_set() {
+            true => WaveEnd::Interrupted,
+            false => WaveEnd::Stopped,
+        }))
     }
 }
 

@@ -9,7 +9,7 @@ use crate::helm::values;
 use crate::kinds::helm_chart::HelmChartSpec;
 use crate::problem::Problem;
 use crate::sops::{self, SopsError};
-use crate::source::charts::normalize;
+use crate::source::paths::{leaves_root, normalize};
 use crate::source::SourceFile;
 use crate::yaml::{self, Step};
 use std::path::Path;
@@ -56,7 +56,7 @@ pub(super) fn user_values(
         let text = match charts.values_files.get(&path) {
             Some(text) => text,
             None => {
-                let why = if path.starts_with("..") {
+                let why = if leaves_root(&path) {
                     "it is outside the repository (or --path); keep values files inside it"
                 } else {
                     "there is no such file"

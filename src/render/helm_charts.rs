@@ -16,8 +16,8 @@ use crate::kinds::run::ReleaseOutcome;
 use crate::kinds::{TendKind, TendObject};
 use crate::object::{Object, Origin};
 use crate::problem::Problem;
-use crate::source::charts::normalize;
 use crate::source::kustomize_annotations;
+use crate::source::paths::{leaves_root, normalize};
 use crate::source::SourceFile;
 use crate::yaml;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -164,11 +164,16 @@ fn release_input<'c>(
             let chart_line = doc.line_of(&["spec".to_string(), "chart".to_string()]);
             let dir = normalize(&file.path.parent().unwrap_or(Path::new("")).join(chart_dir));
             let Some(chart) = charts.dirs.get(&dir) else {
+                let why = if leaves_root(&dir) {
+                    "it is outside the repository (or --path); keep charts inside it"
+                } else {
+                    "a chart is a directory holding Chart.yaml, inside the repository, relative to this file"
+                };
                 out.problems.push(Problem::new(
                     &file.path,
                     chart_line,
                     format!(
-                        "spec.chart: no chart at {:?} (a directory holding Chart.yaml, inside the repository, relative to this file); check the path",
+                        "spec.chart: no chart at {:?} ({why}); check the path",
                         dir.display().to_string()
                     ),
                 ));

@@ -11,13 +11,14 @@ mod http;
 mod oci;
 pub mod remote;
 
+use super::paths::{leaves_root, normalize};
 use super::{SourceFile, MAX_FILE_BYTES};
 use crate::helm::chart::{Chart, RemoteChart};
 use crate::problem::Problem;
 use crate::yaml::{self, Step};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 /// The file that makes a directory a chart.
 pub const CHART_FILE: &str = "Chart.yaml";
@@ -191,23 +192,6 @@ fn load_files(files: Vec<ChartFile>, origin: &Path) -> Result<Chart, Problem> {
     Ok(chart)
 }
 
-/// `dir/../x` → `x`, without touching the file system.
-pub fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::ParentDir => {
-                if !out.pop() {
-                    out.push("..");
-                }
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
-}
-
 /// The `HelmChart` documents of a file tend reads (not a kustomize build's output).
 /// The `HelmChart` documents of each plain file, none for most (see
 /// `Charts::helm_chart_docs`).
@@ -276,7 +260,7 @@ pub fn claim_values_files(
         .map(|(p, _)| p)
         .collect();
     for path in named {
-        if path.starts_with("..") || path.is_absolute() {
+        if leaves_root(&path) {
             continue; // reported by render: outside the repository
         }
         let full = root.join(&path);

@@ -4,7 +4,8 @@
 //! that kustomize builds instead ([`super::private_copy`]), or the unit is reported and not
 //! built (README "Encrypted secrets (SOPS)").
 
-use super::kustomize::Unit;
+use super::kustomize::{self, Unit, KUSTOMIZATION_FILES};
+use super::paths::leaves_root;
 use super::MAX_FILE_BYTES;
 use crate::problem::Problem;
 use crate::sops::{self, Keys};
@@ -16,27 +17,65 @@ use zeroize::Zeroizing;
 /// A decrypted input: its path relative to the walked directory, and its plaintext.
 pub type Decrypted = (PathBuf, Zeroizing<Vec<u8>>);
 
-/// Every encrypted input file of `unit` (relative to `root`), with the line where its
-/// encryption shows.
-pub fn encrypted_inputs(root: &Path, unit: &Unit, units: &[Unit]) -> Vec<(PathBuf, usize)> {
-    let mut found = Vec::new();
+/// `unit` and every kustomization it reaches: the units the walk found, and the directories
+/// its references name that hold a kustomization of their own (a `resources:` directory,
+/// a component, at any depth). The walk does not descend into a unit, so those below one
+/// are found here, by reading their kustomization files.
+pub fn reachable_units(root: &Path, unit: &Unit, units: &[Unit]) -> Vec<Unit> {
+    let mut reached = Vec::new();
     let mut seen: BTreeSet<PathBuf> = BTreeSet::new();
-    let mut stack = vec![unit];
+    let mut stack = vec![unit.clone()];
     while let Some(current) = stack.pop() {
         if !seen.insert(current.dir.clone()) {
             continue;
         }
         for reference in &current.refs {
             if let Some(base) = units.iter().find(|u| &u.dir == reference) {
-                stack.push(base);
-                continue;
+                stack.push(base.clone());
+            } else if let Some(nested) = kustomization_in(root, reference) {
+                stack.push(nested);
             }
-            if !seen.insert(reference.clone()) {
-                continue;
-            }
-            if let Some(line) = encrypted_line(&root.join(reference)) {
-                found.push((reference.clone(), line));
-            }
+        }
+        reached.push(current);
+    }
+    reached
+}
+
+/// The kustomization in directory `dir` (relative to `root`), if it holds one inside `root`.
+fn kustomization_in(root: &Path, dir: &Path) -> Option<Unit> {
+    if leaves_root(dir) || !root.join(dir).is_dir() {
+        return None;
+    }
+    let name = KUSTOMIZATION_FILES
+        .iter()
+        .find(|name| root.join(dir).join(name).is_file())?;
+    let file = root.join(dir).join(name);
+    // A symlink out of the repository is not followed (the build refuses it).
+    let real = file.canonicalize().ok()?;
+    if !root.canonicalize().is_ok_and(|r| real.starts_with(r)) {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(&real)
+        .ok()?
+        .take(MAX_FILE_BYTES)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    kustomize::detect(root, dir, &dir.join(name), &String::from_utf8_lossy(&bytes))
+}
+
+/// Every encrypted input file of `reached` (the units of one build, [`reachable_units`]),
+/// relative to `root`, with the line where its encryption shows.
+pub fn encrypted_inputs(root: &Path, reached: &[Unit]) -> Vec<(PathBuf, usize)> {
+    let dirs: BTreeSet<&PathBuf> = reached.iter().map(|u| &u.dir).collect();
+    let mut seen: BTreeSet<&PathBuf> = BTreeSet::new();
+    let mut found = Vec::new();
+    for reference in reached.iter().flat_map(|u| &u.refs) {
+        if dirs.contains(reference) || !seen.insert(reference) {
+            continue;
+        }
+        if let Some(line) = encrypted_line(&root.join(reference)) {
+            found.push((reference.clone(), line));
         }
     }
     found
@@ -50,6 +89,19 @@ pub fn feeds_a_config_map(file: &Path, line: usize, unit_file: &Path) -> Problem
         line,
         format!(
             "this SOPS-encrypted file feeds a configMapGenerator of {}: its decrypted values would be shown in diffs and reports like any ConfigMap data; generate a Secret from it (secretGenerator), whose data tend always masks",
+            unit_file.display()
+        ),
+    )
+}
+
+/// The problem of an encrypted values file of a kustomization's `helmCharts`: what the
+/// chart makes of its values cannot be traced back to the sealed fields to mask them.
+pub fn feeds_a_helm_chart(file: &Path, line: usize, unit_file: &Path) -> Problem {
+    Problem::new(
+        file,
+        line,
+        format!(
+            "this SOPS-encrypted file is a values file of a helmCharts entry of {}: tend cannot tell which fields of the chart's output came from its sealed values, so it could not mask them in diffs and reports; render the chart with a tend.dev HelmChart, whose encrypted spec.valuesFiles are decrypted and kept out of what tend prints",
             unit_file.display()
         ),
     )
@@ -92,7 +144,7 @@ pub fn decrypt_inputs(
     let mut plain = Vec::new();
     let mut problems = Vec::new();
     for (file, line) in inputs {
-        if file.starts_with("..") {
+        if leaves_root(file) {
             problems.push(Problem::new(
                 file,
                 *line,
@@ -133,4 +185,61 @@ fn encrypted_line(file: &Path) -> Option<usize> {
         .read_to_end(&mut bytes)
         .ok()?;
     sops::looks_encrypted(&String::from_utf8_lossy(&bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(root: &Path, name: &str, text: &str) {
+        let path = root.join(name);
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+
+    #[test]
+    fn nested_kustomizations_are_reached_once_even_in_a_cycle() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().canonicalize().expect("canonical");
+        write(&root, "kustomization.yaml", "resources: [a, plain.yaml]\n");
+        write(&root, "plain.yaml", "kind: ConfigMap\n");
+        write(&root, "a/kustomization.yaml", "resources: [b]\n");
+        // b refers back to a: kustomize refuses the cycle; tend must still end.
+        write(&root, "a/b/Kustomization", "resources: [..]\n");
+        let top = kustomize::detect(
+            &root,
+            Path::new(""),
+            Path::new("kustomization.yaml"),
+            "resources: [a, plain.yaml]\n",
+        )
+        .expect("a unit");
+        let reached = reachable_units(&root, &top, &[]);
+        let dirs: Vec<PathBuf> = reached.iter().map(|u| u.dir.clone()).collect();
+        assert_eq!(
+            dirs,
+            [PathBuf::new(), PathBuf::from("a"), PathBuf::from("a/b")]
+        );
+        assert_eq!(reached[2].file, Path::new("a/b/Kustomization"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_kustomization_symlinked_out_of_the_repository_is_not_read() {
+        let outside = tempfile::tempdir().expect("tempdir");
+        write(
+            outside.path(),
+            "kustomization.yaml",
+            "resources: [x.yaml]\n",
+        );
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().canonicalize().expect("canonical");
+        std::fs::create_dir_all(root.join("link")).expect("mkdir");
+        std::os::unix::fs::symlink(
+            outside.path().join("kustomization.yaml"),
+            root.join("link/kustomization.yaml"),
+        )
+        .expect("symlink");
+        assert!(kustomization_in(&root, Path::new("link")).is_none());
+        assert!(kustomization_in(&root, Path::new("../x")).is_none());
+    }
 }

@@ -14,13 +14,14 @@
 //! them), and with git prompts off. It only reaches the network when a kustomization names a
 //! remote base.
 
+use super::paths::normalize;
 use super::SourceFile;
 use crate::problem::Problem;
 use crate::yaml;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -67,6 +68,9 @@ pub struct Unit {
     /// The inputs of its `secretGenerator`s: their content becomes Secret data, whatever it
     /// holds (a kubeconfig's `kind: Config` included).
     pub secret_inputs: Vec<PathBuf>,
+    /// The values files of its `helmCharts` (`valuesFile`, `additionalValuesFiles`): what a
+    /// chart makes of them cannot be traced back to sealed fields, so none may be encrypted.
+    pub helm_values_inputs: Vec<PathBuf>,
 }
 
 /// How to build units: `--kustomize-command`, or found on PATH.
@@ -91,6 +95,7 @@ pub fn detect(root: &Path, dir: &Path, file: &Path, text: &str) -> Option<Unit> 
             refs,
             config_map_inputs,
             secret_inputs,
+            helm_values_inputs: Vec::new(),
         })
     };
     let Some(value) = docs.first().map(|d| &d.value) else {
@@ -123,12 +128,41 @@ pub fn detect(root: &Path, dir: &Path, file: &Path, text: &str) -> Option<Unit> 
     generator_inputs(value, "configMapGenerator", &mut config_map_inputs);
     let mut secret_inputs = Vec::new();
     generator_inputs(value, "secretGenerator", &mut secret_inputs);
-    unit(
+    let mut found = unit(
         kind,
         local(local_refs(value)),
         local(config_map_inputs),
         local(secret_inputs),
-    )
+    )?;
+    found.helm_values_inputs = local(helm_values_files(value));
+    Some(found)
+}
+
+/// The values files a kustomization's `helmCharts` name.
+fn helm_values_files(value: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for chart in value
+        .get("helmCharts")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        out.extend(
+            chart
+                .get("valuesFile")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        );
+        for file in chart
+            .get("additionalValuesFiles")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            out.extend(file.as_str().map(str::to_string));
+        }
+    }
+    out
 }
 
 /// The `files:`, `envs:` and `env:` paths of a kustomization's generators of one kind.
@@ -199,6 +233,7 @@ fn local_refs(value: &Value) -> Vec<String> {
     if let Some(path) = value.pointer("/openapi/path").and_then(Value::as_str) {
         out.push(path.to_string());
     }
+    out.extend(helm_values_files(value));
     out
 }
 
@@ -211,24 +246,6 @@ fn is_remote(reference: &str) -> bool {
         || ["github.com/", "gitlab.com/", "bitbucket.org/"]
             .iter()
             .any(|host| reference.starts_with(host))
-}
-
-/// `a/b/../c` as `a/c`, lexically; leading `..` that leave the root are kept.
-pub fn normalize(path: &Path) -> PathBuf {
-    let mut out: Vec<Component<'_>> = Vec::new();
-    for component in path.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => match out.last() {
-                Some(Component::Normal(_)) => {
-                    out.pop();
-                }
-                _ => out.push(component),
-            },
-            other => out.push(other),
-        }
-    }
-    out.iter().collect()
 }
 
 /// The units to build: every Kustomization no other unit refers to. Units that only refer
@@ -756,6 +773,7 @@ mod tests {
             refs: refs.iter().map(PathBuf::from).collect(),
             config_map_inputs: Vec::new(),
             secret_inputs: Vec::new(),
+            helm_values_inputs: Vec::new(),
         }
     }
 
@@ -821,6 +839,21 @@ mod tests {
         .unwrap();
         assert_eq!(u.kind, UnitKind::Component);
         assert_eq!(u.refs, vec![PathBuf::from("o/base/x.yaml")]);
+        // helmCharts values files are inputs, and known as such.
+        std::fs::write(root.path().join("o/values.yaml"), "a: 1\n").unwrap();
+        let u = detect(
+            root.path(),
+            Path::new("o"),
+            file,
+            "helmCharts:\n- name: c\n  valuesFile: values.yaml\n  additionalValuesFiles: [base/x.yaml, gone.yaml]\n",
+        )
+        .unwrap();
+        let both = vec![
+            PathBuf::from("o/values.yaml"),
+            PathBuf::from("o/base/x.yaml"),
+        ];
+        assert_eq!(u.refs, both);
+        assert_eq!(u.helm_values_inputs, both);
         // No apiVersion and no kind: kustomize's default.
         assert!(detect(root.path(), Path::new("o"), file, "resources: [base]\n").is_some());
         // Flux's Kustomization is an object.
@@ -831,12 +864,6 @@ mod tests {
             "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: apps\n"
         )
         .is_none());
-    }
-
-    #[test]
-    fn normalize_is_lexical() {
-        assert_eq!(normalize(Path::new("a/b/../../c/./d")), Path::new("c/d"));
-        assert_eq!(normalize(Path::new("a/../../b")), Path::new("../b"));
     }
 
     #[test]

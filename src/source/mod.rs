@@ -7,6 +7,7 @@ mod file;
 pub mod git;
 pub mod kustomize;
 pub mod kustomize_annotations;
+pub mod paths;
 mod private_copy;
 pub mod walk;
 

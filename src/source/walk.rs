@@ -68,20 +68,38 @@ pub fn walk_with(dir: &Path, kustomize: &KustomizeOptions) -> std::io::Result<Wa
     walked.problems.extend(problems);
     // Units reading SOPS-encrypted inputs are built from a private, decrypted copy.
     let (mut plain, mut decrypting) = (Vec::new(), Vec::new());
-    let config_map_inputs: BTreeSet<&PathBuf> =
-        units.iter().flat_map(|u| &u.config_map_inputs).collect();
-    let secret_inputs: BTreeSet<&PathBuf> = units.iter().flat_map(|u| &u.secret_inputs).collect();
     for unit in build {
-        let inputs = super::encrypted::encrypted_inputs(&root, unit, &units);
+        // Every kustomization the build reads, those in directories below a unit included.
+        let reached = super::encrypted::reachable_units(&root, unit, &units);
+        let secret_inputs: BTreeSet<&PathBuf> =
+            reached.iter().flat_map(|u| &u.secret_inputs).collect();
+        let inputs = super::encrypted::encrypted_inputs(&root, &reached);
         if inputs.is_empty() {
             plain.push(unit);
             continue;
         }
-        // tend masks Secret data only: decrypted values must not become a ConfigMap's.
+        // tend masks Secret data only: decrypted values must not become a ConfigMap's, nor
+        // a chart's output. Each is named by the kustomization that reads it.
         let into_config_maps: Vec<Problem> = inputs
             .iter()
-            .filter(|(file, _)| config_map_inputs.contains(file))
-            .map(|(file, line)| super::encrypted::feeds_a_config_map(file, *line, &unit.file))
+            .filter_map(|(file, line)| {
+                let owner = reached.iter().find(|u| u.config_map_inputs.contains(file));
+                if let Some(owner) = owner {
+                    return Some(super::encrypted::feeds_a_config_map(
+                        file,
+                        *line,
+                        &owner.file,
+                    ));
+                }
+                let owner = reached
+                    .iter()
+                    .find(|u| u.helm_values_inputs.contains(file))?;
+                Some(super::encrypted::feeds_a_helm_chart(
+                    file,
+                    *line,
+                    &owner.file,
+                ))
+            })
             .collect();
         if !into_config_maps.is_empty() {
             walked.problems.extend(into_config_maps);

@@ -285,6 +285,154 @@ fn argo_cd_annotations_behave_like_tends() {
     pre_apply_hook_runs_before_the_deployment(true);
 }
 
+/// A first install whose pre-apply hook runs in the Namespace the same run creates, all in
+/// wave 0 (issue 32): the Namespace is created first (as `helm install --create-namespace`
+/// does), then the hook, then the rest; the next run runs no hook.
+#[test]
+fn a_first_install_creates_the_namespace_its_pre_apply_hook_runs_in() {
+    let cluster = TestCluster::start();
+    let dir = site(&[
+        ("ns.yaml", NS),
+        ("cm.yaml", &configmap("v1", "")),
+        ("hook.yaml", &hook_job(&[("tend.dev/hook", "pre-apply")])),
+        ("app.yaml", &deployment("app", "app:1", None)),
+    ]);
+    // A dry run runs nothing and says what a real run would do first.
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["apply", "--dry-run"]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(
+        stdout
+            .contains("Job web/migrate: not run (--dry-run; Namespace web would be created first)"),
+        "{stdout}"
+    );
+    assert!(cluster.requests().iter().all(|r| !is_write(r)));
+    cluster.clear_requests();
+
+    let (code, stdout, stderr) = run_while(&cluster, dir.path(), &["apply"], || {
+        play(
+            &cluster,
+            JOBS,
+            "migrate",
+            None,
+            Duration::from_millis(100),
+            job_complete(),
+        )
+    });
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("hook pre-apply (wave 0) Job web/migrate: succeeded"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("creating Namespace web first: pre-apply hooks of wave 0 run in it"),
+        "{stderr}"
+    );
+    let log = cluster.requests();
+    let ns = first(&log, |r| written(r, "namespaces", "web")).expect("namespace written");
+    let job = first(&log, |r| written(r, "jobs", "migrate")).expect("hook created");
+    let done = first(&log, |r| status_written(r, "jobs", "migrate")).expect("hook completed");
+    let cm = first(&log, |r| written(r, "configmaps", "app")).expect("config applied");
+    let app = first(&log, |r| written(r, "deployments", "app")).expect("app applied");
+    assert!(
+        ns < job && job < done && done < cm && done < app,
+        "{ns} {job} {done} {cm} {app}"
+    );
+    // Created once, not applied again with the rest of its wave.
+    let ns_writes = log
+        .iter()
+        .filter(|r| written(r, "namespaces", "web") && !r.dry_run)
+        .count();
+    assert_eq!(ns_writes, 1, "{log:#?}");
+    // A member of the ApplySet like any other object of the site.
+    let live = get(&cluster, "", "namespaces", "", "web").expect("namespace");
+    assert!(live["metadata"]["labels"]
+        .get("applyset.kubernetes.io/part-of")
+        .is_some());
+
+    cluster.clear_requests();
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["apply"]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("hook pre-apply (wave 0) Job web/migrate: not run (nothing to change)"),
+        "{stdout}"
+    );
+    assert!(!stderr.contains("creating Namespace"), "{stderr}");
+    assert_eq!(object_writes(&cluster), Vec::<String>::new());
+}
+
+/// A hook whose pod needs an object the run creates in the hook's own wave (it would wait
+/// for it until --timeout) stops the run before any object is written, naming the object
+/// and the way out.
+#[test]
+fn a_hook_needing_an_object_of_its_own_wave_is_a_clear_error() {
+    let cluster = TestCluster::start();
+    let hook = hook_job(&[("tend.dev/hook", "pre-apply")]).replace(
+        "          command:",
+        "          envFrom:\n            - configMapRef:\n                name: app\n          command:",
+    );
+    let dir = site(&[
+        ("ns.yaml", NS),
+        ("cm.yaml", &configmap("v1", "")),
+        ("hook.yaml", &hook),
+    ]);
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["apply"]);
+    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    let all = format!("{stdout}\n{stderr}");
+    assert!(
+        all.contains("pre-apply hook Job web/migrate (wave 0) needs ConfigMap web/app (wave 0)"),
+        "{all}"
+    );
+    assert!(all.contains("put them in an earlier wave"), "{all}");
+    assert!(get(&cluster, "", "namespaces", "", "web").is_none());
+    assert!(get(&cluster, "batch", "jobs", "web", "migrate").is_none());
+
+    // In an earlier wave, the ConfigMap exists when the hook starts.
+    let early = "  annotations:\n    tend.dev/wave: \"-1\"\n";
+    write_site(
+        dir.path(),
+        &[
+            ("ns.yaml", &format!("{NS}{early}")),
+            ("cm.yaml", &configmap("v1", early)),
+            ("hook.yaml", &hook),
+        ],
+    );
+    let (code, stdout, stderr) = run_while(&cluster, dir.path(), &["apply"], || {
+        play(
+            &cluster,
+            JOBS,
+            "migrate",
+            None,
+            Duration::ZERO,
+            job_complete(),
+        )
+    });
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(get(&cluster, "", "configmaps", "web", "app").is_some());
+}
+
+/// Only the site's own Namespaces are created for hooks: a hook in a namespace the site does
+/// not declare fails as the API server says, and nothing else is written.
+#[test]
+fn no_namespace_is_made_up_for_a_hook() {
+    let cluster = TestCluster::start();
+    let dir = site(&[
+        ("hook.yaml", &hook_job(&[("tend.dev/hook", "pre-apply")])),
+        (
+            "cm.yaml",
+            &configmap("v1", "").replace("namespace: web", "namespace: default"),
+        ),
+    ]);
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["apply"]);
+    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("namespaces \"web\" not found")
+            || stderr.contains("namespaces \"web\" not found"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(get(&cluster, "", "namespaces", "", "web").is_none());
+    assert!(get(&cluster, "", "configmaps", "default", "app").is_none());
+}
+
 #[test]
 fn a_failed_hook_changes_nothing_else() {
     let cluster = TestCluster::start();

@@ -103,6 +103,49 @@ fn a_missing_or_outside_values_file_is_refused_at_the_helm_chart_line() {
     assert!(stderr.contains("must hold a map of values"), "{stderr}");
 }
 
+/// Extra `..` components climb out of the repository; they must not be dropped at its root,
+/// which would read the repository's own files in their place (issue 32, item 3).
+#[test]
+fn paths_that_climb_out_of_the_repository_are_refused_not_read_from_its_root() {
+    // Three `..` from apps/ leave the repository by two levels; dropping them would read
+    // the repository's own values.yaml.
+    let outside = WITH_FILES.replace(
+        "    - values/base.yaml\n    - values/prod.yaml\n",
+        "    - ../../../values.yaml\n",
+    );
+    let dir = chart_site(&outside, DEPLOYMENT);
+    write(&dir, "values.yaml", "replicas: 7\n");
+    let (code, stdout, stderr) = run(tend().arg("render").arg("--repo").arg(dir.path()));
+    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    assert!(stderr.contains("apps/store.yaml:9"), "{stderr}");
+    assert!(stderr.contains("spec.valuesFiles[0]"), "{stderr}");
+    assert!(stderr.contains("\"../../values.yaml\""), "{stderr}");
+    assert!(stderr.contains("outside the repository"), "{stderr}");
+    assert!(!stdout.contains("replicas: 7"), "{stdout}");
+
+    // The same for a chart directory: out and back in again is still out, and the
+    // repository's root is not the chart either.
+    for (chart, shown) in [
+        ("../../../charts/shop", "../../charts/shop"),
+        ("../../..", "../.."),
+    ] {
+        let release = RELEASE.replace("chart: ../charts/shop", &format!("chart: {chart}"));
+        let dir = chart_site(&release, DEPLOYMENT);
+        let (code, stdout, stderr) = run(tend().arg("render").arg("--repo").arg(dir.path()));
+        assert_eq!(code, 2, "{chart}: {stdout}\n{stderr}");
+        assert!(stderr.contains("apps/store.yaml:7"), "{chart}: {stderr}");
+        assert!(
+            stderr.contains(&format!("spec.chart: no chart at \"{shown}\"")),
+            "{chart}: {stderr}"
+        );
+        assert!(
+            stderr.contains("outside the repository"),
+            "{chart}: {stderr}"
+        );
+        assert!(!stdout.contains("kind: Deployment"), "{chart}: {stdout}");
+    }
+}
+
 const SECRET_TEMPLATE: &str = "apiVersion: v1
 kind: Secret
 metadata:

@@ -1018,3 +1018,191 @@ fn an_encrypted_file_feeding_a_config_map_is_refused() {
         ],
     );
 }
+
+/// The shape of Flux's own SOPS testdata (fluxcd/kustomize-controller
+/// `internal/controller/testdata/sops`, issue 32): a root kustomization whose `resources:`
+/// are directories, each a kustomization of encrypted files (one nested a level deeper), a
+/// component, an encrypted patch, and a generator reading an encrypted dotenv file. The walk
+/// does not descend into a unit, so these are found by following the references.
+fn flux_shaped_site(password: &str) -> Vec<(String, String)> {
+    let kustomization = |body: &str| {
+        format!("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n{body}")
+    };
+    let patch = json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "algo", "namespace": "default"},
+        "stringData": {"user": format!("{password}-patched")},
+    });
+    let enc = |name: &str, key: u8| {
+        encrypt_yaml(
+            &[secret(name, &format!("{password}-{name}"))],
+            TEST_RECIPIENT,
+            &flux_rules(),
+            key,
+        )
+    };
+    vec![
+        (
+            "kustomization.yaml".into(),
+            kustomization("resources:\n  - algorithms\n  - envs\ncomponents:\n  - components/extra\npatches:\n  - path: patches/algo.yaml\n"),
+        ),
+        (
+            "algorithms/kustomization.yaml".into(),
+            kustomization("resources:\n  - algo.yaml\n  - deeper\n"),
+        ),
+        ("algorithms/algo.yaml".into(), enc("algo", 21)),
+        (
+            "algorithms/deeper/kustomization.yml".into(),
+            kustomization("resources: [deep.yaml]\n"),
+        ),
+        ("algorithms/deeper/deep.yaml".into(), enc("deep", 22)),
+        (
+            "envs/kustomization.yaml".into(),
+            kustomization("namespace: default\nsecretGenerator:\n  - name: env\n    envs: [app.env]\n    options:\n      disableNameSuffixHash: true\n"),
+        ),
+        (
+            "envs/app.env".into(),
+            encrypt_dotenv(&[("API_TOKEN", &format!("{password}-env"))], TEST_RECIPIENT, 23),
+        ),
+        (
+            "components/extra/kustomization.yaml".into(),
+            "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nresources: [extra.yaml]\n".into(),
+        ),
+        ("components/extra/extra.yaml".into(), enc("extra", 24)),
+        (
+            "patches/algo.yaml".into(),
+            encrypt_yaml(&[patch], TEST_RECIPIENT, &flux_rules(), 25),
+        ),
+    ]
+}
+
+#[test]
+fn encrypted_files_in_directory_bases_components_and_patches_are_decrypted() {
+    let cluster = TestCluster::start();
+    let mut files = flux_shaped_site(PLAINTEXT);
+    // With the real sops fixtures: one more directory base, its dotenv encrypted by sops
+    // itself with PGP, opened with the PGP key next to the age key (as Flux's testdata).
+    let pgp = fixture_text("secrets.env");
+    if let Some(env) = &pgp {
+        files[0].1 = files[0].1.replace("  - envs\n", "  - envs\n  - pgp\n");
+        files.push((
+            "pgp/kustomization.yaml".into(),
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: default\nsecretGenerator:\n  - name: pgp\n    envs: [secrets.env]\n    options:\n      disableNameSuffixHash: true\n".into(),
+        ));
+        files.push(("pgp/secrets.env".into(), env.clone()));
+    }
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let dir = site(&refs);
+    let key_dir = tempfile::tempdir().unwrap();
+    let keys = key_file(key_dir.path());
+    let tend_here = |args: &[&str]| {
+        let mut cmd = tend_clean();
+        cmd.env("TEND_KUSTOMIZE_COMMAND", "kubectl kustomize")
+            .args(args)
+            .arg("--repo")
+            .arg(dir.path())
+            .arg("--kubeconfig")
+            .arg(cluster.kubeconfig_path())
+            .arg("--decryption-key-file")
+            .arg(&keys);
+        if pgp.is_some() {
+            cmd.arg("--decryption-key-file")
+                .arg(Path::new(FIXTURES).join("key.asc"));
+        }
+        run(&mut cmd)
+    };
+    let (code, out, err) = tend_here(&["apply"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    for plain in [PLAINTEXT, "example_value", "give you up"] {
+        assert!(!out.contains(plain) && !err.contains(plain), "{out}\n{err}");
+    }
+    let data = |name: &str, key: &str| {
+        let live = get(&cluster, "", "secrets", "default", name)
+            .unwrap_or_else(|| panic!("secret {name} applied"));
+        b64_of(&live["data"][key])
+    };
+    assert_eq!(data("algo", "password"), format!("{PLAINTEXT}-algo"));
+    assert_eq!(data("algo", "user"), format!("{PLAINTEXT}-patched"));
+    assert_eq!(data("deep", "password"), format!("{PLAINTEXT}-deep"));
+    assert_eq!(data("extra", "password"), format!("{PLAINTEXT}-extra"));
+    assert_eq!(data("env", "API_TOKEN"), format!("{PLAINTEXT}-env"));
+    if pgp.is_some() {
+        assert_eq!(data("pgp", "example_key"), "example_value");
+        assert_eq!(data("pgp", "never_gonna"), "give you up");
+    }
+    let (code, out, err) = tend_here(&["diff"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    for (name, _) in &files {
+        let text = std::fs::read_to_string(dir.path().join(name)).unwrap();
+        assert!(!text.contains(PLAINTEXT), "{name}");
+    }
+}
+
+/// The refusals hold below a unit too: an encrypted file feeding a configMapGenerator of a
+/// directory base is refused at its line, nothing written.
+#[test]
+fn an_encrypted_file_feeding_a_config_map_of_a_directory_base_is_refused() {
+    let mut files = flux_shaped_site(PLAINTEXT);
+    let envs = files
+        .iter_mut()
+        .find(|(name, _)| name == "envs/kustomization.yaml")
+        .expect("envs");
+    envs.1 = envs.1.replace("secretGenerator:", "configMapGenerator:");
+    let env_text = &files
+        .iter()
+        .find(|(name, _)| name == "envs/app.env")
+        .expect("app.env")
+        .1;
+    let env_line = env_text.lines().position(|l| l.contains("ENC[")).unwrap() + 1;
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    refused(
+        &refs,
+        true,
+        &[
+            &format!("envs/app.env:{env_line}:"),
+            "feeds a configMapGenerator of envs/kustomization.yaml",
+        ],
+    );
+}
+
+/// An encrypted values file of a kustomization's `helmCharts` (here in a directory base) is
+/// refused: what the chart makes of its values cannot be traced back to the sealed fields.
+#[test]
+fn an_encrypted_helm_charts_values_file_of_a_kustomization_is_refused() {
+    let values = encrypt_yaml(
+        &[json!({"db": {"password": PLAINTEXT}})],
+        TEST_RECIPIENT,
+        &Rules {
+            encrypted_regex: Some("^password$".into()),
+            ..Rules::default()
+        },
+        26,
+    );
+    let files = [
+        (
+            "kustomization.yaml",
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [db]\n",
+        ),
+        (
+            "db/kustomization.yaml",
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nhelmCharts:\n  - name: postgresql\n    repo: https://charts.example.com\n    version: 1.0.0\n    valuesFile: values.yaml\n",
+        ),
+        ("db/values.yaml", values.as_str()),
+    ];
+    refused(
+        &files,
+        true,
+        &[
+            "db/values.yaml:",
+            "is a values file of a helmCharts entry of db/kustomization.yaml",
+            "tend.dev HelmChart",
+        ],
+    );
+}
