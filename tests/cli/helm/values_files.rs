@@ -146,6 +146,29 @@ fn paths_that_climb_out_of_the_repository_are_refused_not_read_from_its_root() {
     }
 }
 
+/// `.Files` holds the chart's own files only (read by the source stage, a map by path), so a
+/// path that climbs out finds nothing, as Helm's `.Files.Get` of a missing file gives "".
+#[test]
+fn files_paths_that_climb_out_of_the_chart_find_nothing() {
+    const PEEK: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: peek\ndata:\n  up: {{ .Files.Get \"../../notes.txt\" | quote }}\n  root: {{ .Files.Get \"../../../apps/secret.txt\" | quote }}\n  own: {{ .Files.Get \"files/own.txt\" | quote }}\n";
+    let dir = chart_site(RELEASE, DEPLOYMENT);
+    write(&dir, "notes.txt", "the repository's\n");
+    write(&dir, "apps/secret.txt", "not the chart's\n");
+    write(&dir, "charts/shop/files/own.txt", "the chart's");
+    write(&dir, "charts/shop/templates/peek.yaml", PEEK);
+    let (code, stdout, stderr) = run(tend().arg("render").arg("--repo").arg(dir.path()));
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let objects = parse_stream(&stdout);
+    let peek = objects
+        .iter()
+        .find(|o| o["kind"] == "ConfigMap" && o["metadata"]["name"] == "peek")
+        .expect("the ConfigMap");
+    assert_eq!(
+        peek["data"],
+        json!({"up": "", "root": "", "own": "the chart's"})
+    );
+}
+
 const SECRET_TEMPLATE: &str = "apiVersion: v1
 kind: Secret
 metadata:
