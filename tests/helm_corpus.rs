@@ -12,7 +12,7 @@
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use tend::charts::{classify, merge_maps, parse_set, render, Hook, Release};
+use tend::charts::{classify, merge_maps, parse_set, render, Hook, Manifest, Release};
 
 const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/helm-corpus");
 
@@ -123,8 +123,9 @@ fn parse_command(command: &str) -> Result<Command, String> {
     Ok(cmd)
 }
 
-/// Renders one corpus entry as its command asks.
-fn render_entry(command: &str) -> Result<Objects, String> {
+/// One corpus entry's chart rendered as its command asks: the command, the chart's name and
+/// the manifests.
+fn render_manifests(command: &str) -> Result<(Command, String, Vec<Manifest>), String> {
     let cmd = parse_command(command)?;
     let corpus = Path::new(CORPUS);
     let chart = tend::charts::read_chart(corpus, &corpus.join(&cmd.chart), Path::new(&cmd.chart))
@@ -132,8 +133,7 @@ fn render_entry(command: &str) -> Result<Objects, String> {
     let mut values = serde_json::json!({});
     for file in &cmd.values_files {
         let text = std::fs::read_to_string(corpus.join(file)).map_err(|e| e.to_string())?;
-        let file_values = tend::charts::parse_helm_yaml(&text)?;
-        values = merge_maps(&values, &file_values);
+        values = merge_maps(&values, &tend::charts::parse_helm_yaml(&text)?);
     }
     // Helm applies every --set after every -f file.
     for set in &cmd.sets {
@@ -149,6 +149,12 @@ fn render_entry(command: &str) -> Result<Objects, String> {
         cluster: None,
     };
     let manifests = render(&chart, &values, &release).map_err(|e| e.to_string())?;
+    Ok((cmd, chart.name().to_string(), manifests))
+}
+
+/// Renders one corpus entry as its command asks.
+fn render_entry(command: &str) -> Result<Objects, String> {
+    let (cmd, _, manifests) = render_manifests(command)?;
     let text: String = manifests
         .into_iter()
         .filter(|m| cmd.include_crds || !m.crd)
@@ -164,29 +170,8 @@ fn render_entry(command: &str) -> Result<Objects, String> {
 
 /// The render of one corpus entry printed as `helm template` prints it.
 fn render_text(command: &str) -> Result<String, String> {
-    let cmd = parse_command(command)?;
-    let corpus = Path::new(CORPUS);
-    let chart = tend::charts::read_chart(corpus, &corpus.join(&cmd.chart), Path::new(&cmd.chart))
-        .map_err(|p| p.to_string())?;
-    let mut values = serde_json::json!({});
-    for file in &cmd.values_files {
-        let text = std::fs::read_to_string(corpus.join(file)).map_err(|e| e.to_string())?;
-        values = merge_maps(&values, &tend::charts::parse_helm_yaml(&text)?);
-    }
-    for set in &cmd.sets {
-        parse_set(set, &mut values)?;
-    }
-    let release = Release {
-        name: cmd.release.clone(),
-        namespace: cmd.namespace.clone(),
-        kube_version: cmd.kube_version.clone(),
-        api_versions: cmd.api_versions.clone(),
-        seed: 1,
-        now: 0,
-        cluster: None,
-    };
-    let manifests = render(&chart, &values, &release).map_err(|e| e.to_string())?;
-    tend::charts::helm_template_text(chart.name(), &manifests, cmd.include_crds, cmd.skip_tests)
+    let (cmd, chart, manifests) = render_manifests(command)?;
+    tend::charts::helm_template_text(&chart, &manifests, cmd.include_crds, cmd.skip_tests)
 }
 
 /// Same keys all the way down, values unchecked; `checksum/*` annotations ignored.

@@ -429,7 +429,7 @@ fn go_parse_int(s: &str) -> Option<i64> {
 }
 
 /// Go's `strconv.ParseUint(s, 0, 64)` (no sign).
-fn go_parse_uint(s: &str) -> Option<u64> {
+pub fn go_parse_uint(s: &str) -> Option<u64> {
     let lower = s.to_ascii_lowercase();
     let (digits, radix) = if let Some(h) = lower.strip_prefix("0x") {
         (h, 16)

@@ -10,7 +10,7 @@ mod lists;
 mod sops_block;
 
 pub use document::{dotted, one_line, Document, Step};
-pub use helm_values::parse_helm_yaml;
+pub use helm_values::{go_parse_uint, parse_helm_yaml};
 pub use limits::MAX_NESTING;
 
 use crate::problem::Problem;

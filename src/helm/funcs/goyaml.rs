@@ -449,19 +449,7 @@ pub fn resolves_to_string(s: &str) -> bool {
 /// `strconv.ParseInt(s, 0, 64)` (or ParseUint) succeeds, or go-yaml's `0b` forms.
 fn go_int(s: &str) -> bool {
     let body = s.strip_prefix(['+', '-']).unwrap_or(s);
-    let lower = body.to_ascii_lowercase();
-    let (digits, radix) = if let Some(h) = lower.strip_prefix("0x") {
-        (h, 16)
-    } else if let Some(o) = lower.strip_prefix("0o") {
-        (o, 8)
-    } else if let Some(b) = lower.strip_prefix("0b") {
-        (b, 2)
-    } else if lower.len() > 1 && lower.starts_with('0') {
-        (&lower[1..], 8)
-    } else {
-        (lower.as_str(), 10)
-    };
-    !digits.is_empty() && u64::from_str_radix(digits, radix).is_ok()
+    crate::yaml::go_parse_uint(body).is_some()
 }
 
 /// go-yaml v2's key order: letters by code point, runs of digits by number, a letter after
