@@ -99,6 +99,7 @@ fn base_report(command: Mode, opts: &EngineOptions, plan: &Plan) -> RunReport {
     let mut report = RunReport {
         command,
         commit: opts.commit.clone(),
+        signed_by: opts.signed_by.clone(),
         cluster: opts.cluster_name.clone(),
         dry_run: opts.dry_run,
         changes: plan.changes.clone(),

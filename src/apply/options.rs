@@ -22,6 +22,8 @@ pub struct EngineOptions {
     pub wait: bool,
     pub timeout: Duration,
     pub commit: Option<String>,
+    /// Who signed the commit and tag (`--verify-signatures`), for the report and the parent.
+    pub signed_by: Option<String>,
     pub cluster_name: Option<String>,
     /// Draw progress bars (stderr is a terminal); otherwise plain log lines only.
     pub progress: bool,

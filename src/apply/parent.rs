@@ -41,6 +41,8 @@ pub async fn widen(
 /// The run's record on the parent: commit, time, and counts.
 pub struct Record<'a> {
     pub commit: Option<&'a str>,
+    /// Who signed it (`--verify-signatures`).
+    pub signed_by: Option<&'a str>,
     /// RFC 3339 UTC, from the run's clock.
     pub time: String,
     pub summary: Summary,
@@ -80,6 +82,9 @@ pub async fn narrow_and_record(
             ),
         ),
     ];
+    if let Some(signer) = record.signed_by {
+        annotations.push((inventory::LAST_SIGNED_BY_ANNOTATION, signer.to_string()));
+    }
     // Written only by a stopped run; the next run's apply drops it (server-side apply).
     if let Some(account) = record.interrupted {
         annotations.push((inventory::INTERRUPTED_ANNOTATION, account.to_string()));

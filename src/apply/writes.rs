@@ -122,6 +122,7 @@ impl Applying<'_> {
         });
         let record = Record {
             commit: self.opts.commit.as_deref(),
+            signed_by: self.opts.signed_by.as_deref(),
             time: clock.now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
             summary: report.summary(),
             failed: report.failed(),

@@ -78,6 +78,24 @@ pub struct GlobalArgs {
         value_delimiter = ':'
     )]
     pub helm_credentials: Vec<PathBuf>,
+    /// Refuse to read a commit (head), a tag (tag) or both (tag-and-head) unless a trusted key signed it (README "Verifying what you apply").
+    #[arg(
+        long,
+        global = true,
+        env = "TEND_VERIFY_SIGNATURES",
+        value_enum,
+        value_name = "MODE"
+    )]
+    pub verify_signatures: Option<crate::source::verify::VerifyMode>,
+    /// Keys --verify-signatures trusts: armored OpenPGP public keys or an SSH allowed_signers file, or a directory of them; repeatable (in the variable: separated by ':').
+    #[arg(
+        long,
+        global = true,
+        env = "TEND_TRUSTED_KEYS",
+        value_name = "PATH",
+        value_delimiter = ':'
+    )]
+    pub trusted_keys: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -144,8 +162,31 @@ impl GlobalArgs {
         })
     }
 
-    pub fn source_options(&self) -> crate::source::SourceOptions {
-        crate::source::SourceOptions {
+    /// Source options, with the trusted keys read (bad key files are errors here). `secret`:
+    /// whether `--trusted-keys-secret` adds keys once connected.
+    pub fn source_options(
+        &self,
+        secret: bool,
+    ) -> Result<crate::source::SourceOptions, crate::Error> {
+        use crate::source::verify::{TrustedKeys, VerifyOptions};
+        let verify = match self.verify_signatures {
+            None => None,
+            Some(_) if self.trusted_keys.is_empty() && !secret => {
+                return Err(crate::Error::Usage(
+                    "--verify-signatures needs the keys it trusts: pass --trusted-keys FILE|DIR \
+                     (or, with diff and apply, --trusted-keys-secret NAMESPACE/NAME)"
+                        .into(),
+                ))
+            }
+            Some(mode) => Some(VerifyOptions {
+                mode,
+                keys: std::sync::Arc::new(
+                    TrustedKeys::read(&self.trusted_keys)
+                        .map_err(|e| crate::Error::Usage(format!("--trusted-keys {e}")))?,
+                ),
+            }),
+        };
+        Ok(crate::source::SourceOptions {
             repo: self.repo.clone(),
             git_ref: self.git_ref.clone(),
             path: self.path.clone(),
@@ -157,7 +198,8 @@ impl GlobalArgs {
             token: std::env::var("TEND_GIT_TOKEN")
                 .ok()
                 .filter(|t| !t.is_empty()),
-        }
+            verify,
+        })
     }
 }
 

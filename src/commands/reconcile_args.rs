@@ -42,6 +42,9 @@ pub struct EngineArgs {
         value_name = "NAMESPACE/NAME"
     )]
     pub helm_credentials_secret: Option<String>,
+    /// Secret holding the keys --verify-signatures trusts (each entry armored OpenPGP public keys or allowed_signers lines, as Flux keeps them), read at the start of the run.
+    #[arg(long, env = "TEND_TRUSTED_KEYS_SECRET", value_name = "NAMESPACE/NAME")]
+    pub trusted_keys_secret: Option<String>,
     /// Print the full body of each created object (text and markdown show one line per create; -o json always has them).
     #[arg(long, env = "TEND_SHOW_CREATES")]
     pub show_creates: bool,
@@ -74,7 +77,7 @@ impl EngineArgs {
         let interrupt = crate::interrupt::Interrupt::default();
         Ok(ReconcileOptions {
             mode,
-            source: global.source_options(),
+            source: global.source_options(self.trusted_keys_secret.is_some())?,
             render: global.render_options()?,
             decryption_secret: self
                 .decryption_secret
@@ -86,6 +89,18 @@ impl EngineArgs {
                 .as_deref()
                 .map(|text| parse_secret_ref("--helm-credentials-secret", text))
                 .transpose()?,
+            trusted_keys_secret: match (&self.trusted_keys_secret, global.verify_signatures) {
+                (Some(_), None) => {
+                    return Err(Error::Usage(
+                        "--trusted-keys-secret is read for --verify-signatures; pass that too"
+                            .into(),
+                    ))
+                }
+                (text, _) => text
+                    .as_deref()
+                    .map(|text| parse_secret_ref("--trusted-keys-secret", text))
+                    .transpose()?,
+            },
             access: global.access(&interrupt),
             engine: EngineOptions {
                 applyset: self.applyset.clone(),
@@ -102,6 +117,7 @@ impl EngineArgs {
                 wait: apply.wait,
                 timeout: apply.timeout,
                 commit: None,
+                signed_by: None,
                 cluster_name: global.cluster.clone(),
                 progress: std::io::stderr().is_terminal() && global.log_format == LogFormat::Text,
                 interrupt,

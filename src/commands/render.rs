@@ -46,7 +46,7 @@ pub fn run(global: &GlobalArgs, args: &RenderArgs) -> Result<Verdict, Error> {
     let mut render_opts = global.render_options()?;
     render_opts.kube_version = args.kube_version.clone();
     render_opts.helm_template = args.helm_template;
-    let (checkout, rendered) = load::read_and_render(&global.source_options(), &render_opts)?;
+    let (checkout, rendered) = load::read_and_render(&global.source_options(false)?, &render_opts)?;
     for note in &rendered.notes {
         tracing::warn!("{note}");
     }

@@ -20,6 +20,8 @@ pub struct ReconcileOptions {
     pub decryption_secret: Option<(String, String)>,
     /// `--helm-credentials-secret`: a Secret of chart registry logins, read before rendering.
     pub helm_credentials_secret: Option<(String, String)>,
+    /// `--trusted-keys-secret`: a Secret of keys `--verify-signatures` trusts.
+    pub trusted_keys_secret: Option<(String, String)>,
     pub access: Access,
     pub engine: EngineOptions,
 }
@@ -59,6 +61,7 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
             before_source: SecretReads {
                 decryption_keys: opts.decryption_secret.clone(),
                 chart_credentials: opts.helm_credentials_secret.clone(),
+                trusted_keys: opts.trusted_keys_secret.clone(),
             },
             engine: opts.engine.clone(),
         }],

@@ -15,6 +15,8 @@ pub const GROUP_KINDS_ANNOTATION: &str = "applyset.kubernetes.io/contains-group-
 pub const NAMESPACES_ANNOTATION: &str = "applyset.kubernetes.io/additional-namespaces";
 pub const LAST_COMMIT_ANNOTATION: &str = "tend.dev/last-commit";
 pub const LAST_RUN_ANNOTATION: &str = "tend.dev/last-run";
+/// Who signed the last run's commit and tag (`--verify-signatures`).
+pub const LAST_SIGNED_BY_ANNOTATION: &str = "tend.dev/last-signed-by";
 pub const LAST_SUMMARY_ANNOTATION: &str = "tend.dev/last-summary";
 /// Set when the last run was stopped by a signal: what it wrote and what it did not.
 pub const INTERRUPTED_ANNOTATION: &str = "tend.dev/interrupted";

@@ -211,6 +211,9 @@ pub fn text(report: &RunReport, color: bool, shown: Shown) -> String {
         out.push_str(&line);
         out.push('\n');
     }
+    if let Some(signer) = &report.signed_by {
+        let _ = writeln!(out, "verified: {signer}");
+    }
     out.push_str(&summary_line(report));
     out.push('\n');
     if let Some(line) = super::waves::stopped_line(report) {
@@ -296,6 +299,11 @@ pub fn json(report: &RunReport) -> String {
         "hooks": hooks,
         "stoppedAtWave": stopped_at_wave,
     });
+    let mut value = value;
+    // Only where signatures were checked, so other runs' reports stay as they were.
+    if let (Some(signer), Some(fields)) = (&report.signed_by, value.as_object_mut()) {
+        fields.insert("signedBy".into(), json!(signer));
+    }
     let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
     text.push('\n');
     text

@@ -36,6 +36,9 @@ pub fn markdown(report: &RunReport, shown: Shown) -> String {
         let _ = write!(head, " · cluster {}", md_code(cluster));
     }
     head.push_str("\n\n");
+    if let Some(signer) = &report.signed_by {
+        let _ = writeln!(head, "Verified: {}\n", md_text(signer));
+    }
     let _ = writeln!(head, "**{}**\n", summary_line(report));
     if let Some(line) = super::waves::stopped_line(report) {
         let _ = writeln!(head, "**{}**\n", md_text(&line));

@@ -43,6 +43,8 @@ impl Mode {
 pub struct RunReport {
     pub command: Mode,
     pub commit: Option<String>,
+    /// Who signed the commit and tag, when `--verify-signatures` checked them.
+    pub signed_by: Option<String>,
     pub cluster: Option<String>,
     pub dry_run: bool,
     pub changes: Vec<Change>,

@@ -111,6 +111,7 @@ fn execute_cluster(
         let (rendered, new_seed) = rendered.await?;
         let mut engine_opts = cluster.engine.clone();
         engine_opts.commit = loaded.checkout.commit.clone();
+        engine_opts.signed_by = loaded.checkout.signed_by.clone();
         let ahead = match mode {
             Mode::Diff => Some(connecting),
             Mode::Apply => None,
@@ -255,7 +256,9 @@ async fn read_source_connected(
     cluster: &ClusterRun,
 ) -> Result<(Loaded, RenderOptions, OfflineRender), Error> {
     let render_opts = read_secrets(session, cluster).await?;
-    let loaded = load::load(&cluster.source, &render_opts)?;
+    let secret = &cluster.before_source.trusted_keys;
+    let source = super::trusted_keys::with_secret(session, &cluster.source, secret).await?;
+    let loaded = load::load(&source, &render_opts)?;
     let render = render_offline(&loaded, cluster, &render_opts, false)?;
     Ok((loaded, render_opts, render))
 }

@@ -20,6 +20,9 @@ pub fn summary(checkout: &Checkout, rendered: &Rendered, cluster: Option<&str>) 
         Some(commit) => line.push_str(&format!(" at commit {commit}")),
         None => line.push_str(" (not a git commit)"),
     }
+    if let Some(signer) = &checkout.signed_by {
+        line.push_str(&format!(", {signer}"));
+    }
     if let Some(cluster) = cluster {
         line.push_str(&format!(", cluster {cluster}"));
     }

@@ -3,7 +3,8 @@
 //! started and joined). Beside them, what units need of the cluster or the machine before
 //! they render: keys of encrypted files ([`keys`]), chart logins ([`chart_credentials`]),
 //! Helm's view of the cluster and its lookups ([`helm_cluster`]), the seed of random
-//! functions ([`helm_seed`]), kept renders ([`render_cache`]). See ARCHITECTURE.md for where this sits in the flow.
+//! functions ([`helm_seed`]), kept renders ([`render_cache`]), keys trusted to sign the
+//! source ([`trusted_keys`]). See ARCHITECTURE.md for where this sits in the flow.
 
 pub mod chart_credentials;
 pub mod executor;
@@ -13,6 +14,7 @@ pub mod keys;
 pub mod load;
 pub mod plan;
 pub mod render_cache;
+mod trusted_keys;
 
 pub use executor::{block_on, execute};
 pub use plan::{ClusterRun, Run, SecretReads};

@@ -40,11 +40,15 @@ pub struct SecretReads {
     pub decryption_keys: Option<(String, String)>,
     /// `--helm-credentials-secret`: logins of chart repositories and registries.
     pub chart_credentials: Option<(String, String)>,
+    /// `--trusted-keys-secret`: keys `--verify-signatures` trusts.
+    pub trusted_keys: Option<(String, String)>,
 }
 
 impl SecretReads {
     pub fn is_empty(&self) -> bool {
-        self.decryption_keys.is_none() && self.chart_credentials.is_none()
+        self.decryption_keys.is_none()
+            && self.chart_credentials.is_none()
+            && self.trusted_keys.is_none()
     }
 }
 

@@ -9,6 +9,7 @@ pub mod kustomize;
 pub mod kustomize_annotations;
 pub mod paths;
 mod private_copy;
+pub mod verify;
 pub mod walk;
 
 pub use file::{SourceFile, MAX_FILE_BYTES};
@@ -32,6 +33,8 @@ pub struct SourceOptions {
     pub token: Option<String>,
     /// The kustomize builder's command words (`--kustomize-command`); default: found on PATH.
     pub kustomize_command: Option<String>,
+    /// `--verify-signatures`: the signatures the commit or tag must carry.
+    pub verify: Option<verify::VerifyOptions>,
 }
 
 /// Desired state on disk, ready to walk.
@@ -46,6 +49,8 @@ pub struct Checkout {
     pub commit_time: Option<i64>,
     /// Human description for messages: the path, or the redacted URL and ref.
     pub description: String,
+    /// With `--verify-signatures`: who signed the tag and the commit.
+    pub signed_by: Option<String>,
     /// How to build the kustomize directories found in `dir`.
     pub kustomize: kustomize::KustomizeOptions,
 }
@@ -60,13 +65,15 @@ pub enum SourceError {
     BadPath(PathBuf),
     #[error("--path {path} does not exist in {repo}")]
     MissingPath { path: PathBuf, repo: String },
+    #[error(transparent)]
+    Verify(#[from] verify::VerifyError),
 }
 
 /// Resolve the source: fetch git if needed, and point at the `--path` subdirectory.
 pub fn resolve(opts: &SourceOptions) -> Result<Checkout, SourceError> {
     let local = Path::new(&opts.repo);
     let is_git = git::looks_like_git_url(&opts.repo) || (opts.git_ref.is_some() && local.is_dir());
-    let (root, commit, description) = if is_git {
+    let (root, commit, description, signed_by) = if is_git {
         let spec = GitSpec {
             url: opts.repo.clone(),
             git_ref: opts.git_ref.clone(),
@@ -81,10 +88,18 @@ pub fn resolve(opts: &SourceOptions) -> Result<Checkout, SourceError> {
             git::redact_url(&opts.repo),
             opts.git_ref.as_deref().unwrap_or("HEAD")
         );
+        let target = verify::Target {
+            repository: &fetched.repository,
+            commit: &fetched.commit,
+            resolved_ref: fetched.resolved_ref.as_deref(),
+            work_tree: false,
+        };
+        let signed_by = verified(opts, &target)?;
         (
             fetched.dir,
             Some((fetched.commit, fetched.commit_time)),
             description,
+            signed_by,
         )
     } else {
         if !local.is_dir() {
@@ -95,11 +110,31 @@ pub fn resolve(opts: &SourceOptions) -> Result<Checkout, SourceError> {
         let in_work_tree = local
             .canonicalize()
             .is_ok_and(|dir| dir.ancestors().any(|d| d.join(".git").exists()));
-        (
-            local.to_path_buf(),
-            in_work_tree.then(|| git::head_commit(local)).flatten(),
-            opts.repo.clone(),
-        )
+        let commit = in_work_tree.then(|| git::head_commit(local)).flatten();
+        let signed_by = match (&opts.verify, &commit) {
+            (None, _) => None,
+            (Some(_), None) => {
+                return Err(verify::VerifyError::Usage {
+                    mode: "head",
+                    message: format!(
+                        "{} is not a git work tree, so no signature covers it; pass a git \
+                     repository",
+                        opts.repo
+                    ),
+                }
+                .into())
+            }
+            (Some(_), Some((sha, _))) => {
+                let target = verify::Target {
+                    repository: local,
+                    commit: sha,
+                    resolved_ref: None,
+                    work_tree: true,
+                };
+                verified(opts, &target)?
+            }
+        };
+        (local.to_path_buf(), commit, opts.repo.clone(), signed_by)
     };
     let dir = match &opts.path {
         None => root,
@@ -125,11 +160,31 @@ pub fn resolve(opts: &SourceOptions) -> Result<Checkout, SourceError> {
         commit_time: commit.as_ref().map(|(_, time)| *time),
         commit: commit.map(|(sha, _)| sha),
         description,
+        signed_by,
         kustomize: kustomize::KustomizeOptions {
             command: opts.kustomize_command.clone(),
             keys: Default::default(),
         },
     })
+}
+
+/// With `--verify-signatures`: who signed, checked now; else nothing.
+fn verified(
+    opts: &SourceOptions,
+    target: &verify::Target<'_>,
+) -> Result<Option<String>, SourceError> {
+    let Some(verify) = &opts.verify else {
+        return Ok(None);
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let verified = verify::verify_checkout(target, verify, now)?;
+    let signed_by = verified.describe();
+    if let Some(signer) = &signed_by {
+        tracing::info!("signatures verified: {signer}");
+    }
+    Ok(signed_by)
 }
 
 /// `$XDG_CACHE_HOME/tend`, else `$HOME/.cache/tend`, else a directory under the temp dir.

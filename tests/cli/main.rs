@@ -23,6 +23,7 @@ mod render;
 mod run;
 mod shipping;
 mod sops;
+mod verify;
 mod version;
 mod wait;
 mod waves;

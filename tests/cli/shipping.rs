@@ -575,9 +575,11 @@ fn tend_render_and_kustomize_agree_on_the_install() {
         "Role tend-system/tend-decryption-keys",
         "Role tend-system/tend-helm-credentials",
         "Role tend-system/tend-state",
+        "Role tend-system/tend-trusted-keys",
         "RoleBinding tend-system/tend-decryption-keys",
         "RoleBinding tend-system/tend-helm-credentials",
         "RoleBinding tend-system/tend-state",
+        "RoleBinding tend-system/tend-trusted-keys",
         "ServiceAccount tend-system/tend",
         "ServiceAccount tend-system/tend-chaos",
     ];
@@ -1455,6 +1457,14 @@ pub(crate) const README_NOT_RUN: &[(&str, &str)] = &[
         "waits for Deployments and Jobs to finish; waves::the_readme_section_runs_as_written runs it with their controllers played",
     ),
     ("git clone ", "needs the network"),
+    (
+        "tend apply --repo https://git.example.com/platform/site.git",
+        "needs a remote and signed commits; verify::* makes both and runs these flags",
+    ),
+    (
+        "tend apply --repo ... --ref v1.4.0",
+        "a placeholder repository; verify::tag_mode_checks_the_annotated_tag_ref_names runs tag mode",
+    ),
     ("cd tend", "follows the clone"),
     (
         "cargo install ",

@@ -145,6 +145,7 @@ pub(super) fn attempt(ctx: &Ctx<'_>, repo_dir: &Path, trees: &Path) -> Result<Fe
                 let dir = extract(ctx, &repo, repo_dir, &commit, trees)?;
                 return Ok(Fetched {
                     dir,
+                    repository: repo_dir.to_path_buf(),
                     commit: commit.id().to_string(),
                     commit_time: commit.time().seconds(),
                     resolved_ref: None,
@@ -201,6 +202,7 @@ pub(super) fn attempt(ctx: &Ctx<'_>, repo_dir: &Path, trees: &Path) -> Result<Fe
             let dir = extract(ctx, &repo, repo_dir, &commit, trees)?;
             Ok(Fetched {
                 dir,
+                repository: repo_dir.to_path_buf(),
                 commit: commit.id().to_string(),
                 commit_time: commit.time().seconds(),
                 resolved_ref: Some(name),
@@ -229,6 +231,7 @@ pub(super) fn attempt(ctx: &Ctx<'_>, repo_dir: &Path, trees: &Path) -> Result<Fe
             let dir = extract(ctx, &repo, repo_dir, &commit, trees)?;
             Ok(Fetched {
                 dir,
+                repository: repo_dir.to_path_buf(),
                 commit: commit.id().to_string(),
                 commit_time: commit.time().seconds(),
                 resolved_ref: None,

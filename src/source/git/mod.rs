@@ -103,6 +103,8 @@ impl fmt::Debug for GitSpec {
 pub struct Fetched {
     /// Directory holding the commit's tree.
     pub dir: PathBuf,
+    /// The cache's repository the commit was read from (its signatures are checked there).
+    pub repository: PathBuf,
     /// Full 40-hex SHA of the commit.
     pub commit: String,
     /// The commit's time (committer), Unix seconds.
