@@ -114,6 +114,17 @@ fn expire_after(key: &mut SignedSecretKey, days: i64) {
     key.details.users[0].signatures = vec![signature];
 }
 
+/// Adds a key revocation signature, as `gpg --gen-revoke` makes and `gpg --import` attaches.
+fn revoke(key: &mut SignedSecretKey) {
+    let mut config = key.details.users[0].signatures[0].config().unwrap().clone();
+    config.typ = pgp::packet::SignatureType::KeyRevocation;
+    let public = key.primary_key.public_key();
+    let signature = config
+        .sign_key(&key.primary_key, &Password::empty(), &public)
+        .unwrap();
+    key.details.revocation_signatures.push(signature);
+}
+
 /// A repository whose `main` holds `files`, committed and signed by `key` (unsigned with
 /// None); the commit's id.
 fn commit(dir: &Path, files: &[(&str, &str)], key: Option<&Key>) -> String {
@@ -323,6 +334,15 @@ fn openpgp_signatures_good_expired_and_untrusted() {
     let (code, _, err) = render(repo.path(), &carol.trusted(""), &verify);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("it is signed by an expired key"), "{err}");
+
+    // Revoked after signing: the published key now carries its revocation.
+    let mut dave = Key::pgp(4, 0, None);
+    commit(repo.path(), &[("c.yaml", &config_map("c"))], Some(&dave));
+    let Key::Pgp(secret) = &mut dave else { unreachable!() };
+    revoke(secret);
+    let (code, _, err) = render(repo.path(), &dave.trusted(""), &verify);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("it is signed by a revoked key"), "{err}");
 }
 
 #[test]
