@@ -168,24 +168,15 @@ impl GlobalArgs {
         &self,
         secret: bool,
     ) -> Result<crate::source::SourceOptions, crate::Error> {
-        use crate::source::verify::{TrustedKeys, VerifyOptions};
-        let verify = match self.verify_signatures {
-            None => None,
-            Some(_) if self.trusted_keys.is_empty() && !secret => {
-                return Err(crate::Error::Usage(
-                    "--verify-signatures needs the keys it trusts: pass --trusted-keys FILE|DIR \
-                     (or, with diff and apply, --trusted-keys-secret NAMESPACE/NAME)"
-                        .into(),
-                ))
-            }
-            Some(mode) => Some(VerifyOptions {
-                mode,
-                keys: std::sync::Arc::new(
-                    TrustedKeys::read(&self.trusted_keys)
-                        .map_err(|e| crate::Error::Usage(format!("--trusted-keys {e}")))?,
-                ),
-            }),
-        };
+        if self.verify_signatures.is_some() && self.trusted_keys.is_empty() && !secret {
+            return Err(crate::Error::Usage(
+                "--verify-signatures needs the keys it trusts: pass --trusted-keys FILE|DIR \
+                 (or, with diff and apply, --trusted-keys-secret NAMESPACE/NAME)"
+                    .into(),
+            ));
+        }
+        let trusted_keys = crate::source::verify::TrustedKeys::read(&self.trusted_keys)
+            .map_err(|e| crate::Error::Usage(format!("--trusted-keys {e}")))?;
         Ok(crate::source::SourceOptions {
             repo: self.repo.clone(),
             git_ref: self.git_ref.clone(),
@@ -198,7 +189,8 @@ impl GlobalArgs {
             token: std::env::var("TEND_GIT_TOKEN")
                 .ok()
                 .filter(|t| !t.is_empty()),
-            verify,
+            verify: self.verify_signatures,
+            trusted_keys: std::sync::Arc::new(trusted_keys),
         })
     }
 }

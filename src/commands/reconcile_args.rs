@@ -89,18 +89,11 @@ impl EngineArgs {
                 .as_deref()
                 .map(|text| parse_secret_ref("--helm-credentials-secret", text))
                 .transpose()?,
-            trusted_keys_secret: match (&self.trusted_keys_secret, global.verify_signatures) {
-                (Some(_), None) => {
-                    return Err(Error::Usage(
-                        "--trusted-keys-secret is read for --verify-signatures; pass that too"
-                            .into(),
-                    ))
-                }
-                (text, _) => text
-                    .as_deref()
-                    .map(|text| parse_secret_ref("--trusted-keys-secret", text))
-                    .transpose()?,
-            },
+            trusted_keys_secret: self
+                .trusted_keys_secret
+                .as_deref()
+                .map(|text| parse_secret_ref("--trusted-keys-secret", text))
+                .transpose()?,
             access: global.access(&interrupt),
             engine: EngineOptions {
                 applyset: self.applyset.clone(),

@@ -39,6 +39,8 @@ pub struct RemoteChart {
     pub version: String,
     /// `sha256:<hex>` of its archive.
     pub digest: String,
+    /// Who signed it, when `spec.verify` asked for a signature.
+    pub signed_by: Option<String>,
 }
 
 /// How [`Charts::remote`] knows a repository's chart: repository, name and version range.

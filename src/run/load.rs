@@ -102,6 +102,7 @@ pub fn load(source_opts: &SourceOptions, render_opts: &RenderOptions) -> Result<
         &walked.charts.helm_chart_docs,
         &cache_dir,
         &render_opts.chart_credentials,
+        &source_opts.trusted_keys,
         &mut walked.problems,
     );
     Ok(Loaded {

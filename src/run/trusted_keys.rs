@@ -2,7 +2,6 @@
 //! them for `GitRepository.spec.verify`): every entry is armored OpenPGP public keys or
 //! `allowed_signers` lines, added to those of `--trusted-keys`.
 
-use crate::source::verify::VerifyOptions;
 use crate::source::SourceOptions;
 use crate::Error;
 use std::sync::Arc;
@@ -14,7 +13,7 @@ pub async fn with_secret(
     secret: &Option<(String, String)>,
 ) -> Result<SourceOptions, Error> {
     let mut source = source.clone();
-    let (Some((namespace, name)), Some(verify)) = (secret, &source.verify) else {
+    let Some((namespace, name)) = secret else {
         return Ok(source);
     };
     let entries = super::keys::flag_secret(
@@ -26,21 +25,18 @@ pub async fn with_secret(
          who sign (kubectl create secret generic NAME --from-file=...)",
     )
     .await?;
-    let mut keys = (*verify.keys).clone();
+    let mut keys = (*source.trusted_keys).clone();
     for (key, bytes) in &entries {
         let text = String::from_utf8_lossy(bytes);
         keys.add(&format!("Secret {namespace}/{name} key {key}"), &text)
             .map_err(|e| Error::Usage(format!("--trusted-keys-secret {e}")))?;
     }
-    if keys.is_empty() {
+    if keys.is_empty() && source.verify.is_some() {
         return Err(Error::Usage(format!(
             "--trusted-keys-secret {namespace}/{name}: holds no keys, so no signature could \
              be trusted; add the signers' public keys to it"
         )));
     }
-    source.verify = Some(VerifyOptions {
-        mode: verify.mode,
-        keys: Arc::new(keys),
-    });
+    source.trusted_keys = Arc::new(keys);
     Ok(source)
 }

@@ -110,6 +110,7 @@ fn chart_of(
         chart,
         version,
         digest: format!("sha256:{digest}"),
+        signed_by: None,
     })
 }
 

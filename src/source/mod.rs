@@ -34,7 +34,9 @@ pub struct SourceOptions {
     /// The kustomize builder's command words (`--kustomize-command`); default: found on PATH.
     pub kustomize_command: Option<String>,
     /// `--verify-signatures`: the signatures the commit or tag must carry.
-    pub verify: Option<verify::VerifyOptions>,
+    pub verify: Option<verify::VerifyMode>,
+    /// `--trusted-keys` (and `--trusted-keys-secret`): who may sign commits, tags and charts.
+    pub trusted_keys: std::sync::Arc<verify::TrustedKeys>,
 }
 
 /// Desired state on disk, ready to walk.
@@ -173,13 +175,13 @@ fn verified(
     opts: &SourceOptions,
     target: &verify::Target<'_>,
 ) -> Result<Option<String>, SourceError> {
-    let Some(verify) = &opts.verify else {
+    let Some(mode) = opts.verify else {
         return Ok(None);
     };
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
-    let verified = verify::verify_checkout(target, verify, now)?;
+    let verified = verify::verify_checkout(target, mode, &opts.trusted_keys, now)?;
     let signed_by = verified.describe();
     if let Some(signer) = &signed_by {
         tracing::info!("signatures verified: {signer}");

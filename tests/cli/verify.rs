@@ -338,7 +338,9 @@ fn openpgp_signatures_good_expired_and_untrusted() {
     // Revoked after signing: the published key now carries its revocation.
     let mut dave = Key::pgp(4, 0, None);
     commit(repo.path(), &[("c.yaml", &config_map("c"))], Some(&dave));
-    let Key::Pgp(secret) = &mut dave else { unreachable!() };
+    let Key::Pgp(secret) = &mut dave else {
+        unreachable!()
+    };
     revoke(secret);
     let (code, _, err) = render(repo.path(), &dave.trusted(""), &verify);
     assert_eq!(code, 2, "{err}");

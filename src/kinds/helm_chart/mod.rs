@@ -81,6 +81,31 @@ pub struct HelmChartSpec {
     /// Render the chart only for these clusters (`--cluster`). Default: every cluster.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clusters: Option<Vec<String>>,
+    /// Install the chart only when it carries a signature by a trusted key (an `oci://`
+    /// chart signed with `cosign sign --key`; the keys are the run's `--trusted-keys`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<Box<ChartVerify>>,
+}
+
+/// `spec.verify`, as Flux's `HelmChart.spec.verify`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ChartVerify {
+    /// `cosign`: a signature made with a key pair, checked against the trusted cosign keys.
+    pub provider: String,
+    /// Flux's keyless identities: keyless verification needs the network, which tend refuses.
+    #[serde(
+        default,
+        rename = "matchOIDCIdentity",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
+    pub match_oidc_identity: Option<serde_json::Value>,
+    /// Flux's Secret of public keys: tend takes them from `--trusted-keys` or
+    /// `--trusted-keys-secret` instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("x-kubernetes-preserve-unknown-fields" = true))]
+    pub secret_ref: Option<serde_json::Value>,
 }
 
 /// What the last `tend apply` rendered and applied: the chart and version (resolved from a
@@ -190,6 +215,9 @@ impl Kind for HelmChart {
             };
             p.push(path, format!("{:?} is not a valid release name: {why}", self.release_name()));
         }
+        if let Some(verify) = &spec.verify {
+            verify_problems(verify, spec.repository.as_deref(), &mut p);
+        }
         if let Some(version) = &spec.kube_version {
             if normalized_kube_version(version).is_none() {
                 p.push(
@@ -238,6 +266,34 @@ impl Kind for HelmChart {
             objects: Some(release.objects as i64),
             conditions: vec![condition],
         })
+    }
+}
+
+/// What tend cannot check of `spec.verify`, each with the way out.
+fn verify_problems(verify: &ChartVerify, repository: Option<&str>, p: &mut FieldChecks<'_>) {
+    if verify.provider != "cosign" {
+        p.push(
+            &["spec", "verify", "provider"],
+            format!("{:?} is not supported; tend checks cosign signatures (provider: cosign)", verify.provider),
+        );
+    }
+    if verify.match_oidc_identity.is_some() {
+        p.push(
+            &["spec", "verify", "matchOIDCIdentity"],
+            "keyless verification (Fulcio certificates, Rekor) needs the network, which tend does not use; sign the chart with a key pair (cosign sign --key cosign.key) and give tend cosign.pub with --trusted-keys",
+        );
+    }
+    if verify.secret_ref.is_some() {
+        p.push(
+            &["spec", "verify", "secretRef"],
+            "tend reads the public keys of the run, not a Secret per chart: remove secretRef and pass cosign.pub with --trusted-keys (or --trusted-keys-secret NAMESPACE/NAME)",
+        );
+    }
+    if !repository.is_some_and(|r| r.starts_with("oci://")) {
+        p.push(
+            &["spec", "verify"],
+            "cosign signatures are stored in OCI registries: spec.verify needs spec.repository oci://...; charts in the repository or on HTTP repositories carry none",
+        );
     }
 }
 

@@ -11,6 +11,9 @@ use super::credentials::Credentials;
 use super::{archive, http};
 use crate::helm::chart::RemoteChart;
 use crate::helm::funcs::{semver_compare, semver_order};
+use crate::source::verify::cosign::{self, CosignSignature};
+use crate::source::verify::TrustedKeys;
+use sha2::Digest as _;
 use std::path::Path;
 
 const MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
@@ -28,6 +31,7 @@ pub fn fetch(
     version: &str,
     cache_dir: &Path,
     credentials: &Credentials,
+    verify: Option<&TrustedKeys>,
 ) -> Result<RemoteChart, String> {
     let rest = repository
         .trim_start_matches("oci://")
@@ -53,6 +57,18 @@ pub fn fetch(
         &format!("/v2/{}/manifests/{tag}", registry.repo),
         Some(MANIFEST),
     )?;
+    let signed_by = match verify {
+        Some(keys) => {
+            let digest = format!("sha256:{}", hex::encode(sha2::Sha256::digest(&manifest)));
+            let signatures = registry.cosign_signatures(&digest)?;
+            let signer = keys.check_cosign(&digest, &signatures).map_err(|refusal| {
+                format!("spec.verify: {reference} ({digest}) is refused: {refusal}")
+            })?;
+            tracing::info!("{reference}: signature verified: signed by {signer}");
+            Some(signer.to_string())
+        }
+        None => None,
+    };
     let manifest: serde_json::Value = serde_json::from_slice(&manifest)
         .map_err(|_| format!("the manifest of {reference} is not JSON; is it a Helm chart?"))?;
     let layer = manifest
@@ -83,7 +99,9 @@ pub fn fetch(
             None,
         )
     })?;
-    super::chart_of(&bytes, &reference, name, chart_version, &digest)
+    let mut chart = super::chart_of(&bytes, &reference, name, chart_version, &digest)?;
+    chart.signed_by = signed_by;
+    Ok(chart)
 }
 
 /// `https`, but plain `http` for a registry on this machine (`localhost`, `127.0.0.1`,
@@ -182,6 +200,45 @@ impl Registry<'_> {
         Ok(tags)
     }
 
+    /// The cosign signatures stored for the manifest `digest` (`sha256:<hex>`): the layers
+    /// of the manifest tagged `sha256-<hex>.sig`, each payload checked against its digest.
+    fn cosign_signatures(&mut self, digest: &str) -> Result<Vec<CosignSignature>, String> {
+        let tag = format!("{}.sig", digest.replace(':', "-"));
+        let path = format!("/v2/{}/manifests/{tag}", self.repo);
+        let Some(reply) = self.send_unless_missing(&path, Some(MANIFEST))? else {
+            return Ok(Vec::new());
+        };
+        let manifest: serde_json::Value = serde_json::from_slice(&reply.body)
+            .map_err(|_| format!("the signature manifest {tag} of {} is not JSON", self.repo))?;
+        let layers = manifest.get("layers").and_then(|l| l.as_array()).cloned();
+        let mut signatures = Vec::new();
+        for layer in layers.unwrap_or_default() {
+            let field = |k: &str| layer.get(k).and_then(|v| v.as_str()).unwrap_or("");
+            if field("mediaType") != cosign::PAYLOAD_MEDIA_TYPE {
+                continue;
+            }
+            let blob = field("digest").to_string();
+            let payload = self.get(&format!("/v2/{}/blobs/{blob}", self.repo), None)?;
+            let actual = format!("sha256:{}", hex::encode(sha2::Sha256::digest(&payload)));
+            if actual != blob {
+                continue; // a payload that is not what the manifest says is no signature
+            }
+            let annotation = |k: &str| {
+                layer
+                    .get("annotations")
+                    .and_then(|a| a.get(k))
+                    .and_then(|v| v.as_str())
+                    .map(str::to_string)
+            };
+            signatures.push(CosignSignature {
+                payload,
+                signature: annotation(cosign::SIGNATURE_ANNOTATION),
+                keyless: annotation(cosign::CERTIFICATE_ANNOTATION).is_some(),
+            });
+        }
+        Ok(signatures)
+    }
+
     fn get(&mut self, path: &str, accept: Option<&str>) -> Result<Vec<u8>, String> {
         self.send(path, accept).map(|r| r.body)
     }
@@ -195,6 +252,22 @@ impl Registry<'_> {
     /// GET `path` (absolute on the registry), answering one authentication challenge; a
     /// status other than 200 is an error naming the registry, never a credential.
     fn send(&mut self, path: &str, accept: Option<&str>) -> Result<http::Reply, String> {
+        self.send_unless_missing(path, accept)?.ok_or_else(|| {
+            format!(
+                "the registry {} has no {} (HTTP 404 from {}); check spec.repository, spec.name and spec.version",
+                self.host,
+                what_is(path, &self.repo),
+                http::redact(&format!("{}{path}", self.base))
+            )
+        })
+    }
+
+    /// [`Self::send`], with a 404 as `None`.
+    fn send_unless_missing(
+        &mut self,
+        path: &str,
+        accept: Option<&str>,
+    ) -> Result<Option<http::Reply>, String> {
         let url = format!("{}{path}", self.base);
         loop {
             let mut headers = Vec::new();
@@ -207,7 +280,7 @@ impl Registry<'_> {
             let reply = http::send(&url, &headers)
                 .map_err(|e| format!("cannot reach the registry {}: {e}", self.host))?;
             match reply.status {
-                200 => return Ok(reply),
+                200 => return Ok(Some(reply)),
                 401 if !self.challenged => {
                     self.challenged = true;
                     let challenge = reply.header("www-authenticate").unwrap_or("").to_string();
@@ -217,14 +290,7 @@ impl Registry<'_> {
                     }
                 }
                 401 | 403 => return Err(self.credentials.refused(&url, reply.status)),
-                404 => {
-                    return Err(format!(
-                        "the registry {} has no {} (HTTP 404 from {}); check spec.repository, spec.name and spec.version",
-                        self.host,
-                        what_is(path, &self.repo),
-                        http::redact(&url)
-                    ))
-                }
+                404 => return Ok(None),
                 status => {
                     return Err(format!(
                         "HTTP {status} from the registry {} ({})",

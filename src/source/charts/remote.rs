@@ -19,9 +19,10 @@ pub fn fetch_all(
     helm_chart_docs: &BTreeMap<std::path::PathBuf, Vec<crate::yaml::Document>>,
     cache_dir: &Path,
     credentials: &Credentials,
+    trusted: &crate::source::verify::TrustedKeys,
     problems: &mut Vec<Problem>,
 ) -> BTreeMap<String, Result<RemoteChart, ()>> {
-    let mut out = BTreeMap::new();
+    let mut out: BTreeMap<String, Result<RemoteChart, ()>> = BTreeMap::new();
     for (path, docs) in helm_chart_docs {
         for doc in docs {
             let spec = doc.value.get("spec");
@@ -43,13 +44,24 @@ pub fn fetch_all(
             {
                 continue; // credentials in the URL and others: refused by the kind's own checks
             }
+            let verify = spec.and_then(|s| s.get("verify")).is_some();
             let key = crate::helm::chart::remote_key(repository, name, version);
-            if out.contains_key(&key) {
-                continue;
+            // The same chart twice: fetched once, but checked if either asks for it.
+            match out.get(&key) {
+                Some(Ok(chart)) if !verify || chart.signed_by.is_some() => continue,
+                Some(Err(())) => continue,
+                _ => {}
             }
             let line = doc.line_of(&["spec".to_string(), "repository".to_string()]);
             let fetched = if scheme == "oci" {
-                oci::fetch(repository, name, version, cache_dir, credentials)
+                oci::fetch(
+                    repository,
+                    name,
+                    version,
+                    cache_dir,
+                    credentials,
+                    verify.then_some(trusted),
+                )
             } else {
                 fetch(repository, name, version, cache_dir, credentials)
             };

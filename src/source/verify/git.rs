@@ -37,13 +37,6 @@ impl VerifyMode {
     }
 }
 
-/// `--verify-signatures`, with the keys it trusts.
-#[derive(Debug, Clone)]
-pub struct VerifyOptions {
-    pub mode: VerifyMode,
-    pub keys: std::sync::Arc<TrustedKeys>,
-}
-
 /// What was checked out, for verification.
 pub struct Target<'a> {
     /// The repository holding the objects (tend's cache, or a local repository).
@@ -58,7 +51,8 @@ pub struct Target<'a> {
 /// Verifies the checkout as `opts.mode` asks, at `now` (Unix seconds).
 pub fn verify_checkout(
     target: &Target<'_>,
-    opts: &VerifyOptions,
+    mode: VerifyMode,
+    keys: &TrustedKeys,
     now: i64,
 ) -> Result<Verified, VerifyError> {
     let read_error = |what: &str, e: git2::Error| VerifyError::Read {
@@ -68,17 +62,17 @@ pub fn verify_checkout(
     let repo = Repository::discover(target.repository)
         .map_err(|e| read_error(&target.repository.display().to_string(), e))?;
     let mut verified = Verified::default();
-    if opts.mode.checks_tag() {
-        verified.tag = Some(verify_tag(&repo, target, opts, now)?);
+    if mode.checks_tag() {
+        verified.tag = Some(verify_tag(&repo, target, (mode, keys), now)?);
     }
-    if opts.mode.checks_head() {
+    if mode.checks_head() {
         if target.work_tree {
             refuse_uncommitted(&repo, target.commit)?;
         }
         let oid = Oid::from_str(target.commit).map_err(|e| read_error(target.commit, e))?;
         let what = format!("commit {}", target.commit);
         let signer = match repo.extract_signature(&oid, None) {
-            Ok((signature, signed)) => check(&signature, &signed, &opts.keys, now),
+            Ok((signature, signed)) => check(&signature, &signed, keys, now),
             Err(e) if e.code() == git2::ErrorCode::NotFound => Err(Refusal::Unsigned),
             Err(e) => return Err(read_error(&what, e)),
         };
@@ -90,10 +84,10 @@ pub fn verify_checkout(
 fn verify_tag(
     repo: &Repository,
     target: &Target<'_>,
-    opts: &VerifyOptions,
+    (mode, keys): (VerifyMode, &TrustedKeys),
     now: i64,
 ) -> Result<Signer, VerifyError> {
-    let mode = match opts.mode {
+    let mode = match mode {
         VerifyMode::Tag => "tag",
         _ => "tag-and-head",
     };
@@ -128,8 +122,7 @@ fn verify_tag(
             reason: Refusal::Unsigned,
         });
     }
-    check(signature, signed, &opts.keys, now)
-        .map_err(|reason| VerifyError::Refused { what, reason })
+    check(signature, signed, keys, now).map_err(|reason| VerifyError::Refused { what, reason })
 }
 
 /// Splits a tag object at the last line that begins a signature: (signed part, signature).

@@ -2,7 +2,7 @@
 //! check of one signature against them (the armor's first line says which kind it is).
 
 use super::outcome::{KeyFileError, Refusal, Signer};
-use super::{openpgp, ssh};
+use super::{cosign, openpgp, ssh};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -11,15 +11,17 @@ use std::path::{Path, PathBuf};
 pub struct TrustedKeys {
     openpgp: Vec<openpgp::TrustedKey>,
     ssh: Vec<ssh::AllowedSigner>,
+    cosign: Vec<cosign::CosignKey>,
 }
 
 impl fmt::Debug for TrustedKeys {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "TrustedKeys({} OpenPGP, {} SSH)",
+            "TrustedKeys({} OpenPGP, {} SSH, {} cosign)",
             self.openpgp.len(),
-            self.ssh.len()
+            self.ssh.len(),
+            self.cosign.len()
         )
     }
 }
@@ -41,25 +43,47 @@ impl TrustedKeys {
         Ok(keys)
     }
 
-    /// Adds the keys of one text: armored OpenPGP public keys, or `allowed_signers` lines.
+    /// Adds the keys of one text: armored OpenPGP public keys, cosign public keys (PEM), or
+    /// `allowed_signers` lines.
     pub fn add(&mut self, origin: &str, text: &str) -> Result<(), KeyFileError> {
-        if text.contains("-----BEGIN PGP PUBLIC KEY BLOCK-----") {
+        let private = |how: &str| KeyFileError {
+            origin: origin.to_string(),
+            message: format!("holds a private key; give the public key only ({how})"),
+        };
+        if text.contains("-----BEGIN PGP PRIVATE KEY BLOCK-----") {
+            return Err(private("gpg --export --armor KEYID"));
+        }
+        if text.contains("PRIVATE KEY-----") {
+            return Err(private("cosign.pub, not cosign.key"));
+        }
+        if text.contains("-----BEGIN PUBLIC KEY-----") {
+            self.cosign.extend(cosign::read_keys(origin, text)?);
+        } else if text.contains("-----BEGIN PGP PUBLIC KEY BLOCK-----") {
             self.openpgp.extend(openpgp::read_keys(origin, text)?);
-        } else if text.contains("-----BEGIN PGP PRIVATE KEY BLOCK-----") {
-            return Err(KeyFileError {
-                origin: origin.to_string(),
-                message:
-                    "holds a private key; give the public key only (gpg --export --armor KEYID)"
-                        .into(),
-            });
         } else {
             self.ssh.extend(ssh::read_allowed_signers(origin, text)?);
         }
         Ok(())
     }
 
+    /// Whether no key could check a commit or tag.
     pub fn is_empty(&self) -> bool {
         self.openpgp.is_empty() && self.ssh.is_empty()
+    }
+
+    /// Checks the cosign signatures of an OCI artifact (its manifest digest `sha256:<hex>`).
+    pub fn check_cosign(
+        &self,
+        manifest_digest: &str,
+        signatures: &[cosign::CosignSignature],
+    ) -> Result<Signer, Refusal> {
+        if self.cosign.is_empty() {
+            return Err(Refusal::UntrustedKey(
+                "any key: no cosign public key is trusted (pass cosign.pub with --trusted-keys)"
+                    .into(),
+            ));
+        }
+        cosign::check(manifest_digest, signatures, &self.cosign)
     }
 }
 

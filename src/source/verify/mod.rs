@@ -11,12 +11,13 @@
 //! The cryptography is the `pgp` crate's (rPGP) and the `ssh-key` crate's (RustCrypto);
 //! this module only decides which key may sign and when.
 
+pub mod cosign;
 mod git;
 mod keys;
 mod openpgp;
 mod outcome;
 mod ssh;
 
-pub use git::{verify_checkout, Target, VerifyMode, VerifyOptions};
+pub use git::{verify_checkout, Target, VerifyMode};
 pub use keys::TrustedKeys;
 pub use outcome::VerifyError;

@@ -3,7 +3,9 @@
 //! checked, the archive cached by digest; logins from files, Helm's registry config and a
 //! Secret, never printed; logins for HTTP repositories too.
 
-use super::registry::{chart, docker_config, registry, serve, sha, RegistryOptions};
+use super::registry::{
+    chart, cosign_public_key, docker_config, registry, serve, sha, CosignSigned, RegistryOptions,
+};
 use crate::common::*;
 use crate::kinds::cluster_with_crds;
 use std::path::Path;
@@ -402,4 +404,96 @@ fn a_login_comes_from_a_helm_credentials_secret_in_the_cluster() {
     let (code, _, err) = on(&["apply"]);
     assert_eq!(code, 2);
     assert!(err.contains("requires credentials"), "{err}");
+}
+
+#[test]
+fn a_chart_with_spec_verify_installs_only_when_a_trusted_cosign_key_signed_it() {
+    let (alice, mallory) = ([7u8; 32], [9u8; 32]);
+    let signed = |tag: &str, key: [u8; 32]| CosignSigned {
+        tag: tag.into(),
+        key,
+        names_other_digest: false,
+        keyless: false,
+    };
+    let opts = RegistryOptions {
+        cosign: vec![
+            signed("1.0.0", alice),
+            signed("1.1.0", mallory),
+            CosignSigned {
+                names_other_digest: true,
+                ..signed("1.2.0", alice)
+            },
+            CosignSigned {
+                keyless: true,
+                ..signed("1.3.0", alice)
+            },
+        ],
+        ..RegistryOptions::default()
+    };
+    let (base, _) = registry(&["1.0.0", "1.1.0", "1.2.0", "1.3.0", "1.4.0"], opts);
+    let tmp = tempfile::tempdir().unwrap();
+    let keys = tmp.path().join("cosign.pub");
+    std::fs::write(&keys, cosign_public_key(&alice)).unwrap();
+    let verified = |version: &str| {
+        format!(
+            "{}  verify:\n    provider: cosign\n",
+            release(&oci(&base), version)
+        )
+    };
+    let render_version = |version: &str| {
+        let dir = site(&[("store.yaml", &verified(version))]);
+        render(
+            dir.path(),
+            &tmp.path().join("cache"),
+            &tmp.path().join("helm.json"),
+            &["--trusted-keys", keys.to_str().unwrap(), "-v"],
+        )
+    };
+    let (code, out, err) = render_version("1.0.0");
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(version_of(&out), "1.0.0");
+    assert!(err.contains("signature verified: signed by"), "{err}");
+
+    for (version, reason) in [
+        (
+            "1.1.0",
+            "it is signed by a cosign key, which is not a trusted key",
+        ),
+        ("1.2.0", "its payload names another digest"),
+        ("1.3.0", "keyless"),
+        ("1.4.0", "it is not signed"),
+    ] {
+        let (code, out, err) = render_version(version);
+        assert_eq!((code, out.as_str()), (2, ""), "{version}: {err}");
+        assert!(err.contains("store.yaml:7"), "{version}: {err}");
+        assert!(err.contains(&format!("shop:{version}")), "{version}: {err}");
+        assert!(err.contains(reason), "{version}: {err}");
+    }
+
+    // Without keys, and with what tend cannot check: clear errors before any fetch.
+    let dir = site(&[("store.yaml", &verified("1.0.0"))]);
+    let (code, _, err) = render(
+        dir.path(),
+        &tmp.path().join("cache"),
+        &tmp.path().join("helm.json"),
+        &[],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no cosign public key is trusted"), "{err}");
+    let keyless = format!(
+        "{}  verify:\n    provider: cosign\n    matchOIDCIdentity:\n      - issuer: https://token.actions.githubusercontent.com\n        subject: x\n",
+        release(&oci(&base), "1.0.0")
+    );
+    let dir = site(&[("store.yaml", &keyless)]);
+    let (code, _, err) = render(
+        dir.path(),
+        &tmp.path().join("cache"),
+        &tmp.path().join("helm.json"),
+        &["--trusted-keys", keys.to_str().unwrap()],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("keyless verification (Fulcio certificates, Rekor) needs the network"),
+        "{err}"
+    );
 }

@@ -99,6 +99,79 @@ pub struct RegistryOptions {
     pub login: Option<String>,
     /// Tags whose manifest gives a digest that is not their archive's.
     pub bad_digest: Vec<String>,
+    /// cosign signatures stored beside tags (`sha256-<digest>.sig`), as `cosign sign --key`
+    /// pushes them.
+    pub cosign: Vec<CosignSigned>,
+}
+
+/// A tag signed with a cosign key.
+#[derive(Clone)]
+pub struct CosignSigned {
+    pub tag: String,
+    /// The signing key's secret scalar (the key pair `cosign generate-key-pair` makes).
+    pub key: [u8; 32],
+    /// The payload names another manifest's digest (a signature copied from elsewhere).
+    pub names_other_digest: bool,
+    /// A keyless signature: a certificate annotation instead of a trusted key's signature.
+    pub keyless: bool,
+}
+
+/// `cosign.pub` of a key made by [`CosignSigned::key`].
+pub fn cosign_public_key(key: &[u8; 32]) -> String {
+    use p256::pkcs8::EncodePublicKey;
+    let signing = p256::ecdsa::SigningKey::from_slice(key).unwrap();
+    signing
+        .verifying_key()
+        .to_public_key_pem(p256::pkcs8::LineEnding::LF)
+        .unwrap()
+}
+
+/// The `.sig` manifest and payload blob of `signed`, for the manifest `manifest`.
+fn cosign_signature(
+    signed: &CosignSigned,
+    host_repo: &str,
+    manifest: &[u8],
+) -> (String, Vec<u8>, Vec<u8>) {
+    use base64::Engine;
+    use p256::ecdsa::signature::Signer;
+    let digest = format!("sha256:{}", sha(manifest));
+    let named = if signed.names_other_digest {
+        format!("sha256:{}", sha(b"another artifact"))
+    } else {
+        digest.clone()
+    };
+    let payload = serde_json::to_vec(&serde_json::json!({
+        "critical": {
+            "identity": {"docker-reference": host_repo},
+            "image": {"docker-manifest-digest": named},
+            "type": "cosign container image signature"
+        },
+        "optional": null
+    }))
+    .unwrap();
+    let key = p256::ecdsa::SigningKey::from_slice(&signed.key).unwrap();
+    let signature: p256::ecdsa::Signature = key.sign(&payload);
+    let encoded = base64::engine::general_purpose::STANDARD.encode(signature.to_der().as_bytes());
+    let mut annotations = serde_json::json!({"dev.cosignproject.cosign/signature": encoded});
+    if signed.keyless {
+        annotations = serde_json::json!({
+            "dev.cosignproject.cosign/signature": "",
+            "dev.sigstore.cosign/certificate": "-----BEGIN CERTIFICATE-----\n...\n-----END CERTIFICATE-----\n",
+        });
+    }
+    let sig_manifest = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": format!("sha256:{}", sha(b"{}")), "size": 2},
+        "layers": [{
+            "mediaType": "application/vnd.dev.cosign.simplesigning.v1+json",
+            "digest": format!("sha256:{}", sha(&payload)),
+            "size": payload.len(),
+            "annotations": annotations,
+        }],
+    });
+    let tag = format!("{}.sig", digest.replace(':', "-"));
+    (tag, serde_json::to_vec(&sig_manifest).unwrap(), payload)
 }
 
 /// An OCI registry holding `charts/shop` with `tags` (each a chart of the tag's version,
@@ -119,7 +192,14 @@ pub fn registry(tags: &[&str], opts: RegistryOptions) -> (String, Log) {
             "config": {"mediaType": "application/vnd.cncf.helm.config.v1+json", "digest": format!("sha256:{}", sha(b"{}")), "size": 2},
             "layers": [{"mediaType": "application/vnd.cncf.helm.chart.content.v1.tar+gzip", "digest": format!("sha256:{digest}"), "size": archive.len()}],
         });
-        manifests.insert(tag.to_string(), serde_json::to_vec(&manifest).unwrap());
+        let manifest = serde_json::to_vec(&manifest).unwrap();
+        for signed in opts.cosign.iter().filter(|s| s.tag == *tag) {
+            let (sig_tag, sig_manifest, payload) =
+                cosign_signature(signed, "charts/shop", &manifest);
+            manifests.insert(sig_tag, sig_manifest);
+            blobs.insert(format!("sha256:{}", sha(&payload)), payload);
+        }
+        manifests.insert(tag.to_string(), manifest);
         blobs.insert(format!("sha256:{digest}"), archive);
     }
     let tags: Vec<String> = tags.iter().map(|t| t.to_string()).collect();
