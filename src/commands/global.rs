@@ -148,6 +148,7 @@ impl GlobalArgs {
                 use std::hash::BuildHasher;
                 std::collections::hash_map::RandomState::new().hash_one(0u8)
             },
+            helm_seed_kept: false,
             kube_version: None,
             kept_renders: None,
             helm_template: false,

@@ -1,9 +1,11 @@
 //! Renders of Helm releases kept from one run to the next: a release whose chart, values,
 //! release name and namespace, and capabilities are what they were renders to what it
 //! rendered to, so it is not rendered again. Only renders that depend on nothing else are
-//! kept — none that drew random values, asked for the time, looked the cluster up, or read
-//! values decrypted from a SOPS file — so a kept render holds nothing that cannot be derived
-//! from the repository (and the chart) it came from. Render reads and writes no file: the
+//! kept — none that asked for the time, looked the cluster up, or read values decrypted from
+//! a SOPS file. A render that drew random values depends on the seed too: it is kept only
+//! when the seed is the cluster's stored one, under a key that mixes in the seed, and sealed
+//! with a key derived from the seed ([`KeptKey::sealed_with`]), so the passwords a chart
+//! drew are readable by no one who could not draw them again. Render reads and writes no file: the
 //! caller finds the keys of a render's releases ([`super::kept_render_keys`]), reads what was
 //! kept under them into [`KeptRenders`], renders, and writes what the render added.
 
@@ -17,8 +19,46 @@ use std::sync::Mutex;
 #[derive(Debug, Default)]
 pub struct KeptRenders {
     found: HashMap<String, Vec<Manifest>>,
-    added: Mutex<Vec<(String, Vec<Manifest>)>>,
+    added: Mutex<Vec<(KeptKey, Vec<Manifest>)>>,
     taken: AtomicUsize,
+}
+
+/// What a render is kept under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeptKey {
+    pub key: String,
+    /// For a render that drew random values: the seed it drew them from, which seals it.
+    pub sealed_with: Option<u64>,
+}
+
+impl KeptKey {
+    fn plain(key: &str) -> KeptKey {
+        KeptKey {
+            key: key.to_string(),
+            sealed_with: None,
+        }
+    }
+
+    /// The key of a render of [`key`] that drew random values from `seed`.
+    pub fn sealed(key: &str, seed: u64) -> KeptKey {
+        use sha2::Digest;
+        let mut hash = sha2::Sha256::new();
+        hash.update(b"tend helm render drawn from a seed\0");
+        hash.update(key.as_bytes());
+        hash.update(seed.to_le_bytes());
+        KeptKey {
+            key: hex::encode(hash.finalize()),
+            sealed_with: Some(seed),
+        }
+    }
+
+    /// The keys a release's render may be kept under: plain, and sealed with `seed` when
+    /// the seed is the cluster's.
+    pub fn both(key: &str, seed: Option<u64>) -> Vec<KeptKey> {
+        let mut keys = vec![KeptKey::plain(key)];
+        keys.extend(seed.map(|seed| KeptKey::sealed(key, seed)));
+        keys
+    }
 }
 
 impl KeptRenders {
@@ -37,14 +77,14 @@ impl KeptRenders {
     }
 
     /// Keep a render the render made.
-    pub fn put(&self, key: &str, manifests: &[Manifest]) {
+    pub fn put(&self, key: KeptKey, manifests: &[Manifest]) {
         if let Ok(mut added) = self.added.lock() {
-            added.push((key.to_string(), manifests.to_vec()));
+            added.push((key, manifests.to_vec()));
         }
     }
 
     /// The renders added since the last call.
-    pub fn take_added(&self) -> Vec<(String, Vec<Manifest>)> {
+    pub fn take_added(&self) -> Vec<(KeptKey, Vec<Manifest>)> {
         self.added
             .lock()
             .map(|mut added| std::mem::take(&mut *added))
@@ -93,16 +133,30 @@ pub fn key(chart: &Chart, values: &serde_json::Value, release: &Release) -> Stri
 /// What of a render may be kept, if it may: it asked neither for the time nor the cluster,
 /// and no template that drew random values renders anything tend keeps (a chart test that
 /// names its pod at random renders nothing here, and is kept blank: nothing the seed made
-/// is ever written down). `left_out` is the text of a template without what tend leaves
-/// out, and whether it left out something worth a note.
+/// is written down in the clear). `left_out` is the text of a template without what tend
+/// leaves out, and whether it left out something worth a note. With `sealed_with` (the
+/// cluster's seed), a render that drew random values is kept whole, under its sealed key.
 pub fn keepable(
     manifests: &[Manifest],
     depended: &Depended,
     left_out: impl Fn(&Manifest) -> (String, bool),
-) -> Option<Vec<Manifest>> {
+    (key, sealed_with): (&str, Option<u64>),
+) -> Option<(KeptKey, Vec<Manifest>)> {
     if depended.on_time || depended.on_cluster {
         return None;
     }
+    let plain = keepable_in_the_clear(manifests, left_out);
+    match (plain, sealed_with) {
+        (Some(plain), _) => Some((KeptKey::plain(key), plain)),
+        (None, Some(seed)) => Some((KeptKey::sealed(key, seed), manifests.to_vec())),
+        (None, None) => None,
+    }
+}
+
+fn keepable_in_the_clear(
+    manifests: &[Manifest],
+    left_out: impl Fn(&Manifest) -> (String, bool),
+) -> Option<Vec<Manifest>> {
     manifests
         .iter()
         .map(|m| {
@@ -184,14 +238,21 @@ mod tests {
         };
         let pure = Depended::default();
         let plain = manifest("templates/a.yaml", false);
+        let unsealed = ("k", None);
         assert_eq!(
-            keepable(std::slice::from_ref(&plain), &pure, left_out),
-            Some(vec![plain.clone()])
+            keepable(std::slice::from_ref(&plain), &pure, left_out, unsealed),
+            Some((KeptKey::plain("k"), vec![plain.clone()]))
         );
         let random = manifest("templates/b.yaml", true);
-        assert_eq!(keepable(&[plain.clone(), random], &pure, left_out), None);
+        let both = [plain.clone(), random];
+        assert_eq!(keepable(&both, &pure, left_out, unsealed), None);
+        // With the cluster's seed, kept whole under a key of that seed.
+        let (sealed, kept) = keepable(&both, &pure, left_out, ("k", Some(7))).expect("kept");
+        assert_eq!(sealed, KeptKey::sealed("k", 7));
+        assert_ne!(sealed.key, KeptKey::sealed("k", 8).key);
+        assert_eq!(kept, both.to_vec());
         let test = manifest("templates/tests/t.yaml", true);
-        let kept = keepable(&[plain.clone(), test], &pure, left_out).expect("kept");
+        let (_, kept) = keepable(&[plain.clone(), test], &pure, left_out, unsealed).expect("kept");
         assert_eq!((kept[1].text.as_str(), kept[1].random), ("", false));
         // A render that asked for the time, or read the cluster, is not kept.
         let on_time = Depended {
@@ -203,10 +264,15 @@ mod tests {
             ..Depended::default()
         };
         assert_eq!(
-            keepable(std::slice::from_ref(&plain), &on_time, left_out),
+            keepable(
+                std::slice::from_ref(&plain),
+                &on_time,
+                left_out,
+                ("k", Some(1))
+            ),
             None
         );
-        assert_eq!(keepable(&[plain], &on_cluster, left_out), None);
+        assert_eq!(keepable(&[plain], &on_cluster, left_out, unsealed), None);
     }
 
     #[test]

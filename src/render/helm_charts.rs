@@ -257,7 +257,7 @@ pub fn kept_render_keys(
     files: &[SourceFile],
     charts: &Charts,
     opts: &RenderOptions,
-) -> Vec<String> {
+) -> Vec<super::helm_cache::KeptKey> {
     releases(files, charts, opts)
         .iter()
         .filter(|(file, _, helm_chart)| !encrypted_values(file, &helm_chart.spec, charts))
@@ -276,10 +276,13 @@ pub fn kept_render_keys(
                 release,
                 ..
             } = input;
-            user.secrets
-                .is_empty()
-                .then(|| super::helm_cache::key(chart, &user.values, &release))
+            let seed = opts.helm_seed_kept.then_some(release.seed);
+            user.secrets.is_empty().then(|| {
+                let key = super::helm_cache::key(chart, &user.values, &release);
+                super::helm_cache::KeptKey::both(&key, seed)
+            })
         })
+        .flatten()
         .collect()
 }
 
@@ -384,7 +387,13 @@ fn manifests(
         .as_ref()
         .filter(|_| user.secrets.is_empty() && !opts.helm_template);
     let key = cache.map(|_| super::helm_cache::key(chart, &user.values, release));
-    if let Some(kept) = cache.zip(key.as_ref()).and_then(|(c, key)| c.get(key)) {
+    let seed = opts.helm_seed_kept.then_some(release.seed);
+    let kept = cache.zip(key.as_ref()).and_then(|(c, key)| {
+        super::helm_cache::KeptKey::both(key, seed)
+            .into_iter()
+            .find_map(|k| c.get(&k.key))
+    });
+    if let Some(kept) = kept {
         return Ok(kept);
     }
     let (rendered, depended) = chart::render_reporting(chart, &user.values, release);
@@ -396,7 +405,8 @@ fn manifests(
             let text = without_left_out(&m.text, &m.template, &mut notes);
             (text, !notes.is_empty())
         };
-        if let Some(kept) = super::helm_cache::keepable(manifests, &depended, left_out) {
+        let kept = super::helm_cache::keepable(manifests, &depended, left_out, (key, seed));
+        if let Some((key, kept)) = kept {
             cache.put(key, &kept);
         }
     }

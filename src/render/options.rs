@@ -21,6 +21,9 @@ pub struct RenderOptions {
     /// Seed of the random functions of Helm charts (`randAlphaNum`, ...): chosen at random
     /// by each run, so their values are never predictable (and change from run to run).
     pub helm_seed: u64,
+    /// Whether `helm_seed` is the cluster's stored seed: then renders that drew random values
+    /// may be kept, sealed with it (a throwaway seed's draws are never kept).
+    pub helm_seed_kept: bool,
     /// What `.Capabilities.KubeVersion` of a chart reports offline, when its HelmChart names
     /// none (`tend render --kube-version`).
     pub kube_version: Option<String>,
@@ -47,6 +50,7 @@ impl Default for RenderOptions {
             default_namespace: "default".into(),
             keys: Arc::default(),
             helm_seed: 0,
+            helm_seed_kept: false,
             kube_version: None,
             now: 0,
             helm_cluster: None,

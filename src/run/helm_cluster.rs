@@ -124,6 +124,7 @@ pub async fn render(
     let stored_seed = stored_seed?;
     if let Some(seed) = stored_seed {
         opts.helm_seed = seed;
+        opts.helm_seed_kept = true;
     }
     let rendered = render_with_lookups(session, loaded, opts, facts).await?;
     let new_seed = helm_seed::first_seed(

@@ -2,11 +2,23 @@
 //! directory: `<cache dir>/helm-renders/<sha256>.json`, one per release render, written
 //! atomically, owner-only. The file name mixes in the binary's identity, so a rebuilt or
 //! upgraded tend never reads what another build rendered.
+//!
+//! A render that drew random values (the passwords a chart generates) is sealed: AES-256-GCM
+//! under a key derived (HMAC-SHA256) from the cluster's seed and the render's key, the key as
+//! associated data, the nonce derived from the content (the same render seals to the same
+//! bytes). Reading the cache without the seed, held in the cluster's Secret, gives nothing;
+//! whoever holds the seed could draw the same values anyway.
 
 use crate::helm::chart::Manifest;
-use crate::render::helm_cache::KeptRenders;
+use crate::render::helm_cache::{KeptKey, KeptRenders};
+use aes_gcm::aead::{Aead, KeyInit, Payload};
+use aes_gcm::{Aes256Gcm, Nonce};
+use hmac::{Hmac, Mac};
 use sha2::Digest;
 use std::path::{Path, PathBuf};
+
+/// Bytes of the nonce at the start of a sealed entry.
+const NONCE: usize = 12;
 
 #[derive(Debug)]
 pub struct FileRenderCache {
@@ -44,25 +56,33 @@ impl FileRenderCache {
     }
 
     /// What was kept under `keys`, for a render to take.
-    pub fn read(&self, keys: &[String]) -> KeptRenders {
+    pub fn read(&self, keys: &[KeptKey]) -> KeptRenders {
         let found = keys
             .iter()
             .filter_map(|key| {
-                let bytes = std::fs::read(self.path(key)).ok()?;
+                let bytes = std::fs::read(self.path(&key.key)).ok()?;
+                let bytes = match key.sealed_with {
+                    None => bytes,
+                    Some(seed) => unseal(key, seed, &bytes)?,
+                };
                 // A damaged entry is rendered again (and replaced).
                 let manifests: Vec<Manifest> = serde_json::from_slice(&bytes).ok()?;
-                Some((key.clone(), manifests))
+                Some((key.key.clone(), manifests))
             })
             .collect();
         KeptRenders::new(found)
     }
 
     /// Keep what a render added. Returns how many were written.
-    pub fn write(&self, added: &[(String, Vec<Manifest>)]) -> usize {
+    pub fn write(&self, added: &[(KeptKey, Vec<Manifest>)]) -> usize {
         let mut written = 0;
         for (key, manifests) in added {
-            let path = self.path(key);
+            let path = self.path(&key.key);
             let result = serde_json::to_vec(manifests)
+                .map(|bytes| match key.sealed_with {
+                    None => bytes,
+                    Some(seed) => seal(key, seed, &bytes),
+                })
                 .map_err(std::io::Error::other)
                 .and_then(|bytes| write_private(&self.dir, &path, &bytes));
             match result {
@@ -75,6 +95,55 @@ impl FileRenderCache {
         }
         written
     }
+}
+
+/// The cipher of one sealed entry: its key derived from the seed and the entry's key.
+fn cipher(key: &KeptKey, seed: u64) -> Option<Aes256Gcm> {
+    let mut mac =
+        <Hmac<sha2::Sha256> as hmac::KeyInit>::new_from_slice(&seed.to_le_bytes()).ok()?;
+    mac.update(b"tend sealed helm render\0");
+    mac.update(key.key.as_bytes());
+    Aes256Gcm::new_from_slice(&mac.finalize().into_bytes()).ok()
+}
+
+/// `nonce ‖ ciphertext` of `plain`.
+fn seal(key: &KeptKey, seed: u64, plain: &[u8]) -> Vec<u8> {
+    let Some(cipher) = cipher(key, seed) else {
+        return Vec::new();
+    };
+    let nonce: [u8; NONCE] = {
+        let digest = sha2::Sha256::new()
+            .chain_update(seed.to_le_bytes())
+            .chain_update(plain)
+            .finalize();
+        let mut nonce = [0u8; NONCE];
+        nonce.copy_from_slice(&digest[..NONCE]);
+        nonce
+    };
+    let payload = Payload {
+        msg: plain,
+        aad: key.key.as_bytes(),
+    };
+    match cipher.encrypt(&Nonce::from(nonce), payload) {
+        Ok(sealed) => [nonce.as_slice(), &sealed].concat(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// What [`seal`] sealed; `None` when the bytes were not sealed with this seed and key.
+fn unseal(key: &KeptKey, seed: u64, bytes: &[u8]) -> Option<Vec<u8>> {
+    if bytes.len() < NONCE {
+        return None;
+    }
+    let (nonce, sealed) = bytes.split_at(NONCE);
+    let nonce: [u8; NONCE] = nonce.try_into().ok()?;
+    let payload = Payload {
+        msg: sealed,
+        aad: key.key.as_bytes(),
+    };
+    cipher(key, seed)?
+        .decrypt(&Nonce::from(nonce), payload)
+        .ok()
 }
 
 /// Write `bytes` to `path` in `dir` (created owner-only) through a temporary file, so a
@@ -107,9 +176,13 @@ mod tests {
             text: "kind: ConfigMap\n".into(),
             random: false,
         }];
-        let keys = ["k".to_string(), "other".to_string()];
+        let plain = |k: &str| KeptKey {
+            key: k.to_string(),
+            sealed_with: None,
+        };
+        let keys = [plain("k"), plain("other")];
         assert_eq!(cache.read(&keys).get("k"), None);
-        assert_eq!(cache.write(&[("k".to_string(), manifests.clone())]), 1);
+        assert_eq!(cache.write(&[(plain("k"), manifests.clone())]), 1);
         let kept = cache.read(&keys);
         assert_eq!(kept.get("k"), Some(manifests));
         assert_eq!(kept.get("other"), None);
@@ -125,5 +198,37 @@ mod tests {
                 .mode();
             assert_eq!(mode & 0o777, 0o700);
         }
+    }
+
+    #[test]
+    fn a_render_drawn_from_a_seed_is_sealed_and_opens_with_that_seed_only() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let cache = FileRenderCache::new(dir.path());
+        let manifests = vec![Manifest {
+            template: "templates/secret.yaml".into(),
+            crd: false,
+            text: "password: drawn-at-random-1234\n".into(),
+            random: true,
+        }];
+        let key = KeptKey::sealed("release", 42);
+        assert_eq!(cache.write(&[(key.clone(), manifests.clone())]), 1);
+        let on_disk = std::fs::read(cache.path(&key.key)).expect("written");
+        let text = String::from_utf8_lossy(&on_disk);
+        assert!(!text.contains("drawn-at-random") && !text.contains("secret.yaml"));
+        assert_eq!(
+            cache.read(std::slice::from_ref(&key)).get(&key.key),
+            Some(manifests)
+        );
+        // The same file read as if sealed with another seed, or as plain: nothing.
+        let other_seed = KeptKey {
+            key: key.key.clone(),
+            sealed_with: Some(43),
+        };
+        assert_eq!(cache.read(&[other_seed]).get(&key.key), None);
+        let plain = KeptKey {
+            key: key.key.clone(),
+            sealed_with: None,
+        };
+        assert_eq!(cache.read(&[plain]).get(&key.key), None);
     }
 }

@@ -391,6 +391,64 @@ fn unchanged_releases_are_not_rendered_again_and_random_ones_are_never_kept() {
     }
 }
 
+/// With the cluster's seed stored, a release that drew random values is kept too: sealed
+/// under a key of that seed, so the next run takes it from the cache and the passwords it
+/// holds are not readable in the cache directory.
+#[test]
+fn random_renders_are_kept_sealed_once_the_clusters_seed_is_stored() {
+    let token = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: token\ndata:\n  token: {{ randAlphaNum 16 | quote }}\n";
+    let dir = chart_site(RELEASE, DEPLOYMENT);
+    std::fs::write(dir.path().join("charts/shop/templates/token.yaml"), token).unwrap();
+    let cluster = cluster_with_crds();
+    let cache = tempfile::tempdir().unwrap();
+    let cache_dir = cache.path().to_str().unwrap().to_string();
+    let run_with = |command: &str| {
+        tend_on(
+            &cluster,
+            dir.path(),
+            &["-v", command, "--cache-dir", &cache_dir],
+        )
+    };
+    let (code, stdout, stderr) = run_with("apply");
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    // The first apply drew a throwaway seed: nothing of it is kept.
+    assert!(!stderr.contains("kept for the next run"), "{stderr}");
+    let token_value = get(&cluster, "", "configmaps", "shop", "token").expect("applied")["data"]
+        ["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (code, stdout, stderr) = run_with("diff");
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("Helm releases: 0 render(s) from the cache, 1 kept for the next run"),
+        "{stderr}"
+    );
+    let (code, stdout, stderr) = run_with("diff");
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("Helm releases: 1 render(s) from the cache, 0 kept"),
+        "{stderr}"
+    );
+    for entry in std::fs::read_dir(cache.path().join("helm-renders")).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!text.contains(&token_value), "the drawn value is sealed");
+    }
+    // Another cluster has another seed: the sealed render is not its.
+    let other = cluster_with_crds();
+    let (code, _, stderr) = tend_on(
+        &other,
+        dir.path(),
+        &["-v", "apply", "--cache-dir", &cache_dir],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stderr.contains("render(s) from the cache"), "{stderr}");
+    let other_token =
+        get(&other, "", "configmaps", "shop", "token").expect("applied")["data"]["token"].clone();
+    assert_ne!(other_token.as_str(), Some(token_value.as_str()));
+}
+
 mod cluster;
 mod crypto;
 mod hooks;
