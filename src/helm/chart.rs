@@ -62,6 +62,8 @@ pub struct Release {
     /// The cluster, when tend is connected: what `.Capabilities.APIVersions` lists (instead
     /// of the built-in versions) and what `lookup` finds.
     pub cluster: Option<std::sync::Arc<super::lookup::ClusterFacts>>,
+    /// What the render may spend (`--helm-max-steps`, `--helm-max-bytes`).
+    pub limits: super::template::RenderLimits,
 }
 
 /// One rendered template, or one file of a `crds/` directory: its path in the chart
@@ -485,6 +487,7 @@ fn render_on(
     funcs::register_random(engine, release.seed);
     super::lookup::register(engine, release.cluster.clone());
     engine.context().set_now(release.now);
+    engine.context().start_budget(release.limits);
     let release_seed = seed_of(&format!("{}/{}", release.namespace, release.name));
     let release = &Release {
         seed: release.seed ^ release_seed,
@@ -698,6 +701,7 @@ mod tests {
             seed: 1,
             now: 0,
             cluster: None,
+            limits: Default::default(),
         };
         render(&chart, &json!({}), &release)
             .map(|m| m.into_iter().map(|m| m.text).collect())
@@ -788,6 +792,7 @@ mod tests {
             seed: 1,
             now: 0,
             cluster: None,
+            limits: Default::default(),
         };
         let text: String = render(&chart, &json!({}), &release)
             .unwrap()
@@ -819,6 +824,7 @@ mod tests {
             seed: 1,
             now: 0,
             cluster: None,
+            limits: Default::default(),
         };
         let run = |template: &str| {
             let mut chart = chart.clone();

@@ -133,6 +133,7 @@ mod tests {
             seed: 1,
             now: 0,
             cluster: None,
+            limits: Default::default(),
         }
     }
 

@@ -1,0 +1,1 @@
+//! Charts written to hurt: values files, archives, dependencies.
