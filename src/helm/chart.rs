@@ -470,6 +470,16 @@ fn render_on(
             missing.join(", ")
         )));
     }
+    // Helm's install (and template) action: the chart's kubeVersion must admit the cluster's.
+    let kube_version = chart.metadata.get("kubeVersion").and_then(serde_json::Value::as_str);
+    if let Some(constraint) = kube_version.filter(|c| !c.trim().is_empty()) {
+        if !super::funcs::semver_compare(constraint, &release.kube_version).unwrap_or(false) {
+            return Err(values_error(format!(
+                "chart requires kubeVersion: {constraint} which is incompatible with Kubernetes {}; set the HelmChart's kubeVersion (or --kube-version) if the cluster is newer",
+                release.kube_version
+            )));
+        }
+    }
     deps::process(&mut root, user_values).map_err(values_error)?;
     let values = coalesce_values(&root, user_values, false).map_err(values_error)?;
     let problems = super::schema::validate(&root, &values);
