@@ -81,9 +81,12 @@ fn token() -> impl Strategy<Value = String> {
         Just("}}".to_string()),
         Just("{{".to_string()),
         "[a-z .$|\"]{0,8}".prop_map(|s| s),
-        (any::<i64>(), any::<i64>()).prop_map(|(a, b)| format!("{{{{ div {a} {b} }}}}{{{{ mod {a} {b} }}}}{{{{ mul {a} {b} }}}}")),
-        (0u64..100_000_000, 0u64..100_000_000)
-            .prop_map(|(w, p)| format!("{{{{ printf \"%{w}.{p}f|%*d|%.*e\" 1.5 {w} 2 {p} 3.5 }}}}")),
+        (any::<i64>(), any::<i64>()).prop_map(|(a, b)| format!(
+            "{{{{ div {a} {b} }}}}{{{{ mod {a} {b} }}}}{{{{ mul {a} {b} }}}}"
+        )),
+        (0u64..100_000_000, 0u64..100_000_000).prop_map(|(w, p)| format!(
+            "{{{{ printf \"%{w}.{p}f|%*d|%.*e\" 1.5 {w} 2 {p} 3.5 }}}}"
+        )),
         (0u64..3_000_000_000).prop_map(|n| format!("{{{{ repeat {n} \"ab\" | len }}}}")),
         (0u64..3_000_000_000).prop_map(|n| format!("{{{{ indent {n} \"a\\nb\" | len }}}}")),
         (0i64..1_000_000_000).prop_map(|n| format!("{{{{ range until {n} }}}}x{{{{ end }}}}")),
@@ -104,8 +107,12 @@ fn template_text_never_panics() {
 fn deep_template_text_is_an_error_not_an_abort() {
     for depth in [100, 1_000, 20_000] {
         render_template(&("{{ if true }}".repeat(depth) + &"{{ end }}".repeat(depth))).unwrap();
-        render_template(&format!("{{{{ {}1{} }}}}", "(".repeat(depth), ")".repeat(depth)))
-            .unwrap();
+        render_template(&format!(
+            "{{{{ {}1{} }}}}",
+            "(".repeat(depth),
+            ")".repeat(depth)
+        ))
+        .unwrap();
     }
 }
 
@@ -181,8 +188,11 @@ fn chart_archives_never_panic() {
             let dir = tempfile::tempdir().unwrap();
             let chart = dir.path().join("c");
             std::fs::create_dir_all(chart.join("charts")).unwrap();
-            std::fs::write(chart.join("Chart.yaml"), "apiVersion: v2\nname: c\nversion: 1.0.0\n")
-                .unwrap();
+            std::fs::write(
+                chart.join("Chart.yaml"),
+                "apiVersion: v2\nname: c\nversion: 1.0.0\n",
+            )
+            .unwrap();
             let mut archive = tgz(&entries);
             if corrupt && archive.len() > 20 {
                 let at = archive.len() / 2;

@@ -47,7 +47,13 @@ pub struct GlobalArgs {
     #[arg(long, global = true, env = "TEND_CACHE_DIR")]
     pub cache_dir: Option<PathBuf>,
     /// Work budget of each Helm release's render, in template steps (nodes walked, calls, items ranged over): a chart past it is refused (RELIABILITY.md).
-    #[arg(long, global = true, env = "TEND_HELM_MAX_STEPS", value_name = "STEPS", default_value_t = 50_000_000)]
+    #[arg(
+        long,
+        global = true,
+        env = "TEND_HELM_MAX_STEPS",
+        value_name = "STEPS",
+        default_value_t = 50_000_000
+    )]
     pub helm_max_steps: u64,
     /// Memory budget of each Helm release's render, in bytes of text and values it makes: a chart past it is refused (RELIABILITY.md).
     #[arg(long, global = true, env = "TEND_HELM_MAX_BYTES", value_name = "BYTES", default_value_t = 1 << 30)]

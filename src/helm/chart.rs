@@ -471,7 +471,10 @@ fn render_on(
         )));
     }
     // Helm's install (and template) action: the chart's kubeVersion must admit the cluster's.
-    let kube_version = chart.metadata.get("kubeVersion").and_then(serde_json::Value::as_str);
+    let kube_version = chart
+        .metadata
+        .get("kubeVersion")
+        .and_then(serde_json::Value::as_str);
     if let Some(constraint) = kube_version.filter(|c| !c.trim().is_empty()) {
         if !super::funcs::semver_compare(constraint, &release.kube_version).unwrap_or(false) {
             return Err(values_error(format!(

@@ -149,8 +149,8 @@ fn chart_of(
     version: String,
     digest: &str,
 ) -> Result<RemoteChart, String> {
-    let files =
-        archive::files(bytes, MAX_TREE_BYTES).map_err(|e| format!("cannot read the archive of {what}: {e}"))?;
+    let files = archive::files(bytes, MAX_TREE_BYTES)
+        .map_err(|e| format!("cannot read the archive of {what}: {e}"))?;
     let origin = Path::new(&format!("{name}-{version}.tgz")).to_path_buf();
     let chart = load_files(files, &origin, &mut TreeBudget::new(), 0).map_err(|p| p.to_string())?;
     Ok(RemoteChart {
@@ -171,7 +171,11 @@ fn load_files(
     if depth > MAX_TREE_DEPTH {
         return Err(Problem::new(origin, 1, format!("subcharts nest more than {MAX_TREE_DEPTH} levels deep (charts/ within charts/); no real chart does")));
     }
-    let own: Vec<ChartFile> = files.iter().filter(|(n, _)| !n.starts_with("charts/")).cloned().collect();
+    let own: Vec<ChartFile> = files
+        .iter()
+        .filter(|(n, _)| !n.starts_with("charts/"))
+        .cloned()
+        .collect();
     budget.take(&own, origin)?;
     let mut chart = Chart::default();
     let mut subcharts: BTreeMap<String, Vec<ChartFile>> = BTreeMap::new();
@@ -390,7 +394,13 @@ mod tests {
             ("charts/dir/files/f.txt".to_string(), b"text".to_vec()),
             ("charts/dir.prov".to_string(), b"signature".to_vec()),
         ];
-        let top = super::load_files(files, Path::new("charts/top"), &mut super::TreeBudget::new(), 0).unwrap();
+        let top = super::load_files(
+            files,
+            Path::new("charts/top"),
+            &mut super::TreeBudget::new(),
+            0,
+        )
+        .unwrap();
         let names: Vec<&str> = top.dependencies.iter().map(|d| d.name()).collect();
         assert_eq!(names, ["dir", "outer"]);
         assert!(

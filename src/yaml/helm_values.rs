@@ -10,7 +10,9 @@ use std::collections::HashMap;
 use std::mem::MaybeUninit;
 use unsafe_libyaml as unsafe_sys;
 
-use super::limits::{alias_bomb_message, deep_flow_line, nesting_message, MAX_EXPANDED_BYTES, MAX_NESTING};
+use super::limits::{
+    alias_bomb_message, deep_flow_line, nesting_message, MAX_EXPANDED_BYTES, MAX_NESTING,
+};
 
 /// The first document of `text` as Helm's `chartutil.ReadValues` and `fromYaml` see it
 /// (null for an empty one), or go-yaml's or sigs.k8s.io/yaml's error.
@@ -621,12 +623,16 @@ mod tests {
     #[test]
     fn deep_nesting_is_refused_block_or_flow() {
         let flow = "[".repeat(100_000);
-        assert!(parse_helm_yaml(&flow).unwrap_err().contains("nested more than"));
+        assert!(parse_helm_yaml(&flow)
+            .unwrap_err()
+            .contains("nested more than"));
         let mut block = String::new();
         for i in 0..200 {
             block.push_str(&format!("{}k:\n", "  ".repeat(i)));
         }
-        assert!(parse_helm_yaml(&block).unwrap_err().contains("nested more than"));
+        assert!(parse_helm_yaml(&block)
+            .unwrap_err()
+            .contains("nested more than"));
         let ok = "a:\n  b:\n    c: [1, [2, {d: 3}]]\n";
         assert!(parse_helm_yaml(ok).is_ok());
     }

@@ -210,13 +210,19 @@ pub fn register(engine: &mut Engine) {
         Ok(Value::str(exact::<1>(args, "typeOf")?[0].type_name()))
     });
     engine.register("add", |_, args| {
-        Ok(Value::Int(args.iter().map(to_int).fold(0, i64::wrapping_add)))
+        Ok(Value::Int(
+            args.iter().map(to_int).fold(0, i64::wrapping_add),
+        ))
     });
     engine.register("add1", |_, args| {
-        Ok(Value::Int(to_int(&exact::<1>(args, "add1")?[0]).wrapping_add(1)))
+        Ok(Value::Int(
+            to_int(&exact::<1>(args, "add1")?[0]).wrapping_add(1),
+        ))
     });
     engine.register("mul", |_, args| {
-        Ok(Value::Int(args.iter().map(to_int).fold(1, i64::wrapping_mul)))
+        Ok(Value::Int(
+            args.iter().map(to_int).fold(1, i64::wrapping_mul),
+        ))
     });
     engine.register("sub", |_, args| {
         let [a, b] = exact::<2>(args, "sub")?;

@@ -132,8 +132,7 @@ pub fn register_random(engine: &mut Engine, seed: u64) {
     engine.register("randBytes", |exec, args| {
         use base64::Engine as _;
         let [n] = exact::<1>(args, "randBytes")?;
-        exec.context()
-            .spend_bytes(to_int(&n).max(0) as u64 * 2)?;
+        exec.context().spend_bytes(to_int(&n).max(0) as u64 * 2)?;
         let bytes: Vec<u8> = (0..to_int(&n).max(0))
             .map(|_| exec.context().next_random() as u8)
             .collect();

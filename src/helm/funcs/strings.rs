@@ -213,7 +213,10 @@ pub(super) fn pay(exec: &Exec, bytes: u64) -> Result<(), CallError> {
 fn indent(exec: &Exec, n: i64, text: &str) -> Result<String, CallError> {
     let n = n.max(0) as u64;
     let lines = text.matches('\n').count() as u64 + 1;
-    pay(exec, (text.len() as u64).saturating_add(lines.saturating_mul(n)))?;
+    pay(
+        exec,
+        (text.len() as u64).saturating_add(lines.saturating_mul(n)),
+    )?;
     let pad = " ".repeat(n as usize);
     Ok(format!("{pad}{}", text.replace('\n', &format!("\n{pad}"))))
 }
@@ -235,7 +238,10 @@ pub(super) fn regex_replace_all(
     } else {
         repl.len() as u64
     };
-    pay(exec, (text.len() as u64).saturating_add(matches.saturating_mul(per_match)))?;
+    pay(
+        exec,
+        (text.len() as u64).saturating_add(matches.saturating_mul(per_match)),
+    )?;
     let out = if expand {
         re.replace_all(text, repl).into_owned()
     } else {

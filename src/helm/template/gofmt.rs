@@ -58,7 +58,10 @@ const EXACT_DIGITS: usize = 1100;
 /// `f` with `precision` digits after the point (Go's `%.Nf`), for any precision.
 fn fixed(f: f64, precision: usize) -> String {
     let mut text = format!("{:.*}", precision.min(EXACT_DIGITS), f);
-    text.extend(std::iter::repeat_n('0', precision.saturating_sub(EXACT_DIGITS)));
+    text.extend(std::iter::repeat_n(
+        '0',
+        precision.saturating_sub(EXACT_DIGITS),
+    ));
     text
 }
 
@@ -322,8 +325,7 @@ fn write_verb(out: &mut String, v: &Value, verb: char, spec: &Spec) {
         }
         (Value::Float(f), 'g') => spec.pad(out, &sign(spec, format_g(*f, spec.precision)), true),
         (Value::Float(f), 'f' | 'F') => {
-            let text =
-                special(*f).unwrap_or_else(|| fixed(*f, spec.precision.unwrap_or(6)));
+            let text = special(*f).unwrap_or_else(|| fixed(*f, spec.precision.unwrap_or(6)));
             spec.pad(out, &sign(spec, text), true)
         }
         (Value::Float(f), 'e') => spec.pad(

@@ -212,7 +212,12 @@ mod tests {
     use super::*;
 
     fn map_of(entries: Vec<(&str, Value)>) -> Value {
-        Value::map(entries.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+        Value::map(
+            entries
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+        )
     }
 
     #[test]

@@ -38,7 +38,10 @@ pub fn metadata(meta: &Value) -> Result<(), String> {
     let dependencies = meta.get("dependencies").and_then(Value::as_array);
     for dependency in dependencies.into_iter().flatten() {
         let name = dependency.get("name").and_then(Value::as_str).unwrap_or("");
-        let alias = dependency.get("alias").and_then(Value::as_str).unwrap_or("");
+        let alias = dependency
+            .get("alias")
+            .and_then(Value::as_str)
+            .unwrap_or("");
         let allowed = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
         if !alias.is_empty() && !alias.chars().all(allowed) {
             return Err(format!(
@@ -72,11 +75,23 @@ mod tests {
         assert_eq!(metadata(&ok), Ok(()));
         assert!(metadata(&json!({"name": "a", "version": "1"})).is_ok());
         let refused = [
-            (json!({"apiVersion": "v3", "name": "a", "version": "1.0.0"}), "apiVersion"),
-            (json!({"name": "../../../etc", "version": "1.0.0"}), "is invalid"),
-            (json!({"name": "a", "version": "latest"}), "semantic version"),
+            (
+                json!({"apiVersion": "v3", "name": "a", "version": "1.0.0"}),
+                "apiVersion",
+            ),
+            (
+                json!({"name": "../../../etc", "version": "1.0.0"}),
+                "is invalid",
+            ),
+            (
+                json!({"name": "a", "version": "latest"}),
+                "semantic version",
+            ),
             (json!({"name": "a"}), "version is required"),
-            (json!({"name": "a", "version": "1.0.0", "type": "x"}), "type"),
+            (
+                json!({"name": "a", "version": "1.0.0", "type": "x"}),
+                "type",
+            ),
             (
                 json!({"name": "a", "version": "1.0.0", "dependencies": [{"name": "x", "alias": "../../etc"}]}),
                 "disallowed characters",

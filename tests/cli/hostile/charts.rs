@@ -92,12 +92,22 @@ fn aliases_that_multiply_charts_are_bounded() {
     let mut prefix = String::new();
     for level in 0..6 {
         let deps: String = (0..10)
-            .map(|i| format!("  - name: l{next}\n    version: 1.0.0\n    alias: a{i}\n", next = level + 1))
+            .map(|i| {
+                format!(
+                    "  - name: l{next}\n    version: 1.0.0\n    alias: a{i}\n",
+                    next = level + 1
+                )
+            })
             .collect();
-        let name = if level == 0 { "c".to_string() } else { format!("l{level}") };
+        let name = if level == 0 {
+            "c".to_string()
+        } else {
+            format!("l{level}")
+        };
         files.push((
             format!("{prefix}Chart.yaml"),
-            format!("apiVersion: v2\nname: {name}\nversion: 1.0.0\ndependencies:\n{deps}").into_bytes(),
+            format!("apiVersion: v2\nname: {name}\nversion: 1.0.0\ndependencies:\n{deps}")
+                .into_bytes(),
         ));
         prefix.push_str(&format!("charts/l{}/", level + 1));
     }

@@ -45,16 +45,19 @@ fn integer_arithmetic_wraps_as_go_does() {
     ));
     out.rendered();
     assert!(
-        out.stdout.contains(
-            "[-9223372036854775808,0,-9223372036854775808,-2,9223372036854775807]"
-        ),
+        out.stdout
+            .contains("[-9223372036854775808,0,-9223372036854775808,-2,9223372036854775807]"),
         "{}",
         out.stdout
     );
-    render_template(&config_map(r#"{{ randInt -9223372036854775808 9223372036854775807 }}"#))
-        .rendered();
-    render_template(&config_map(r#"{{ untilStep 9223372036854775800 9223372036854775807 5 | len }}"#))
-        .rendered();
+    render_template(&config_map(
+        r#"{{ randInt -9223372036854775808 9223372036854775807 }}"#,
+    ))
+    .rendered();
+    render_template(&config_map(
+        r#"{{ untilStep 9223372036854775800 9223372036854775807 5 | len }}"#,
+    ))
+    .rendered();
 }
 
 #[test]
@@ -63,7 +66,8 @@ fn nesting_past_the_limit_is_refused_not_a_crash() {
     render_template(&ifs).refused_with("nested too deep");
     let parens = format!("{{{{ {}1{} }}}}", "(".repeat(100_000), ")".repeat(100_000));
     render_template(&parens).refused_with("nested too deep");
-    let ranges = "{{ range list 1 }}{{ with . }}".repeat(3_000) + &"{{ end }}{{ end }}".repeat(3_000);
+    let ranges =
+        "{{ range list 1 }}{{ with . }}".repeat(3_000) + &"{{ end }}{{ end }}".repeat(3_000);
     render_template(&ranges).refused_with("nested too deep");
     // Even in a template no one calls.
     let unused = format!(
@@ -100,7 +104,8 @@ fn values_that_hold_themselves_are_a_cycle_error() {
         + &config_map("{{ toYaml $d | len }}");
     render_template(&text).refused_with("--helm-max-bytes");
     // A chain built in a loop, deeper than any values file may be.
-    let text = "{{ $d := dict }}{{ range until 100000 }}{{ $d = dict \"x\" $d }}{{ end }}".to_string()
+    let text = "{{ $d := dict }}{{ range until 100000 }}{{ $d = dict \"x\" $d }}{{ end }}"
+        .to_string()
         + &config_map("{{ toJson $d | len }}");
     render_template(&text).refused_with("nested more than");
 }
