@@ -57,7 +57,7 @@ impl TreeBudget {
             return Err(Problem::new(origin, 1, format!("the chart and its subcharts hold more than {MAX_TREE_FILES} files in all; a chart is a few thousand files at most")));
         }
         if bytes > self.bytes {
-            return Err(Problem::new(origin, 1, format!("the chart and its subcharts unpack to more than {MAX_TREE_BYTES} bytes in all (archives within archives?); a chart is kilobytes")));
+            return Err(Problem::new(origin, 1, format!("the chart and its subcharts unpack to more than the budget of the whole chart tree, {MAX_TREE_BYTES} bytes (archives within archives?); a chart is kilobytes")));
         }
         self.files -= files.len();
         self.bytes -= bytes;

@@ -21,7 +21,7 @@ pub fn files(gz: &[u8], room: u64) -> Result<Vec<(String, Vec<u8>)>, String> {
         .map_err(|e| format!("not a gzip archive: {e}"))?;
     if tar.len() as u64 > limit {
         return Err(if limit < MAX_UNPACKED {
-            format!("the chart and the archives in it unpack to more than {} bytes in all (archives within archives?); a chart is kilobytes", super::MAX_TREE_BYTES)
+            format!("it unpacks to more than the {limit} bytes left of the budget of the whole chart tree (the chart, its subcharts and the archives within archives); a chart is kilobytes")
         } else {
             format!("it unpacks to more than {MAX_UNPACKED} bytes")
         });

@@ -68,7 +68,7 @@ fn archives_within_archives_are_bounded_as_one_tree() {
         ("templates/t.yaml", CONFIG_MAP),
         ("charts/outer-1.0.0.tgz", &outer),
     ]);
-    render_bounded(dir.path(), &[]).refused_with("bytes in all");
+    render_bounded(dir.path(), &[]).refused_with("budget of the whole chart tree");
 
     // Archives nested deeper than any chart.
     let mut archive = tgz(&[("l/Chart.yaml", chart_yaml("l").as_bytes())]);
