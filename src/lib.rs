@@ -72,8 +72,9 @@ pub use source::{git, SourceFile};
 
 /// Helm charts as tend reads and renders them, for the corpus test against `helm template`.
 pub mod charts {
-    pub use crate::helm::chart::{render, Manifest, Release};
+    pub use crate::helm::chart::{render, Chart, Manifest, Release};
     pub use crate::helm::hooks::{classify, Hook};
+    pub use crate::helm::template::RenderLimits;
     pub use crate::helm::template_text::helm_template_text;
     pub use crate::helm::values::{merge_maps, parse_set};
     pub use crate::source::charts::read_chart;

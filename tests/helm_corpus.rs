@@ -147,6 +147,7 @@ fn render_manifests(command: &str) -> Result<(Command, String, Vec<Manifest>), S
         seed: 1,
         now: 0,
         cluster: None,
+        limits: Default::default(),
     };
     let manifests = render(&chart, &values, &release).map_err(|e| e.to_string())?;
     Ok((cmd, chart.name().to_string(), manifests))
@@ -466,6 +467,7 @@ fn kube_prometheus_stack_reads_the_kube_version() {
         seed: 1,
         now: 0,
         cluster: None,
+        limits: Default::default(),
     };
     // Without those subcharts, their parts of the chart are off.
     let values = serde_json::json!({

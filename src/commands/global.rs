@@ -46,6 +46,18 @@ pub struct GlobalArgs {
     /// Where git repositories are cached (default $XDG_CACHE_HOME/tend).
     #[arg(long, global = true, env = "TEND_CACHE_DIR")]
     pub cache_dir: Option<PathBuf>,
+    /// Work budget of each Helm release's render, in template steps (nodes walked, calls, items ranged over): a chart past it is refused (RELIABILITY.md).
+    #[arg(
+        long,
+        global = true,
+        env = "TEND_HELM_MAX_STEPS",
+        value_name = "STEPS",
+        default_value_t = 50_000_000
+    )]
+    pub helm_max_steps: u64,
+    /// Memory budget of each Helm release's render, in bytes of text and values it makes: a chart past it is refused (RELIABILITY.md).
+    #[arg(long, global = true, env = "TEND_HELM_MAX_BYTES", value_name = "BYTES", default_value_t = 1 << 30)]
+    pub helm_max_bytes: u64,
     /// Private key for SSH git remotes.
     #[arg(long, global = true, env = "TEND_SSH_KEY")]
     pub ssh_key: Option<PathBuf>,
@@ -160,6 +172,10 @@ impl GlobalArgs {
             chart_credentials: std::sync::Arc::new(crate::run::chart_credentials::load(
                 &self.helm_credentials,
             )?),
+            helm_limits: crate::helm::template::RenderLimits {
+                steps: self.helm_max_steps,
+                bytes: self.helm_max_bytes,
+            },
         })
     }
 

@@ -64,6 +64,8 @@ pub struct Release {
     /// The cluster, when tend is connected: what `.Capabilities.APIVersions` lists (instead
     /// of the built-in versions) and what `lookup` finds.
     pub cluster: Option<std::sync::Arc<super::lookup::ClusterFacts>>,
+    /// What the render may spend (`--helm-max-steps`, `--helm-max-bytes`).
+    pub limits: super::template::RenderLimits,
 }
 
 /// One rendered template, or one file of a `crds/` directory: its path in the chart
@@ -470,6 +472,19 @@ fn render_on(
             missing.join(", ")
         )));
     }
+    // Helm's install (and template) action: the chart's kubeVersion must admit the cluster's.
+    let kube_version = chart
+        .metadata
+        .get("kubeVersion")
+        .and_then(serde_json::Value::as_str);
+    if let Some(constraint) = kube_version.filter(|c| !c.trim().is_empty()) {
+        if !super::funcs::semver_compare(constraint, &release.kube_version).unwrap_or(false) {
+            return Err(values_error(format!(
+                "chart requires kubeVersion: {constraint} which is incompatible with Kubernetes {}; set the HelmChart's kubeVersion (or --kube-version) if the cluster is newer",
+                release.kube_version
+            )));
+        }
+    }
     deps::process(&mut root, user_values).map_err(values_error)?;
     let values = coalesce_values(&root, user_values, false).map_err(values_error)?;
     let problems = super::schema::validate(&root, &values);
@@ -487,6 +502,7 @@ fn render_on(
     funcs::register_random(engine, release.seed);
     super::lookup::register(engine, release.cluster.clone());
     engine.context().set_now(release.now);
+    engine.context().start_budget(release.limits);
     let release_seed = seed_of(&format!("{}/{}", release.namespace, release.name));
     let release = &Release {
         seed: release.seed ^ release_seed,
@@ -700,6 +716,7 @@ mod tests {
             seed: 1,
             now: 0,
             cluster: None,
+            limits: Default::default(),
         };
         render(&chart, &json!({}), &release)
             .map(|m| m.into_iter().map(|m| m.text).collect())
@@ -790,6 +807,7 @@ mod tests {
             seed: 1,
             now: 0,
             cluster: None,
+            limits: Default::default(),
         };
         let text: String = render(&chart, &json!({}), &release)
             .unwrap()
@@ -821,6 +839,7 @@ mod tests {
             seed: 1,
             now: 0,
             cluster: None,
+            limits: Default::default(),
         };
         let run = |template: &str| {
             let mut chart = chart.clone();

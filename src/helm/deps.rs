@@ -17,11 +17,21 @@ fn compatible(constraint: &str, version: &str) -> bool {
 
 /// `ProcessDependenciesWithMerge`: what `helm install`/`template` does before coalescing.
 pub fn process(root: &mut Node, user: &Value) -> Result<(), String> {
-    process_enabled(root, user, "")?;
+    let mut copies = 0;
+    process_enabled(root, user, "", &mut copies)?;
     process_import_values(root)
 }
 
-fn process_enabled(c: &mut Node, v: &Value, path: &str) -> Result<(), String> {
+/// Most chart copies one release may make of its dependencies: aliases copy a subchart
+/// with all of its own, so a few levels of aliased dependencies multiply (10 aliases on 6
+/// levels are a million charts). Real umbrella charts use a few dozen.
+pub const MAX_CHARTS_PER_RELEASE: usize = 5_000;
+
+fn size(node: &Node) -> usize {
+    1 + node.deps.iter().map(size).sum::<usize>()
+}
+
+fn process_enabled(c: &mut Node, v: &Value, path: &str, copies: &mut usize) -> Result<(), String> {
     let Some(mut reqs) = c.reqs.take() else {
         return Ok(());
     };
@@ -41,6 +51,12 @@ fn process_enabled(c: &mut Node, v: &Value, path: &str) -> Result<(), String> {
             .iter()
             .find(|e| e.name() == req.name && compatible(&req.version, e.version()))
         {
+            *copies += size(found);
+            if *copies > MAX_CHARTS_PER_RELEASE {
+                return Err(format!(
+                    "the release would hold more than {MAX_CHARTS_PER_RELEASE} charts: its dependencies, copied once per alias at every level, multiply; use fewer aliases or fewer levels"
+                ));
+            }
             let mut dep = found.clone();
             if !req.alias.is_empty() {
                 if let Value::Object(m) = &mut dep.metadata {
@@ -69,7 +85,7 @@ fn process_enabled(c: &mut Node, v: &Value, path: &str) -> Result<(), String> {
     let cvals = Value::Object(cvals);
     for dep in &mut c.deps {
         let sub = format!("{path}{}.", dep.name());
-        process_enabled(dep, &cvals, &sub)?;
+        process_enabled(dep, &cvals, &sub, copies)?;
     }
     c.reqs = Some(
         reqs.into_iter()

@@ -187,6 +187,7 @@ mod tests {
             seed: 1,
             now: 0,
             cluster: None,
+            limits: Default::default(),
         }
     }
 

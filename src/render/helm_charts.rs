@@ -238,6 +238,7 @@ fn release_input<'c>(
         seed: opts.helm_seed,
         now: opts.now,
         cluster: opts.helm_cluster.clone(),
+        limits: opts.helm_limits,
     };
     let user = user_values(file, doc, spec, charts, opts, &mut out.problems)?;
     Some(ReleaseInput {

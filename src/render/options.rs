@@ -41,6 +41,8 @@ pub struct RenderOptions {
     /// Logins for chart repositories and OCI registries (`--helm-credentials`,
     /// `--helm-credentials-secret`, Helm's registry config); their Debug shows no password.
     pub chart_credentials: Arc<crate::source::charts::credentials::Credentials>,
+    /// What each Helm release's render may spend (`--helm-max-steps`, `--helm-max-bytes`).
+    pub helm_limits: crate::helm::template::RenderLimits,
 }
 
 impl Default for RenderOptions {
@@ -57,6 +59,7 @@ impl Default for RenderOptions {
             kept_renders: None,
             helm_template: false,
             chart_credentials: Arc::default(),
+            helm_limits: Default::default(),
         }
     }
 }

@@ -10,6 +10,7 @@ mod helmignore;
 mod http;
 mod oci;
 pub mod remote;
+mod validate;
 
 use super::paths::{leaves_root, normalize};
 use super::{SourceFile, MAX_FILE_BYTES};
@@ -26,6 +27,44 @@ pub const CHART_FILE: &str = "Chart.yaml";
 /// A file of a chart: its path inside the chart (`/`-separated) and bytes.
 type ChartFile = (String, Vec<u8>);
 
+/// Most bytes one chart may unpack to, its subcharts and the archives within archives
+/// included (each archive alone stops at 64 MiB; a chart is kilobytes).
+pub const MAX_TREE_BYTES: u64 = 256 * 1024 * 1024;
+/// Most files one chart may hold, subcharts included (the largest public charts hold a few
+/// thousand).
+pub const MAX_TREE_FILES: usize = 50_000;
+/// Deepest nesting of subcharts (`charts/a/charts/b/...`, archives within archives).
+pub const MAX_TREE_DEPTH: usize = 20;
+
+/// What is left of one chart tree's budget while its files are loaded.
+struct TreeBudget {
+    bytes: u64,
+    files: usize,
+}
+
+impl TreeBudget {
+    fn new() -> TreeBudget {
+        TreeBudget {
+            bytes: MAX_TREE_BYTES,
+            files: MAX_TREE_FILES,
+        }
+    }
+
+    /// Takes `files` for one chart of the tree.
+    fn take(&mut self, files: &[ChartFile], origin: &Path) -> Result<(), Problem> {
+        let bytes: u64 = files.iter().map(|(_, b)| b.len() as u64).sum();
+        if files.len() > self.files {
+            return Err(Problem::new(origin, 1, format!("the chart and its subcharts hold more than {MAX_TREE_FILES} files in all; a chart is a few thousand files at most")));
+        }
+        if bytes > self.bytes {
+            return Err(Problem::new(origin, 1, format!("the chart and its subcharts unpack to more than the budget of the whole chart tree, {MAX_TREE_BYTES} bytes (archives within archives?); a chart is kilobytes")));
+        }
+        self.files -= files.len();
+        self.bytes -= bytes;
+        Ok(())
+    }
+}
+
 /// Reads the chart in `dir` (`rel` to the repository root, for messages).
 pub fn read_chart(root: &Path, dir: &Path, rel: &Path) -> Result<Chart, Problem> {
     let rules = match fs::read_to_string(dir.join(helmignore::FILE)) {
@@ -37,7 +76,7 @@ pub fn read_chart(root: &Path, dir: &Path, rel: &Path) -> Result<Chart, Problem>
     let mut visited = BTreeSet::new();
     read_dir(root, dir, dir, rel, &rules, &mut visited, &mut files)?;
     files.sort();
-    load_files(files, rel)
+    load_files(files, rel, &mut TreeBudget::new(), 0)
 }
 
 fn read_dir(
@@ -79,6 +118,14 @@ fn read_dir(
             continue;
         }
         let bytes = match fs::metadata(&path) {
+            // A named pipe, socket or device would block the read or never end.
+            Ok(m) if !m.is_file() => {
+                return Err(Problem::new(
+                    &rel_file,
+                    1,
+                    "is not a regular file (a named pipe, socket or device); a chart holds only files and directories",
+                ))
+            }
             Ok(m) if m.len() > MAX_FILE_BYTES => {
                 return Err(Problem::new(
                     &rel_file,
@@ -102,10 +149,10 @@ fn chart_of(
     version: String,
     digest: &str,
 ) -> Result<RemoteChart, String> {
-    let files =
-        archive::files(bytes).map_err(|e| format!("cannot read the archive of {what}: {e}"))?;
+    let files = archive::files(bytes, MAX_TREE_BYTES)
+        .map_err(|e| format!("cannot read the archive of {what}: {e}"))?;
     let origin = Path::new(&format!("{name}-{version}.tgz")).to_path_buf();
-    let chart = load_files(files, &origin).map_err(|p| p.to_string())?;
+    let chart = load_files(files, &origin, &mut TreeBudget::new(), 0).map_err(|p| p.to_string())?;
     Ok(RemoteChart {
         chart,
         version,
@@ -116,7 +163,21 @@ fn chart_of(
 
 /// Helm's `LoadFiles`: a chart from its files (paths inside the chart); `origin` names the
 /// chart's directory or archive in messages.
-fn load_files(files: Vec<ChartFile>, origin: &Path) -> Result<Chart, Problem> {
+fn load_files(
+    files: Vec<ChartFile>,
+    origin: &Path,
+    budget: &mut TreeBudget,
+    depth: usize,
+) -> Result<Chart, Problem> {
+    if depth > MAX_TREE_DEPTH {
+        return Err(Problem::new(origin, 1, format!("subcharts nest more than {MAX_TREE_DEPTH} levels deep (charts/ within charts/); no real chart does")));
+    }
+    let own: Vec<ChartFile> = files
+        .iter()
+        .filter(|(n, _)| !n.starts_with("charts/"))
+        .cloned()
+        .collect();
+    budget.take(&own, origin)?;
     let mut chart = Chart::default();
     let mut subcharts: BTreeMap<String, Vec<ChartFile>> = BTreeMap::new();
     for (name, bytes) in files {
@@ -162,6 +223,8 @@ fn load_files(files: Vec<ChartFile>, origin: &Path) -> Result<Chart, Problem> {
             "Chart.yaml is missing or has no name; add `name: <chart>`",
         ));
     }
+    validate::metadata(&chart.metadata)
+        .map_err(|why| Problem::new(origin.join(CHART_FILE), 1, why))?;
     for (key, files) in subcharts {
         if key.starts_with(['_', '.']) {
             continue;
@@ -169,10 +232,11 @@ fn load_files(files: Vec<ChartFile>, origin: &Path) -> Result<Chart, Problem> {
         let at = origin.join("charts").join(&key);
         let sub = if key.ends_with(".tgz") {
             let bytes = files.into_iter().next().map(|(_, b)| b).unwrap_or_default();
-            let files = archive::files(&bytes).map_err(|e| {
+            budget.take(&[(key.clone(), bytes.clone())], &at)?;
+            let files = archive::files(&bytes, budget.bytes).map_err(|e| {
                 Problem::new(&at, 1, format!("cannot read this chart archive: {e}"))
             })?;
-            load_files(files, &at)?
+            load_files(files, &at, budget, depth + 1)?
         } else {
             let prefix = format!("charts/{key}/");
             let inner: Vec<ChartFile> = files
@@ -186,7 +250,7 @@ fn load_files(files: Vec<ChartFile>, origin: &Path) -> Result<Chart, Problem> {
                     "is in charts/ but is not a chart (a directory holding Chart.yaml, or a .tgz archive); move it out of charts/ or list it in .helmignore",
                 ));
             }
-            load_files(inner, &at)?
+            load_files(inner, &at, budget, depth + 1)?
         };
         chart.dependencies.push(sub);
     }
@@ -331,7 +395,13 @@ mod tests {
             ("charts/dir/files/f.txt".to_string(), b"text".to_vec()),
             ("charts/dir.prov".to_string(), b"signature".to_vec()),
         ];
-        let top = super::load_files(files, Path::new("charts/top")).unwrap();
+        let top = super::load_files(
+            files,
+            Path::new("charts/top"),
+            &mut super::TreeBudget::new(),
+            0,
+        )
+        .unwrap();
         let names: Vec<&str> = top.dependencies.iter().map(|d| d.name()).collect();
         assert_eq!(names, ["dir", "outer"]);
         assert!(

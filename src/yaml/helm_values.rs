@@ -10,18 +10,27 @@ use std::collections::HashMap;
 use std::mem::MaybeUninit;
 use unsafe_libyaml as unsafe_sys;
 
-/// How many values aliases may copy in all: a document of nested aliases ("billion laughs")
-/// must fail, not exhaust memory.
-const MAX_ALIASED_NODES: usize = 1_000_000;
+use super::limits::{
+    alias_bomb_message, deep_flow_line, nesting_message, MAX_EXPANDED_BYTES, MAX_NESTING,
+};
 
 /// The first document of `text` as Helm's `chartutil.ReadValues` and `fromYaml` see it
 /// (null for an empty one), or go-yaml's or sigs.k8s.io/yaml's error.
+///
+/// The limits of every YAML file tend reads hold here too (a chart's own `values.yaml`, and
+/// text a template hands `fromYaml`): nesting past [`MAX_NESTING`] levels, and aliases that
+/// copy more than [`MAX_EXPANDED_BYTES`] in all, are refused.
 pub fn parse_helm_yaml(text: &str) -> Result<Value, String> {
+    // libyaml takes time quadratic in the depth of flow collections: refused before it runs.
+    if let Some(line) = deep_flow_line(text, MAX_NESTING) {
+        return Err(format!("line {}: {}", line + 1, nesting_message()));
+    }
     let mut events = Events::new(text.as_bytes());
     let mut builder = Builder {
         events: &mut events,
         anchors: HashMap::new(),
         aliased: 0,
+        depth: 0,
     };
     builder.document()
 }
@@ -145,6 +154,8 @@ struct Builder<'e, 'a> {
     events: &'e mut Events<'a>,
     anchors: HashMap<String, (Value, usize)>,
     aliased: usize,
+    /// Collections open around the node being read.
+    depth: usize,
 }
 
 impl Builder<'_, '_> {
@@ -162,6 +173,20 @@ impl Builder<'_, '_> {
     }
 
     fn node(&mut self, event: Event) -> Result<Value, String> {
+        if matches!(event, Event::SequenceStart(_) | Event::MappingStart(_)) {
+            self.depth += 1;
+            if self.depth > MAX_NESTING {
+                return Err(nesting_message());
+            }
+        }
+        let value = self.node_within(event);
+        if value.as_ref().is_ok_and(|v| v.is_array() || v.is_object()) {
+            self.depth -= 1;
+        }
+        value
+    }
+
+    fn node_within(&mut self, event: Event) -> Result<Value, String> {
         let (anchor, value) = match event {
             Event::Scalar {
                 anchor,
@@ -186,9 +211,13 @@ impl Builder<'_, '_> {
                     .get(&name)
                     .cloned()
                     .ok_or_else(|| format!("yaml: unknown anchor '{name}' referenced"))?;
-                self.aliased += size;
-                if self.aliased > MAX_ALIASED_NODES {
-                    return Err("yaml: document contains excessive aliasing".into());
+                self.aliased = self.aliased.saturating_add(size);
+                if self.aliased > MAX_EXPANDED_BYTES {
+                    return Err(alias_bomb_message());
+                }
+                // An alias of a collection is no level of nesting of its own.
+                if value.is_array() || value.is_object() {
+                    self.depth += 1;
                 }
                 return Ok(value);
             }
@@ -247,11 +276,14 @@ impl Builder<'_, '_> {
 
 const MERGE_ERROR: &str = "yaml: map merge requires map or sequence of maps as the value";
 
+/// What copying `v` makes, counted as the limits of every YAML file count it: the bytes of
+/// its scalars and keys, and 8 per node.
 fn size_of(v: &Value) -> usize {
     match v {
-        Value::Array(items) => 1 + items.iter().map(size_of).sum::<usize>(),
-        Value::Object(m) => 1 + m.values().map(size_of).sum::<usize>(),
-        _ => 1,
+        Value::Array(items) => 8 + items.iter().map(size_of).sum::<usize>(),
+        Value::Object(m) => 8 + m.iter().map(|(k, v)| k.len() + size_of(v)).sum::<usize>(),
+        Value::String(s) => 8 + s.len(),
+        _ => 8,
     }
 }
 
@@ -576,8 +608,32 @@ mod tests {
             let prev = format!("*a{}", i - 1);
             text.push_str(&format!("a{i}: &a{i} [{}]\n", vec![prev; 10].join(", ")));
         }
-        assert!(parse_helm_yaml(&text)
+        assert!(parse_helm_yaml(&text).unwrap_err().contains("alias bomb"));
+    }
+
+    #[test]
+    fn one_large_anchor_aliased_many_times_is_bounded() {
+        let mut text = format!("a: &a \"{}\"\nl:\n", "x".repeat(1 << 20));
+        for _ in 0..2000 {
+            text.push_str("- *a\n");
+        }
+        assert!(parse_helm_yaml(&text).unwrap_err().contains("alias bomb"));
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_block_or_flow() {
+        let flow = "[".repeat(100_000);
+        assert!(parse_helm_yaml(&flow)
             .unwrap_err()
-            .contains("excessive aliasing"));
+            .contains("nested more than"));
+        let mut block = String::new();
+        for i in 0..200 {
+            block.push_str(&format!("{}k:\n", "  ".repeat(i)));
+        }
+        assert!(parse_helm_yaml(&block)
+            .unwrap_err()
+            .contains("nested more than"));
+        let ok = "a:\n  b:\n    c: [1, [2, {d: 3}]]\n";
+        assert!(parse_helm_yaml(ok).is_ok());
     }
 }

@@ -9,6 +9,7 @@ mod engine;
 mod faults;
 mod git;
 mod helm;
+mod hostile;
 mod kinds;
 mod kustomize;
 mod lists;

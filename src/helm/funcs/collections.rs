@@ -82,7 +82,11 @@ pub fn register(engine: &mut Engine) {
         let [_, k, v] = exact::<3>(args.clone(), "set")?;
         // Go panics assigning into a nil map; text/template reports the panic.
         let m = map_param(exec, &args, 0)?.ok_or("assignment to entry in nil map")?;
-        m.borrow_mut().insert(strval(&k), v);
+        let key = strval(&k);
+        // The map grows by one entry (the map itself is handed back, not made).
+        exec.spend_bytes(80 + key.len() as u64)
+            .map_err(CallError::Template)?;
+        m.borrow_mut().insert(key, v);
         Ok(args[0].clone())
     });
     engine.register("unset", |exec, args| {
@@ -188,11 +192,11 @@ pub fn register(engine: &mut Engine) {
         items.sort();
         Ok(Value::list(items.into_iter().map(Value::from).collect()))
     });
-    engine.register("until", |_, args| {
+    engine.register("until", |exec, args| {
         let [n] = exact::<1>(args, "until")?;
         let n = to_int(&n);
         let step = if n < 0 { -1 } else { 1 };
-        let items = super::lists::until_step(0, n, step);
+        let items = super::lists::until_step(exec, 0, n, step, 24)?;
         Ok(Value::list(items.into_iter().map(Value::Int).collect()))
     });
     engine.register("kindIs", |_, args| {
@@ -206,17 +210,23 @@ pub fn register(engine: &mut Engine) {
         Ok(Value::str(exact::<1>(args, "typeOf")?[0].type_name()))
     });
     engine.register("add", |_, args| {
-        Ok(Value::Int(args.iter().map(to_int).sum()))
+        Ok(Value::Int(
+            args.iter().map(to_int).fold(0, i64::wrapping_add),
+        ))
     });
     engine.register("add1", |_, args| {
-        Ok(Value::Int(to_int(&exact::<1>(args, "add1")?[0]) + 1))
+        Ok(Value::Int(
+            to_int(&exact::<1>(args, "add1")?[0]).wrapping_add(1),
+        ))
     });
     engine.register("mul", |_, args| {
-        Ok(Value::Int(args.iter().map(to_int).product()))
+        Ok(Value::Int(
+            args.iter().map(to_int).fold(1, i64::wrapping_mul),
+        ))
     });
     engine.register("sub", |_, args| {
         let [a, b] = exact::<2>(args, "sub")?;
-        Ok(Value::Int(to_int(&a) - to_int(&b)))
+        Ok(Value::Int(to_int(&a).wrapping_sub(to_int(&b))))
     });
     engine.register("div", |_, args| {
         let [a, b] = exact::<2>(args, "div")?;
@@ -224,7 +234,8 @@ pub fn register(engine: &mut Engine) {
         if b == 0 {
             return Err("integer divide by zero".into());
         }
-        Ok(Value::Int(to_int(&a) / b))
+        // Go's integers wrap: MinInt64 / -1 is MinInt64.
+        Ok(Value::Int(to_int(&a).wrapping_div(b)))
     });
     engine.register("mod", |_, args| {
         let [a, b] = exact::<2>(args, "mod")?;
@@ -232,7 +243,7 @@ pub fn register(engine: &mut Engine) {
         if b == 0 {
             return Err("integer divide by zero".into());
         }
-        Ok(Value::Int(to_int(&a) % b))
+        Ok(Value::Int(to_int(&a).wrapping_rem(b)))
     });
     engine.register("max", |_, args| {
         Ok(Value::Int(args.iter().map(to_int).max().unwrap_or(0)))
@@ -311,15 +322,15 @@ fn merge_all(exec: &Exec, args: Vec<Value>, overwrite: bool) -> Result<Value, Ca
 fn merge_into(dst: &Map, src: &BTreeMap<String, Value>, overwrite: bool) {
     for (key, value) in src {
         let existing = dst.borrow().get(key).cloned();
-        match (existing, value) {
+        match (&existing, value) {
             // mergo: a nil source value is skipped, or copied as nil when overwriting.
             (_, Value::Nil) => {
                 if overwrite {
                     dst.borrow_mut().insert(key.clone(), Value::Nil);
                 }
             }
-            (Some(Value::Map(d)), Value::Map(s)) if !std::rc::Rc::ptr_eq(&d, s) => {
-                merge_into(&d, &s.borrow(), overwrite);
+            (Some(Value::Map(d)), Value::Map(s)) if !std::rc::Rc::ptr_eq(d, s) => {
+                merge_into(d, &s.borrow(), overwrite);
             }
             // A map over a non-empty value of another kind leaves it, even when overwriting.
             (Some(current), Value::Map(_)) if current.truthy() => {}

@@ -52,7 +52,7 @@ pub fn register(engine: &mut Engine) {
     engine.register("mustFromYaml", |_, args| {
         let [text] = exact::<1>(args, "mustFromYaml")?;
         match from_yaml(want_str(&text)?, false) {
-            Value::Map(m) if m.borrow().contains_key("Error") && m.borrow().len() == 1 => {
+            Value::Map(ref m) if m.borrow().contains_key("Error") && m.borrow().len() == 1 => {
                 Err("error converting YAML to JSON".into())
             }
             v => Ok(v),

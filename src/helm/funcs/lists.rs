@@ -5,7 +5,7 @@
 
 use super::conv::{string_list, strval, to_int};
 use crate::helm::template::builtins::exact;
-use crate::helm::template::{CallError, Engine, Value};
+use crate::helm::template::{CallError, Engine, Exec, Value};
 use std::collections::BTreeMap;
 
 fn list_of(v: &Value, what: &str) -> Result<Vec<Value>, CallError> {
@@ -159,10 +159,10 @@ pub fn register(engine: &mut Engine) {
     engine.register("any", |_, args| {
         Ok(Value::Bool(args.iter().any(Value::truthy)))
     });
-    engine.register("seq", |_, args| seq(&args));
-    engine.register("untilStep", |_, args| {
+    engine.register("seq", |exec, args| seq(exec, &args));
+    engine.register("untilStep", |exec, args| {
         let [start, stop, step] = exact::<3>(args, "untilStep")?;
-        let items = until_step(to_int(&start), to_int(&stop), to_int(&step));
+        let items = until_step(exec, to_int(&start), to_int(&stop), to_int(&step), 24)?;
         Ok(Value::list(items.into_iter().map(Value::Int).collect()))
     });
     engine.register("toStrings", |_, args| {
@@ -276,48 +276,43 @@ fn dig(args: Vec<Value>) -> Result<Value, CallError> {
 }
 
 /// Sprig's `untilStep`: from `start` towards `stop` (excluded) by `step`; nothing when
-/// the step points away.
-pub fn until_step(start: i64, stop: i64, step: i64) -> Vec<i64> {
-    let mut out = Vec::new();
-    let mut i = start;
-    if stop < start {
-        if step >= 0 {
-            return out;
-        }
-        while i > stop {
-            out.push(i);
-            i += step;
-        }
-        return out;
-    }
-    if step <= 0 {
-        return out;
-    }
-    while i < stop {
-        out.push(i);
-        i += step;
-    }
-    out
+/// the step points away. The numbers are paid for (`item_bytes` each) before they are made.
+pub fn until_step(
+    exec: &Exec,
+    start: i64,
+    stop: i64,
+    step: i64,
+    item_bytes: u64,
+) -> Result<Vec<i64>, CallError> {
+    let (start, stop, step) = (start as i128, stop as i128, step as i128);
+    let count = if (stop < start && step < 0) || (stop > start && step > 0) {
+        ((stop - start).abs() + step.abs() - 1) / step.abs()
+    } else {
+        0
+    };
+    exec.spend_bytes((count as u64).saturating_mul(item_bytes))?;
+    Ok((0..count).map(|i| (start + i * step) as i64).collect())
 }
 
 /// Sprig's `seq`, like the shell's: a string of numbers separated by spaces.
-fn seq(args: &[Value]) -> Result<Value, CallError> {
+fn seq(exec: &Exec, args: &[Value]) -> Result<Value, CallError> {
     let p: Vec<i64> = args.iter().map(to_int).collect();
+    // Each number costs its digits and a space.
     let numbers = match p.as_slice() {
         [end] => {
             let inc = if *end < 1 { -1 } else { 1 };
-            until_step(1, end + inc, inc)
+            until_step(exec, 1, end.wrapping_add(inc), inc, 21)?
         }
         [start, end] => {
             let inc = if end < start { -1 } else { 1 };
-            until_step(*start, end + inc, inc)
+            until_step(exec, *start, end.wrapping_add(inc), inc, 21)?
         }
         [start, end, step] => {
             let inc = if end < start { -1 } else { 1 };
             if end < start && *step > 0 {
                 Vec::new()
             } else {
-                until_step(*start, end + inc, *step)
+                until_step(exec, *start, end.wrapping_add(inc), *step, 21)?
             }
         }
         _ => Vec::new(),

@@ -80,7 +80,7 @@ pub fn register(engine: &mut Engine) {
     // chartutil.VersionSet.Has: `.Capabilities.APIVersions.Has "apps/v1"`.
     engine.register_method("Has", |_, args| {
         let [set, wanted] = exact::<2>(args, "Has")?;
-        let Value::List(set) = set else {
+        let Value::List(ref set) = set else {
             return Err("Has needs a list of API versions".into());
         };
         Ok(Value::Bool(
@@ -125,13 +125,14 @@ pub fn register_random(engine: &mut Engine, seed: u64) {
         if max <= min {
             return Err("invalid argument to Intn".into());
         }
-        Ok(Value::Int(
-            min + (exec.context().next_random() % (max - min) as u64) as i64,
-        ))
+        let span = (max as i128 - min as i128) as u128;
+        let offset = (exec.context().next_random() as u128 % span) as i128;
+        Ok(Value::Int((min as i128 + offset) as i64))
     });
     engine.register("randBytes", |exec, args| {
         use base64::Engine as _;
         let [n] = exact::<1>(args, "randBytes")?;
+        exec.context().spend_bytes(to_int(&n).max(0) as u64 * 2)?;
         let bytes: Vec<u8> = (0..to_int(&n).max(0))
             .map(|_| exec.context().next_random() as u8)
             .collect();
@@ -178,6 +179,7 @@ fn random(
 ) -> Result<Value, CallError> {
     let [n] = exact::<1>(args, name)?;
     let n = to_int(&n).max(0) as usize;
+    context.spend_bytes(n as u64)?;
     let text: String = (0..n)
         .map(|_| alphabet[(context.next_random() % alphabet.len() as u64) as usize] as char)
         .collect();

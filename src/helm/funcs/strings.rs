@@ -3,7 +3,7 @@
 
 use super::conv::{string_list, strval, to_float, to_int, want_int, want_str};
 use crate::helm::template::builtins::exact;
-use crate::helm::template::{gofmt, CallError, Engine, Value};
+use crate::helm::template::{gofmt, CallError, Engine, Exec, Value};
 use base64::Engine as _;
 use sha2::Digest;
 
@@ -65,9 +65,17 @@ pub fn register(engine: &mut Engine) {
     binary!(engine, "contains", |sub, x| x.contains(sub));
     binary!(engine, "hasPrefix", |prefix, x| x.starts_with(prefix));
     binary!(engine, "hasSuffix", |suffix, x| x.ends_with(suffix));
-    engine.register("replace", |_, args| {
+    engine.register("replace", |exec, args| {
         let [old, new, src] = exact::<3>(args, "replace")?;
-        s(want_str(&src)?.replace(want_str(&old)?, want_str(&new)?))
+        let (old, new, src) = (want_str(&old)?, want_str(&new)?, want_str(&src)?);
+        // Paid for before it is made: an empty `old` matches between every character.
+        let matches = if old.is_empty() {
+            src.chars().count() + 1
+        } else {
+            src.matches(old).count()
+        };
+        pay(exec, src.len() as u64 + matches as u64 * new.len() as u64)?;
+        s(src.replace(old, new))
     });
     engine.register("trunc", |_, args| {
         let [n, v] = exact::<2>(args, "trunc")?;
@@ -82,13 +90,13 @@ pub fn register(engine: &mut Engine) {
         };
         s(cut.unwrap_or(text))
     });
-    engine.register("indent", |_, args| {
+    engine.register("indent", |exec, args| {
         let [n, v] = exact::<2>(args, "indent")?;
-        s(indent(want_int(&n)?, want_str(&v)?))
+        s(indent(exec, want_int(&n)?, want_str(&v)?)?)
     });
-    engine.register("nindent", |_, args| {
+    engine.register("nindent", |exec, args| {
         let [n, v] = exact::<2>(args, "nindent")?;
-        s(format!("\n{}", indent(want_int(&n)?, want_str(&v)?)))
+        s(format!("\n{}", indent(exec, want_int(&n)?, want_str(&v)?)?))
     });
     engine.register("quote", |_, args| {
         let quoted: Vec<String> = args
@@ -123,9 +131,12 @@ pub fn register(engine: &mut Engine) {
         let [v] = exact::<1>(args, "atoi")?;
         Ok(Value::Int(want_str(&v)?.parse().unwrap_or(0)))
     });
-    engine.register("join", |_, args| {
+    engine.register("join", |exec, args| {
         let [sep, v] = exact::<2>(args, "join")?;
-        s(string_list(&v).join(want_str(&sep)?))
+        let (parts, sep) = (string_list(&v), want_str(&sep)?);
+        let len: usize = parts.iter().map(|p| p.len() + sep.len()).sum();
+        pay(exec, len as u64)?;
+        s(parts.join(sep))
     });
     engine.register("splitList", |_, args| {
         let [sep, v] = exact::<2>(args, "splitList")?;
@@ -154,11 +165,9 @@ pub fn register(engine: &mut Engine) {
             Err(e) => Err(CallError::Message(e.to_string())),
         }
     });
-    engine.register("regexReplaceAll", |_, args| {
+    engine.register("regexReplaceAll", |exec, args| {
         let [re, v, repl] = exact::<3>(args, "regexReplaceAll")?;
-        s(regex(&re)?
-            .replace_all(want_str(&v)?, want_str(&repl)?)
-            .into_owned())
+        regex_replace_all(exec, &re, &v, &repl, true)
     });
     engine.register("regexFind", |_, args| {
         let [re, v] = exact::<2>(args, "regexFind")?;
@@ -196,9 +205,49 @@ fn regex(v: &Value) -> Result<regex::Regex, CallError> {
     super::goregex::compile(want_str(v)?).map_err(|e| CallError::Message(e.to_string()))
 }
 
-fn indent(n: i64, text: &str) -> String {
-    let pad = " ".repeat(n.max(0) as usize);
-    format!("{pad}{}", text.replace('\n', &format!("\n{pad}")))
+/// Spends `bytes` of the render's memory budget before a function makes them.
+pub(super) fn pay(exec: &Exec, bytes: u64) -> Result<(), CallError> {
+    exec.spend_bytes(bytes).map_err(CallError::Template)
+}
+
+fn indent(exec: &Exec, n: i64, text: &str) -> Result<String, CallError> {
+    let n = n.max(0) as u64;
+    let lines = text.matches('\n').count() as u64 + 1;
+    pay(
+        exec,
+        (text.len() as u64).saturating_add(lines.saturating_mul(n)),
+    )?;
+    let pad = " ".repeat(n as usize);
+    Ok(format!("{pad}{}", text.replace('\n', &format!("\n{pad}"))))
+}
+
+/// Go's `ReplaceAllString` (`$1` expanded) or `ReplaceAllLiteralString`, paid for first:
+/// every match may expand each `$` of the replacement to the whole text.
+pub(super) fn regex_replace_all(
+    exec: &Exec,
+    re: &Value,
+    v: &Value,
+    repl: &Value,
+    expand: bool,
+) -> Result<Value, CallError> {
+    let (re, text, repl) = (regex(re)?, want_str(v)?, want_str(repl)?);
+    let matches = re.find_iter(text).count() as u64;
+    let per_match = if expand {
+        (repl.len() as u64)
+            .saturating_add((repl.matches('$').count() as u64).saturating_mul(text.len() as u64))
+    } else {
+        repl.len() as u64
+    };
+    pay(
+        exec,
+        (text.len() as u64).saturating_add(matches.saturating_mul(per_match)),
+    )?;
+    let out = if expand {
+        re.replace_all(text, repl).into_owned()
+    } else {
+        re.replace_all(text, regex::NoExpand(repl)).into_owned()
+    };
+    s(out)
 }
 
 /// Go's `strings.Title`: a letter is upper-cased after a separator, which is any ASCII

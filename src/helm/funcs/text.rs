@@ -35,13 +35,15 @@ pub fn register(engine: &mut Engine) {
         }
         s(bytes(text, start as usize, end.max(start) as usize)?)
     });
-    engine.register("repeat", |_, args| {
+    engine.register("repeat", |exec, args| {
         let [n, v] = exact::<2>(args, "repeat")?;
         let n = want_int(&n)?;
         if n < 0 {
             return Err("strings: negative Repeat count".into());
         }
-        s(want_str(&v)?.repeat(n as usize))
+        let text = want_str(&v)?;
+        super::strings::pay(exec, (n as u64).saturating_mul(text.len() as u64))?;
+        s(text.repeat(n as usize))
     });
     engine.register("trimall", |_, args| {
         let [cut, v] = exact::<2>(args, "trimall")?;
@@ -111,12 +113,13 @@ pub fn register(engine: &mut Engine) {
         let [v] = exact::<1>(args, "kebabcase")?;
         s(lower_words(want_str(&v)?, '-'))
     });
-    engine.register("cat", |_, args| {
+    engine.register("cat", |exec, args| {
         let parts: Vec<String> = args
             .iter()
             .filter(|a| !matches!(a, Value::Nil))
             .map(gofmt::display)
             .collect();
+        super::strings::pay(exec, parts.iter().map(|p| p.len() as u64 + 1).sum())?;
         s(parts.join(" "))
     });
     engine.register("plural", |_, args| {
@@ -178,12 +181,9 @@ pub fn register(engine: &mut Engine) {
         });
     }
     for name in ["regexReplaceAllLiteral", "mustRegexReplaceAllLiteral"] {
-        engine.register(name, |_, args| {
+        engine.register(name, |exec, args| {
             let [re, v, repl] = exact::<3>(args, "regexReplaceAllLiteral")?;
-            let out = regex(&re)?
-                .replace_all(want_str(&v)?, regex::NoExpand(want_str(&repl)?))
-                .into_owned();
-            s(out)
+            super::strings::regex_replace_all(exec, &re, &v, &repl, false)
         });
     }
     engine.register("mustRegexMatch", |_, args| {
@@ -194,11 +194,9 @@ pub fn register(engine: &mut Engine) {
         let [re, v] = exact::<2>(args, "mustRegexFind")?;
         s(regex(&re)?.find(want_str(&v)?).map_or("", |m| m.as_str()))
     });
-    engine.register("mustRegexReplaceAll", |_, args| {
+    engine.register("mustRegexReplaceAll", |exec, args| {
         let [re, v, repl] = exact::<3>(args, "mustRegexReplaceAll")?;
-        s(regex(&re)?
-            .replace_all(want_str(&v)?, want_str(&repl)?)
-            .into_owned())
+        super::strings::regex_replace_all(exec, &re, &v, &repl, true)
     });
     engine.register("regexQuoteMeta", |_, args| {
         let [v] = exact::<1>(args, "regexQuoteMeta")?;

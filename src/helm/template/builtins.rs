@@ -33,10 +33,10 @@ pub fn register(engine: &mut Engine) {
     engine.register("slice", |_, args| slice(args));
     engine.register("print", |_, args| Ok(Value::str(gofmt::sprint(&args))));
     engine.register("println", |_, args| Ok(Value::str(gofmt::sprintln(&args))));
-    engine.register("printf", |_, args| {
+    engine.register("printf", |exec, args| {
         let mut args = args.into_iter();
         let format = match args.next() {
-            Some(Value::Str(s)) => s,
+            Some(Value::Str(ref s)) => s.clone(),
             Some(other) => {
                 return Err(format!(
                     "wrong type for value; expected string; got {}",
@@ -46,10 +46,10 @@ pub fn register(engine: &mut Engine) {
             }
             None => return Err("wrong number of args for printf: want at least 1 got 0".into()),
         };
-        Ok(Value::str(gofmt::sprintf(
-            &format,
-            &args.collect::<Vec<_>>(),
-        )))
+        let limit = usize::try_from(exec.bytes_left()).unwrap_or(usize::MAX);
+        gofmt::sprintf_within(&format, &args.collect::<Vec<_>>(), limit)
+            .map(Value::str)
+            .ok_or_else(|| super::limits::bytes_spent(&exec.context().limits()).into())
     });
     engine.register("urlquery", |_, args| {
         let text = gofmt::sprint(&args);
@@ -197,7 +197,7 @@ fn slice(args: Vec<Value>) -> Result<Value, CallError> {
     if lo < 0 || hi < lo || hi > len {
         return Err(format!("index out of range: {hi}").into());
     }
-    Ok(match item {
+    Ok(match &item {
         Value::Str(s) => Value::str(
             s.get(lo as usize..hi as usize)
                 .ok_or("slice splits a character")?,

@@ -4,6 +4,7 @@
 //! ([`super::exec::Exec::context`]), so renders on different threads share nothing and the
 //! caller reads afterwards whether the output depends on the seed, the time or the cluster.
 
+use super::limits::{self, RenderLimits};
 use crate::helm::facts::{Answer, ClusterFacts, LookupKey};
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeSet;
@@ -19,9 +20,49 @@ pub struct RenderContext {
     cluster: RefCell<Option<Arc<ClusterFacts>>>,
     lookups_missed: RefCell<BTreeSet<LookupKey>>,
     looked_up: Cell<bool>,
+    /// The budgets of the render and what it spent of them.
+    limits: Cell<RenderLimits>,
+    steps: Cell<u64>,
+    bytes: Cell<u64>,
 }
 
 impl RenderContext {
+    /// Start the budgets of a render at `limits`, nothing spent.
+    pub fn start_budget(&self, limits: RenderLimits) {
+        self.limits.set(limits);
+        self.steps.set(0);
+        self.bytes.set(0);
+    }
+
+    pub fn limits(&self) -> RenderLimits {
+        self.limits.get()
+    }
+
+    /// Spends `n` steps of the work budget.
+    pub fn spend_steps(&self, n: u64) -> Result<(), String> {
+        let spent = self.steps.get().saturating_add(n);
+        self.steps.set(spent);
+        if spent > self.limits.get().steps {
+            return Err(limits::steps_spent(&self.limits.get()));
+        }
+        Ok(())
+    }
+
+    /// Spends `n` bytes of the memory budget (before making them, where the maker knows).
+    pub fn spend_bytes(&self, n: u64) -> Result<(), String> {
+        let spent = self.bytes.get().saturating_add(n);
+        self.bytes.set(spent);
+        if spent > self.limits.get().bytes {
+            return Err(limits::bytes_spent(&self.limits.get()));
+        }
+        Ok(())
+    }
+
+    /// Bytes of the memory budget left.
+    pub fn bytes_left(&self) -> u64 {
+        self.limits.get().bytes.saturating_sub(self.bytes.get())
+    }
+
     /// Start the random stream at `seed`, with no draw yet.
     pub fn start_random(&self, seed: u64) {
         self.random_state.set(seed);

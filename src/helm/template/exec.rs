@@ -3,6 +3,7 @@
 //! behaviour is part of the language (`and`/`or` short-circuit, comparisons, `index`, ...).
 
 use super::gofmt;
+use super::limits::{self, stack_nearly_full};
 use super::parse::{Command, Node, Operand, Pipe};
 use super::value::Value;
 use super::{Engine, TemplateError};
@@ -38,40 +39,6 @@ pub struct Exec<'e> {
 
 type Res<T> = Result<T, TemplateError>;
 
-/// Whether less than 256 KiB of this thread's stack is left. Go's stacks grow, so Helm's
-/// limit of 1,000 nested templates never overflows; ours are fixed (2 MiB for a spawned
-/// thread), so a runaway `include` must stop here, as an error, before it aborts the process.
-#[cfg(target_os = "linux")]
-fn stack_nearly_full() -> bool {
-    thread_local! {
-        static LOW: usize = {
-            let mut low = 0usize;
-            // SAFETY: attr is initialised by pthread_getattr_np before it is read and
-            // destroyed after; the calls only read this thread's attributes.
-            unsafe {
-                let mut attr: libc::pthread_attr_t = std::mem::zeroed();
-                if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) == 0 {
-                    let mut addr = std::ptr::null_mut();
-                    let mut size = 0;
-                    if libc::pthread_attr_getstack(&attr, &mut addr, &mut size) == 0 {
-                        low = addr as usize;
-                    }
-                    libc::pthread_attr_destroy(&mut attr);
-                }
-            }
-            low
-        };
-    }
-    let marker = 0u8;
-    let here = std::ptr::addr_of!(marker) as usize;
-    LOW.with(|&low| low != 0 && here.saturating_sub(low) < 256 * 1024)
-}
-
-#[cfg(not(target_os = "linux"))]
-fn stack_nearly_full() -> bool {
-    false
-}
-
 impl<'e> Exec<'e> {
     pub(super) fn new(engine: &'e Engine, name: &str) -> Self {
         Exec {
@@ -106,6 +73,40 @@ impl<'e> Exec<'e> {
             line: self.line,
             message: message.into(),
         }
+    }
+
+    /// Spends `n` steps of the render's work budget.
+    pub fn spend_steps(&self, n: u64) -> Res<()> {
+        self.context().spend_steps(n).map_err(|m| self.error(m))
+    }
+
+    /// Spends `n` bytes of the render's memory budget: called before a function makes a
+    /// large string or list, so the budget stops it before the memory is taken.
+    pub fn spend_bytes(&self, n: u64) -> Res<()> {
+        self.context().spend_bytes(n).map_err(|m| self.error(m))
+    }
+
+    /// Bytes of the render's memory budget left.
+    pub fn bytes_left(&self) -> u64 {
+        self.context().bytes_left()
+    }
+
+    /// Refuses a value that cannot be walked whole (a cycle, too deep, too large written
+    /// out), before a function that walks it (`toYaml`, `print`, `deepCopy`, `eq`) does.
+    pub fn check_walk(&self, value: &Value) -> Res<()> {
+        limits::expanded_size(value, self.bytes_left())
+            .map(|_| ())
+            .map_err(|e| self.error(e.message(&self.context().limits())))
+    }
+
+    /// Refuses to go deeper when this thread's stack is nearly full.
+    fn check_stack(&self) -> Res<()> {
+        if stack_nearly_full() {
+            return Err(self.error(
+                "nested too deep: the template's actions, or the templates it includes, nest deeper than this thread's stack allows",
+            ));
+        }
+        Ok(())
     }
 
     fn lookup(&self, name: &str) -> Option<Rc<Vec<Node>>> {
@@ -182,11 +183,19 @@ impl<'e> Exec<'e> {
     }
 
     fn walk(&mut self, dot: &Value, node: &Node, out: &mut String) -> Res<Flow> {
+        self.spend_steps(1)?;
         match node {
-            Node::Text(text) => out.push_str(text),
+            Node::Text(text) => {
+                self.spend_bytes(text.len() as u64)?;
+                out.push_str(text)
+            }
             Node::Action(pipe) => {
                 let value = self.pipeline(dot, pipe)?;
                 if pipe.decl.is_empty() {
+                    let before = out.len();
+                    if matches!(value, Value::List(_) | Value::Map(_)) {
+                        self.check_walk(&value)?;
+                    }
                     if let Value::Struct(st) = &value {
                         if st.text.is_none() {
                             return Err(self.error(format!(
@@ -195,17 +204,19 @@ impl<'e> Exec<'e> {
                             )));
                         }
                     }
-                    match value {
+                    match &value {
                         // Go prints an invalid (nil) result as "<no value>".
                         Value::Nil => out.push_str("<no value>"),
-                        Value::Str(s) => out.push_str(&s),
+                        Value::Str(s) => out.push_str(s),
                         // An action prints a struct by its String (checked above).
                         Value::Struct(st) => out.push_str(st.text.as_deref().unwrap_or("")),
-                        v => out.push_str(&gofmt::display(&v)),
+                        v => out.push_str(&gofmt::display(v)),
                     }
+                    self.spend_bytes((out.len() - before) as u64)?;
                 }
             }
             Node::If(c) | Node::With(c) => {
+                self.check_stack()?;
                 let mark = self.vars.len();
                 let value = self.pipeline(dot, &c.pipe)?;
                 let flow = if value.truthy() {
@@ -221,7 +232,10 @@ impl<'e> Exec<'e> {
                 self.vars.truncate(mark);
                 return Ok(flow);
             }
-            Node::Range(c) => return self.range(dot, c, out),
+            Node::Range(c) => {
+                self.check_stack()?;
+                return self.range(dot, c, out);
+            }
             Node::Template { line, name, pipe } => {
                 self.line = *line;
                 let value = match pipe {
@@ -245,23 +259,16 @@ impl<'e> Exec<'e> {
             ..c.pipe.clone()
         };
         let value = self.pipeline(dot, &pipe)?;
-        let items: Vec<(Value, Value)> = match &value {
-            Value::Nil => Vec::new(),
-            Value::List(l) => l
-                .iter()
-                .enumerate()
-                .map(|(i, v)| (Value::Int(i as i64), v.clone()))
-                .collect(),
-            Value::Map(m) => m
-                .borrow()
-                .iter()
-                .map(|(k, v)| (Value::str(k.as_str()), v.clone()))
-                .collect(),
+        // Items are taken one at a time (a range over a large int makes no list first).
+        let count = match &value {
+            Value::Nil => 0,
+            Value::List(l) => l.len(),
+            Value::Map(m) => m.borrow().len(),
             Value::Int(n) => {
                 if c.pipe.decl.len() > 1 {
                     return Err(self.error("can't use two iteration variables with range over int"));
                 }
-                (0..*n).map(|i| (Value::Int(i), Value::Int(i))).collect()
+                usize::try_from(*n).unwrap_or(0)
             }
             other => {
                 return Err(self.error(format!(
@@ -270,12 +277,27 @@ impl<'e> Exec<'e> {
                 )));
             }
         };
-        if items.is_empty() {
+        if count == 0 {
             let flow = self.walk_list(dot, &c.otherwise, out)?;
             self.vars.truncate(mark);
             return Ok(flow);
         }
-        for (key, item) in items {
+        // A map's entries as they are when the range starts, sorted by key.
+        let entries: Vec<(String, Value)> = match &value {
+            Value::Map(m) => m
+                .borrow()
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            _ => Vec::new(),
+        };
+        for i in 0..count {
+            self.spend_steps(1)?;
+            let (key, item) = match &value {
+                Value::List(l) => (Value::Int(i as i64), l[i].clone()),
+                Value::Map(_) => (Value::str(entries[i].0.as_str()), entries[i].1.clone()),
+                _ => (Value::Int(i as i64), Value::Int(i as i64)),
+            };
             match c.pipe.decl.as_slice() {
                 [] => {}
                 [elem] => self.vars.push((elem.clone(), item.clone())),
@@ -422,6 +444,7 @@ impl<'e> Exec<'e> {
                 return self.fields(value, fields, args);
             }
             Operand::Chain(pipe, fields) => {
+                self.check_stack()?;
                 let value = self.pipeline(dot, pipe)?;
                 let args = self.args(dot, &cmd.args[1..], fin)?;
                 return self.fields(value, fields, args);
@@ -451,10 +474,12 @@ impl<'e> Exec<'e> {
                 self.fields(value, fields, Vec::new())?
             }
             Operand::Chain(pipe, fields) => {
+                self.check_stack()?;
                 let value = self.pipeline(dot, pipe)?;
                 self.fields(value, fields, Vec::new())?
             }
             Operand::Pipe(pipe) => {
+                self.check_stack()?;
                 let mark = self.vars.len();
                 let value = self.pipeline(dot, pipe)?;
                 self.vars.truncate(mark);
@@ -516,11 +541,99 @@ impl<'e> Exec<'e> {
         let Some(func) = self.engine.function(name) else {
             return Err(self.error(format!("function {name:?} not defined")));
         };
-        func(self, values).map_err(|e| match e {
+        self.spend_steps(call_cost(&values))?;
+        let walks = !SHALLOW_FUNCTIONS.contains(&name);
+        if walks {
+            for value in &values {
+                if matches!(value, Value::List(_) | Value::Map(_)) {
+                    self.check_walk(value)
+                        .map_err(|e| self.error(format!("error calling {name}: {}", e.message)))?;
+                }
+            }
+        }
+        // Values handed back are not made again; what a function makes counts once.
+        let kept: Vec<Value> = values
+            .iter()
+            .filter(|v| matches!(v, Value::Str(_) | Value::List(_) | Value::Map(_)))
+            .cloned()
+            .collect();
+        let made = func(self, values).map_err(|e| match e {
             super::CallError::Message(m) => self.error(format!("error calling {name}: {m}")),
             super::CallError::Template(t) => t,
-        })
+        })?;
+        if !limits::is_one_of(&made, &kept) {
+            self.spend_bytes(limits::shallow_size(&made))?;
+        }
+        Ok(made)
     }
+}
+
+/// Functions that only look at the top of their arguments (or hand them to a template):
+/// their arguments are not walked before the call. Every other function may walk a value
+/// whole, so a cycle, a value too deep or one too large written out is refused first.
+const SHALLOW_FUNCTIONS: &[&str] = &[
+    "include",
+    "tpl",
+    "default",
+    "empty",
+    "coalesce",
+    "ternary",
+    "required",
+    "index",
+    "get",
+    "set",
+    "unset",
+    "hasKey",
+    "dict",
+    "list",
+    "tuple",
+    "append",
+    "mustAppend",
+    "prepend",
+    "mustPrepend",
+    "first",
+    "mustFirst",
+    "last",
+    "mustLast",
+    "rest",
+    "mustRest",
+    "initial",
+    "mustInitial",
+    "len",
+    "keys",
+    "pluck",
+    "dig",
+    "kindIs",
+    "kindOf",
+    "typeOf",
+    "typeIs",
+    "typeIsLike",
+    "lookup",
+    "not",
+    "slice",
+    "mustSlice",
+    "concat",
+    "pick",
+    "omit",
+    "values",
+    "compact",
+    "mustCompact",
+    "fail",
+    "isAbs",
+    "reverse",
+    "mustReverse",
+];
+
+/// The steps a call costs: one, and the length of the lists and strings it may work
+/// through (`has` on a long list, `replace` in a long string).
+fn call_cost(values: &[Value]) -> u64 {
+    values.iter().fold(1u64, |cost, v| {
+        cost.saturating_add(match v {
+            Value::List(l) => l.len() as u64,
+            Value::Str(s) => s.len() as u64 / 64,
+            _ => 0,
+        })
+    })
 }
 
 fn operand_text(operand: &Operand) -> String {

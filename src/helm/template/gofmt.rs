@@ -50,15 +50,34 @@ fn special(f: f64) -> Option<String> {
     }
 }
 
+/// More digits than any float64 has in its exact decimal expansion (at most 767
+/// significant, 1074 after the point): formatting stops here and pads with zeros, since
+/// Rust's formatter refuses precisions past 65,535 and Go's has no such limit.
+const EXACT_DIGITS: usize = 1100;
+
+/// `f` with `precision` digits after the point (Go's `%.Nf`), for any precision.
+fn fixed(f: f64, precision: usize) -> String {
+    let mut text = format!("{:.*}", precision.min(EXACT_DIGITS), f);
+    text.extend(std::iter::repeat_n(
+        '0',
+        precision.saturating_sub(EXACT_DIGITS),
+    ));
+    text
+}
+
 /// Decimal digits and exponent of `f` (shortest when `precision` is None, else `precision`
 /// significant digits): `(negative, digits, exp)` with value `0.digits * 10^(exp+1)`.
 fn digits(f: f64, precision: Option<usize>) -> (bool, String, i32) {
     let text = match precision {
         None => format!("{:e}", f.abs()),
-        Some(p) => format!("{:.*e}", p.saturating_sub(1), f.abs()),
+        Some(p) => format!("{:.*e}", p.saturating_sub(1).min(EXACT_DIGITS), f.abs()),
     };
     let (mantissa, exp) = text.split_once('e').unwrap_or((&text, "0"));
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let mut digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    if let Some(p) = precision {
+        // Past the exact expansion every digit is a zero.
+        digits.extend(std::iter::repeat_n('0', p.saturating_sub(digits.len())));
+    }
     (
         f.is_sign_negative() && f != 0.0,
         digits,
@@ -306,8 +325,7 @@ fn write_verb(out: &mut String, v: &Value, verb: char, spec: &Spec) {
         }
         (Value::Float(f), 'g') => spec.pad(out, &sign(spec, format_g(*f, spec.precision)), true),
         (Value::Float(f), 'f' | 'F') => {
-            let text =
-                special(*f).unwrap_or_else(|| format!("{:.*}", spec.precision.unwrap_or(6), f));
+            let text = special(*f).unwrap_or_else(|| fixed(*f, spec.precision.unwrap_or(6)));
             spec.pad(out, &sign(spec, text), true)
         }
         (Value::Float(f), 'e') => spec.pad(
@@ -338,11 +356,21 @@ fn write_verb(out: &mut String, v: &Value, verb: char, spec: &Spec) {
 
 /// `fmt.Sprintf(format, args...)`, with Go's `%!verb(MISSING)` and `%!(EXTRA ...)` for
 /// mismatched arguments.
+#[cfg(test)]
 pub fn sprintf(format: &str, args: &[Value]) -> String {
+    sprintf_within(format, args, usize::MAX).unwrap_or_default()
+}
+
+/// Go's largest width or precision (`fmt`'s `tooLarge`): a longer number in the format
+/// ends the verb (`%!(NOVERB)`), a larger `*` argument is `%!(BADWIDTH)`/`%!(BADPREC)`.
+const MAX_WIDTH: usize = 1_000_000;
+
+/// [`sprintf`], or `None` as soon as the text would pass `limit` bytes (a render's budget).
+pub fn sprintf_within(format: &str, args: &[Value], limit: usize) -> Option<String> {
     let mut out = String::new();
     let mut next = 0;
     let mut chars = format.chars().peekable();
-    while let Some(c) = chars.next() {
+    'verbs: while let Some(c) = chars.next() {
         if c != '%' {
             out.push(c);
             continue;
@@ -350,27 +378,77 @@ pub fn sprintf(format: &str, args: &[Value]) -> String {
         let mut spec = Spec::default();
         while let Some(&flag) = chars.peek() {
             match flag {
-                '-' => spec.minus = true,
+                '-' => {
+                    spec.minus = true;
+                    spec.zero = false;
+                }
                 '+' => spec.plus = true,
-                '0' => spec.zero = true,
+                '0' => spec.zero = !spec.minus,
                 ' ' => spec.space = true,
                 '#' => spec.sharp = true,
                 _ => break,
             }
             chars.next();
         }
+        // Go's parsenum: a number too large to be a width gives up on the whole rest.
         let number = |chars: &mut std::iter::Peekable<std::str::Chars>| {
             let mut n: Option<usize> = None;
             while let Some(d) = chars.peek().and_then(|c| c.to_digit(10)) {
+                if n.is_some_and(|n| n > MAX_WIDTH) {
+                    return Err(());
+                }
                 n = Some(n.unwrap_or(0) * 10 + d as usize);
                 chars.next();
             }
-            n
+            Ok(n)
         };
-        spec.width = number(&mut chars);
+        // Go's intFromArg: an int argument for `*`, within the limit.
+        let star = |next: &mut usize| -> Option<i64> {
+            let arg = args.get(*next)?;
+            *next += 1;
+            match arg {
+                Value::Int(n) if n.unsigned_abs() <= MAX_WIDTH as u64 => Some(*n),
+                _ => None,
+            }
+        };
+        if chars.peek() == Some(&'*') {
+            chars.next();
+            match star(&mut next) {
+                Some(w) => {
+                    if w < 0 {
+                        spec.minus = true;
+                        spec.zero = false;
+                    }
+                    spec.width = Some(w.unsigned_abs() as usize);
+                }
+                None => out.push_str("%!(BADWIDTH)"),
+            }
+        } else {
+            match number(&mut chars) {
+                Ok(n) => spec.width = n,
+                Err(()) => {
+                    out.push_str("%!(NOVERB)");
+                    break 'verbs;
+                }
+            }
+        }
         if chars.peek() == Some(&'.') {
             chars.next();
-            spec.precision = Some(number(&mut chars).unwrap_or(0));
+            if chars.peek() == Some(&'*') {
+                chars.next();
+                match star(&mut next) {
+                    Some(p) if p >= 0 => spec.precision = Some(p as usize),
+                    _ => out.push_str("%!(BADPREC)"),
+                }
+            } else {
+                match number(&mut chars) {
+                    Ok(n) => spec.precision = Some(n.unwrap_or(0)),
+                    Err(()) => {
+                        out.push_str("%!(NOVERB)");
+                        break 'verbs;
+                    }
+                }
+            }
         }
         let Some(verb) = chars.next() else {
             out.push_str("%!(NOVERB)");
@@ -380,11 +458,18 @@ pub fn sprintf(format: &str, args: &[Value]) -> String {
             out.push('%');
             continue;
         }
+        let room = limit.saturating_sub(out.len());
+        if spec.width.unwrap_or(0).max(spec.precision.unwrap_or(0)) > room {
+            return None;
+        }
         match args.get(next) {
             Some(arg) => write_verb(&mut out, arg, verb, &spec),
             None => {
                 let _ = write!(out, "%!{verb}(MISSING)");
             }
+        }
+        if out.len() > limit {
+            return None;
         }
         next += 1;
     }
@@ -400,7 +485,7 @@ pub fn sprintf(format: &str, args: &[Value]) -> String {
         out.push_str(&extra.join(", "));
         out.push(')');
     }
-    out
+    Some(out)
 }
 
 #[cfg(test)]

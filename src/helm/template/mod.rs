@@ -8,11 +8,13 @@ mod context;
 pub mod exec;
 pub mod gofmt;
 mod lex;
+pub mod limits;
 pub mod parse;
 pub mod value;
 
 pub use context::RenderContext;
 pub use exec::Exec;
+pub use limits::RenderLimits;
 pub use value::Value;
 
 use parse::Node;

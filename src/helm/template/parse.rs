@@ -2,6 +2,7 @@
 //! (`define`, `block`) collected apart. Unknown functions are parse errors, as in Go.
 
 use super::lex::{lex, Lexed, Token};
+use super::limits::{stack_nearly_full, MAX_NESTING};
 use std::rc::Rc;
 
 #[derive(Debug, Clone)]
@@ -75,6 +76,7 @@ pub fn parse(src: &str, is_function: &dyn Fn(&str) -> bool) -> Result<Tree, (usi
         is_function,
         defines: Vec::new(),
         range_depth: 0,
+        depth: 0,
     };
     let (root, end) = parser.list(true)?;
     if let Some((line, word)) = end {
@@ -92,6 +94,8 @@ struct Parser<'f> {
     is_function: &'f dyn Fn(&str) -> bool,
     defines: Vec<(String, Rc<Vec<Node>>)>,
     range_depth: usize,
+    /// How deep the control structures and parentheses being parsed nest.
+    depth: usize,
 }
 
 type Res<T> = Result<T, (usize, String)>;
@@ -100,6 +104,19 @@ type Res<T> = Result<T, (usize, String)>;
 type End = (usize, &'static str);
 
 impl Parser<'_> {
+    /// One level deeper: refused past [`MAX_NESTING`] or when the stack is nearly full (the
+    /// parser and the executor recurse once per level).
+    fn enter(&mut self, line: usize) -> Res<()> {
+        self.depth += 1;
+        if self.depth > MAX_NESTING || stack_nearly_full() {
+            return Err((
+                line,
+                format!("nested too deep: actions and parentheses nest more than {MAX_NESTING} levels (or deeper than the stack allows)"),
+            ));
+        }
+        Ok(())
+    }
+
     fn line(&self) -> usize {
         self.tokens
             .get(self.pos)
@@ -209,6 +226,7 @@ impl Parser<'_> {
 
     fn control(&mut self, keyword: &str) -> Res<Node> {
         let line = self.line();
+        self.enter(line)?;
         let pipe = self.pipeline(keyword, true)?;
         if pipe.cmds.is_empty() {
             return Err((line, format!("missing value for {keyword}")));
@@ -252,6 +270,7 @@ impl Parser<'_> {
             body,
             otherwise,
         };
+        self.depth -= 1;
         Ok(match keyword {
             "if" => Node::If(control),
             "with" => Node::With(control),
@@ -277,7 +296,9 @@ impl Parser<'_> {
     fn define(&mut self, line: usize) -> Res<()> {
         let name = self.template_name("define")?;
         self.expect_close("define")?;
+        self.enter(line)?;
         let (body, end) = self.list(false)?;
+        self.depth -= 1;
         if end.map(|e| e.1) != Some("end") {
             return Err((line, format!("unexpected {{{{else}}}} in define {name:?}")));
         }
@@ -296,7 +317,9 @@ impl Parser<'_> {
             Some(self.pipeline(context, false)?)
         };
         if block {
+            self.enter(line)?;
             let (body, end) = self.list(false)?;
+            self.depth -= 1;
             if end.map(|e| e.1) != Some("end") {
                 return Err((line, "unexpected {{else}} in block".into()));
             }
@@ -436,6 +459,7 @@ impl Parser<'_> {
                 Operand::Function(name)
             }
             Some(Token::LParen) => {
+                self.enter(line)?;
                 let mut pipe = Pipe {
                     line,
                     decl: Vec::new(),
@@ -445,6 +469,7 @@ impl Parser<'_> {
                 self.skip_space();
                 self.declarations(&mut pipe, "parenthesized pipeline")?;
                 self.commands(&mut pipe, Token::RParen, "parenthesized pipeline")?;
+                self.depth -= 1;
                 let fields = self.fields();
                 if fields.is_empty() {
                     Operand::Pipe(Box::new(pipe))

@@ -222,3 +222,30 @@ impl From<i64> for Value {
         Value::Int(i)
     }
 }
+/// Dropping a value takes no stack however deep it nests (a template can build a chain of
+/// a million maps in a loop): the items of containers this value was the last holder of are
+/// moved to a work list and dropped from there, one level at a time.
+impl Drop for Value {
+    fn drop(&mut self) {
+        fn take_items(value: &mut Value, pending: &mut Vec<Value>) {
+            match value {
+                Value::List(l) => {
+                    if let Some(items) = Rc::get_mut(l) {
+                        pending.append(items);
+                    }
+                }
+                Value::Map(m) => {
+                    if let Some(map) = Rc::get_mut(m) {
+                        pending.extend(std::mem::take(map.get_mut()).into_values());
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut pending = Vec::new();
+        take_items(self, &mut pending);
+        while let Some(mut item) = pending.pop() {
+            take_items(&mut item, &mut pending);
+        }
+    }
+}

@@ -10,15 +10,21 @@ use std::path::Path;
 /// Largest total size an archive may unpack to (a chart is kilobytes; this stops a bomb).
 const MAX_UNPACKED: u64 = 64 * 1024 * 1024;
 
-/// The files of a chart archive: path inside the chart, and bytes.
-pub fn files(gz: &[u8]) -> Result<Vec<(String, Vec<u8>)>, String> {
+/// The files of a chart archive: path inside the chart, and bytes. It may unpack to at most
+/// `room` bytes (what is left of the chart tree's budget), and never more than 64 MiB.
+pub fn files(gz: &[u8], room: u64) -> Result<Vec<(String, Vec<u8>)>, String> {
+    let limit = room.min(MAX_UNPACKED);
     let mut tar = Vec::new();
     flate2::read::MultiGzDecoder::new(gz)
-        .take(MAX_UNPACKED + 1)
+        .take(limit + 1)
         .read_to_end(&mut tar)
         .map_err(|e| format!("not a gzip archive: {e}"))?;
-    if tar.len() as u64 > MAX_UNPACKED {
-        return Err(format!("it unpacks to more than {MAX_UNPACKED} bytes"));
+    if tar.len() as u64 > limit {
+        return Err(if limit < MAX_UNPACKED {
+            format!("it unpacks to more than the {limit} bytes left of the budget of the whole chart tree (the chart, its subcharts and the archives within archives); a chart is kilobytes")
+        } else {
+            format!("it unpacks to more than {MAX_UNPACKED} bytes")
+        });
     }
     let mut out = Vec::new();
     let mut pos = 0;
@@ -59,7 +65,7 @@ pub fn files(gz: &[u8]) -> Result<Vec<(String, Vec<u8>)>, String> {
                 if inside.is_empty() {
                     continue;
                 }
-                out.push((inside.to_string(), data.to_vec()));
+                out.push((inside_path(&name, inside)?, data.to_vec()));
             }
             _ => {} // directories, links, global headers
         }
@@ -99,6 +105,37 @@ pub fn cached(
         }
     }
     Ok(bytes)
+}
+
+/// Helm's `loadArchiveFiles` checks of an entry's path inside the chart: no absolute path,
+/// nothing that climbs above the chart (`templates/../../x`), cleaned as Go's `path.Clean`.
+fn inside_path(entry: &str, inside: &str) -> Result<String, String> {
+    let inside = inside.replace('\\', "/");
+    if inside.starts_with('/') {
+        return Err(format!(
+            "chart illegally contains absolute paths ({entry:?}); Helm refuses this archive too"
+        ));
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for part in inside.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if parts.pop().is_none() {
+                    return Err(format!(
+                        "chart illegally references parent directory ({entry:?}); Helm refuses this archive too"
+                    ));
+                }
+            }
+            part => parts.push(part),
+        }
+    }
+    if parts.is_empty() {
+        return Err(format!(
+            "chart illegally contains content outside the base directory: {entry:?}"
+        ));
+    }
+    Ok(parts.join("/"))
 }
 
 fn c_string(bytes: &[u8]) -> String {
@@ -169,7 +206,7 @@ pub mod tests {
             ("db/Chart.yaml", "name: db\n"),
             ("db/templates/a.yaml", "kind: A\n"),
         ]);
-        let files = super::files(&bytes).unwrap();
+        let files = super::files(&bytes, u64::MAX).unwrap();
         assert_eq!(
             files,
             vec![
@@ -177,6 +214,6 @@ pub mod tests {
                 ("templates/a.yaml".to_string(), b"kind: A\n".to_vec()),
             ]
         );
-        assert!(super::files(b"not gzip").is_err());
+        assert!(super::files(b"not gzip", u64::MAX).is_err());
     }
 }

@@ -1,0 +1,1 @@
+//! Repositories written to hurt: git trees, kustomize bases, special files.
