@@ -10,6 +10,7 @@ pub mod diff;
 pub mod global;
 pub mod reconcile_args;
 pub mod render;
+mod run_outputs;
 mod stdout;
 pub mod version;
 

@@ -143,6 +143,7 @@ tend_kinds! {
     ImmortalContainer => immortal_container,
     ChaosAgent => chaos_agent,
     HelmChart => helm_chart,
+    Fleet => fleet,
 }
 
 /// One of tend's kinds: what the rest of tend needs from it. Implemented by the type in the

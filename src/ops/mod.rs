@@ -4,6 +4,8 @@
 //! by [`crate::run`].
 
 pub mod chaos;
+pub mod fleet;
+pub mod pushgateway;
 pub mod reconcile;
 
 /// How a command ended, for [`crate::cli`] to turn into an exit code.

@@ -249,6 +249,13 @@ fn millis(d: std::time::Duration) -> u64 {
 /// The machine report as pretty JSON, schema version [`SCHEMA_VERSION`]
 /// (docs/report-schema.md). Objects in plan order; every field always present.
 pub fn json(report: &RunReport) -> String {
+    let mut text = serde_json::to_string_pretty(&json_value(report)).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// The machine report as a JSON value (what [`json`] prints).
+pub fn json_value(report: &RunReport) -> Value {
     let summary = report.summary();
     let objects: Vec<Value> = report
         .changes
@@ -275,7 +282,7 @@ pub fn json(report: &RunReport) -> String {
         })
         .collect();
     let (waves, hooks, stopped_at_wave) = super::waves::json_fields(report);
-    let value = json!({
+    json!({
         "schemaVersion": SCHEMA_VERSION,
         "command": report.command,
         "dryRun": report.dry_run,
@@ -295,10 +302,7 @@ pub fn json(report: &RunReport) -> String {
         "waves": waves,
         "hooks": hooks,
         "stoppedAtWave": stopped_at_wave,
-    });
-    let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
-    text.push('\n');
-    text
+    })
 }
 
 #[cfg(test)]

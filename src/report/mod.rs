@@ -4,8 +4,11 @@
 pub mod chaos;
 #[cfg(test)]
 mod fixtures;
+pub mod fleet;
 pub mod formats;
+pub mod html;
 pub mod markdown;
+pub mod metrics;
 pub mod objects;
 pub mod run;
 mod waves;

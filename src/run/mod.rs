@@ -15,4 +15,4 @@ pub mod plan;
 pub mod render_cache;
 
 pub use executor::{block_on, execute};
-pub use plan::{ClusterRun, Run, SecretReads};
+pub use plan::{ClusterRun, KubeconfigSecret, Run, SecretReads};
