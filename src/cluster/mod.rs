@@ -363,3 +363,23 @@ pub fn context_names(kubeconfig: Option<&std::path::Path>) -> Result<Vec<String>
     };
     Ok(config.contexts.into_iter().map(|c| c.name).collect())
 }
+
+/// The metadata of the Secrets in `namespace` that carry the label `label` (ApplySet
+/// parents): one LIST of metadata, without discovery, for `tend status`.
+pub async fn labelled_secrets(
+    access: &Access,
+    namespace: &str,
+    label: &str,
+) -> Result<Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>, ClusterError> {
+    use k8s_openapi::api::core::v1::Secret;
+    let client = connect(access, Arc::new(RequestStats::default())).await?;
+    let api: kube::Api<Secret> = kube::Api::namespaced(client, namespace);
+    let params = kube::api::ListParams::default().labels(label);
+    let list = retry::retry("list ApplySet parents", || api.list_metadata(&params))
+        .await
+        .map_err(|source| ClusterError::Api {
+            what: format!("cannot list the ApplySet parents (Secrets) in namespace {namespace}"),
+            source,
+        })?;
+    Ok(list.items.into_iter().map(|item| item.metadata).collect())
+}

@@ -3,7 +3,9 @@
 
 use crate::kinds::fleet::FleetCluster;
 use crate::kinds::{TendKind, TendObject};
+use crate::cluster::Access;
 use crate::problem::Problem;
+use crate::run::KubeconfigSecret;
 use crate::Error;
 use std::path::{Path, PathBuf};
 
@@ -49,6 +51,24 @@ pub fn clusters(choice: &FleetChoice) -> Result<Option<Vec<FleetCluster>>, Error
             })
             .collect(),
     ))
+}
+
+/// How `member` is reached: `base` (the flags' access) with the member's context, or
+/// through a kubeconfig Secret read in the cluster `base` reaches.
+pub fn reach(base: &Access, member: &FleetCluster) -> (Access, Option<KubeconfigSecret>) {
+    let mut access = base.clone();
+    access.context = member.context().map(str::to_string);
+    let Some(secret) = &member.kubeconfig_secret_ref else {
+        return (access, None);
+    };
+    access.kubeconfig = None;
+    let secret = KubeconfigSecret {
+        hub: base.clone(),
+        namespace: secret.namespace.clone(),
+        name: secret.name.clone(),
+        key: secret.key.clone(),
+    };
+    (access, Some(secret))
 }
 
 /// A relative `--fleet` path: from the working directory, else within a local `--repo`.

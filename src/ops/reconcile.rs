@@ -8,7 +8,7 @@ use crate::render::RenderOptions;
 use crate::report::run::{Mode, RunReport};
 use crate::kinds::fleet::FleetCluster;
 use crate::report::fleet::{ClusterEntry, ClusterState, FleetReport};
-use crate::run::{ClusterRun, KubeconfigSecret, Run, SecretReads};
+use crate::run::{ClusterRun, Run, SecretReads};
 use crate::source::SourceOptions;
 use crate::Error;
 
@@ -109,16 +109,7 @@ fn member_run(opts: &ReconcileOptions, member: &FleetCluster) -> ClusterRun {
     if let Some(path) = &member.path {
         run.source.path = Some(path.into());
     }
-    run.target.context = member.context().map(str::to_string);
-    if let Some(secret) = &member.kubeconfig_secret_ref {
-        run.target.kubeconfig = None;
-        run.kubeconfig_secret = Some(KubeconfigSecret {
-            hub: opts.access.clone(),
-            namespace: secret.namespace.clone(),
-            name: secret.name.clone(),
-            key: secret.key.clone(),
-        });
-    }
+    (run.target, run.kubeconfig_secret) = super::fleet::reach(&opts.access, member);
     run
 }
 

@@ -16,6 +16,10 @@ pub const NAMESPACES_ANNOTATION: &str = "applyset.kubernetes.io/additional-names
 pub const LAST_COMMIT_ANNOTATION: &str = "tend.dev/last-commit";
 pub const LAST_RUN_ANNOTATION: &str = "tend.dev/last-run";
 pub const LAST_SUMMARY_ANNOTATION: &str = "tend.dev/last-summary";
+/// How the last apply ended when it recorded: `succeeded`, `failed` or `interrupted`.
+pub const LAST_RESULT_ANNOTATION: &str = "tend.dev/last-result";
+/// How many objects the last apply found drifted (changed by another field manager).
+pub const LAST_DRIFT_ANNOTATION: &str = "tend.dev/last-drift";
 /// Set when the last run was stopped by a signal: what it wrote and what it did not.
 pub const INTERRUPTED_ANNOTATION: &str = "tend.dev/interrupted";
 

@@ -11,6 +11,7 @@ pub mod markdown;
 pub mod metrics;
 pub mod objects;
 pub mod run;
+pub mod status;
 mod waves;
 
 pub use formats::Shown;

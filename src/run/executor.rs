@@ -223,7 +223,7 @@ async fn join<T>(task: &mut JoinHandle<Result<T, ClusterError>>) -> Result<T, Er
 }
 
 /// `access` with the kubeconfig a Secret of the hub holds (a fleet's `kubeconfigSecretRef`).
-async fn with_kubeconfig_of(
+pub async fn with_kubeconfig_of(
     secret: &KubeconfigSecret,
     access: Access,
 ) -> Result<Access, ClusterError> {
