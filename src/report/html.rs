@@ -22,8 +22,9 @@ th{background:#f6f8fa}td.n{text-align:right}.failed,.error,.bad{color:#b42318;fo
 .add{color:#067647}.del{color:#b42318}.hunk{color:#0e7490}details summary{cursor:pointer}
 #filter{margin:.5em 0;padding:3px;width:20em}";
 
-/// Hides objects not matching the filter box; the page works without it.
-const SCRIPT: &str = "document.getElementById('filter').addEventListener('input',function(e){var q=e.target.value.toLowerCase();document.querySelectorAll('tr.obj').forEach(function(r){r.style.display=r.textContent.toLowerCase().indexOf(q)<0?'none':''})});";
+/// Hides objects not matching the filter box (the page works without it), then marks the
+/// page loaded, which a browser test reads to know the script ran without an error.
+const SCRIPT: &str = "document.getElementById('filter').addEventListener('input',function(e){var q=e.target.value.toLowerCase();document.querySelectorAll('tr.obj').forEach(function(r){r.style.display=r.textContent.toLowerCase().indexOf(q)<0?'none':''})});document.body.setAttribute('data-loaded','yes');";
 
 /// `&`, `<`, `>`, `"` and `'` as entities: safe in text and in quoted attributes.
 pub fn escape(text: &str) -> String {

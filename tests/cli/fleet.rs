@@ -344,6 +344,8 @@ fn check_in_browser(page: &Path, expected: &[&str]) {
         .unwrap();
     let dom = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The page's script ran to its end without an error.
+    assert!(dom.contains("data-loaded=\"yes\""), "{dom}");
     for text in expected {
         assert!(dom.contains(text), "{text:?} not in the page:\n{dom}");
     }
