@@ -300,6 +300,42 @@ impl std::fmt::Display for RequestStats {
     }
 }
 
+/// The context names of the kubeconfig tend would read (`--kubeconfig`, else `$KUBECONFIG`,
+/// else `~/.kube/config`), in the file's order (`--all-contexts`).
+pub fn context_names(kubeconfig: Option<&std::path::Path>) -> Result<Vec<String>, ClusterError> {
+    let config = match kubeconfig {
+        Some(path) => Kubeconfig::read_from(path).map_err(|source| ClusterError::Kubeconfig {
+            path: path.display().to_string(),
+            source,
+        })?,
+        None => Kubeconfig::read().map_err(|source| ClusterError::Kubeconfig {
+            path: "$KUBECONFIG or ~/.kube/config".into(),
+            source,
+        })?,
+    };
+    Ok(config.contexts.into_iter().map(|c| c.name).collect())
+}
+
+/// The metadata of the Secrets in `namespace` that carry the label `label` (ApplySet
+/// parents): one LIST of metadata, without discovery, for `tend status`.
+pub async fn labelled_secrets(
+    access: &Access,
+    namespace: &str,
+    label: &str,
+) -> Result<Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>, ClusterError> {
+    use k8s_openapi::api::core::v1::Secret;
+    let client = connect(access, Arc::new(RequestStats::default())).await?;
+    let api: kube::Api<Secret> = kube::Api::namespaced(client, namespace);
+    let params = kube::api::ListParams::default().labels(label);
+    let list = retry::retry("list ApplySet parents", || api.list_metadata(&params))
+        .await
+        .map_err(|source| ClusterError::Api {
+            what: format!("cannot list the ApplySet parents (Secrets) in namespace {namespace}"),
+            source,
+        })?;
+    Ok(list.items.into_iter().map(|item| item.metadata).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -346,40 +382,4 @@ mod tests {
         assert_eq!(immutable_cause(&other), None);
         assert!(api_message(&other).starts_with("Service \"a\" is invalid"));
     }
-}
-
-/// The context names of the kubeconfig tend would read (`--kubeconfig`, else `$KUBECONFIG`,
-/// else `~/.kube/config`), in the file's order (`--all-contexts`).
-pub fn context_names(kubeconfig: Option<&std::path::Path>) -> Result<Vec<String>, ClusterError> {
-    let config = match kubeconfig {
-        Some(path) => Kubeconfig::read_from(path).map_err(|source| ClusterError::Kubeconfig {
-            path: path.display().to_string(),
-            source,
-        })?,
-        None => Kubeconfig::read().map_err(|source| ClusterError::Kubeconfig {
-            path: "$KUBECONFIG or ~/.kube/config".into(),
-            source,
-        })?,
-    };
-    Ok(config.contexts.into_iter().map(|c| c.name).collect())
-}
-
-/// The metadata of the Secrets in `namespace` that carry the label `label` (ApplySet
-/// parents): one LIST of metadata, without discovery, for `tend status`.
-pub async fn labelled_secrets(
-    access: &Access,
-    namespace: &str,
-    label: &str,
-) -> Result<Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>, ClusterError> {
-    use k8s_openapi::api::core::v1::Secret;
-    let client = connect(access, Arc::new(RequestStats::default())).await?;
-    let api: kube::Api<Secret> = kube::Api::namespaced(client, namespace);
-    let params = kube::api::ListParams::default().labels(label);
-    let list = retry::retry("list ApplySet parents", || api.list_metadata(&params))
-        .await
-        .map_err(|source| ClusterError::Api {
-            what: format!("cannot list the ApplySet parents (Secrets) in namespace {namespace}"),
-            source,
-        })?;
-    Ok(list.items.into_iter().map(|item| item.metadata).collect())
 }

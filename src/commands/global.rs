@@ -29,7 +29,12 @@ pub struct GlobalArgs {
     #[arg(long, global = true, env = "TEND_CONTEXT")]
     pub context: Vec<String>,
     /// Run every context of the kubeconfig, each a cluster named as its context.
-    #[arg(long, global = true, env = "TEND_ALL_CONTEXTS", conflicts_with = "fleet")]
+    #[arg(
+        long,
+        global = true,
+        env = "TEND_ALL_CONTEXTS",
+        conflicts_with = "fleet"
+    )]
     pub all_contexts: bool,
     /// A Fleet file (tend.dev/v1alpha1 kind Fleet) listing the clusters of the run: a path here, else in the --repo directory.
     #[arg(long, global = true, env = "TEND_FLEET", value_name = "FILE")]

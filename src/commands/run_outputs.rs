@@ -27,7 +27,7 @@ pub fn run(
             .or_else(|| global.context.first().cloned())
             .unwrap_or_else(|| "default".to_string());
         let state = match &result {
-            Ok(done) => ClusterState::Ran(done.report.clone()),
+            Ok(done) => ClusterState::Ran(Box::new(done.report.clone())),
             Err(err) => ClusterState::Error(crate::ops::reconcile::message(err)),
         };
         let one = FleetReport {

@@ -1,9 +1,9 @@
 //! The clusters of a run over several: from `--context` given more than once, from every
 //! context of the kubeconfig (`--all-contexts`), or from a `Fleet` file (`--fleet`).
 
+use crate::cluster::Access;
 use crate::kinds::fleet::FleetCluster;
 use crate::kinds::{TendKind, TendObject};
-use crate::cluster::Access;
 use crate::problem::Problem;
 use crate::run::KubeconfigSecret;
 use crate::Error;

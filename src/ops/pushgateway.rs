@@ -58,13 +58,21 @@ fn segment(name: &str, value: &str) -> String {
     } else {
         use base64::Engine;
         let encoded = base64::engine::general_purpose::URL_SAFE.encode(value);
-        format!("/{name}@base64/{}", if encoded.is_empty() { "=".into() } else { encoded })
+        format!(
+            "/{name}@base64/{}",
+            if encoded.is_empty() {
+                "=".into()
+            } else {
+                encoded
+            }
+        )
     }
 }
 
 /// One HTTP/1.1 POST, answered 2xx or an error with the status line and body.
 fn post(host: &str, path: &str, body: &str) -> Result<(), String> {
-    let mut stream = TcpStream::connect(host).map_err(|e| format!("cannot connect to {host}: {e}"))?;
+    let mut stream =
+        TcpStream::connect(host).map_err(|e| format!("cannot connect to {host}: {e}"))?;
     let timeout = Some(Duration::from_secs(30));
     let _ = stream.set_read_timeout(timeout);
     let _ = stream.set_write_timeout(timeout);
@@ -87,7 +95,10 @@ fn post(host: &str, path: &str, body: &str) -> Result<(), String> {
     }
     let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b).trim();
     let body: String = body.chars().take(500).collect();
-    Err(format!("{status_line}: {}", body.replace(['\r', '\n'], " ")))
+    Err(format!(
+        "{status_line}: {}",
+        body.replace(['\r', '\n'], " ")
+    ))
 }
 
 #[cfg(test)]

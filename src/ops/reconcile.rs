@@ -3,11 +3,11 @@
 
 use crate::apply::engine::EngineOptions;
 use crate::cluster::Access;
+use crate::kinds::fleet::FleetCluster;
 use crate::ops::Verdict;
 use crate::render::RenderOptions;
-use crate::report::run::{Mode, RunReport};
-use crate::kinds::fleet::FleetCluster;
 use crate::report::fleet::{ClusterEntry, ClusterState, FleetReport};
+use crate::report::run::{Mode, RunReport};
 use crate::run::{ClusterRun, Run, SecretReads};
 use crate::source::SourceOptions;
 use crate::Error;
@@ -106,6 +106,8 @@ fn member_run(opts: &ReconcileOptions, member: &FleetCluster) -> ClusterRun {
     let mut run = single_cluster(opts);
     run.render.cluster = Some(member.name.clone());
     run.engine.cluster_name = Some(member.name.clone());
+    // Several clusters' progress bars on one terminal would overwrite each other.
+    run.engine.progress = false;
     if let Some(path) = &member.path {
         run.source.path = Some(path.into());
     }
@@ -130,7 +132,7 @@ impl FleetReconciled {
             let this = match &cluster.state {
                 ClusterState::Ran(report) => Reconciled {
                     mode: self.report.command,
-                    report: report.clone(),
+                    report: (**report).clone(),
                     requests: String::new(),
                 }
                 .verdict(),
@@ -162,10 +164,12 @@ pub fn reconcile_fleet(opts: &ReconcileOptions, fleet: &FleetOptions) -> FleetRe
         let state = match outcome {
             Some(Ok(outcome)) => {
                 requests.push((member.name.clone(), outcome.requests));
-                ClusterState::Ran(outcome.report)
+                ClusterState::Ran(Box::new(outcome.report))
             }
             Some(Err(err)) => ClusterState::Error(message(&err)),
-            None => ClusterState::NotRun("not started: --fail-fast after another cluster failed".into()),
+            None => {
+                ClusterState::NotRun("not started: --fail-fast after another cluster failed".into())
+            }
         };
         clusters.push(ClusterEntry {
             name: member.name.clone(),

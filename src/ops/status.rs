@@ -18,15 +18,18 @@ pub struct StatusOptions {
 
 /// Read every cluster's parents.
 pub fn status(opts: &StatusOptions) -> Result<Vec<ClusterStatus>, Error> {
-    let reads = opts.clusters.iter().map(|(name, access, secret)| async move {
-        let applysets = read(access.clone(), secret.clone(), &opts.state_namespace)
-            .await
-            .map_err(|err| err.to_string());
-        ClusterStatus {
-            name: name.clone(),
-            applysets,
-        }
-    });
+    let reads = opts
+        .clusters
+        .iter()
+        .map(|(name, access, secret)| async move {
+            let applysets = read(access.clone(), secret.clone(), &opts.state_namespace)
+                .await
+                .map_err(|err| err.to_string());
+            ClusterStatus {
+                name: name.clone(),
+                applysets,
+            }
+        });
     crate::run::block_on(futures::future::join_all(reads))
 }
 
@@ -39,8 +42,7 @@ async fn read(
         Some(secret) => crate::run::executor::with_kubeconfig_of(secret, access).await?,
         None => access,
     };
-    let parents =
-        crate::cluster::labelled_secrets(&access, namespace, inventory::ID_LABEL).await?;
+    let parents = crate::cluster::labelled_secrets(&access, namespace, inventory::ID_LABEL).await?;
     Ok(parents.iter().filter_map(of_parent).collect())
 }
 
@@ -127,7 +129,11 @@ mod tests {
         assert_eq!(status.result, "failed");
         assert_eq!(status.drift, None);
         let mut other = meta.clone();
-        other.annotations.as_mut().unwrap().insert(inventory::TOOLING_ANNOTATION.into(), "kubectl/v1.33".into());
+        other
+            .annotations
+            .as_mut()
+            .unwrap()
+            .insert(inventory::TOOLING_ANNOTATION.into(), "kubectl/v1.33".into());
         assert_eq!(of_parent(&other), None);
     }
 }

@@ -31,7 +31,7 @@ pub struct ClusterEntry {
 #[derive(Debug, Clone)]
 pub enum ClusterState {
     /// It ran to a report (which may list failures).
-    Ran(RunReport),
+    Ran(Box<RunReport>),
     /// It could not run: unreachable, lock held, the desired state refused. The error.
     Error(String),
     /// It was not started (`--fail-fast`), and why.
@@ -70,7 +70,11 @@ impl ClusterState {
 
 /// Objects whose live state others changed (drift named with its manager).
 pub fn drifted(report: &RunReport) -> usize {
-    report.changes.iter().filter(|c| !c.drift.is_empty()).count()
+    report
+        .changes
+        .iter()
+        .filter(|c| !c.drift.is_empty())
+        .count()
 }
 
 /// The counts the fleet's tables show for one cluster: created, updated, replaced, pruned,
@@ -90,7 +94,14 @@ fn counts(report: &RunReport) -> [usize; 8] {
 }
 
 const COLUMNS: [&str; 8] = [
-    "create", "update", "replace", "prune", "unchanged", "failed", "drift", "waves",
+    "create",
+    "update",
+    "replace",
+    "prune",
+    "unchanged",
+    "failed",
+    "drift",
+    "waves",
 ];
 
 /// Text: a section per cluster (`== cluster NAME: RESULT ==`, then its report or its error),
@@ -287,4 +298,152 @@ fn fit(body: String, budget: usize) -> String {
         body.len() - cut.len()
     );
     cut
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixtures::{apply_report, assert_no_secret, diff_report};
+
+    const PLAIN: Shown = Shown {
+        verbose: false,
+        show_creates: false,
+    };
+
+    fn fleet(reports: Vec<(&str, ClusterState)>) -> FleetReport {
+        FleetReport {
+            command: Mode::Diff,
+            dry_run: false,
+            clusters: reports
+                .into_iter()
+                .map(|(name, state)| ClusterEntry {
+                    name: name.into(),
+                    state,
+                })
+                .collect(),
+        }
+    }
+
+    fn three() -> FleetReport {
+        fleet(vec![
+            ("staging", ClusterState::Ran(Box::new(diff_report()))),
+            (
+                "prod",
+                ClusterState::Error("API discovery failed: connection refused".into()),
+            ),
+            (
+                "dr",
+                ClusterState::NotRun(
+                    "not started: --fail-fast after another cluster failed".into(),
+                ),
+            ),
+        ])
+    }
+
+    #[test]
+    fn text_has_a_section_per_cluster_then_the_table() {
+        let out = text(&three(), false, PLAIN);
+        assert_no_secret(&out);
+        let single = formats::text(&diff_report(), false, PLAIN);
+        assert!(
+            out.starts_with(&format!("== cluster staging: differences ==\n{single}\n")),
+            "{out}"
+        );
+        assert!(
+            out.contains(
+                "== cluster prod: error ==\nerror: API discovery failed: connection refused\n"
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains("== cluster dr: not run ==\nnot started: --fail-fast"),
+            "{out}"
+        );
+        assert!(out.contains("\nstaging  differences         1         2         0         2         2         0         1         0\n"), "{out}");
+        assert!(
+            out.ends_with("3 clusters: 1 differences, 1 error, 1 not run\n"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn json_holds_each_cluster_report_unchanged() {
+        let out = json(&three());
+        assert_no_secret(&out);
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["fleetSchemaVersion"], 1);
+        assert_eq!(
+            v["clusters"][0]["report"],
+            formats::json_value(&diff_report())
+        );
+        assert_eq!(v["clusters"][0]["error"], Value::Null);
+        assert_eq!(v["clusters"][1]["result"], "error");
+        assert_eq!(v["clusters"][1]["report"], Value::Null);
+        assert_eq!(v["clusters"][2]["result"], "not run");
+        let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            [
+                "fleetSchemaVersion",
+                "command",
+                "dryRun",
+                "summary",
+                "clusters"
+            ]
+        );
+    }
+
+    #[test]
+    fn markdown_is_one_note_of_a_table_and_folded_clusters() {
+        let out = markdown(&three(), PLAIN);
+        assert_no_secret(&out);
+        assert!(out.starts_with("### tend diff · 3 clusters: 1 differences, 1 error, 1 not run\n\n| cluster | result | create |"), "{out}");
+        assert!(
+            out.contains("| `staging` | differences | 1 | 2 | 0 | 2 | 2 | 0 | 1 | 0 |\n"),
+            "{out}"
+        );
+        assert!(out.contains("| `prod` | error | – |"), "{out}");
+        assert_eq!(out.matches("<details><summary>cluster ").count(), 3);
+        assert_eq!(
+            out.matches("</details>").count(),
+            out.matches("<details>").count()
+        );
+    }
+
+    #[test]
+    fn a_large_fleet_fits_one_note_and_says_what_was_cut() {
+        // Twelve clusters, each with a diff of ~200,000 characters: 2.4 MB uncut.
+        let mut big = apply_report();
+        let nginx = big
+            .changes
+            .iter_mut()
+            .find(|c| c.key.name == "nginx")
+            .unwrap();
+        let lines: Vec<String> = (0..8000)
+            .map(|i| format!("line-{i:05}-{}", "x".repeat(12)))
+            .collect();
+        nginx.after.as_mut().unwrap()["spec"]["template"]["metadata"] =
+            serde_json::json!({"annotations": {"big": lines.join("\n")}});
+        let clusters: Vec<(String, ClusterState)> = (0..12)
+            .map(|i| (format!("c{i:02}"), ClusterState::Ran(Box::new(big.clone()))))
+            .collect();
+        let report = FleetReport {
+            command: Mode::Apply,
+            dry_run: false,
+            clusters: clusters
+                .into_iter()
+                .map(|(name, state)| ClusterEntry { name, state })
+                .collect(),
+        };
+        let single = crate::report::markdown::markdown(&big, PLAIN);
+        assert!(single.len() > 150_000, "{}", single.len());
+        let out = markdown(&report, PLAIN);
+        assert!(out.len() < NOTE_LIMIT, "{}", out.len());
+        assert_eq!(out.matches("<details><summary>cluster ").count(), 12);
+        assert!(
+            out.contains("were cut (largest first)"),
+            "no notice of the cut"
+        );
+        assert_no_secret(&out);
+    }
 }

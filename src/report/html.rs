@@ -1,4 +1,4 @@
-//! `--report-html FILE`: the run as one self-contained page (README "The HTML report"), for
+//! `--report-html FILE`: the run as one self-contained page (README "A fleet of clusters"), for
 //! people and CI artifacts: no network, no external script, style or font. Per cluster: its
 //! result and counts, its errors, the objects that failed first, then the objects wave by
 //! wave, each with what the run did, its readiness and reason (with `--wait`), the drift
@@ -54,7 +54,9 @@ pub fn html(fleet: &FleetReport) -> String {
         escape(&super::fleet::totals_line(fleet))
     );
     out.push_str(&clusters_table(fleet));
-    out.push_str("<input id=\"filter\" placeholder=\"filter objects\" aria-label=\"filter objects\">\n");
+    out.push_str(
+        "<input id=\"filter\" placeholder=\"filter objects\" aria-label=\"filter objects\">\n",
+    );
     for (i, cluster) in fleet.clusters.iter().enumerate() {
         out.push_str(&cluster_section(fleet.command, i, cluster));
     }
@@ -228,17 +230,34 @@ fn object_row(report: &RunReport, change: &Change) -> String {
     };
     let mut details = String::new();
     if let Some(reason) = &change.reason {
-        let _ = write!(details, "<div>{}: {}</div>", action_name(change.action), escape(reason));
+        let _ = write!(
+            details,
+            "<div>{}: {}</div>",
+            action_name(change.action),
+            escape(reason)
+        );
     }
     for drift in &change.drift {
-        let _ = write!(details, "<div class=\"warn\">drift: {}</div>", escape(&drift.to_string()));
+        let _ = write!(
+            details,
+            "<div class=\"warn\">drift: {}</div>",
+            escape(&drift.to_string())
+        );
     }
     if let Some(outcome) = outcome {
         if let Some(error) = &outcome.error {
-            let _ = write!(details, "<div class=\"failed\">failed: {}</div>", escape(error));
+            let _ = write!(
+                details,
+                "<div class=\"failed\">failed: {}</div>",
+                escape(error)
+            );
         }
         if let Some(skipped) = &outcome.skipped {
-            let _ = write!(details, "<div class=\"muted\">skipped: {}</div>", escape(skipped));
+            let _ = write!(
+                details,
+                "<div class=\"muted\">skipped: {}</div>",
+                escape(skipped)
+            );
         }
     }
     let diff = shown_diff(change, outcome);
@@ -292,7 +311,7 @@ mod tests {
             clusters: vec![
                 ClusterEntry {
                     name: name.into(),
-                    state: ClusterState::Ran(report),
+                    state: ClusterState::Ran(Box::new(report)),
                 },
                 ClusterEntry {
                     name: "down".into(),
@@ -320,9 +339,14 @@ mod tests {
     #[test]
     fn failures_come_first() {
         let out = page("dc1", apply_report());
-        let failed = out.find("<h3 class=\"failed\">failed</h3>").expect("failed section");
+        let failed = out
+            .find("<h3 class=\"failed\">failed</h3>")
+            .expect("failed section");
         let objects = out.find("<h3>objects</h3>").expect("objects section");
         assert!(failed < objects);
-        assert!(out.contains("drift: spec.template.spec.containers[0].image"), "{out}");
+        assert!(
+            out.contains("drift: spec.template.spec.containers[0].image"),
+            "{out}"
+        );
     }
 }

@@ -1,4 +1,4 @@
-//! Metrics of a run for unattended runs (README "Metrics"): OpenMetrics text for node
+//! Metrics of a run for unattended runs (README "A fleet of clusters"): OpenMetrics text for node
 //! exporter's textfile collector (`--metrics-file`), and the same gauges grouped per cluster
 //! and ApplySet for a Prometheus Pushgateway (`--pushgateway`). Every metric is a gauge with
 //! the labels `cluster` and `applyset` (the Pushgateway's grouping key carries them there).
@@ -65,14 +65,25 @@ const METRICS: [(&str, &str, &str); 6] = [
     ),
 ];
 
-/// The samples of one cluster: (metric, extra labels, value).
-fn samples(state: &ClusterState, run: &RunFacts<'_>) -> Vec<(&'static str, String, f64)> {
+/// One sample: its metric, its labels besides the cluster's, its value.
+type Sample = (&'static str, String, f64);
+
+/// The samples of one cluster.
+fn samples(state: &ClusterState, run: &RunFacts<'_>) -> Vec<Sample> {
     let report = state.report();
     let success = report.is_some_and(|r| r.failed() + r.errors.len() == 0);
     let duration = report.map_or(run.elapsed, |r| r.duration);
     let mut out = vec![
-        ("tend_run_success", String::new(), f64::from(u8::from(success))),
-        ("tend_run_duration_seconds", String::new(), duration.as_secs_f64()),
+        (
+            "tend_run_success",
+            String::new(),
+            f64::from(u8::from(success)),
+        ),
+        (
+            "tend_run_duration_seconds",
+            String::new(),
+            duration.as_secs_f64(),
+        ),
         ("tend_run_timestamp_seconds", String::new(), run.now),
     ];
     if success {
@@ -82,7 +93,11 @@ fn samples(state: &ClusterState, run: &RunFacts<'_>) -> Vec<(&'static str, Strin
         for (result, count) in by_result(report) {
             out.push(("tend_objects", format!("result=\"{result}\""), count as f64));
         }
-        out.push(("tend_drifted_objects", String::new(), drifted(report) as f64));
+        out.push((
+            "tend_drifted_objects",
+            String::new(),
+            drifted(report) as f64,
+        ));
     }
     out
 }
@@ -121,7 +136,7 @@ fn labels(base: &str, extra: &str) -> String {
 /// is the file as the last run left it, whose last-success values are kept for clusters
 /// that did not succeed now.
 pub fn openmetrics(fleet: &FleetReport, run: &RunFacts<'_>, previous: &str) -> String {
-    let per_cluster: Vec<(String, Vec<(&str, String, f64)>)> = fleet
+    let per_cluster: Vec<(String, Vec<Sample>)> = fleet
         .clusters
         .iter()
         .map(|cluster| {
@@ -217,7 +232,7 @@ mod tests {
             clusters: vec![
                 ClusterEntry {
                     name: "a\"b".into(),
-                    state: ClusterState::Ran(apply_report()),
+                    state: ClusterState::Ran(Box::new(apply_report())),
                 },
                 ClusterEntry {
                     name: "down".into(),
@@ -239,12 +254,25 @@ mod tests {
         let text = openmetrics(&fleet(), &RUN, previous);
         assert!(text.ends_with("# EOF\n"), "{text}");
         // apply_report has a failed object: not a success, and no previous value for it.
-        assert!(text.contains("tend_run_success{cluster=\"a\\\"b\",applyset=\"tend\",command=\"apply\"} 0\n"), "{text}");
+        assert!(
+            text.contains(
+                "tend_run_success{cluster=\"a\\\"b\",applyset=\"tend\",command=\"apply\"} 0\n"
+            ),
+            "{text}"
+        );
         assert!(text.contains("tend_objects{cluster=\"a\\\"b\",applyset=\"tend\",command=\"apply\",result=\"failed\"} 1\n"), "{text}");
-        assert!(text.contains("tend_run_success{cluster=\"down\",applyset=\"tend\",command=\"apply\"} 0\n"), "{text}");
+        assert!(
+            text.contains(
+                "tend_run_success{cluster=\"down\",applyset=\"tend\",command=\"apply\"} 0\n"
+            ),
+            "{text}"
+        );
         assert!(text.contains("tend_last_success_timestamp_seconds{cluster=\"down\",applyset=\"tend\",command=\"apply\"} 1600000000\n"), "{text}");
         assert!(text.contains("tend_run_duration_seconds{cluster=\"down\",applyset=\"tend\",command=\"apply\"} 2.5\n"), "{text}");
-        assert!(text.contains("# UNIT tend_run_duration_seconds seconds\n"), "{text}");
+        assert!(
+            text.contains("# UNIT tend_run_duration_seconds seconds\n"),
+            "{text}"
+        );
         // Each metric's family is written once.
         assert_eq!(text.matches("# TYPE tend_objects gauge").count(), 1);
     }
@@ -253,9 +281,17 @@ mod tests {
     fn push_groups_leave_the_last_success_out_when_failed() {
         let groups = groups(&fleet(), &RUN);
         assert_eq!(groups.len(), 2);
-        assert_eq!(groups[1].labels, vec![("cluster", "down".to_string()), ("applyset", "tend".to_string())]);
+        assert_eq!(
+            groups[1].labels,
+            vec![
+                ("cluster", "down".to_string()),
+                ("applyset", "tend".to_string())
+            ]
+        );
         assert!(!groups[1].body.contains(LAST_SUCCESS), "{}", groups[1].body);
-        assert!(groups[1].body.contains("tend_run_success{command=\"apply\"} 0\n"));
+        assert!(groups[1]
+            .body
+            .contains("tend_run_success{command=\"apply\"} 0\n"));
         assert!(!groups[0].body.contains("# EOF"));
     }
 }

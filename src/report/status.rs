@@ -36,11 +36,17 @@ impl ApplySetStatus {
     }
 }
 
-
 /// The table: one line per cluster and ApplySet (a cluster that could not be read: its error).
 pub fn text(clusters: &[ClusterStatus]) -> String {
     let header = [
-        "CLUSTER", "APPLYSET", "LAST RUN", "COMMIT", "RESULT", "OBJECTS", "DRIFT", "INTERRUPTED",
+        "CLUSTER",
+        "APPLYSET",
+        "LAST RUN",
+        "COMMIT",
+        "RESULT",
+        "OBJECTS",
+        "DRIFT",
+        "INTERRUPTED",
     ];
     let dash = || "-".to_string();
     let mut rows: Vec<Vec<String>> = vec![header.iter().map(|h| h.to_string()).collect()];
@@ -48,11 +54,29 @@ pub fn text(clusters: &[ClusterStatus]) -> String {
     for cluster in clusters {
         match &cluster.applysets {
             Err(error) => {
-                rows.push(vec![cluster.name.clone(), dash(), dash(), dash(), "unreachable".into(), dash(), dash(), dash()]);
+                rows.push(vec![
+                    cluster.name.clone(),
+                    dash(),
+                    dash(),
+                    dash(),
+                    "unreachable".into(),
+                    dash(),
+                    dash(),
+                    dash(),
+                ]);
                 errors.push(format!("cluster {}: {error}", cluster.name));
             }
             Ok(sets) if sets.is_empty() => {
-                rows.push(vec![cluster.name.clone(), dash(), dash(), dash(), "never applied".into(), dash(), dash(), dash()]);
+                rows.push(vec![
+                    cluster.name.clone(),
+                    dash(),
+                    dash(),
+                    dash(),
+                    "never applied".into(),
+                    dash(),
+                    dash(),
+                    dash(),
+                ]);
             }
             Ok(sets) => {
                 for set in sets {
@@ -60,11 +84,18 @@ pub fn text(clusters: &[ClusterStatus]) -> String {
                         cluster.name.clone(),
                         set.name.clone(),
                         set.last_run.clone().unwrap_or_else(dash),
-                        set.commit.as_deref().map_or_else(dash, |c| c.chars().take(12).collect()),
+                        set.commit
+                            .as_deref()
+                            .map_or_else(dash, |c| c.chars().take(12).collect()),
                         set.result.clone(),
                         set.objects.map_or_else(dash, |n| n.to_string()),
                         set.drift.map_or_else(dash, |n| n.to_string()),
-                        if set.interrupted.is_some() { "yes" } else { "no" }.into(),
+                        if set.interrupted.is_some() {
+                            "yes"
+                        } else {
+                            "no"
+                        }
+                        .into(),
                     ]);
                 }
             }

@@ -2,6 +2,11 @@
 //! starts every task and joins it; the stages it calls (source, render, plan, apply steps)
 //! take values and return values, and never spawn, hold a channel or call back up.
 //!
+//! The clusters of a run go `Run::parallel` at a time, each on its own thread of
+//! [`crate::parallel::map`] sharing the one runtime; each has its own lock, parent and report,
+//! and one's failure is its own (`Run::fail_fast` starts no further cluster after one).
+//! They read the source one at a time: the clusters share its cache (git clones, charts).
+//!
 //! One cluster's run, as tasks:
 //!
 //! ```text
@@ -283,7 +288,9 @@ fn load_one_at_a_time(
     reading: &Mutex<()>,
 ) -> Result<Loaded, Error> {
     // A poisoned lock only means another cluster's read panicked: the cache is still usable.
-    let _turn = reading.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _turn = reading
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     load::load(&cluster.source, render_opts)
 }
 

@@ -51,7 +51,11 @@ struct Fleet {
 
 /// Three servers; `c` is stopped (its port refuses connections).
 fn fleet_with_c_down() -> Fleet {
-    let (a, b, c) = (TestCluster::start(), TestCluster::start(), TestCluster::start());
+    let (a, b, c) = (
+        TestCluster::start(),
+        TestCluster::start(),
+        TestCluster::start(),
+    );
     c.stop();
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = kubeconfig(
@@ -100,7 +104,11 @@ fn a_fleet_converges_where_it_can_and_every_report_says_what_happened_where() {
     let contexts = ["--context", "a", "--context", "b", "--context", "c"];
 
     // diff -o json: one document, a report per cluster that ran, the error of the one down.
-    let args: Vec<&str> = ["diff", "-o", "json"].iter().chain(&contexts).copied().collect();
+    let args: Vec<&str> = ["diff", "-o", "json"]
+        .iter()
+        .chain(&contexts)
+        .copied()
+        .collect();
     let (code, stdout, stderr) = tend_fleet(&fleet, site.path(), &args);
     assert_eq!(code, 2, "the worst of differences and an error: {stderr}");
     assert_no_canary(&stdout);
@@ -108,7 +116,10 @@ fn a_fleet_converges_where_it_can_and_every_report_says_what_happened_where() {
     assert_eq!(doc["fleetSchemaVersion"], 1);
     assert_eq!(doc["command"], "diff");
     let clusters = doc["clusters"].as_array().unwrap();
-    let names: Vec<&str> = clusters.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = clusters
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["a", "b", "c"]);
     assert_eq!(clusters[0]["result"], "differences");
     assert_eq!(clusters[0]["report"]["summary"]["create"], 2);
@@ -118,7 +129,10 @@ fn a_fleet_converges_where_it_can_and_every_report_says_what_happened_where() {
     assert_eq!(clusters[2]["result"], "error");
     assert_eq!(clusters[2]["report"], Value::Null);
     assert!(
-        clusters[2]["error"].as_str().unwrap().contains("onnection refused"),
+        clusters[2]["error"]
+            .as_str()
+            .unwrap()
+            .contains("onnection refused"),
         "{}",
         clusters[2]["error"]
     );
@@ -136,10 +150,19 @@ fn a_fleet_converges_where_it_can_and_every_report_says_what_happened_where() {
     let (code, stdout, stderr) = tend_fleet(&fleet, site.path(), &args);
     assert_eq!(code, 2, "{stdout}\n{stderr}");
     assert_no_canary(&stdout);
-    assert!(stdout.starts_with("== cluster a: applied ==\n+ v1 ConfigMap default/app"), "{stdout}");
+    assert!(
+        stdout.starts_with("== cluster a: applied ==\n+ v1 ConfigMap default/app"),
+        "{stdout}"
+    );
     assert!(stdout.contains("== cluster b: applied ==\n"), "{stdout}");
-    assert!(stdout.contains("== cluster c: error ==\nerror: "), "{stdout}");
-    assert!(stdout.ends_with("3 clusters: 2 applied, 1 error\n"), "{stdout}");
+    assert!(
+        stdout.contains("== cluster c: error ==\nerror: "),
+        "{stdout}"
+    );
+    assert!(
+        stdout.ends_with("3 clusters: 2 applied, 1 error\n"),
+        "{stdout}"
+    );
     let row = stdout.lines().find(|l| l.starts_with("b  ")).unwrap();
     let cells: Vec<&str> = row.split_whitespace().collect();
     assert_eq!(cells[..4], ["b", "applied", "3", "0"], "{row}");
@@ -150,43 +173,94 @@ fn a_fleet_converges_where_it_can_and_every_report_says_what_happened_where() {
     // The metrics file: success per cluster, objects by result, a last success for a and b.
     let text = std::fs::read_to_string(&metrics).unwrap();
     assert!(text.ends_with("# EOF\n"), "{text}");
-    assert!(text.contains("tend_run_success{cluster=\"a\",applyset=\"tend\",command=\"apply\"} 1\n"), "{text}");
-    assert!(text.contains("tend_run_success{cluster=\"c\",applyset=\"tend\",command=\"apply\"} 0\n"), "{text}");
-    assert!(text.contains("tend_objects{cluster=\"b\",applyset=\"tend\",command=\"apply\",result=\"create\"} 3\n"), "{text}");
-    assert!(text.contains("tend_last_success_timestamp_seconds{cluster=\"a\","), "{text}");
-    assert!(!text.contains("tend_last_success_timestamp_seconds{cluster=\"c\","), "{text}");
+    assert!(
+        text.contains("tend_run_success{cluster=\"a\",applyset=\"tend\",command=\"apply\"} 1\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("tend_run_success{cluster=\"c\",applyset=\"tend\",command=\"apply\"} 0\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "tend_objects{cluster=\"b\",applyset=\"tend\",command=\"apply\",result=\"create\"} 3\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("tend_last_success_timestamp_seconds{cluster=\"a\","),
+        "{text}"
+    );
+    assert!(
+        !text.contains("tend_last_success_timestamp_seconds{cluster=\"c\","),
+        "{text}"
+    );
 
     // The HTML report: escaped, masked, in a browser.
     let page = std::fs::read_to_string(&html).unwrap();
     assert_no_canary(&page);
     assert!(!page.contains(HOSTILE), "unescaped:\n{page}");
     assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
-    assert_eq!(page.matches("<script>").count(), 1, "only the page's own script");
-    check_in_browser(&html, &["cluster a", "cluster c", "only-b", "onnection refused"]);
+    assert_eq!(
+        page.matches("<script>").count(),
+        1,
+        "only the page's own script"
+    );
+    check_in_browser(
+        &html,
+        &["cluster a", "cluster c", "only-b", "onnection refused"],
+    );
 
     // markdown: one note with a table of clusters and each cluster folded.
-    let args: Vec<&str> = ["diff", "-o", "markdown"].iter().chain(&contexts).copied().collect();
+    let args: Vec<&str> = ["diff", "-o", "markdown"]
+        .iter()
+        .chain(&contexts)
+        .copied()
+        .collect();
     let (code, stdout, _) = tend_fleet(&fleet, site.path(), &args);
     assert_eq!(code, 2);
     assert_no_canary(&stdout);
-    assert!(stdout.starts_with("### tend diff · 3 clusters: 2 in sync, 1 error\n"), "{stdout}");
-    assert!(stdout.contains("| `a` | in sync | 0 | 0 | 0 | 0 | 2 | 0 | 0 | 0 |\n"), "{stdout}");
+    assert!(
+        stdout.starts_with("### tend diff · 3 clusters: 2 in sync, 1 error\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("| `a` | in sync | 0 | 0 | 0 | 0 | 2 | 0 | 0 | 0 |\n"),
+        "{stdout}"
+    );
     assert!(stdout.contains("| `c` | error | – |"), "{stdout}");
-    assert_eq!(stdout.matches("<details><summary>cluster ").count(), 3, "{stdout}");
+    assert_eq!(
+        stdout.matches("<details><summary>cluster ").count(),
+        3,
+        "{stdout}"
+    );
 
     // status: what the parents say, the unreachable cluster an error.
     let (code, stdout, stderr) = tend_fleet(&fleet, site.path(), &["status", "--all-contexts"]);
     assert_eq!(code, 2, "{stdout}\n{stderr}");
     let lines: Vec<&str> = stdout.lines().collect();
-    assert!(lines[0].starts_with("CLUSTER  APPLYSET  LAST RUN"), "{stdout}");
+    assert!(
+        lines[0].starts_with("CLUSTER  APPLYSET  LAST RUN"),
+        "{stdout}"
+    );
     let b: Vec<&str> = lines[2].split_whitespace().collect();
-    assert_eq!((b[0], b[1], b[4], b[5], b[6], b[7]), ("b", "tend", "succeeded", "3", "0", "no"), "{stdout}");
-    assert!(lines[3].starts_with("c ") && lines[3].contains("unreachable"), "{stdout}");
+    assert_eq!(
+        (b[0], b[1], b[4], b[5], b[6], b[7]),
+        ("b", "tend", "succeeded", "3", "0", "no"),
+        "{stdout}"
+    );
+    assert!(
+        lines[3].starts_with("c ") && lines[3].contains("unreachable"),
+        "{stdout}"
+    );
 
     // With c back, every last run of a and b succeeded, c was never applied: exit 0.
     fleet.c.restart();
-    let (code, stdout, stderr) =
-        tend_fleet(&fleet, site.path(), &["status", "--all-contexts", "-o", "json"]);
+    let (code, stdout, stderr) = tend_fleet(
+        &fleet,
+        site.path(),
+        &["status", "--all-contexts", "-o", "json"],
+    );
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     let doc: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(doc["clusters"][0]["applysets"][0]["objects"], 2);
@@ -200,10 +274,22 @@ fn fail_fast_starts_no_cluster_after_a_failure_and_one_context_prints_as_before(
     let (code, stdout, _) = tend_fleet(
         &fleet,
         site.path(),
-        &["apply", "--context", "c", "--context", "a", "--parallel", "1", "--fail-fast"],
+        &[
+            "apply",
+            "--context",
+            "c",
+            "--context",
+            "a",
+            "--parallel",
+            "1",
+            "--fail-fast",
+        ],
     );
     assert_eq!(code, 2);
-    assert!(stdout.contains("== cluster a: not run ==\nnot started: --fail-fast"), "{stdout}");
+    assert!(
+        stdout.contains("== cluster a: not run ==\nnot started: --fail-fast"),
+        "{stdout}"
+    );
     assert!(configmaps(&fleet.a).is_empty());
     // One --context: the single-cluster report, byte for byte what `--kubeconfig` alone prints.
     let (code, one, _) = tend_fleet(&fleet, site.path(), &["diff", "--context", "b"]);
@@ -232,7 +318,15 @@ fn a_fleet_file_reaches_spokes_through_kubeconfig_secrets_of_the_hub() {
     .unwrap();
     // The Fleet in the repository is read by --fleet and never applied.
     let (code, stdout, stderr) = run(tend()
-        .args(["apply", "--fleet", "fleet.yaml", "-o", "json", "--retry-timeout", "1s"])
+        .args([
+            "apply",
+            "--fleet",
+            "fleet.yaml",
+            "-o",
+            "json",
+            "--retry-timeout",
+            "1s",
+        ])
         .arg("--repo")
         .arg(site.path())
         .arg("--kubeconfig")
@@ -242,7 +336,10 @@ fn a_fleet_file_reaches_spokes_through_kubeconfig_secrets_of_the_hub() {
     assert_eq!(doc["clusters"][0]["result"], "applied", "{stdout}");
     assert_eq!(doc["clusters"][0]["report"]["summary"]["create"], 3);
     let error = doc["clusters"][1]["error"].as_str().unwrap();
-    assert!(error.contains("Secret fleet/nope key value: no such Secret"), "{error}");
+    assert!(
+        error.contains("Secret fleet/nope key value: no such Secret"),
+        "{error}"
+    );
     assert_eq!(configmaps(&spoke), ["app", "only-b"]);
     assert!(configmaps(&hub).is_empty());
 
@@ -258,7 +355,10 @@ fn a_fleet_file_reaches_spokes_through_kubeconfig_secrets_of_the_hub() {
         .arg("--repo")
         .arg(site.path()));
     assert_eq!(code, 2);
-    assert!(stderr.contains("fleet.yaml:") && stderr.contains("colour"), "{stderr}");
+    assert!(
+        stderr.contains("fleet.yaml:") && stderr.contains("colour"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -273,7 +373,9 @@ fn metrics_are_pushed_to_a_pushgateway_one_group_per_cluster() {
         listener.set_nonblocking(false).unwrap();
         for _ in 0..3 {
             let (mut stream, _) = listener.accept().unwrap();
-            stream.set_read_timeout(Some(std::time::Duration::from_secs(60))).unwrap();
+            stream
+                .set_read_timeout(Some(std::time::Duration::from_secs(60)))
+                .unwrap();
             let mut request = Vec::new();
             let mut buf = [0u8; 8192];
             loop {
@@ -291,7 +393,9 @@ fn metrics_are_pushed_to_a_pushgateway_one_group_per_cluster() {
                     }
                 }
             }
-            stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n").unwrap();
+            stream
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+                .unwrap();
             pushes.push(String::from_utf8_lossy(&request).to_string());
         }
         pushes
@@ -303,22 +407,48 @@ fn metrics_are_pushed_to_a_pushgateway_one_group_per_cluster() {
     );
     assert_eq!(code, 2, "{stdout}\n{stderr}");
     let pushes = server.join().unwrap();
-    assert!(pushes[0].starts_with("POST /metrics/job/tend/cluster/a/applyset/tend HTTP/1.1\r\n"), "{}", pushes[0]);
-    assert!(pushes[0].contains("tend_run_success{command=\"diff\"} 1\n"), "{}", pushes[0]);
-    assert!(pushes[0].contains("tend_objects{command=\"diff\",result=\"create\"} 2\n"), "{}", pushes[0]);
+    assert!(
+        pushes[0].starts_with("POST /metrics/job/tend/cluster/a/applyset/tend HTTP/1.1\r\n"),
+        "{}",
+        pushes[0]
+    );
+    assert!(
+        pushes[0].contains("tend_run_success{command=\"diff\"} 1\n"),
+        "{}",
+        pushes[0]
+    );
+    assert!(
+        pushes[0].contains("tend_objects{command=\"diff\",result=\"create\"} 2\n"),
+        "{}",
+        pushes[0]
+    );
     assert!(pushes[0].contains("tend_last_success_timestamp_seconds{command=\"diff\"} "));
-    assert!(pushes[2].starts_with("POST /metrics/job/tend/cluster/c/applyset/tend "), "{}", pushes[2]);
-    assert!(pushes[2].contains("tend_run_success{command=\"diff\"} 0\n"), "{}", pushes[2]);
-    assert!(!pushes[2].contains("tend_last_success_timestamp_seconds"), "{}", pushes[2]);
+    assert!(
+        pushes[2].starts_with("POST /metrics/job/tend/cluster/c/applyset/tend "),
+        "{}",
+        pushes[2]
+    );
+    assert!(
+        pushes[2].contains("tend_run_success{command=\"diff\"} 0\n"),
+        "{}",
+        pushes[2]
+    );
+    assert!(
+        !pushes[2].contains("tend_last_success_timestamp_seconds"),
+        "{}",
+        pushes[2]
+    );
 }
 
 /// Load `page` in Debian's headless chromium: the DOM it built holds `expected`, and a
 /// screenshot of a sane size was taken. Skipped, with a note, where chromium is absent.
 fn check_in_browser(page: &Path, expected: &[&str]) {
-    let Some(chromium) = ["chromium", "chromium-browser"]
-        .iter()
-        .find(|c| std::process::Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()))
-    else {
+    let Some(chromium) = ["chromium", "chromium-browser"].iter().find(|c| {
+        std::process::Command::new(c)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    }) else {
         eprintln!("note: no chromium on PATH; the HTML report's browser check is skipped (apt-get install chromium)");
         return;
     };
@@ -336,14 +466,21 @@ fn check_in_browser(page: &Path, expected: &[&str]) {
             "--disable-sync",
             "--window-size=1280,2000",
         ])
-        .arg(format!("--user-data-dir={}", scratch.path().join("profile").display()))
+        .arg(format!(
+            "--user-data-dir={}",
+            scratch.path().join("profile").display()
+        ))
         .arg(format!("--screenshot={}", shot.display()))
         .arg("--dump-dom")
         .arg(format!("file://{}", page.display()))
         .output()
         .unwrap();
     let dom = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // The page's script ran to its end without an error.
     assert!(dom.contains("data-loaded=\"yes\""), "{dom}");
     for text in expected {
@@ -353,4 +490,66 @@ fn check_in_browser(page: &Path, expected: &[&str]) {
     assert!(!dom.contains(HOSTILE), "{dom}");
     let size = std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0);
     assert!(size > 10_000, "screenshot of {size} bytes");
+}
+
+#[test]
+fn a_cluster_stopped_mid_run_fails_alone() {
+    let (a, b, c) = (
+        TestCluster::start(),
+        TestCluster::start(),
+        TestCluster::start(),
+    );
+    // c answers slowly, so the run is still on it when it goes away.
+    c.inject(tend_testserver::Fault::delay(std::time::Duration::from_millis(150)).always());
+    let dir = tempfile::tempdir().unwrap();
+    let config = kubeconfig(
+        dir.path(),
+        &[("a", a.url()), ("b", b.url()), ("c", c.url())],
+    );
+    let site = fleet_site();
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("tend"))
+        .args([
+            "apply",
+            "--all-contexts",
+            "-o",
+            "json",
+            "--retry-timeout",
+            "1s",
+            "--color",
+            "never",
+        ])
+        .arg("--repo")
+        .arg(site.path())
+        .arg("--kubeconfig")
+        .arg(&config)
+        .env_remove("KUBECONFIG")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Stop c once tend has begun talking to it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while c.requests().len() < 3 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    c.stop();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_str(&stdout).unwrap();
+    let results: Vec<&str> = doc["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["result"].as_str().unwrap())
+        .collect();
+    assert_eq!(results[..2], ["applied", "applied"], "{stdout}");
+    assert!(["error", "failed"].contains(&results[2]), "{stdout}");
+    assert_eq!(configmaps(&a), ["app"]);
+    assert_eq!(configmaps(&b), ["app", "only-b"]);
 }
