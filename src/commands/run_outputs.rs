@@ -35,8 +35,17 @@ pub fn run(
             dry_run: opts.engine.dry_run,
             clusters: vec![ClusterEntry { name, state }],
         };
-        write_extras(engine, &one, &opts.engine.applyset, started)?;
-        return finish(&result?, format);
+        // The report first: a file or a gateway that cannot be written does not hide it.
+        let verdict = result.and_then(|done| finish(&done, format));
+        let extras = write_extras(engine, &one, &opts.engine.applyset, started);
+        return match (verdict, extras) {
+            (Err(err), Err(extra)) => {
+                tracing::error!("{extra}");
+                Err(err)
+            }
+            (Err(err), Ok(())) | (Ok(_), Err(err)) => Err(err),
+            (Ok(verdict), Ok(())) => Ok(verdict),
+        };
     };
     let result = reconcile_fleet(opts, fleet_opts);
     let text = match format {

@@ -236,13 +236,26 @@ pub fn markdown(fleet: &FleetReport, shown: Shown) -> String {
     out.push('\n');
     // The table is small; the clusters share the rest of the budget.
     let share = MARKDOWN_BUDGET.saturating_sub(out.len()) / fleet.clusters.len().max(1);
+    // Each section keeps to its share, but a share has a floor: with very many clusters the
+    // last sections may not fit at all.
+    let mut unshown = 0;
     for cluster in &fleet.clusters {
-        out.push_str(&details(fleet.command, cluster, shown, share));
+        let section = details(fleet.command, cluster, shown, share);
+        if out.len() + section.len() > MARKDOWN_BUDGET {
+            unshown += 1;
+            continue;
+        }
+        out.push_str(&section);
+    }
+    if unshown > 0 {
+        let _ = writeln!(
+            out,
+            "> **Note:** the details of {unshown} cluster(s) are left out to keep this note under {NOTE_LIMIT} characters; the full report is in `-o json`.\n"
+        );
     }
     while out.ends_with("\n\n") {
         out.pop();
     }
-    debug_assert!(out.len() < NOTE_LIMIT);
     out
 }
 

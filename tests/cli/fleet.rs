@@ -343,6 +343,30 @@ fn a_fleet_file_reaches_spokes_through_kubeconfig_secrets_of_the_hub() {
     assert_eq!(configmaps(&spoke), ["app", "only-b"]);
     assert!(configmaps(&hub).is_empty());
 
+    // status reaches the spoke the same way; the cluster without a kubeconfig is an error.
+    let (code, stdout, stderr) = run(tend()
+        .args([
+            "status",
+            "--fleet",
+            "fleet.yaml",
+            "-o",
+            "json",
+            "--retry-timeout",
+            "1s",
+        ])
+        .arg("--repo")
+        .arg(site.path())
+        .arg("--kubeconfig")
+        .arg(hub.kubeconfig_path()));
+    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    let doc: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(doc["clusters"][0]["applysets"][0]["result"], "succeeded");
+    assert_eq!(doc["clusters"][0]["applysets"][0]["objects"], 3);
+    assert!(doc["clusters"][1]["error"]
+        .as_str()
+        .unwrap()
+        .contains("no such Secret"));
+
     // A bad Fleet: file:line and exit 2, nothing run.
     std::fs::write(
         &fleet_file,
@@ -552,4 +576,58 @@ fn a_cluster_stopped_mid_run_fails_alone() {
     assert!(["error", "failed"].contains(&results[2]), "{stdout}");
     assert_eq!(configmaps(&a), ["app"]);
     assert_eq!(configmaps(&b), ["app", "only-b"]);
+}
+
+#[test]
+fn status_exits_1_when_a_last_run_failed() {
+    let cluster = TestCluster::start();
+    cluster
+        .seed(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "tend-system"}}))
+        .unwrap();
+    let parent = |name: &str, result: &str| {
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {
+            "name": name, "namespace": "tend-system",
+            "labels": {"applyset.kubernetes.io/id": format!("applyset-{name}-v1")},
+            "annotations": {
+                "applyset.kubernetes.io/tooling": "tend/0.1.0",
+                "tend.dev/last-run": "2026-11-26T03:00:00Z",
+                "tend.dev/last-commit": "9f2c1e0b7a44d2",
+                "tend.dev/last-summary": "0 created, 1 updated, 0 pruned, 9 unchanged, 1 failed",
+                "tend.dev/last-result": result,
+                "tend.dev/last-drift": "2"}}})
+    };
+    cluster.seed(parent("web", "failed")).unwrap();
+    cluster.seed(parent("infra", "succeeded")).unwrap();
+    // Another tool's ApplySet is not tend's to report.
+    let mut kubectl = parent("other", "failed");
+    kubectl["metadata"]["annotations"]["applyset.kubernetes.io/tooling"] = json!("kubectl/v1.33");
+    cluster.seed(kubectl).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["status", "--cluster", "dc1"]);
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{stdout}");
+    let rows: Vec<Vec<&str>> = lines[1..]
+        .iter()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        rows[0],
+        [
+            "dc1",
+            "infra",
+            "2026-11-26T03:00:00Z",
+            "9f2c1e0b7a44",
+            "succeeded",
+            "10",
+            "2",
+            "no"
+        ]
+    );
+    assert_eq!(
+        rows[1][1..5],
+        ["web", "2026-11-26T03:00:00Z", "9f2c1e0b7a44", "failed"]
+    );
+    // One LIST, no discovery.
+    assert_eq!(cluster.requests().len(), 1, "{:?}", cluster.requests());
 }
