@@ -473,12 +473,13 @@ mod tests {
                 "registrymirrors",
                 "immortalcontainers",
                 "chaosagents",
-                "helmcharts"
+                "helmcharts",
+                "fleets"
             ]
         );
         assert_eq!(
             TendKind::names(),
-            "CopyRule, RegistryMirror, ImmortalContainer, ChaosAgent and HelmChart"
+            "CopyRule, RegistryMirror, ImmortalContainer, ChaosAgent, HelmChart and Fleet"
         );
         assert_eq!(TendKind::from_kind("copyrule"), None);
         assert_eq!(TendKind::from_kind("Deployment"), None);
@@ -498,7 +499,8 @@ mod tests {
                 "registrymirrors.tend.dev",
                 "immortalcontainers.tend.dev",
                 "chaosagents.tend.dev",
-                "helmcharts.tend.dev"
+                "helmcharts.tend.dev",
+                "fleets.tend.dev"
             ]
         );
         for crd in &crds {
@@ -514,6 +516,10 @@ mod tests {
                 .is_some_and(|s| !s.is_empty()));
             let version = &crd.spec.versions[0];
             assert!(version.served && version.storage);
+            // A Fleet is read by tend, never applied: it has no status.
+            if crd.spec.names.kind == "Fleet" {
+                continue;
+            }
             assert!(version
                 .subresources
                 .as_ref()

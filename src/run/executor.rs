@@ -67,22 +67,17 @@ pub fn execute(run: &Run) -> Vec<Option<Result<ClusterOutcome, Error>>> {
         Ok(runtime) => runtime,
         Err(err) => return vec![Some(Err(err))],
     };
-    // One listener for the run: every cluster shares the run's stop request.
-    let writer = run.clusters.iter().find(|c| c.writes(run.mode));
-    if let Some(cluster) = writer {
-        let interrupt = cluster.engine.interrupt.clone();
-        if let Err(err) = runtime.block_on(async { listen_for_signals(interrupt) }) {
-            return vec![Some(Err(Error::Runtime(err)))];
-        }
-    }
     let failed = AtomicBool::new(false);
-    // Clusters reading one repository share its cache (git clones, charts): read one at a time.
-    let reading = Mutex::new(());
+    let shared = Shared {
+        // Clusters reading one repository share its cache (git clones, charts): one at a time.
+        reading: Mutex::new(()),
+        listening: AtomicBool::new(false),
+    };
     crate::parallel::map(&run.clusters, run.parallel.max(1), 1, |cluster| {
         if run.fail_fast && failed.load(Ordering::SeqCst) {
             return None;
         }
-        let result = execute_cluster(&runtime, run.mode, cluster, &reading);
+        let result = execute_cluster(&runtime, run.mode, cluster, &shared);
         let failure = match &result {
             Ok(outcome) => outcome.report.failed() + outcome.report.errors.len() > 0,
             Err(_) => true,
@@ -107,12 +102,21 @@ fn runtime() -> Result<tokio::runtime::Runtime, Error> {
         .map_err(Error::Runtime)
 }
 
+/// What the clusters of a run share.
+struct Shared {
+    reading: Mutex<()>,
+    /// Whether the run listens for signals already: one listener sets the one stop request
+    /// every cluster shares.
+    listening: AtomicBool,
+}
+
 fn execute_cluster(
     runtime: &tokio::runtime::Runtime,
     mode: Mode,
     cluster: &ClusterRun,
-    reading: &Mutex<()>,
+    shared: &Shared,
 ) -> Result<ClusterOutcome, Error> {
+    let reading = &shared.reading;
     let mut connecting = Connecting::start(runtime, mode, cluster);
     // Read (and, where no unit needs the cluster, render) the source while connecting;
     // with secrets to read first, it is read once connected.
@@ -129,6 +133,9 @@ fn execute_cluster(
         None
     };
     runtime.block_on(async {
+        if cluster.writes(mode) && !shared.listening.swap(true, Ordering::SeqCst) {
+            listen_for_signals(cluster.engine.interrupt.clone()).map_err(Error::Runtime)?;
+        }
         let (session, opted_in) = connecting.session().await?;
         let (loaded, render_opts, offline) = match offline {
             Some((loaded, render)) => (loaded, cluster.render.clone(), render),

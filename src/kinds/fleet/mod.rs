@@ -18,7 +18,9 @@ use std::collections::BTreeMap;
     version = "v1alpha1",
     kind = "Fleet",
     derive = "PartialEq",
+    shortname = "fl",
     category = "tend",
+    printcolumn(name = "AGE", type_ = "date", json_path = ".metadata.creationTimestamp"),
     doc = "The clusters one tend run covers, each by kubeconfig context or kubeconfig Secret (tend)."
 )]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
