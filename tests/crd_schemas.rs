@@ -128,6 +128,13 @@ fn valid_example(kind: TendKind) -> Value {
             json!({"chart": "../charts/web", "kubeVersion": "v1.33.0",
                    "values": {"replicas": 2, "image": {"tag": "1.0"}, "list": [1, "a"]}}),
         ),
+        TendKind::Fleet => (
+            json!({"name": "production"}),
+            json!({"clusters": [
+                {"name": "hub", "context": "hub"},
+                {"name": "prod-eu", "labels": {"region": "eu"}, "path": "clusters/prod-eu",
+                 "kubeconfigSecretRef": {"namespace": "tend-fleet", "name": "prod-eu", "key": "value"}}]}),
+        ),
     };
     json!({"apiVersion": "tend.dev/v1alpha1", "kind": kind.kind(), "metadata": metadata, "spec": spec})
 }
@@ -372,6 +379,23 @@ fn cases() -> Vec<(&'static str, TendKind, Value, Expect)> {
             ChaosAgent,
             with_spec(ChaosAgent, "podTolerance", None),
             Cel,
+        ),
+        ("fleet valid", Fleet, valid_example(Fleet), Valid),
+        (
+            "fleet cluster name with a comma",
+            Fleet,
+            with_spec(Fleet, "clusters", Some(json!([{"name": "a,b"}]))),
+            Invalid,
+        ),
+        (
+            "fleet unknown field",
+            Fleet,
+            with_spec(
+                Fleet,
+                "clusters",
+                Some(json!([{"name": "a", "colour": "blue"}])),
+            ),
+            Unknown,
         ),
     ]
 }

@@ -47,6 +47,10 @@ pub struct Record<'a> {
     pub time: String,
     pub summary: Summary,
     pub failed: usize,
+    /// Objects found drifted.
+    pub drifted: usize,
+    /// Run-level errors so far (a wave that stopped the run, a hook that failed).
+    pub errors: usize,
     /// What a run stopped by a signal did and did not do.
     pub interrupted: Option<&'a str>,
 }
@@ -82,6 +86,13 @@ pub async fn narrow_and_record(
             ),
         ),
     ];
+    let result = match (record.interrupted, record.failed + record.errors) {
+        (Some(_), _) => "interrupted",
+        (None, 0) => "succeeded",
+        (None, _) => "failed",
+    };
+    annotations.push((inventory::LAST_RESULT_ANNOTATION, result.to_string()));
+    annotations.push((inventory::LAST_DRIFT_ANNOTATION, record.drifted.to_string()));
     if let Some(signer) = record.signed_by {
         annotations.push((inventory::LAST_SIGNED_BY_ANNOTATION, signer.to_string()));
     }

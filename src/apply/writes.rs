@@ -126,6 +126,12 @@ impl Applying<'_> {
             time: clock.now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
             summary: report.summary(),
             failed: report.failed(),
+            drifted: report
+                .changes
+                .iter()
+                .filter(|c| !c.drift.is_empty())
+                .count(),
+            errors: report.errors.len(),
             interrupted: stopped.as_deref(),
         };
         let id = self.opts.applyset_id();

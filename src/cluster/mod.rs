@@ -137,6 +137,9 @@ impl ClusterError {
 #[derive(Debug, Clone)]
 pub struct Access {
     pub kubeconfig: Option<std::path::PathBuf>,
+    /// A kubeconfig read from a Secret (a fleet's `kubeconfigSecretRef`): used instead of
+    /// `kubeconfig`.
+    pub kubeconfig_text: Option<KubeconfigText>,
     pub context: Option<String>,
     pub retry_timeout: Duration,
     pub interrupt: crate::interrupt::Interrupt,
@@ -146,10 +149,24 @@ impl Default for Access {
     fn default() -> Self {
         Access {
             kubeconfig: None,
+            kubeconfig_text: None,
             context: None,
             retry_timeout: outage::DEFAULT_RETRY_TIMEOUT,
             interrupt: crate::interrupt::Interrupt::default(),
         }
+    }
+}
+
+/// A kubeconfig's text and where it was read (`Secret ns/name key value`); never printed.
+#[derive(Clone)]
+pub struct KubeconfigText {
+    pub origin: String,
+    pub text: Arc<zeroize::Zeroizing<String>>,
+}
+
+impl std::fmt::Debug for KubeconfigText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "KubeconfigText({})", self.origin)
     }
 }
 
@@ -160,8 +177,18 @@ pub async fn connect(access: &Access, stats: Arc<RequestStats>) -> Result<Client
         context: access.context.clone(),
         ..KubeConfigOptions::default()
     };
-    let mut config = match &access.kubeconfig {
-        Some(path) => {
+    let mut config = match (&access.kubeconfig_text, &access.kubeconfig) {
+        (Some(text), _) => {
+            let from_secret = |source| ClusterError::Kubeconfig {
+                path: text.origin.clone(),
+                source,
+            };
+            let kubeconfig = Kubeconfig::from_yaml(&text.text).map_err(from_secret)?;
+            Config::from_custom_kubeconfig(kubeconfig, &options)
+                .await
+                .map_err(from_secret)?
+        }
+        (None, Some(path)) => {
             let kubeconfig =
                 Kubeconfig::read_from(path).map_err(|source| ClusterError::Kubeconfig {
                     path: path.display().to_string(),
@@ -174,10 +201,10 @@ pub async fn connect(access: &Access, stats: Arc<RequestStats>) -> Result<Client
                     source,
                 })?
         }
-        None if access.context.is_some() => Config::from_kubeconfig(&options)
+        (None, None) if access.context.is_some() => Config::from_kubeconfig(&options)
             .await
             .map_err(|e| ClusterError::Config(e.to_string()))?,
-        None => Config::infer().await.map_err(|e| {
+        (None, None) => Config::infer().await.map_err(|e| {
             ClusterError::Config(format!("{e}; pass --kubeconfig or set KUBECONFIG"))
         })?,
     };
@@ -271,6 +298,42 @@ impl std::fmt::Display for RequestStats {
             self.list_bytes().div_ceil(1024)
         )
     }
+}
+
+/// The context names of the kubeconfig tend would read (`--kubeconfig`, else `$KUBECONFIG`,
+/// else `~/.kube/config`), in the file's order (`--all-contexts`).
+pub fn context_names(kubeconfig: Option<&std::path::Path>) -> Result<Vec<String>, ClusterError> {
+    let config = match kubeconfig {
+        Some(path) => Kubeconfig::read_from(path).map_err(|source| ClusterError::Kubeconfig {
+            path: path.display().to_string(),
+            source,
+        })?,
+        None => Kubeconfig::read().map_err(|source| ClusterError::Kubeconfig {
+            path: "$KUBECONFIG or ~/.kube/config".into(),
+            source,
+        })?,
+    };
+    Ok(config.contexts.into_iter().map(|c| c.name).collect())
+}
+
+/// The metadata of the Secrets in `namespace` that carry the label `label` (ApplySet
+/// parents): one LIST of metadata, without discovery, for `tend status`.
+pub async fn labelled_secrets(
+    access: &Access,
+    namespace: &str,
+    label: &str,
+) -> Result<Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>, ClusterError> {
+    use k8s_openapi::api::core::v1::Secret;
+    let client = connect(access, Arc::new(RequestStats::default())).await?;
+    let api: kube::Api<Secret> = kube::Api::namespaced(client, namespace);
+    let params = kube::api::ListParams::default().labels(label);
+    let list = retry::retry("list ApplySet parents", || api.list_metadata(&params))
+        .await
+        .map_err(|source| ClusterError::Api {
+            what: format!("cannot list the ApplySet parents (Secrets) in namespace {namespace}"),
+            source,
+        })?;
+    Ok(list.items.into_iter().map(|item| item.metadata).collect())
 }
 
 #[cfg(test)]

@@ -1,9 +1,8 @@
 //! `tend apply`: diff, then apply in order, prune, record the run.
 
 use super::global::parse_duration;
-use super::reconcile_args::{finish, report_format, ApplyFlags, EngineArgs};
+use super::reconcile_args::{report_format, ApplyFlags, EngineArgs};
 use super::GlobalArgs;
-use crate::ops::reconcile::reconcile;
 use crate::ops::Verdict;
 use crate::report::run::Mode;
 use crate::Error;
@@ -38,5 +37,5 @@ pub fn run(global: &GlobalArgs, args: &ApplyArgs) -> Result<Verdict, Error> {
         lock_timeout: args.lock_timeout,
     };
     let opts = args.engine.options(global, Mode::Apply, Some(&flags))?;
-    finish(&reconcile(&opts)?, format)
+    super::run_outputs::run(global, &args.engine, &opts, format)
 }

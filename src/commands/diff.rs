@@ -1,9 +1,8 @@
 //! `tend diff`: plan against the live cluster and print what would change.
 //! Exit 0 in sync, 1 differences, 2 error (as `kubectl diff`).
 
-use super::reconcile_args::{finish, report_format, EngineArgs};
+use super::reconcile_args::{report_format, EngineArgs};
 use super::GlobalArgs;
-use crate::ops::reconcile::reconcile;
 use crate::ops::Verdict;
 use crate::report::run::Mode;
 use crate::Error;
@@ -18,5 +17,5 @@ pub struct DiffArgs {
 pub fn run(global: &GlobalArgs, args: &DiffArgs) -> Result<Verdict, Error> {
     let format = report_format(global, &args.engine, "diff")?;
     let opts = args.engine.options(global, Mode::Diff, None)?;
-    finish(&reconcile(&opts)?, format)
+    super::run_outputs::run(global, &args.engine, &opts, format)
 }

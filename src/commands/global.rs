@@ -25,9 +25,20 @@ pub struct GlobalArgs {
     /// Kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster).
     #[arg(long, global = true, env = "TEND_KUBECONFIG")]
     pub kubeconfig: Option<PathBuf>,
-    /// Kubeconfig context to use.
+    /// Kubeconfig context to use. Given more than once, each context is a cluster of the run, named as the context (README "A fleet of clusters"); with --fleet, the context of the cluster that holds the fleet's kubeconfig Secrets.
     #[arg(long, global = true, env = "TEND_CONTEXT")]
-    pub context: Option<String>,
+    pub context: Vec<String>,
+    /// Run every context of the kubeconfig, each a cluster named as its context.
+    #[arg(
+        long,
+        global = true,
+        env = "TEND_ALL_CONTEXTS",
+        conflicts_with = "fleet"
+    )]
+    pub all_contexts: bool,
+    /// A Fleet file (tend.dev/v1alpha1 kind Fleet) listing the clusters of the run: a path here, else in the --repo directory.
+    #[arg(long, global = true, env = "TEND_FLEET", value_name = "FILE")]
+    pub fleet: Option<PathBuf>,
     /// How long the run as a whole rides out API outages (connections refused or dropped, 429, 502-504): one budget shared by every request, after which requests fail.
     #[arg(long, global = true, env = "TEND_RETRY_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
     pub retry_timeout: std::time::Duration,
@@ -217,9 +228,23 @@ impl GlobalArgs {
     pub fn access(&self, interrupt: &crate::interrupt::Interrupt) -> crate::cluster::Access {
         crate::cluster::Access {
             kubeconfig: self.kubeconfig.clone(),
-            context: self.context.clone(),
+            kubeconfig_text: None,
+            context: self.context.first().cloned(),
             retry_timeout: self.retry_timeout,
             interrupt: interrupt.clone(),
+        }
+    }
+}
+
+impl GlobalArgs {
+    /// Where the clusters of a run come from (`--context`, `--all-contexts`, `--fleet`).
+    pub fn fleet_choice(&self) -> crate::ops::fleet::FleetChoice {
+        crate::ops::fleet::FleetChoice {
+            contexts: self.context.clone(),
+            all_contexts: self.all_contexts,
+            fleet_file: self.fleet.clone(),
+            kubeconfig: self.kubeconfig.clone(),
+            repo: self.repo.clone(),
         }
     }
 }

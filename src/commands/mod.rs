@@ -10,6 +10,8 @@ pub mod diff;
 pub mod global;
 pub mod reconcile_args;
 pub mod render;
+mod run_outputs;
+pub mod status;
 mod stdout;
 pub mod version;
 
@@ -28,6 +30,8 @@ pub enum Command {
     Diff(diff::DiffArgs),
     /// Diff, then apply in order, prune, and record the run.
     Apply(apply::ApplyArgs),
+    /// The last run of each ApplySet on each cluster, from the ApplySet parents (exit 1 when one failed).
+    Status(status::StatusArgs),
     /// One pass of a ChaosAgent: a dry run unless --execute. Never run by apply.
     Chaos(chaos::ChaosArgs),
     /// Print the CustomResourceDefinitions of tend's own kinds.
@@ -51,6 +55,7 @@ pub fn run(
         Command::Render(args) => render::run(global, &args),
         Command::Diff(args) => diff::run(global, &args),
         Command::Apply(args) => apply::run(global, &args),
+        Command::Status(args) => status::run(global, &args),
         Command::Chaos(args) => chaos::run(global, &args),
         Command::Crds => crds::run(global),
         Command::Version => version::run(global),

@@ -2,7 +2,7 @@
 
 use super::{GlobalArgs, LogFormat, OutputFormat};
 use crate::apply::engine::EngineOptions;
-use crate::ops::reconcile::{ReconcileOptions, Reconciled};
+use crate::ops::reconcile::{FleetOptions, ReconcileOptions, Reconciled};
 use crate::ops::Verdict;
 use crate::plan::planner::PruneLimits;
 use crate::report::run::Mode;
@@ -10,6 +10,7 @@ use crate::report::{ReportFormat, Shown};
 use crate::Error;
 use clap::Args;
 use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Debug, Clone, Args)]
@@ -48,6 +49,21 @@ pub struct EngineArgs {
     /// Print the full body of each created object (text and markdown show one line per create; -o json always has them).
     #[arg(long, env = "TEND_SHOW_CREATES")]
     pub show_creates: bool,
+    /// Clusters run at once in a run over several (--context given more than once, --all-contexts, --fleet).
+    #[arg(long, env = "TEND_PARALLEL", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub parallel: u16,
+    /// In a run over several clusters, start no further cluster once one failed (by default every cluster runs).
+    #[arg(long, env = "TEND_FAIL_FAST")]
+    pub fail_fast: bool,
+    /// Also write the report as one self-contained HTML page (no network needed to view it).
+    #[arg(long, env = "TEND_REPORT_HTML", value_name = "FILE")]
+    pub report_html: Option<PathBuf>,
+    /// Write the run's metrics to PATH (OpenMetrics text, for node exporter's textfile collector).
+    #[arg(long, env = "TEND_METRICS_FILE", value_name = "PATH")]
+    pub metrics_file: Option<PathBuf>,
+    /// Push the run's metrics to a Prometheus Pushgateway (http://HOST:PORT), one group per cluster and ApplySet under job "tend".
+    #[arg(long, env = "TEND_PUSHGATEWAY", value_name = "URL")]
+    pub pushgateway: Option<String>,
 }
 
 /// `NAMESPACE/NAME` of a Secret given to `flag`, both valid Kubernetes names.
@@ -75,7 +91,18 @@ impl EngineArgs {
         let apply = apply.unwrap_or(&defaults);
         // One stop request for the run, seen by the engine and the cluster client alike.
         let interrupt = crate::interrupt::Interrupt::default();
+        let fleet = crate::ops::fleet::clusters(&global.fleet_choice())?;
+        if let (Some(_), Some(cluster)) = (&fleet, &global.cluster) {
+            return Err(Error::Usage(format!(
+                "--cluster {cluster} names the one cluster of a run; in a run over several, each cluster is named by its context or its Fleet entry"
+            )));
+        }
         Ok(ReconcileOptions {
+            fleet: fleet.map(|clusters| FleetOptions {
+                clusters,
+                parallel: self.parallel as usize,
+                fail_fast: self.fail_fast,
+            }),
             mode,
             source: global.source_options(self.trusted_keys_secret.is_some())?,
             render: global.render_options()?,

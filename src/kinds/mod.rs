@@ -143,6 +143,7 @@ tend_kinds! {
     ImmortalContainer => immortal_container,
     ChaosAgent => chaos_agent,
     HelmChart => helm_chart,
+    Fleet => fleet,
 }
 
 /// One of tend's kinds: what the rest of tend needs from it. Implemented by the type in the
@@ -472,12 +473,13 @@ mod tests {
                 "registrymirrors",
                 "immortalcontainers",
                 "chaosagents",
-                "helmcharts"
+                "helmcharts",
+                "fleets"
             ]
         );
         assert_eq!(
             TendKind::names(),
-            "CopyRule, RegistryMirror, ImmortalContainer, ChaosAgent and HelmChart"
+            "CopyRule, RegistryMirror, ImmortalContainer, ChaosAgent, HelmChart and Fleet"
         );
         assert_eq!(TendKind::from_kind("copyrule"), None);
         assert_eq!(TendKind::from_kind("Deployment"), None);
@@ -497,7 +499,8 @@ mod tests {
                 "registrymirrors.tend.dev",
                 "immortalcontainers.tend.dev",
                 "chaosagents.tend.dev",
-                "helmcharts.tend.dev"
+                "helmcharts.tend.dev",
+                "fleets.tend.dev"
             ]
         );
         for crd in &crds {
@@ -513,6 +516,10 @@ mod tests {
                 .is_some_and(|s| !s.is_empty()));
             let version = &crd.spec.versions[0];
             assert!(version.served && version.storage);
+            // A Fleet is read by tend, never applied: it has no status.
+            if crd.spec.names.kind == "Fleet" {
+                continue;
+            }
             assert!(version
                 .subresources
                 .as_ref()

@@ -4,7 +4,10 @@
 //! by [`crate::run`].
 
 pub mod chaos;
+pub mod fleet;
+pub mod pushgateway;
 pub mod reconcile;
+pub mod status;
 
 /// How a command ended, for [`crate::cli`] to turn into an exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,8 +3,10 @@
 
 use crate::apply::engine::EngineOptions;
 use crate::cluster::Access;
+use crate::kinds::fleet::FleetCluster;
 use crate::ops::Verdict;
 use crate::render::RenderOptions;
+use crate::report::fleet::{ClusterEntry, ClusterState, FleetReport};
 use crate::report::run::{Mode, RunReport};
 use crate::run::{ClusterRun, Run, SecretReads};
 use crate::source::SourceOptions;
@@ -24,6 +26,19 @@ pub struct ReconcileOptions {
     pub trusted_keys_secret: Option<(String, String)>,
     pub access: Access,
     pub engine: EngineOptions,
+    /// Several clusters (`--context` more than once, `--all-contexts`, `--fleet`); `None`
+    /// runs the one cluster `access` reaches, as tend always did.
+    pub fleet: Option<FleetOptions>,
+}
+
+/// The clusters of a run over several, and how they run.
+#[derive(Debug, Clone)]
+pub struct FleetOptions {
+    pub clusters: Vec<FleetCluster>,
+    /// Clusters run at once (`--parallel`).
+    pub parallel: usize,
+    /// Start no further cluster once one failed (`--fail-fast`).
+    pub fail_fast: bool,
 }
 
 /// The result of a reconcile.
@@ -50,25 +65,34 @@ impl Reconciled {
     }
 }
 
+/// The one cluster run of `opts`, reached as `opts.access` says.
+fn single_cluster(opts: &ReconcileOptions) -> ClusterRun {
+    ClusterRun {
+        target: opts.access.clone(),
+        source: opts.source.clone(),
+        render: opts.render.clone(),
+        before_source: SecretReads {
+            decryption_keys: opts.decryption_secret.clone(),
+            chart_credentials: opts.helm_credentials_secret.clone(),
+            trusted_keys: opts.trusted_keys_secret.clone(),
+        },
+        engine: opts.engine.clone(),
+        kubeconfig_secret: None,
+    }
+}
+
 /// Run a diff or an apply of one cluster.
 pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
     let run = Run {
         mode: opts.mode,
-        clusters: vec![ClusterRun {
-            target: opts.access.clone(),
-            source: opts.source.clone(),
-            render: opts.render.clone(),
-            before_source: SecretReads {
-                decryption_keys: opts.decryption_secret.clone(),
-                chart_credentials: opts.helm_credentials_secret.clone(),
-                trusted_keys: opts.trusted_keys_secret.clone(),
-            },
-            engine: opts.engine.clone(),
-        }],
+        clusters: vec![single_cluster(opts)],
+        parallel: 1,
+        fail_fast: false,
     };
     let outcome = crate::run::execute(&run)
         .into_iter()
         .next()
+        .flatten()
         .ok_or_else(|| {
             Error::Runtime(std::io::Error::other("the run ended without an outcome"))
         })??;
@@ -77,4 +101,104 @@ pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
         report: outcome.report,
         requests: outcome.requests,
     })
+}
+
+/// `member`'s part of a fleet run: its name for targeting and reports, its path, and how it
+/// is reached (a context, or a kubeconfig Secret read through `opts.access`).
+fn member_run(opts: &ReconcileOptions, member: &FleetCluster) -> ClusterRun {
+    let mut run = single_cluster(opts);
+    run.render.cluster = Some(member.name.clone());
+    run.engine.cluster_name = Some(member.name.clone());
+    // Several clusters' progress bars on one terminal would overwrite each other.
+    run.engine.progress = false;
+    if let Some(path) = &member.path {
+        run.source.path = Some(path.into());
+    }
+    (run.target, run.kubeconfig_secret) = super::fleet::reach(&opts.access, member);
+    run
+}
+
+/// The result of a run over several clusters.
+#[derive(Debug)]
+pub struct FleetReconciled {
+    pub report: FleetReport,
+    /// Per cluster that ran: its name and `N API requests (...)`.
+    pub requests: Vec<(String, String)>,
+}
+
+impl FleetReconciled {
+    /// The worst of the clusters: a failure (or a cluster not run) over differences over
+    /// success.
+    pub fn verdict(&self) -> Verdict {
+        let mut verdict = Verdict::Success;
+        for cluster in &self.report.clusters {
+            let this = match &cluster.state {
+                ClusterState::Ran(report) => Reconciled {
+                    mode: self.report.command,
+                    report: (**report).clone(),
+                    requests: String::new(),
+                }
+                .verdict(),
+                ClusterState::Error(_) | ClusterState::NotRun(_) => Verdict::Failed,
+            };
+            verdict = match (verdict, this) {
+                (Verdict::Failed, _) | (_, Verdict::Failed) => Verdict::Failed,
+                (Verdict::Differences, _) | (_, Verdict::Differences) => Verdict::Differences,
+                _ => Verdict::Success,
+            };
+        }
+        verdict
+    }
+}
+
+/// Run a diff or an apply of every cluster of `fleet`, `fleet.parallel` at a time; each
+/// cluster's failure is its own.
+pub fn reconcile_fleet(opts: &ReconcileOptions, fleet: &FleetOptions) -> FleetReconciled {
+    let run = Run {
+        mode: opts.mode,
+        clusters: fleet.clusters.iter().map(|m| member_run(opts, m)).collect(),
+        parallel: fleet.parallel,
+        fail_fast: fleet.fail_fast,
+    };
+    let outcomes = crate::run::execute(&run);
+    let mut requests = Vec::new();
+    let mut clusters = Vec::new();
+    for (member, outcome) in fleet.clusters.iter().zip(outcomes) {
+        let state = match outcome {
+            Some(Ok(outcome)) => {
+                requests.push((member.name.clone(), outcome.requests));
+                ClusterState::Ran(Box::new(outcome.report))
+            }
+            Some(Err(err)) => ClusterState::Error(message(&err)),
+            None => {
+                ClusterState::NotRun("not started: --fail-fast after another cluster failed".into())
+            }
+        };
+        clusters.push(ClusterEntry {
+            name: member.name.clone(),
+            state,
+        });
+    }
+    FleetReconciled {
+        report: FleetReport {
+            command: opts.mode,
+            dry_run: opts.engine.dry_run,
+            clusters,
+        },
+        requests,
+    }
+}
+
+/// An error with its causes, one sentence each, as `tend` prints them on stderr.
+pub fn message(err: &Error) -> String {
+    let mut text = err.to_string();
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(&format!(": {cause_text}"));
+        }
+        source = cause.source();
+    }
+    text
 }

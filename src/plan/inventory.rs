@@ -18,6 +18,10 @@ pub const LAST_RUN_ANNOTATION: &str = "tend.dev/last-run";
 /// Who signed the last run's commit and tag (`--verify-signatures`).
 pub const LAST_SIGNED_BY_ANNOTATION: &str = "tend.dev/last-signed-by";
 pub const LAST_SUMMARY_ANNOTATION: &str = "tend.dev/last-summary";
+/// How the last apply ended when it recorded: `succeeded`, `failed` or `interrupted`.
+pub const LAST_RESULT_ANNOTATION: &str = "tend.dev/last-result";
+/// How many objects the last apply found drifted (changed by another field manager).
+pub const LAST_DRIFT_ANNOTATION: &str = "tend.dev/last-drift";
 /// Set when the last run was stopped by a signal: what it wrote and what it did not.
 pub const INTERRUPTED_ANNOTATION: &str = "tend.dev/interrupted";
 

@@ -267,6 +267,10 @@ fn add_tend_object(
             return;
         }
     };
+    // A Fleet describes the run (`--fleet`), not a cluster: checked, never applied.
+    if matches!(tend_object, TendObject::Fleet(_)) {
+        return;
+    }
     let spec_targeted = match (tend_object.clusters(), &opts.cluster) {
         (Some(clusters), Some(cluster)) => clusters.iter().any(|c| c == cluster),
         (Some(_), None) => false,

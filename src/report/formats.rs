@@ -252,6 +252,13 @@ fn millis(d: std::time::Duration) -> u64 {
 /// The machine report as pretty JSON, schema version [`SCHEMA_VERSION`]
 /// (docs/report-schema.md). Objects in plan order; every field always present.
 pub fn json(report: &RunReport) -> String {
+    let mut text = serde_json::to_string_pretty(&json_value(report)).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// The machine report as a JSON value (what [`json`] prints).
+pub fn json_value(report: &RunReport) -> Value {
     let summary = report.summary();
     let objects: Vec<Value> = report
         .changes
@@ -278,7 +285,7 @@ pub fn json(report: &RunReport) -> String {
         })
         .collect();
     let (waves, hooks, stopped_at_wave) = super::waves::json_fields(report);
-    let value = json!({
+    let mut value = json!({
         "schemaVersion": SCHEMA_VERSION,
         "command": report.command,
         "dryRun": report.dry_run,
@@ -299,14 +306,11 @@ pub fn json(report: &RunReport) -> String {
         "hooks": hooks,
         "stoppedAtWave": stopped_at_wave,
     });
-    let mut value = value;
     // Only where signatures were checked, so other runs' reports stay as they were.
     if let (Some(signer), Some(fields)) = (&report.signed_by, value.as_object_mut()) {
         fields.insert("signedBy".into(), json!(signer));
     }
-    let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
-    text.push('\n');
-    text
+    value
 }
 
 #[cfg(test)]

@@ -25,6 +25,12 @@ pub const COLLAPSE_LINES: usize = 200;
 /// Report for a merge-request note: title with commit and cluster, summary table, table of
 /// changed objects, drifted fields, and the diffs `shows_body` allows.
 pub fn markdown(report: &RunReport, shown: Shown) -> String {
+    markdown_within(report, shown, MARKDOWN_BUDGET)
+}
+
+/// [`markdown`] in at most about `budget` characters (a fleet's note shares the budget out
+/// among its clusters).
+pub(super) fn markdown_within(report: &RunReport, shown: Shown, budget: usize) -> String {
     let mut head = format!("### tend {}", md_text(report.command.as_str()));
     if report.dry_run {
         head.push_str(" (dry run)");
@@ -94,7 +100,7 @@ pub fn markdown(report: &RunReport, shown: Shown) -> String {
     if listed.is_empty() {
         body.push_str("No changes: the cluster matches git.\n");
     } else {
-        let table_budget = MARKDOWN_BUDGET / 2;
+        let table_budget = budget / 2;
         // A diff whose dry runs failed says why, as an apply does.
         let with_result = is_apply || report.failed() > 0;
         body.push_str(if with_result {
@@ -144,7 +150,7 @@ pub fn markdown(report: &RunReport, shown: Shown) -> String {
         let mut unlisted = 0;
         for error in &report.errors {
             let line = format!("- {}\n", md_cell(&error_text(error, shown.verbose)));
-            if tail.len() + line.len() > MARKDOWN_BUDGET / 10 {
+            if tail.len() + line.len() > budget / 10 {
                 unlisted += 1;
                 continue;
             }
@@ -163,7 +169,7 @@ pub fn markdown(report: &RunReport, shown: Shown) -> String {
     order.sort_by_key(|&i| std::cmp::Reverse(blocks[i].full.len()));
     let (mut cut_count, mut cut_chars) = (0, 0);
     for i in order {
-        if total <= MARKDOWN_BUDGET {
+        if total <= budget {
             break;
         }
         let block = &mut blocks[i];
@@ -289,7 +295,7 @@ fn object_block(change: &Change, outcome: Option<&Outcome>, shown: Shown) -> Opt
 }
 
 /// Escape text for inline markdown.
-fn md_text(s: &str) -> String {
+pub(super) fn md_text(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -307,7 +313,7 @@ fn md_text(s: &str) -> String {
 }
 
 /// Escape text for a table cell: inline escaping, plus `|` and line breaks.
-fn md_cell(s: &str) -> String {
+pub(super) fn md_cell(s: &str) -> String {
     md_text(s)
         .replace('|', "\\|")
         .replace("\r\n", "<br>")
@@ -315,7 +321,7 @@ fn md_cell(s: &str) -> String {
 }
 
 /// Inline code span that survives backticks in `s`.
-fn md_code(s: &str) -> String {
+pub(super) fn md_code(s: &str) -> String {
     let longest = longest_run(s, '`');
     let fence = "`".repeat(longest + 1);
     let pad = if s.starts_with('`') || s.ends_with('`') {

@@ -4,10 +4,14 @@
 pub mod chaos;
 #[cfg(test)]
 mod fixtures;
+pub mod fleet;
 pub mod formats;
+pub mod html;
 pub mod markdown;
+pub mod metrics;
 pub mod objects;
 pub mod run;
+pub mod status;
 mod waves;
 
 pub use formats::Shown;

@@ -2,6 +2,11 @@
 //! starts every task and joins it; the stages it calls (source, render, plan, apply steps)
 //! take values and return values, and never spawn, hold a channel or call back up.
 //!
+//! The clusters of a run go `Run::parallel` at a time, each on its own thread of
+//! [`crate::parallel::map`] sharing the one runtime; each has its own lock, parent and report,
+//! and one's failure is its own (`Run::fail_fast` starts no further cluster after one).
+//! They read the source one at a time: the clusters share its cache (git clones, charts).
+//!
 //! One cluster's run, as tasks:
 //!
 //! ```text
@@ -29,18 +34,19 @@
 use super::helm_cluster::{self, Speculative};
 use super::helm_seed::NewSeed;
 use super::load::{self, Loaded};
-use super::plan::{ClusterRun, Run};
+use super::plan::{ClusterRun, KubeconfigSecret, Run};
 use crate::apply::engine;
 use crate::apply::lists::ReadAhead;
 use crate::apply::live::OptedIn;
 use crate::apply::lock::SystemClock;
-use crate::cluster::{ClusterError, Session};
+use crate::cluster::{Access, ClusterError, KubeconfigText, Session};
 use crate::interrupt::Interrupt;
 use crate::render::{RenderOptions, Rendered};
 use crate::report::run::{Mode, RunReport};
 use crate::Error;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -53,16 +59,34 @@ pub struct ClusterOutcome {
     pub requests: String,
 }
 
-/// Run every cluster of `run`, in order, each to its own outcome.
-pub fn execute(run: &Run) -> Vec<Result<ClusterOutcome, Error>> {
+/// Run every cluster of `run`, `run.parallel` at a time, each to its own outcome, in the
+/// order of `run.clusters`: `None` for a cluster not started because `--fail-fast` saw
+/// another fail. One cluster failing does not stop the others otherwise.
+pub fn execute(run: &Run) -> Vec<Option<Result<ClusterOutcome, Error>>> {
     let runtime = match runtime() {
         Ok(runtime) => runtime,
-        Err(err) => return vec![Err(err)],
+        Err(err) => return vec![Some(Err(err))],
     };
-    run.clusters
-        .iter()
-        .map(|cluster| execute_cluster(&runtime, run.mode, cluster))
-        .collect()
+    let failed = AtomicBool::new(false);
+    let shared = Shared {
+        // Clusters reading one repository share its cache (git clones, charts): one at a time.
+        reading: Mutex::new(()),
+        listening: AtomicBool::new(false),
+    };
+    crate::parallel::map(&run.clusters, run.parallel.max(1), 1, |cluster| {
+        if run.fail_fast && failed.load(Ordering::SeqCst) {
+            return None;
+        }
+        let result = execute_cluster(&runtime, run.mode, cluster, &shared);
+        let failure = match &result {
+            Ok(outcome) => outcome.report.failed() + outcome.report.errors.len() > 0,
+            Err(_) => true,
+        };
+        if failure {
+            failed.store(true, Ordering::SeqCst);
+        }
+        Some(result)
+    })
 }
 
 /// Run `future` to completion on the runtime every operation uses (`tend chaos` too).
@@ -78,16 +102,26 @@ fn runtime() -> Result<tokio::runtime::Runtime, Error> {
         .map_err(Error::Runtime)
 }
 
+/// What the clusters of a run share.
+struct Shared {
+    reading: Mutex<()>,
+    /// Whether the run listens for signals already: one listener sets the one stop request
+    /// every cluster shares.
+    listening: AtomicBool,
+}
+
 fn execute_cluster(
     runtime: &tokio::runtime::Runtime,
     mode: Mode,
     cluster: &ClusterRun,
+    shared: &Shared,
 ) -> Result<ClusterOutcome, Error> {
+    let reading = &shared.reading;
     let mut connecting = Connecting::start(runtime, mode, cluster);
     // Read (and, where no unit needs the cluster, render) the source while connecting;
     // with secrets to read first, it is read once connected.
     let offline = if cluster.before_source.is_empty() {
-        match read_and_render_offline(cluster) {
+        match read_and_render_offline(cluster, reading) {
             Ok(offline) => Some(offline),
             Err(err) => {
                 // A problem in the desired state wins over whatever connecting comes to.
@@ -99,13 +133,13 @@ fn execute_cluster(
         None
     };
     runtime.block_on(async {
-        if cluster.writes(mode) {
+        if cluster.writes(mode) && !shared.listening.swap(true, Ordering::SeqCst) {
             listen_for_signals(cluster.engine.interrupt.clone()).map_err(Error::Runtime)?;
         }
         let (session, opted_in) = connecting.session().await?;
         let (loaded, render_opts, offline) = match offline {
             Some((loaded, render)) => (loaded, cluster.render.clone(), render),
-            None => read_source_connected(&session, cluster).await?,
+            None => read_source_connected(&session, cluster, reading).await?,
         };
         let rendered = render_connected(&session, (cluster, mode), &loaded, &render_opts, offline);
         let (rendered, new_seed) = rendered.await?;
@@ -148,9 +182,14 @@ type OptedInTask = JoinHandle<Result<OptedIn, ClusterError>>;
 impl Connecting {
     fn start(runtime: &tokio::runtime::Runtime, mode: Mode, cluster: &ClusterRun) -> Connecting {
         let access = cluster.target.clone();
+        let kubeconfig_secret = cluster.kubeconfig_secret.clone();
         let ahead_opts = (mode == Mode::Diff).then(|| cluster.engine.clone());
         let (connected, session) = oneshot::channel();
         let task = runtime.spawn(async move {
+            let access = match &kubeconfig_secret {
+                Some(secret) => with_kubeconfig_of(secret, access).await?,
+                None => access,
+            };
             let session = Arc::new(Session::connect(&access).await?);
             let reading = session.clone();
             let opted_in =
@@ -196,6 +235,41 @@ async fn join<T>(task: &mut JoinHandle<Result<T, ClusterError>>) -> Result<T, Er
         .map_err(Error::Cluster)
 }
 
+/// `access` with the kubeconfig a Secret of the hub holds (a fleet's `kubeconfigSecretRef`).
+pub async fn with_kubeconfig_of(
+    secret: &KubeconfigSecret,
+    access: Access,
+) -> Result<Access, ClusterError> {
+    let origin = format!(
+        "Secret {}/{} key {}",
+        secret.namespace, secret.name, secret.key
+    );
+    let hub = Session::connect(&secret.hub).await?;
+    let missing = |what: &str| {
+        ClusterError::Config(format!(
+            "{origin}: {what} in the cluster tend runs in; create it with the cluster's kubeconfig (kubectl create secret generic {} -n {} --from-file={}=KUBECONFIG)",
+            secret.name, secret.namespace, secret.key
+        ))
+    };
+    let entries = hub
+        .read_secret(&secret.namespace, &secret.name)
+        .await?
+        .ok_or_else(|| missing("no such Secret"))?;
+    let (_, value) = entries
+        .into_iter()
+        .find(|(key, _)| *key == secret.key)
+        .ok_or_else(|| missing("no such key"))?;
+    let text = String::from_utf8(value.to_vec())
+        .map_err(|_| ClusterError::Config(format!("{origin}: not UTF-8 text")))?;
+    Ok(Access {
+        kubeconfig_text: Some(KubeconfigText {
+            origin,
+            text: Arc::new(zeroize::Zeroizing::new(text)),
+        }),
+        ..access
+    })
+}
+
 /// A render made before connecting.
 enum OfflineRender {
     /// No unit needs the cluster: this is the render.
@@ -206,10 +280,26 @@ enum OfflineRender {
 }
 
 /// The source read, and rendered as far as it can be without the cluster.
-fn read_and_render_offline(cluster: &ClusterRun) -> Result<(Loaded, OfflineRender), Error> {
-    let loaded = load::load(&cluster.source, &cluster.render)?;
+fn read_and_render_offline(
+    cluster: &ClusterRun,
+    reading: &Mutex<()>,
+) -> Result<(Loaded, OfflineRender), Error> {
+    let loaded = load_one_at_a_time(&cluster.source, &cluster.render, reading)?;
     let render = render_offline(&loaded, cluster, &cluster.render, true)?;
     Ok((loaded, render))
+}
+
+/// Read the source while no other cluster of the run reads it.
+fn load_one_at_a_time(
+    source: &crate::source::SourceOptions,
+    render_opts: &RenderOptions,
+    reading: &Mutex<()>,
+) -> Result<Loaded, Error> {
+    // A poisoned lock only means another cluster's read panicked: the cache is still usable.
+    let _turn = reading
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    load::load(source, render_opts)
 }
 
 /// Render the units if none needs the cluster; else, with `speculate`, render them as the
@@ -254,11 +344,12 @@ async fn read_secrets(session: &Session, cluster: &ClusterRun) -> Result<RenderO
 async fn read_source_connected(
     session: &Session,
     cluster: &ClusterRun,
+    reading: &Mutex<()>,
 ) -> Result<(Loaded, RenderOptions, OfflineRender), Error> {
     let render_opts = read_secrets(session, cluster).await?;
     let secret = &cluster.before_source.trusted_keys;
     let source = super::trusted_keys::with_secret(session, &cluster.source, secret).await?;
-    let loaded = load::load(&source, &render_opts)?;
+    let loaded = load_one_at_a_time(&source, &render_opts, reading)?;
     let render = render_offline(&loaded, cluster, &render_opts, false)?;
     Ok((loaded, render_opts, render))
 }

@@ -37,12 +37,15 @@ struct Remembered {
 
 fn remembered_path(cache_dir: &Path, access: &Access) -> PathBuf {
     use sha2::Digest;
-    let reached = format!(
+    let mut reached = format!(
         "{:?}\n{:?}\n{:?}",
         access.kubeconfig,
         access.context,
         std::env::var_os("KUBECONFIG")
     );
+    if let Some(text) = &access.kubeconfig_text {
+        reached.push_str(&format!("\n{}", text.origin));
+    }
     let name = hex::encode(sha2::Sha256::digest(reached.as_bytes()));
     cache_dir
         .join("helm-capabilities")

@@ -17,4 +17,4 @@ pub mod render_cache;
 mod trusted_keys;
 
 pub use executor::{block_on, execute};
-pub use plan::{ClusterRun, Run, SecretReads};
+pub use plan::{ClusterRun, KubeconfigSecret, Run, SecretReads};

@@ -18,6 +18,10 @@ use std::path::PathBuf;
 pub struct Run {
     pub mode: Mode,
     pub clusters: Vec<ClusterRun>,
+    /// Clusters run at once (`--parallel`).
+    pub parallel: usize,
+    /// Start no further cluster once one failed (`--fail-fast`).
+    pub fail_fast: bool,
 }
 
 /// Everything one cluster's part of a run needs, built once from flags and environment.
@@ -31,6 +35,18 @@ pub struct ClusterRun {
     /// kustomize build of encrypted inputs, a chart from a private repository) needs them.
     pub before_source: SecretReads,
     pub engine: EngineOptions,
+    /// A kubeconfig kept in a Secret of another cluster (a fleet's `kubeconfigSecretRef`),
+    /// read before connecting; `target` then reaches the cluster with it.
+    pub kubeconfig_secret: Option<KubeconfigSecret>,
+}
+
+/// A Secret holding a cluster's kubeconfig, in the cluster `hub` reaches.
+#[derive(Debug, Clone)]
+pub struct KubeconfigSecret {
+    pub hub: Access,
+    pub namespace: String,
+    pub name: String,
+    pub key: String,
 }
 
 /// Secrets named by flags, `(namespace, name)` each.

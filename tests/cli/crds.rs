@@ -1,10 +1,10 @@
-//! `tend crds`: five CRDs that parse as k8s-openapi types.
+//! `tend crds`: six CRDs that parse as k8s-openapi types.
 
 use crate::common::*;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 
 #[test]
-fn prints_the_five_crds() {
+fn prints_the_six_crds() {
     let (code, stdout, stderr) = run(tend().arg("crds"));
     assert_eq!(code, 0, "{stderr}");
     let docs = parse_stream(&stdout);
@@ -23,6 +23,7 @@ fn prints_the_five_crds() {
         vec![
             "chaosagents.tend.dev",
             "copyrules.tend.dev",
+            "fleets.tend.dev",
             "helmcharts.tend.dev",
             "immortalcontainers.tend.dev",
             "registrymirrors.tend.dev"
@@ -31,7 +32,7 @@ fn prints_the_five_crds() {
     let (code, json, _) = run(tend().args(["crds", "-o", "json"]));
     assert_eq!(code, 0);
     let list: serde_json::Value = serde_json::from_str(&json).unwrap();
-    assert_eq!(list["items"].as_array().unwrap().len(), 5);
+    assert_eq!(list["items"].as_array().unwrap().len(), 6);
 }
 
 #[test]

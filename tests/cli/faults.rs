@@ -227,6 +227,7 @@ fn normalize(object: &mut Value) {
     if let Some(annotations) = meta.get_mut("annotations").and_then(Value::as_object_mut) {
         annotations.remove("tend.dev/last-run");
         annotations.remove("tend.dev/last-summary");
+        annotations.remove("tend.dev/last-result");
     }
     if let Some(status) = object.get_mut("status").and_then(Value::as_object_mut) {
         for time in ["lastRun", "lastSyncTime", "observedAt", "lastUpdated"] {

@@ -34,7 +34,7 @@ const CASES: &[(&str, &[&str])] = &[
     ("tend-missing-required", &["mirror.yaml:6: spec: missing field `upstream`"]),
     ("tend-out-of-range", &["chaos.yaml:7: spec.eagerness: must be between 1 and 100, got 200"]),
     ("tend-unknown-field", &["chaos.yaml:8: spec: unknown field `tantrumMod`, expected one of `tantrumMode`, `cancerMode`, `ipsumMode`, `podTolerance`, `eagerness`, `excludedNamespaces`, `maxActions`"]),
-    ("tend-unknown-kind", &["x.yaml:2: unknown kind RegistryMirrors in tend.dev/v1alpha1; tend's kinds are CopyRule, RegistryMirror, ImmortalContainer, ChaosAgent and HelmChart"]),
+    ("tend-unknown-kind", &["x.yaml:2: unknown kind RegistryMirrors in tend.dev/v1alpha1; tend's kinds are CopyRule, RegistryMirror, ImmortalContainer, ChaosAgent, HelmChart and Fleet"]),
     ("tend-wrong-version", &["x.yaml:1: unknown apiVersion tend.dev/v1; tend's kinds are served as tend.dev/v1alpha1"]),
     ("unknown-kind", &["deploy.yaml:2: unknown kind Deploymnet in apps/v1; check the spelling of kind (kinds are CamelCase, e.g. Deployment)"]),
     ("tend-unknown-root-field", &[
