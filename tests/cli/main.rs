@@ -7,6 +7,7 @@ mod common;
 mod crds;
 mod engine;
 mod faults;
+mod flux;
 mod git;
 mod helm;
 mod kinds;
