@@ -87,8 +87,8 @@ fn apply_then_diff_is_in_sync() {
     assert_eq!(code, 0, "{stdout}{stderr}");
 }
 
-#[test]
-fn apply_refuses_to_fight_a_live_unsuspended_flux_kustomization() {
+/// A test cluster serving Flux's Kustomization, holding `flux-system/apps`.
+fn cluster_with_live_kustomization(suspend: bool) -> TestCluster {
     let cluster = TestCluster::start();
     cluster
         .seed(json!({
@@ -104,18 +104,22 @@ fn apply_refuses_to_fight_a_live_unsuspended_flux_kustomization() {
             },
         }))
         .unwrap();
-    let live = |suspend: bool| {
-        json!({
+    let live = json!({
             "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
             "kind": "Kustomization",
             "metadata": {"name": "apps", "namespace": "flux-system"},
             "spec": {"path": "./apps", "suspend": suspend, "sourceRef": {"kind": "GitRepository", "name": "flux-system"}},
-        })
-    };
+    });
     cluster
         .seed(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "flux-system"}}))
         .unwrap();
-    cluster.seed(live(false)).unwrap();
+    cluster.seed(live).unwrap();
+    cluster
+}
+
+#[test]
+fn apply_refuses_to_fight_a_live_unsuspended_flux_kustomization() {
+    let cluster = cluster_with_live_kustomization(false);
     let dir = bootstrap_site();
     let args = ["--path", "clusters/dev"];
     let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &[&["apply"][..], &args].concat());
@@ -139,7 +143,7 @@ fn apply_refuses_to_fight_a_live_unsuspended_flux_kustomization() {
     let (code, _, stderr) = tend_on(&cluster, dir.path(), &[&["diff"][..], &args].concat());
     assert_eq!(code, 1, "{stderr}");
     // Suspended: tend may apply.
-    cluster.seed(live(true)).unwrap();
+    let cluster = cluster_with_live_kustomization(true);
     let (code, _, stderr) = tend_on(&cluster, dir.path(), &[&["apply"][..], &args].concat());
     assert_eq!(code, 0, "{stderr}");
 }
