@@ -41,6 +41,10 @@ pub struct RenderOptions {
     /// Apply Flux's and Argo CD's own objects as ordinary objects, and expand none of them
     /// (`--apply-controller-objects`).
     pub apply_controller_objects: bool,
+    /// The waves of Flux's and Argo CD's units that depend on others (`dependsOn`), by the
+    /// labels of the files they produced: their objects without a wave of their own are
+    /// applied in it.
+    pub unit_waves: Arc<Vec<(std::path::PathBuf, i64)>>,
 }
 
 impl Default for RenderOptions {
@@ -57,6 +61,7 @@ impl Default for RenderOptions {
             helm_template: false,
             chart_credentials: Arc::default(),
             apply_controller_objects: false,
+            unit_waves: Arc::default(),
         }
     }
 }

@@ -59,6 +59,8 @@ pub struct RunReport {
     pub hooks: Vec<HookRun>,
     /// The wave that failed and stopped the run; later waves were not touched.
     pub stopped_at_wave: Option<i64>,
+    /// Flux's and Argo CD's units the run expanded (empty for other sites).
+    pub units: Vec<super::units::UnitReport>,
 }
 
 /// One hook of the site (README "Waves and hooks").

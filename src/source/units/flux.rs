@@ -8,6 +8,9 @@ use std::path::PathBuf;
 
 pub struct Flux;
 
+/// One kind's expansion.
+type ExpandFn = fn(&Found, &Sources, &Context) -> Produced;
+
 pub const KUSTOMIZE_GROUP: &str = "kustomize.toolkit.fluxcd.io";
 pub const HELM_GROUP: &str = "helm.toolkit.fluxcd.io";
 pub const SOURCE_GROUP: &str = "source.toolkit.fluxcd.io";
@@ -38,11 +41,10 @@ impl Expander for Flux {
 
     fn expand(&self, unit: &Found, sources: &Sources, ctx: &Context) -> Produced {
         let version = unit.api_version.split('/').nth(1).unwrap_or("");
-        let (versions, expand): (&[&str], fn(&Found, &Sources, &Context) -> Produced) =
-            match unit.id.kind.as_str() {
-                "Kustomization" => (KUSTOMIZATION_VERSIONS, super::flux_kustomize::expand),
-                _ => (HELM_RELEASE_VERSIONS, super::flux_helm::expand),
-            };
+        let (versions, expand): (&[&str], ExpandFn) = match unit.id.kind.as_str() {
+            "Kustomization" => (KUSTOMIZATION_VERSIONS, super::flux_kustomize::expand),
+            _ => (HELM_RELEASE_VERSIONS, super::flux_helm::expand),
+        };
         if !versions.contains(&version) {
             return Produced::failed(unit.problem(
                 &["apiVersion"],

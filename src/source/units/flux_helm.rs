@@ -157,9 +157,11 @@ fn release(unit: &Found, sources: &Sources, ctx: &Context) -> Result<Produced, P
         let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}});
         text = format!("{text}---\n{}", crate::yaml::to_yaml(&ns));
     }
+    // At the HelmRelease's line, so that every message about the release names it.
+    let padding = "\n".repeat(unit.doc.line.saturating_sub(1));
     produced.files.push(SourceFile {
-        path: PathBuf::from(format!("{}:{}", unit.file.display(), unit.doc.line)),
-        text,
+        path: unit.file.clone(),
+        text: format!("{padding}{text}"),
         unit: None,
     });
     Ok(produced)

@@ -52,18 +52,16 @@ use std::sync::Arc;
 /// the unit chain. Render renders the chart and leaves the HelmChart object out.
 pub const EXPANDED_ANNOTATION: &str = "tend.dev/expanded-from";
 
-/// Which controller a unit belongs to.
+/// Which controller a unit belongs to (Argo CD's variant comes with its expander).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Controller {
     Flux,
-    ArgoCd,
 }
 
 impl Controller {
     pub fn name(self) -> &'static str {
         match self {
             Controller::Flux => "Flux",
-            Controller::ArgoCd => "Argo CD",
         }
     }
 }
@@ -274,6 +272,9 @@ pub struct ExpandedUnit {
     pub files: Vec<PathBuf>,
     pub depends_on: Vec<UnitId>,
     pub live: Option<LiveRule>,
+    /// Its depth in the `dependsOn` graph (0: depends on nothing): the wave its objects
+    /// are applied in, so a unit starts when the units it depends on are ready.
+    pub wave: i64,
 }
 
 impl ExpandedUnit {
@@ -282,15 +283,6 @@ impl ExpandedUnit {
         let mut chain = self.parents.clone();
         chain.push(self.id.clone());
         chain_label(&chain)
-    }
-
-    /// Whether an object from `file` (a label, or a chart's output of one) is this unit's.
-    pub fn owns(&self, file: &Path) -> bool {
-        let text = file.to_string_lossy();
-        self.files.iter().any(|f| {
-            let own = f.to_string_lossy();
-            text == own || text.starts_with(&format!("{own} (chart "))
-        })
     }
 }
 
@@ -391,13 +383,6 @@ pub struct Expanded {
     pub units: Vec<ExpandedUnit>,
 }
 
-impl Expanded {
-    /// The unit an object from `file` came from (the innermost).
-    pub fn unit_of(&self, file: &Path) -> Option<&ExpandedUnit> {
-        self.units.iter().rev().find(|u| u.owns(file))
-    }
-}
-
 /// Find and expand every unit of `walked`, adding what they produce to its files (and their
 /// problems to its problems).
 pub fn expand(walked: &mut Walked, ctx: &Context) -> Expanded {
@@ -477,12 +462,77 @@ pub fn expand(walked: &mut Walked, ctx: &Context) -> Expanded {
                 files: labels,
                 depends_on: produced.depends_on,
                 live: produced.live,
+                wave: 0,
             });
         }
         walked.files.extend(next.iter().map(|(f, _)| f.clone()));
         frontier = next;
     }
+    order_by_dependencies(&mut out.units, &mut walked.problems);
     out
+}
+
+/// Each unit's wave, its depth in the `dependsOn` graph; a dependency on a unit that does not
+/// exist, or a cycle, is a problem at the unit.
+fn order_by_dependencies(units: &mut [ExpandedUnit], problems: &mut Vec<Problem>) {
+    let index: BTreeMap<&UnitId, usize> =
+        units.iter().enumerate().map(|(i, u)| (&u.id, i)).collect();
+    let mut waves: Vec<Option<i64>> = vec![None; units.len()];
+    for start in 0..units.len() {
+        let mut path = Vec::new();
+        depth(start, units, &index, &mut waves, &mut path, problems);
+    }
+    for (unit, wave) in units.iter_mut().zip(waves) {
+        unit.wave = wave.unwrap_or(0);
+    }
+}
+
+fn depth(
+    at: usize,
+    units: &[ExpandedUnit],
+    index: &BTreeMap<&UnitId, usize>,
+    waves: &mut Vec<Option<i64>>,
+    path: &mut Vec<usize>,
+    problems: &mut Vec<Problem>,
+) -> i64 {
+    if let Some(wave) = waves[at] {
+        return wave;
+    }
+    let unit = &units[at];
+    if let Some(first) = path.iter().position(|&i| i == at) {
+        let cycle: Vec<String> = path[first..]
+            .iter()
+            .chain([&at])
+            .map(|&i| units[i].id.to_string())
+            .collect();
+        problems.push(Problem::new(
+            &unit.file,
+            unit.line,
+            format!(
+                "dependsOn makes a cycle ({}); remove one of the dependencies",
+                cycle.join(" → ")
+            ),
+        ));
+        waves[at] = Some(0);
+        return 0;
+    }
+    path.push(at);
+    let mut wave = 0;
+    for dependency in &unit.depends_on {
+        match index.get(dependency) {
+            Some(&i) => wave = wave.max(depth(i, units, index, waves, path, problems) + 1),
+            None => problems.push(Problem::new(
+                &unit.file,
+                unit.line,
+                format!(
+                    "dependsOn names {dependency}, which the desired state does not define; define it, or remove the dependency"
+                ),
+            )),
+        }
+    }
+    path.pop();
+    waves[at] = Some(wave);
+    wave
 }
 
 /// A ConfigMap's `data`, or a Secret's `data` decoded and `stringData`.
