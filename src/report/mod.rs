@@ -8,7 +8,7 @@ pub mod formats;
 pub mod markdown;
 pub mod objects;
 pub mod run;
-pub mod units;
+mod units;
 mod waves;
 
 pub use formats::Shown;

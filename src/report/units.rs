@@ -2,34 +2,9 @@
 //! with its source revision, what became of it and its objects' counts, and each object's
 //! unit in JSON. Shown only for sites that have units, so every other report stays as it was.
 
-use super::run::RunReport;
+use super::run::{RunReport, UnitReport};
 use crate::plan::{Change, Summary};
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
-
-/// One unit of the run, as reports show it.
-#[derive(Debug, Clone, Default)]
-pub struct UnitReport {
-    /// `Flux Kustomization staging/apps → HelmRelease podinfo/podinfo`.
-    pub name: String,
-    /// The source revision it read (a commit, a chart version).
-    pub revision: Option<String>,
-    /// `expanded`, `suspended`, `the walked directory`, or `not expanded: <why>`.
-    pub result: String,
-    /// The labels of the source files it produced.
-    pub files: Vec<PathBuf>,
-}
-
-impl UnitReport {
-    /// Whether an object from `file` (one of its files, or a chart's output of one) is its.
-    fn owns(&self, file: &Path) -> bool {
-        let text = file.to_string_lossy();
-        self.files.iter().any(|f| {
-            let own = f.to_string_lossy();
-            text == own || text.starts_with(&format!("{own} (chart "))
-        })
-    }
-}
 
 /// The unit a change's object came from: the innermost (units are listed outer first).
 pub(super) fn unit_of<'r>(report: &'r RunReport, change: &Change) -> Option<&'r UnitReport> {

@@ -25,11 +25,11 @@ pub async fn refuse_live_controllers(session: &Session, expanded: &Expanded) -> 
 }
 
 /// The units as reports show them.
-pub fn reports(expanded: &Expanded) -> Vec<crate::report::units::UnitReport> {
+pub fn reports(expanded: &Expanded) -> Vec<crate::report::run::UnitReport> {
     expanded
         .units
         .iter()
-        .map(|unit| crate::report::units::UnitReport {
+        .map(|unit| crate::report::run::UnitReport {
             name: unit.label(),
             revision: unit.revision.clone(),
             result: match &unit.outcome {

@@ -283,3 +283,56 @@ fn a_helm_release_applies_and_a_second_diff_is_in_sync() {
         .unwrap();
     assert_eq!(deployment["unit"], "Flux HelmRelease flux-system/podinfo");
 }
+
+/// The README's "Coming from Flux": its files written, its commands run as written, on a
+/// cluster of its own; then a second diff finds nothing to do.
+#[test]
+fn the_readme_section_runs_as_written() {
+    use crate::shipping::{bin_dir, output, readme, readme_steps, shell, ReadmeStep};
+    let readme = readme();
+    let start = readme
+        .find("\n## Coming from Flux\n")
+        .expect("README section");
+    let rest = &readme[start + 1..];
+    let end = rest[3..].find("\n## ").map_or(rest.len(), |i| i + 3);
+    let cluster = TestCluster::start();
+    let bin = bin_dir();
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let mut commands = Vec::new();
+    for step in readme_steps(&rest[..end]) {
+        match step {
+            ReadmeStep::File(path, text) => {
+                let path = work.path().join(path);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(path, text).unwrap();
+            }
+            ReadmeStep::Command(command) => commands.push(command),
+        }
+    }
+    assert_eq!(commands.len(), 3, "{commands:?}");
+    let mut last = String::new();
+    for command in &commands {
+        let mut cmd = shell("bash", bin.path(), home.path(), &cluster, command);
+        cmd.current_dir(work.path());
+        let (code, stdout, stderr) = output(&mut cmd);
+        let ok = if command.starts_with("tend diff") {
+            code == 1
+        } else {
+            code == 0
+        };
+        assert!(ok, "`{command}` exited {code}:\n{stdout}\n{stderr}");
+        last = stdout;
+    }
+    assert!(
+        last.contains("unit Flux Kustomization flux-system/apps"),
+        "{last}"
+    );
+    let cm = get(&cluster, "", "configmaps", "shop", "greeting").expect("applied");
+    assert_eq!(cm["data"]["greeting"], "hello");
+    assert_eq!(cm["data"]["colour"], "blue");
+    let mut cmd = shell("bash", bin.path(), home.path(), &cluster, &commands[1]);
+    cmd.current_dir(work.path());
+    let (code, stdout, stderr) = output(&mut cmd);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+}
