@@ -41,10 +41,11 @@ pub struct RenderOptions {
     /// Apply Flux's and Argo CD's own objects as ordinary objects, and expand none of them
     /// (`--apply-controller-objects`).
     pub apply_controller_objects: bool,
-    /// The waves of Flux's and Argo CD's units that depend on others (`dependsOn`), by the
-    /// labels of the files they produced: their objects without a wave of their own are
-    /// applied in it.
-    pub unit_waves: Arc<Vec<(std::path::PathBuf, i64)>>,
+    /// The files Flux's and Argo CD's units produced, by label, with each unit's wave (its
+    /// depth in the `dependsOn` graph): their objects without a wave of their own are applied
+    /// in it, and a namespace on a cluster-scoped object is dropped, as the controllers'
+    /// clients drop it.
+    pub unit_files: Arc<Vec<(std::path::PathBuf, i64)>>,
 }
 
 impl Default for RenderOptions {
@@ -61,7 +62,7 @@ impl Default for RenderOptions {
             helm_template: false,
             chart_credentials: Arc::default(),
             apply_controller_objects: false,
-            unit_waves: Arc::default(),
+            unit_files: Arc::default(),
         }
     }
 }

@@ -106,6 +106,7 @@ pub fn load(source_opts: &SourceOptions, render_opts: &RenderOptions) -> Result<
             cache_dir: &cache_dir,
             default_namespace: &render_opts.default_namespace,
             kustomize: &checkout.kustomize,
+            for_kubeconfig: source_opts.units_for_kubeconfig_secret.as_ref(),
         };
         let expanded = source::units::expand(&mut walked, &context);
         if !expanded.units.is_empty() {
@@ -135,15 +136,14 @@ pub fn render(loaded: &Loaded, render_opts: &RenderOptions) -> Result<RenderPass
     if let Some(time) = loaded.checkout.commit_time {
         render_opts.to_mut().now = time;
     }
-    let unit_waves: Vec<_> = loaded
+    let unit_files: Vec<_> = loaded
         .expanded
         .units
         .iter()
-        .filter(|u| u.wave > 0)
         .flat_map(|u| u.files.iter().map(|f| (f.clone(), u.wave)))
         .collect();
-    if !unit_waves.is_empty() {
-        render_opts.to_mut().unit_waves = std::sync::Arc::new(unit_waves);
+    if !unit_files.is_empty() {
+        render_opts.to_mut().unit_files = std::sync::Arc::new(unit_files);
     }
     let render_opts = render_opts.as_ref();
     let rendered = render_keeping_renders(loaded, render_opts);

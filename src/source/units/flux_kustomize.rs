@@ -88,15 +88,6 @@ pub fn expand(unit: &Found, sources: &Sources, ctx: &Context) -> Produced {
     if spec.get("suspend").and_then(Value::as_bool) == Some(true) {
         return Produced::outcome(Outcome::Suspended);
     }
-    if let Some(secret) = spec
-        .pointer("/kubeConfig/secretRef/name")
-        .and_then(Value::as_str)
-    {
-        return Produced::outcome(Outcome::NotExpanded(format!(
-            "it targets another cluster (spec.kubeConfig.secretRef {secret}); run tend on that cluster with --path {}",
-            spec_path(spec).display()
-        )));
-    }
     let Some(source_ref) = spec.get("sourceRef") else {
         return Produced::failed(unit.problem(
             &["spec"],

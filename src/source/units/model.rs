@@ -82,6 +82,8 @@ pub struct Found {
     pub doc: yaml::Document,
     /// The units this document came from (empty: the walked directory's own files).
     pub chain: Arc<Vec<UnitId>>,
+    /// The cluster the unit it came from targets, when not the run's own.
+    pub target: Option<KubeConfigRef>,
 }
 
 impl Found {
@@ -234,6 +236,8 @@ pub struct ExpandedUnit {
     pub files: Vec<PathBuf>,
     pub depends_on: Vec<UnitId>,
     pub live: Option<LiveRule>,
+    /// The cluster it targets through a kubeconfig Secret, when not the run's own.
+    pub target: Option<KubeConfigRef>,
     /// Its depth in the `dependsOn` graph (0: depends on nothing): the wave its objects
     /// are applied in, so a unit starts when the units it depends on are ready.
     pub wave: i64,
@@ -255,7 +259,12 @@ pub struct Context<'a> {
     /// The namespace of a controller object that names none (`--namespace`).
     pub default_namespace: &'a str,
     pub kustomize: &'a crate::source::kustomize::KustomizeOptions,
+    /// `--units-for-kubeconfig-secret`: the run is for the cluster of this kubeconfig Secret.
+    pub for_kubeconfig: Option<&'a KubeConfigRef>,
 }
+
+/// A kubeconfig Secret a unit names for its target cluster (hub and spoke): namespace, name.
+pub type KubeConfigRef = (String, String);
 
 impl Context<'_> {
     /// The walked directory relative to the repository root (`clusters/staging`), `` for the
@@ -292,6 +301,10 @@ pub trait Expander: Sync {
     fn role(&self, api_version: &str, kind: &str) -> Option<Role>;
     /// Expand one unit, reading the sources found so far.
     fn expand(&self, unit: &Found, sources: &Sources, ctx: &Context) -> Produced;
+    /// The kubeconfig Secret a unit targets another cluster through, if any.
+    fn kube_config(&self, _unit: &Found) -> Option<KubeConfigRef> {
+        None
+    }
 }
 
 /// Whether two repository URLs name the same repository, as a controller's source names the
