@@ -340,7 +340,11 @@ fn add_object(
     if namespaced == Some(false) && from_unit {
         // A controller's client ignores it (controller-runtime's NamespaceIfScoped), and
         // kustomize's namespace transformer sets it on kinds it does not know.
-        if let Some(meta) = object.value.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+        if let Some(meta) = object
+            .value
+            .get_mut("metadata")
+            .and_then(|m| m.as_object_mut())
+        {
             meta.remove("namespace");
         }
     }
