@@ -501,3 +501,96 @@ fn flux2_hub_spoke_example_applies_and_a_second_diff_is_in_sync() {
         assert_eq!(code, 0, "{env}: {stdout}{stderr}");
     }
 }
+
+/// A Kustomization of `./apps` named `name`, with `extra` lines under `spec:`.
+fn kustomization(name: &str, api_version: &str, extra: &str) -> String {
+    format!(
+        "apiVersion: kustomize.toolkit.fluxcd.io/{api_version}\nkind: Kustomization\nmetadata:\n  name: {name}\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./apps\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n{extra}"
+    )
+}
+
+/// `tend render` of a repository whose `clusters/dev/units.yaml` is `units`, beside the
+/// bootstrap site's `apps/`.
+fn render_units(units: &str) -> (i32, String, String) {
+    let dir = bootstrap_site();
+    std::fs::write(dir.path().join("clusters/dev/apps.yaml"), units).unwrap();
+    run(tend()
+        .args(["render", "--path", "clusters/dev", "--repo"])
+        .arg(dir.path()))
+}
+
+#[test]
+fn bad_units_are_refused_at_their_line_before_anything_is_rendered() {
+    let cases = [
+        (
+            kustomization("apps", "v1", "  pathh: ./x\n"),
+            "apps.yaml:12: spec.pathh is not a field of Kustomization v1",
+        ),
+        (
+            kustomization("apps", "v1beta1", ""),
+            "apps.yaml:1: kustomize.toolkit.fluxcd.io/v1beta1 is not a version of Flux's Kustomization tend reads (v1, v1beta2)",
+        ),
+        (
+            kustomization("apps", "v1", "  dependsOn:\n    - name: infra\n"),
+            "apps.yaml:1: dependsOn names Kustomization flux-system/infra, which the desired state does not define",
+        ),
+        (
+            format!(
+                "{}---\n{}",
+                kustomization("a", "v1", "  targetNamespace: a\n  dependsOn:\n    - name: b\n"),
+                kustomization("b", "v1", "  targetNamespace: b\n  dependsOn:\n    - name: a\n"),
+            ),
+            "dependsOn makes a cycle (Kustomization flux-system/a → Kustomization flux-system/b → Kustomization flux-system/a)",
+        ),
+        (
+            kustomization("apps", "v1", "").replace("name: flux-system\n", "name: elsewhere\n"),
+            "apps.yaml:9: sourceRef names GitRepository flux-system/elsewhere, which the desired state does not define",
+        ),
+    ];
+    for (units, expected) in cases {
+        let (code, stdout, stderr) = render_units(&units);
+        assert_eq!(code, 2, "{units}\n{stdout}{stderr}");
+        assert!(
+            stderr.contains(expected),
+            "{units}\nwant: {expected}\n{stderr}"
+        );
+        assert!(stdout.is_empty(), "{stdout}");
+    }
+}
+
+#[test]
+fn prune_and_force_become_tend_policies_and_a_suspended_unit_applies_nothing() {
+    let units = format!(
+        "{}---\n{}",
+        kustomization(
+            "kept",
+            "v1",
+            "  targetNamespace: web\n  prune: false\n  force: true\n"
+        ),
+        kustomization(
+            "paused",
+            "v1",
+            "  targetNamespace: paused\n  suspend: true\n"
+        ),
+    );
+    let (code, stdout, stderr) = render_units(&units);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("tend.dev/prune: disabled"), "{stdout}");
+    assert!(
+        stdout.contains("tend.dev/replace: on-immutable"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("namespace: paused"), "{stdout}");
+    let cluster = TestCluster::start();
+    let dir = bootstrap_site();
+    std::fs::write(dir.path().join("clusters/dev/apps.yaml"), &units).unwrap();
+    let args = ["--path", "clusters/dev"];
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &[&["diff"][..], &args].concat());
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stdout.contains(
+            "unit Flux Kustomization flux-system/paused: suspended (spec.suspend), nothing applied"
+        ),
+        "{stdout}"
+    );
+}
