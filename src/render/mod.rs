@@ -213,6 +213,7 @@ fn make_objects(parsed: Parsed<'_>, charted: &ChartOutput, opts: &RenderOptions)
         documents,
     };
     let mut host_ports = HostPorts::default();
+    let mut controller_objects = 0;
     for (file, doc) in checked {
         let origin = Origin {
             file: file.path.clone(),
@@ -222,8 +223,20 @@ fn make_objects(parsed: Parsed<'_>, charted: &ChartOutput, opts: &RenderOptions)
             generated_by: None,
             sealed: doc.sealed.clone(),
         };
-        let object = Object::new(doc.value.clone(), origin);
+        let mut value = doc.value.clone();
+        let unit_wave = waves::unit_wave(&opts.unit_files, &file.path);
+        if let Some(wave) = unit_wave.filter(|w| *w > 0) {
+            waves::set_unit_wave(&mut value, wave);
+        }
+        let object = Object::new(value, origin);
         let targeted = is_targeted(&object, opts.cluster.as_deref());
+        // Nothing would read a controller's objects: tend expanded them instead.
+        if !opts.apply_controller_objects
+            && crate::source::units::is_controller_object(object.api_version(), object.kind())
+        {
+            controller_objects += 1;
+            continue;
+        }
         if object.group() == crate::GROUP {
             add_tend_object(
                 &mut made,
@@ -240,8 +253,15 @@ fn make_objects(parsed: Parsed<'_>, charted: &ChartOutput, opts: &RenderOptions)
                 .namespaces
                 .get(&file.path)
                 .map_or(opts.default_namespace.as_str(), String::as_str);
-            add_object(&mut made, object, &doc, &repo_scopes, default_namespace);
+            let scopes = (&repo_scopes, unit_wave.is_some());
+            add_object(&mut made, object, &doc, scopes, default_namespace);
         }
+    }
+    if controller_objects > 0 {
+        made.notes.push(format!(
+            "{} of Flux or Argo CD not applied: tend expands them into what their controllers would apply (--apply-controller-objects applies them as they are)",
+            crate::text::count(controller_objects, "object")
+        ));
     }
     made
 }
@@ -281,6 +301,13 @@ fn add_tend_object(
         return;
     }
     tend_object.default_namespace(&opts.default_namespace);
+    // A release a controller's unit became: rendered by the chart pass, not applied.
+    if object
+        .annotation(crate::source::units::EXPANDED_ANNOTATION)
+        .is_some()
+    {
+        return;
+    }
     // The uid is the cluster's: never part of desired state, nor an owner's uid.
     tend_object.meta_mut().uid = None;
     let origin = object.origin.clone();
@@ -302,7 +329,7 @@ fn add_object(
     made: &mut Made,
     mut object: Object,
     doc: &yaml::Document,
-    repo_scopes: &HashMap<(String, String), bool>,
+    (repo_scopes, from_unit): (&HashMap<(String, String), bool>, bool),
     default_namespace: &str,
 ) {
     let (group, version) = split_api_version(object.api_version());
@@ -313,6 +340,17 @@ fn add_object(
     });
     if namespaced == Some(true) && object.namespace().is_none() {
         object.set_namespace(default_namespace);
+    }
+    if namespaced == Some(false) && from_unit {
+        // A controller's client ignores it (controller-runtime's NamespaceIfScoped), and
+        // kustomize's namespace transformer sets it on kinds it does not know.
+        if let Some(meta) = object
+            .value
+            .get_mut("metadata")
+            .and_then(|m| m.as_object_mut())
+        {
+            meta.remove("namespace");
+        }
     }
     if namespaced == Some(false) && object.namespace().is_some() {
         made.decrypted

@@ -43,6 +43,14 @@ pub struct RenderOptions {
     pub chart_credentials: Arc<crate::source::charts::credentials::Credentials>,
     /// What each Helm release's render may spend (`--helm-max-steps`, `--helm-max-bytes`).
     pub helm_limits: crate::helm::template::RenderLimits,
+    /// Apply Flux's and Argo CD's own objects as ordinary objects, and expand none of them
+    /// (`--apply-controller-objects`).
+    pub apply_controller_objects: bool,
+    /// The files Flux's and Argo CD's units produced, by label, with each unit's wave (its
+    /// depth in the `dependsOn` graph): their objects without a wave of their own are applied
+    /// in it, and a namespace on a cluster-scoped object is dropped, as the controllers'
+    /// clients drop it.
+    pub unit_files: Arc<Vec<(std::path::PathBuf, i64)>>,
 }
 
 impl Default for RenderOptions {
@@ -60,6 +68,8 @@ impl Default for RenderOptions {
             helm_template: false,
             chart_credentials: Arc::default(),
             helm_limits: Default::default(),
+            apply_controller_objects: false,
+            unit_files: Arc::default(),
         }
     }
 }

@@ -65,6 +65,34 @@ pub fn wave_of(object: &Value) -> i64 {
         .unwrap_or(0)
 }
 
+/// The wave of the unit whose file (or chart output of one) `file` is, if it has one.
+pub fn unit_wave(units: &[(std::path::PathBuf, i64)], file: &std::path::Path) -> Option<i64> {
+    let text = file.to_string_lossy();
+    units.iter().rev().find_map(|(own, wave)| {
+        let own = own.to_string_lossy();
+        (text == own || text.starts_with(&format!("{own} (chart "))).then_some(*wave)
+    })
+}
+
+/// How far apart the waves of units one `dependsOn` step apart are: a unit's own waves (its
+/// annotations, its Helm hooks) stay in order inside the range.
+pub const UNIT_WAVE_STEP: i64 = 100;
+
+/// `object` moved by its unit's depth in the `dependsOn` graph: its own wave plus
+/// [`UNIT_WAVE_STEP`] per step.
+pub fn set_unit_wave(object: &mut Value, depth: i64) {
+    let wave = wave_of(object) + depth * UNIT_WAVE_STEP;
+    let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let annotations = meta
+        .entry("annotations")
+        .or_insert_with(|| Value::Object(Default::default()));
+    if let Some(map) = annotations.as_object_mut() {
+        map.insert(WAVE_ANNOTATION.into(), Value::String(wave.to_string()));
+    }
+}
+
 /// The annotation that makes the object a hook, if any: tend's, else Argo CD's.
 fn hook_annotation(object: &Value) -> Option<(&'static str, &str)> {
     [HOOK_ANNOTATION, ARGO_HOOK_ANNOTATION]

@@ -207,7 +207,10 @@ pub fn text(report: &RunReport, color: bool, shown: Shown) -> String {
     if !separated {
         out.push('\n');
     }
-    for line in super::waves::lines(report) {
+    for line in super::waves::lines(report)
+        .into_iter()
+        .chain(super::units::lines(report))
+    {
         out.push_str(&line);
         out.push('\n');
     }
@@ -281,6 +284,7 @@ pub fn json_value(report: &RunReport) -> Value {
                 "drift": change.drift,
                 "diff": shown_diff(change, outcome),
                 "wait": report.waits.get(&change.key),
+                "unit": super::units::unit_of(report, change).map(|u| &u.name),
             })
         })
         .collect();
@@ -305,6 +309,7 @@ pub fn json_value(report: &RunReport) -> Value {
         "waves": waves,
         "hooks": hooks,
         "stoppedAtWave": stopped_at_wave,
+        "units": super::units::json_field(report),
     });
     // Only where signatures were checked, so other runs' reports stay as they were.
     if let (Some(signer), Some(fields)) = (&report.signed_by, value.as_object_mut()) {
@@ -611,7 +616,8 @@ mod tests {
                 "objects",
                 "waves",
                 "hooks",
-                "stoppedAtWave"
+                "stoppedAtWave",
+                "units"
             ]
         );
     }

@@ -12,6 +12,7 @@ pub mod metrics;
 pub mod objects;
 pub mod run;
 pub mod status;
+mod units;
 mod waves;
 
 pub use formats::Shown;

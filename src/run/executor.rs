@@ -141,6 +141,9 @@ fn execute_cluster(
             Some((loaded, render)) => (loaded, cluster.render.clone(), render),
             None => read_source_connected(&session, cluster, reading).await?,
         };
+        if cluster.writes(mode) {
+            super::units_live::refuse_live_controllers(&session, &loaded.expanded).await?;
+        }
         let rendered = render_connected(&session, (cluster, mode), &loaded, &render_opts, offline);
         let (rendered, new_seed) = rendered.await?;
         let mut engine_opts = cluster.engine.clone();
@@ -150,7 +153,7 @@ fn execute_cluster(
             Mode::Diff => Some(connecting),
             Mode::Apply => None,
         };
-        let report = complete_and_run_engine(
+        let mut report = complete_and_run_engine(
             &session,
             (mode, &engine_opts),
             (&loaded.checkout, rendered),
@@ -158,6 +161,7 @@ fn execute_cluster(
             ahead,
         )
         .await?;
+        report.units = super::units_live::reports(&loaded.expanded);
         if let (Some(seed), true) = (new_seed, cluster.writes(mode)) {
             store_seed(&session, &engine_opts.state_namespace, seed).await;
         }

@@ -45,6 +45,7 @@ pub fn describe_units(units: &[Unit]) -> String {
                 Producer::Files => "files",
                 Producer::KustomizeBuild => "kustomize build",
                 Producer::HelmChart => "HelmChart",
+                Producer::ControllerUnit(controller) => controller.name(),
             };
             let needs = if unit.needs.cluster {
                 ", needs the cluster"
@@ -63,12 +64,14 @@ pub struct Loaded {
     pub checkout: Checkout,
     walked: walk::Walked,
     cache_dir: std::path::PathBuf,
+    /// Flux's and Argo CD's units found in the source, expanded into its files.
+    pub expanded: source::units::Expanded,
 }
 
 impl Loaded {
     /// What the source produces objects with, and what each needs of the cluster.
     pub fn units(&self) -> Vec<Unit> {
-        super::plan::units(&self.walked)
+        super::plan::units(&self.walked, &self.expanded)
     }
 }
 
@@ -98,6 +101,23 @@ pub fn load(source_opts: &SourceOptions, render_opts: &RenderOptions) -> Result<
         .cache_dir
         .clone()
         .unwrap_or_else(source::default_cache_dir);
+    let expanded = if render_opts.apply_controller_objects {
+        source::units::Expanded::default()
+    } else {
+        let context = source::units::Context {
+            checkout: &checkout,
+            cache_dir: &cache_dir,
+            default_namespace: &render_opts.default_namespace,
+            kustomize: &checkout.kustomize,
+            for_kubeconfig: source_opts.units_for_kubeconfig_secret.as_ref(),
+        };
+        let expanded = source::units::expand(&mut walked, &context);
+        if !expanded.units.is_empty() {
+            // The releases units add are HelmCharts to fetch charts for.
+            walked.charts.helm_chart_docs = source::charts::helm_chart_docs(&walked.files);
+        }
+        expanded
+    };
     walked.charts.remote = source::charts::remote::fetch_all(
         &walked.charts.helm_chart_docs,
         &cache_dir,
@@ -105,11 +125,30 @@ pub fn load(source_opts: &SourceOptions, render_opts: &RenderOptions) -> Result<
         &source_opts.trusted_keys,
         &mut walked.problems,
     );
+    let mut expanded = expanded;
+    resolved_chart_versions(&mut expanded, &walked.charts);
     Ok(Loaded {
         checkout,
         walked,
         cache_dir,
+        expanded,
     })
+}
+
+/// A release's revision: the chart version its range resolved to.
+fn resolved_chart_versions(
+    expanded: &mut source::units::Expanded,
+    charts: &crate::helm::chart::Charts,
+) {
+    for unit in &mut expanded.units {
+        let Some((repository, name, range)) = &unit.chart else {
+            continue;
+        };
+        let key = crate::helm::chart::remote_key(repository, name, range);
+        if let Some(Ok(remote)) = charts.remote.get(&key) {
+            unit.revision = Some(format!("chart {name} {}", remote.version));
+        }
+    }
 }
 
 /// Render what [`load`] read, as often as needed (a render with what the cluster said).
@@ -118,6 +157,15 @@ pub fn render(loaded: &Loaded, render_opts: &RenderOptions) -> Result<RenderPass
     let mut render_opts = std::borrow::Cow::Borrowed(render_opts);
     if let Some(time) = loaded.checkout.commit_time {
         render_opts.to_mut().now = time;
+    }
+    let unit_files: Vec<_> = loaded
+        .expanded
+        .units
+        .iter()
+        .flat_map(|u| u.files.iter().map(|f| (f.clone(), u.wave)))
+        .collect();
+    if !unit_files.is_empty() {
+        render_opts.to_mut().unit_files = std::sync::Arc::new(unit_files);
     }
     let render_opts = render_opts.as_ref();
     let rendered = render_keeping_renders(loaded, render_opts);

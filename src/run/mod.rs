@@ -15,6 +15,7 @@ pub mod load;
 pub mod plan;
 pub mod render_cache;
 mod trusted_keys;
+pub mod units_live;
 
 pub use executor::{block_on, execute};
 pub use plan::{ClusterRun, KubeconfigSecret, Run, SecretReads};

@@ -10,6 +10,7 @@ pub mod kustomize_annotations;
 pub mod paths;
 mod private_copy;
 pub mod verify;
+pub mod units;
 pub mod walk;
 
 pub use file::{SourceFile, MAX_FILE_BYTES};
@@ -37,6 +38,9 @@ pub struct SourceOptions {
     pub verify: Option<verify::VerifyMode>,
     /// `--trusted-keys` (and `--trusted-keys-secret`): who may sign commits, tags and charts.
     pub trusted_keys: std::sync::Arc<verify::TrustedKeys>,
+    /// `--units-for-kubeconfig-secret`: the run is for the cluster this kubeconfig Secret
+    /// (`namespace`, `name`) of the repository's units names (see [`units`]).
+    pub units_for_kubeconfig_secret: Option<(String, String)>,
 }
 
 /// Desired state on disk, ready to walk.
@@ -44,6 +48,12 @@ pub struct SourceOptions {
 pub struct Checkout {
     /// The directory to walk (the repository root joined with `--path`).
     pub dir: PathBuf,
+    /// The repository root (`--repo`, or the fetched commit's tree): what GitOps
+    /// controllers' paths are relative to.
+    pub root: PathBuf,
+    /// The URL the repository is known by (the git URL given, or the `origin` remote of a
+    /// local work tree): a controller's source naming it means this checkout.
+    pub url: Option<String>,
     /// The commit SHA, when the source is git (or a local git work tree).
     pub commit: Option<String>,
     /// The commit's time (Unix seconds): what Helm's `now` gives charts, so a commit renders
@@ -75,7 +85,7 @@ pub enum SourceError {
 pub fn resolve(opts: &SourceOptions) -> Result<Checkout, SourceError> {
     let local = Path::new(&opts.repo);
     let is_git = git::looks_like_git_url(&opts.repo) || (opts.git_ref.is_some() && local.is_dir());
-    let (root, commit, description, signed_by) = if is_git {
+    let (root, commit, description, url, signed_by) = if is_git {
         let spec = GitSpec {
             url: opts.repo.clone(),
             git_ref: opts.git_ref.clone(),
@@ -101,6 +111,7 @@ pub fn resolve(opts: &SourceOptions) -> Result<Checkout, SourceError> {
             fetched.dir,
             Some((fetched.commit, fetched.commit_time)),
             description,
+            Some(opts.repo.clone()),
             signed_by,
         )
     } else {
@@ -136,10 +147,16 @@ pub fn resolve(opts: &SourceOptions) -> Result<Checkout, SourceError> {
                 verified(opts, &target)?
             }
         };
-        (local.to_path_buf(), commit, opts.repo.clone(), signed_by)
+        (
+            local.to_path_buf(),
+            commit,
+            opts.repo.clone(),
+            in_work_tree.then(|| git::origin_url(local)).flatten(),
+            signed_by,
+        )
     };
     let dir = match &opts.path {
-        None => root,
+        None => root.clone(),
         Some(sub) => {
             let inside = sub
                 .components()
@@ -159,6 +176,8 @@ pub fn resolve(opts: &SourceOptions) -> Result<Checkout, SourceError> {
     };
     Ok(Checkout {
         dir,
+        root,
+        url,
         commit_time: commit.as_ref().map(|(_, time)| *time),
         commit: commit.map(|(sha, _)| sha),
         description,

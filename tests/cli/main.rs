@@ -8,6 +8,7 @@ mod crds;
 mod engine;
 mod faults;
 mod fleet;
+mod flux;
 mod git;
 mod helm;
 mod hostile;

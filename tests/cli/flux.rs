@@ -1,0 +1,676 @@
+//! Flux repositories run unchanged (README "Coming from Flux"): Kustomizations and
+//! HelmReleases expanded into what Flux's controllers would apply, with no controller.
+
+use crate::common::*;
+use serde_json::json;
+use tend_testserver::TestCluster;
+
+/// A bootstrap layout: `clusters/dev` holds the flux-system Kustomization (the walked
+/// directory itself) and one that builds `./apps` of the same repository.
+fn bootstrap_site() -> tempfile::TempDir {
+    site(&[
+        (
+            "clusters/dev/flux-system/gotk-sync.yaml",
+            "# This file will be generated automatically by flux boostrap.\n",
+        ),
+        (
+            "clusters/dev/flux-system/kustomization.yaml",
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - gotk-sync.yaml\n  - sync.yaml\n",
+        ),
+        (
+            "clusters/dev/flux-system/sync.yaml",
+            "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./clusters/dev\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n",
+        ),
+        (
+            "clusters/dev/apps.yaml",
+            "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: apps\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./apps\n  prune: true\n  targetNamespace: web\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n  postBuild:\n    substitute:\n      GREETING: hello\n",
+        ),
+        ("apps/namespace.yaml", &ns_yaml("web")),
+        (
+            "apps/config/greeting.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: greeting\ndata:\n  greeting: ${GREETING}\n  other: ${MISSING:=fallback}\n",
+        ),
+    ])
+}
+
+#[test]
+fn a_kustomization_of_the_checkout_is_built_as_kustomize_controller_builds_it() {
+    let dir = bootstrap_site();
+    let (code, stdout, stderr) = run(tend()
+        .args(["render", "--path", "clusters/dev", "--repo"])
+        .arg(dir.path()));
+    assert_eq!(code, 0, "{stderr}");
+    // Generated kustomization (no kustomization.yaml in ./apps), targetNamespace and
+    // substitution; the unit named in the source.
+    assert!(
+        stdout.contains("# Source: apps (kustomize build) (Flux Kustomization flux-system/apps)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("greeting: hello\n"), "{stdout}");
+    assert!(stdout.contains("other: fallback\n"), "{stdout}");
+    assert!(stdout.contains("namespace: web\n"), "{stdout}");
+    // Flux's own objects are not rendered: nothing would read them.
+    assert!(!stdout.contains("toolkit.fluxcd.io"), "{stdout}");
+    assert!(
+        stderr.contains("2 objects of Flux or Argo CD not applied"),
+        "{stderr}"
+    );
+
+    // With the flag, they are ordinary objects and nothing is expanded.
+    let (code, stdout, stderr) = run(tend()
+        .args([
+            "render",
+            "--apply-controller-objects",
+            "--path",
+            "clusters/dev",
+            "--repo",
+        ])
+        .arg(dir.path()));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("kind: Kustomization\nmetadata:\n  name: apps"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("greeting: hello"), "{stdout}");
+}
+
+#[test]
+fn apply_then_diff_is_in_sync() {
+    let cluster = TestCluster::start();
+    let dir = bootstrap_site();
+    let args = ["--path", "clusters/dev"];
+    let (code, _, stderr) = tend_on(&cluster, dir.path(), &[&["apply"][..], &args].concat());
+    assert_eq!(code, 0, "{stderr}");
+    let cm = get(&cluster, "", "configmaps", "web", "greeting").expect("applied");
+    assert_eq!(cm["data"]["greeting"], "hello");
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &[&["diff"][..], &args].concat());
+    assert_eq!(code, 0, "{stdout}{stderr}");
+}
+
+/// A test cluster serving Flux's Kustomization, holding `flux-system/apps`.
+fn cluster_with_live_kustomization(suspend: bool) -> TestCluster {
+    let cluster = TestCluster::start();
+    cluster
+        .seed(json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "kustomizations.kustomize.toolkit.fluxcd.io"},
+            "spec": {
+                "group": "kustomize.toolkit.fluxcd.io",
+                "names": {"kind": "Kustomization", "plural": "kustomizations", "singular": "kustomization", "listKind": "KustomizationList"},
+                "scope": "Namespaced",
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}],
+            },
+        }))
+        .unwrap();
+    let live = json!({
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+            "kind": "Kustomization",
+            "metadata": {"name": "apps", "namespace": "flux-system"},
+            "spec": {"path": "./apps", "suspend": suspend, "sourceRef": {"kind": "GitRepository", "name": "flux-system"}},
+    });
+    cluster
+        .seed(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "flux-system"}}))
+        .unwrap();
+    cluster.seed(live).unwrap();
+    cluster
+}
+
+#[test]
+fn apply_refuses_to_fight_a_live_unsuspended_flux_kustomization() {
+    let cluster = cluster_with_live_kustomization(false);
+    let dir = bootstrap_site();
+    let args = ["--path", "clusters/dev"];
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &[&["apply"][..], &args].concat());
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(
+        stderr.contains(
+            "apps.yaml:1: Flux Kustomization flux-system/apps is live in the cluster and active"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("flux suspend kustomization apps -n flux-system"),
+        "{stderr}"
+    );
+    assert!(
+        object_writes(&cluster).is_empty(),
+        "{:?}",
+        object_writes(&cluster)
+    );
+    // diff is the read-only preview.
+    let (code, _, stderr) = tend_on(&cluster, dir.path(), &[&["diff"][..], &args].concat());
+    assert_eq!(code, 1, "{stderr}");
+    // Suspended: tend may apply.
+    let cluster = cluster_with_live_kustomization(true);
+    let (code, _, stderr) = tend_on(&cluster, dir.path(), &[&["apply"][..], &args].concat());
+    assert_eq!(code, 0, "{stderr}");
+}
+
+/// The shared chart repository (podinfo, cert-manager, ingress-nginx, ...) served over HTTP.
+fn chart_repository() -> String {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/gitops-repos/chart-repo");
+    let files = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            (format!("/{name}"), std::fs::read(&p).unwrap())
+        })
+        .collect();
+    crate::helm::remote::serve(files).0
+}
+
+fn helm_release_site(repository: &str) -> tempfile::TempDir {
+    site(&[
+        ("apps/namespace.yaml", &ns_yaml("podinfo")),
+        ("apps/flux-system.yaml", &ns_yaml("flux-system")),
+        (
+            "apps/podinfo.yaml",
+            &format!(
+                "apiVersion: source.toolkit.fluxcd.io/v1beta2
+kind: HelmRepository
+metadata:
+  name: podinfo
+  namespace: flux-system
+spec:
+  interval: 1h
+  url: {repository}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: podinfo-values
+  namespace: flux-system
+data:
+  values.yaml: |
+    replicaCount: 3
+    ui:
+      message: from a ConfigMap
+  color: \"#123456\"
+---
+apiVersion: helm.toolkit.fluxcd.io/v2beta1
+kind: HelmRelease
+metadata:
+  name: podinfo
+  namespace: flux-system
+spec:
+  interval: 1h
+  targetNamespace: podinfo
+  chart:
+    spec:
+      chart: podinfo
+      version: \">=6.0.0\"
+      sourceRef:
+        kind: HelmRepository
+        name: podinfo
+  valuesFrom:
+    - kind: ConfigMap
+      name: podinfo-values
+    - kind: ConfigMap
+      name: podinfo-values
+      valuesKey: color
+      targetPath: ui.color
+    - kind: Secret
+      name: not-there
+      optional: true
+  values:
+    replicaCount: 2
+"
+            ),
+        ),
+    ])
+}
+
+#[test]
+fn a_helm_release_renders_its_chart_with_flux_values_and_release_name() {
+    let repository = chart_repository();
+    let dir = helm_release_site(&repository);
+    let (code, stdout, stderr) = run(tend().args(["render", "--repo"]).arg(dir.path()));
+    assert_eq!(code, 0, "{stderr}");
+    // `<targetNamespace>-<name>`, in the target namespace; spec.values over valuesFrom.
+    assert!(
+        stdout.contains("name: podinfo-podinfo\n  namespace: podinfo\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("replicas: 2\n"), "{stdout}");
+    assert!(stdout.contains("value: from a ConfigMap"), "{stdout}");
+    assert!(
+        stdout.contains("value: '#123456'") || stdout.contains("value: \"#123456\""),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "# Source: apps/podinfo.yaml (Flux HelmRelease flux-system/podinfo):22 (chart podinfo, templates/deployment.yaml)"
+        ),
+        "{stdout}"
+    );
+    // Neither the HelmRelease, its source nor the HelmChart it became is applied.
+    assert!(!stdout.contains("kind: HelmChart"), "{stdout}");
+    assert!(!stdout.contains("kind: HelmRelease"), "{stdout}");
+}
+
+#[test]
+fn a_helm_release_applies_and_a_second_diff_is_in_sync() {
+    let repository = chart_repository();
+    let dir = helm_release_site(&repository);
+    let cluster = TestCluster::start();
+    let (code, _, stderr) = tend_on(&cluster, dir.path(), &["apply"]);
+    assert_eq!(code, 0, "{stderr}");
+    let deployment = get(
+        &cluster,
+        "apps",
+        "deployments",
+        "podinfo",
+        "podinfo-podinfo",
+    )
+    .expect("applied");
+    assert_eq!(deployment["spec"]["replicas"], 2);
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["diff", "-o", "json"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let unit = &report["units"][0];
+    assert_eq!(unit["name"], "Flux HelmRelease flux-system/podinfo");
+    assert_eq!(unit["result"], "expanded");
+    assert_eq!(unit["revision"], "chart podinfo 6.14.1");
+    let deployment = report["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "Deployment")
+        .unwrap();
+    assert_eq!(deployment["unit"], "Flux HelmRelease flux-system/podinfo");
+}
+
+/// The README's "Coming from Flux": its files written, its commands run as written, on a
+/// cluster of its own; then a second diff finds nothing to do.
+#[test]
+fn the_readme_section_runs_as_written() {
+    use crate::shipping::{bin_dir, output, readme, readme_steps, shell, ReadmeStep};
+    let readme = readme();
+    let start = readme
+        .find("\n## Coming from Flux\n")
+        .expect("README section");
+    let rest = &readme[start + 1..];
+    let end = rest[3..].find("\n## ").map_or(rest.len(), |i| i + 3);
+    let cluster = TestCluster::start();
+    let bin = bin_dir();
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let mut commands = Vec::new();
+    for step in readme_steps(&rest[..end]) {
+        match step {
+            ReadmeStep::File(path, text) => {
+                let path = work.path().join(path);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(path, text).unwrap();
+            }
+            ReadmeStep::Command(command) => commands.push(command),
+        }
+    }
+    assert_eq!(commands.len(), 3, "{commands:?}");
+    let mut last = String::new();
+    for command in &commands {
+        let mut cmd = shell("bash", bin.path(), home.path(), &cluster, command);
+        cmd.current_dir(work.path());
+        let (code, stdout, stderr) = output(&mut cmd);
+        let ok = if command.starts_with("tend diff") {
+            code == 1
+        } else {
+            code == 0
+        };
+        assert!(ok, "`{command}` exited {code}:\n{stdout}\n{stderr}");
+        last = stdout;
+    }
+    assert!(
+        last.contains("unit Flux Kustomization flux-system/apps"),
+        "{last}"
+    );
+    let cm = get(&cluster, "", "configmaps", "shop", "greeting").expect("applied");
+    assert_eq!(cm["data"]["greeting"], "hello");
+    assert_eq!(cm["data"]["colour"], "blue");
+    let mut cmd = shell("bash", bin.path(), home.path(), &cluster, &commands[1]);
+    cmd.current_dir(work.path());
+    let (code, stdout, stderr) = output(&mut cmd);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+}
+
+/// Runs `f` while playing the controllers the test API server does not run: every
+/// Deployment rolled out and every Job complete as soon as they appear (tend waits for them
+/// between the waves `dependsOn` makes, and for Helm's hook Jobs).
+fn with_controllers_played<T>(cluster: &TestCluster, f: impl FnOnce() -> T) -> T {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let runtime = tokio::runtime::Runtime::new().unwrap();
+            let client = runtime.block_on(cluster.client());
+            while !stop.load(Ordering::Relaxed) {
+                for (group, version, kind, plural) in [
+                    ("apps", "v1", "Deployment", "deployments"),
+                    ("batch", "v1", "Job", "jobs"),
+                ] {
+                    for object in cluster.objects(group, plural) {
+                        if let Some(status) = played_status(kind, &object) {
+                            runtime.block_on(patch_status(
+                                &client,
+                                (group, version, kind, plural),
+                                &object,
+                                status,
+                            ));
+                        }
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        });
+        let result = f();
+        stop.store(true, Ordering::Relaxed);
+        result
+    })
+}
+
+/// The status a controller would give `object`, when it has none yet.
+fn played_status(kind: &str, object: &serde_json::Value) -> Option<serde_json::Value> {
+    match kind {
+        "Deployment" if object["status"]["availableReplicas"].is_null() => {
+            let replicas = object["spec"]["replicas"].as_i64().unwrap_or(1);
+            Some(json!({
+                "observedGeneration": object["metadata"]["generation"],
+                "replicas": replicas, "updatedReplicas": replicas,
+                "readyReplicas": replicas, "availableReplicas": replicas,
+                "conditions": [
+                    {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"},
+                    {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable"},
+                ],
+            }))
+        }
+        "Job" if object["status"]["succeeded"].is_null() => Some(json!({
+            "startTime": "2026-11-25T10:00:00Z",
+            "completionTime": "2026-11-25T10:00:05Z",
+            "succeeded": 1,
+            "conditions": [
+                {"type": "SuccessCriteriaMet", "status": "True", "reason": "CompletionsReached"},
+                {"type": "Complete", "status": "True", "reason": "CompletionsReached"},
+            ],
+        })),
+        _ => None,
+    }
+}
+
+async fn patch_status(
+    client: &kube::Client,
+    (group, version, kind, plural): (&str, &str, &str, &str),
+    object: &serde_json::Value,
+    status: serde_json::Value,
+) {
+    use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+    let ns = object["metadata"]["namespace"].as_str().unwrap_or_default();
+    let name = object["metadata"]["name"].as_str().unwrap_or_default();
+    let gvk = kube::core::GroupVersionKind::gvk(group, version, kind);
+    let resource = ApiResource::from_gvk_with_plural(&gvk, plural);
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &resource);
+    let patch = json!({ "status": status });
+    // A write racing tend's (a recreated hook) is played again on the next pass.
+    let _ = api
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await;
+}
+
+/// The repository of `flux2-hub-spoke-example` (the issue's test material), a git work tree
+/// with its public origin, its chart repositories pointed at `charts` (an HTTP repository;
+/// its OCI one served over HTTP too).
+fn hub_and_spoke_repository(charts: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(
+        &repo_root().join("../shared/gitops-repos/flux2-hub-spoke-example"),
+        dir.path(),
+    );
+    for file in [
+        "deploy/infra-controllers/cert-manager.yaml",
+        "deploy/infra-controllers/ingress-nginx.yaml",
+        "deploy/apps/podinfo.yaml",
+    ] {
+        let path = dir.path().join(file);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let text = text
+            .replace("  type: oci\n", "")
+            .replace("oci://ghcr.io/stefanprodan/charts", charts)
+            .replace("https://charts.jetstack.io", charts)
+            .replace("https://kubernetes.github.io/ingress-nginx", charts);
+        std::fs::write(path, text).unwrap();
+    }
+    let repo = git2::Repository::init(dir.path()).unwrap();
+    repo.remote(
+        "origin",
+        "https://github.com/fluxcd/flux2-hub-spoke-example.git",
+    )
+    .unwrap();
+    commit_all(&repo, "flux2-hub-spoke-example");
+    dir
+}
+
+/// Acceptance: the hub applies its own objects (its units target the spokes and are reported
+/// as such); each spoke applies what the hub's units would apply to it, through the units
+/// that name its kubeconfig Secret, in `dependsOn` order; a second diff of each is in sync.
+#[test]
+fn flux2_hub_spoke_example_applies_and_a_second_diff_is_in_sync() {
+    let charts = chart_repository();
+    let dir = hub_and_spoke_repository(&charts);
+    let hub = TestCluster::start();
+    let (code, stdout, stderr) = tend_on(&hub, dir.path(), &["apply", "--path", "hub"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(get(&hub, "", "namespaces", "", "staging").is_some());
+    let (code, stdout, stderr) = tend_on(&hub, dir.path(), &["diff", "--path", "hub"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(
+        stdout.contains("unit Flux Kustomization staging/apps → HelmRelease staging/podinfo: not expanded: it targets the cluster of kubeconfig Secret staging/cluster-kubeconfig"),
+        "{stdout}"
+    );
+    for env in ["staging", "production"] {
+        let spoke = TestCluster::start();
+        let secret = format!("{env}/cluster-kubeconfig");
+        let args = ["--path", "hub", "--units-for-kubeconfig-secret", &secret];
+        let (code, stdout, stderr) = with_controllers_played(&spoke, || {
+            tend_on(&spoke, dir.path(), &[&["apply"][..], &args].concat())
+        });
+        assert_eq!(code, 0, "{env}: {stdout}{stderr}");
+        // tenants: the Namespace named by postBuild substitution; apps: podinfo's release.
+        assert!(get(&spoke, "", "namespaces", "", env).is_some(), "{env}");
+        assert!(get(&spoke, "", "serviceaccounts", env, "flux-restricted").is_some());
+        let podinfo = get(&spoke, "apps", "deployments", "podinfo", "podinfo").expect("podinfo");
+        assert_eq!(podinfo["metadata"]["namespace"], "podinfo");
+        assert!(get(
+            &spoke,
+            "apps",
+            "deployments",
+            "cert-manager",
+            "cert-manager"
+        )
+        .is_some());
+        // Nothing of the hub's own, nor of the other spoke.
+        let other = if env == "staging" {
+            "production"
+        } else {
+            "staging"
+        };
+        assert!(get(&spoke, "", "namespaces", "", other).is_none());
+        let (code, stdout, stderr) = tend_on(&spoke, dir.path(), &[&["diff"][..], &args].concat());
+        assert_eq!(code, 0, "{env}: {stdout}{stderr}");
+    }
+}
+
+/// A Kustomization of `./apps` named `name`, with `extra` lines under `spec:`.
+fn kustomization(name: &str, api_version: &str, extra: &str) -> String {
+    format!(
+        "apiVersion: kustomize.toolkit.fluxcd.io/{api_version}\nkind: Kustomization\nmetadata:\n  name: {name}\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./apps\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n{extra}"
+    )
+}
+
+/// `tend render` of a repository whose `clusters/dev/units.yaml` is `units`, beside the
+/// bootstrap site's `apps/`.
+fn render_units(units: &str) -> (i32, String, String) {
+    let dir = bootstrap_site();
+    std::fs::write(dir.path().join("clusters/dev/apps.yaml"), units).unwrap();
+    run(tend()
+        .args(["render", "--path", "clusters/dev", "--repo"])
+        .arg(dir.path()))
+}
+
+#[test]
+fn bad_units_are_refused_at_their_line_before_anything_is_rendered() {
+    let cases = [
+        (
+            kustomization("apps", "v1", "  pathh: ./x\n"),
+            "apps.yaml:12: spec.pathh is not a field of Kustomization v1",
+        ),
+        (
+            kustomization("apps", "v1beta1", ""),
+            "apps.yaml:1: kustomize.toolkit.fluxcd.io/v1beta1 is not a version of Flux's Kustomization tend reads (v1, v1beta2)",
+        ),
+        (
+            kustomization("apps", "v1", "  dependsOn:\n    - name: infra\n"),
+            "apps.yaml:1: dependsOn names Kustomization flux-system/infra, which the desired state does not define",
+        ),
+        (
+            format!(
+                "{}---\n{}",
+                kustomization("a", "v1", "  targetNamespace: a\n  dependsOn:\n    - name: b\n"),
+                kustomization("b", "v1", "  targetNamespace: b\n  dependsOn:\n    - name: a\n"),
+            ),
+            "dependsOn makes a cycle (Kustomization flux-system/a → Kustomization flux-system/b → Kustomization flux-system/a)",
+        ),
+        (
+            kustomization("apps", "v1", "").replace("./apps", "./clusters/dev/more"),
+            "apps.yaml:8: spec.path clusters/dev/more is inside the directory tend reads (clusters/dev)",
+        ),
+        (
+            kustomization("apps", "v1", "").replace("name: flux-system\n", "name: elsewhere\n"),
+            "apps.yaml:9: sourceRef names GitRepository flux-system/elsewhere, which the desired state does not define",
+        ),
+    ];
+    for (units, expected) in cases {
+        let (code, stdout, stderr) = render_units(&units);
+        assert_eq!(code, 2, "{units}\n{stdout}{stderr}");
+        assert!(
+            stderr.contains(expected),
+            "{units}\nwant: {expected}\n{stderr}"
+        );
+        assert!(stdout.is_empty(), "{stdout}");
+    }
+}
+
+#[test]
+fn prune_and_force_become_tend_policies_and_a_suspended_unit_applies_nothing() {
+    let units = format!(
+        "{}---\n{}",
+        kustomization(
+            "kept",
+            "v1",
+            "  targetNamespace: web\n  prune: false\n  force: true\n"
+        ),
+        kustomization(
+            "paused",
+            "v1",
+            "  targetNamespace: paused\n  suspend: true\n"
+        ),
+    );
+    let (code, stdout, stderr) = render_units(&units);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("tend.dev/prune: disabled"), "{stdout}");
+    assert!(
+        stdout.contains("tend.dev/replace: on-immutable"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("namespace: paused"), "{stdout}");
+    let cluster = TestCluster::start();
+    let dir = bootstrap_site();
+    std::fs::write(dir.path().join("clusters/dev/apps.yaml"), &units).unwrap();
+    let args = ["--path", "clusters/dev"];
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &[&["diff"][..], &args].concat());
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stdout.contains(
+            "unit Flux Kustomization flux-system/paused: suspended (spec.suspend), nothing applied"
+        ),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_helm_release_renders_a_chart_from_the_checkout_at_its_path_from_the_root() {
+    let dir = bootstrap_site();
+    let files = [
+        (
+            "charts/web/Chart.yaml",
+            "apiVersion: v2\nname: web\nversion: 1.2.3\n",
+        ),
+        ("charts/web/values.yaml", "greeting: hi\n"),
+        (
+            "charts/web/templates/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  greeting: {{ .Values.greeting }}\n",
+        ),
+        (
+            "apps/web.yaml",
+            "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: web\n  namespace: flux-system\nspec:\n  interval: 1h\n  chart:\n    spec:\n      chart: ./charts/web\n      sourceRef:\n        kind: GitRepository\n        name: flux-system\n        namespace: flux-system\n  values:\n    greeting: ${GREETING}\n",
+        ),
+    ];
+    for (path, text) in files {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let (code, stdout, stderr) = run(tend()
+        .args(["render", "--path", "clusters/dev", "--repo"])
+        .arg(dir.path()));
+    assert_eq!(code, 0, "{stderr}");
+    // The HelmRelease came out of the Kustomization (targetNamespace web, GREETING
+    // substituted); the release is `<targetNamespace>-<name>`, in the target namespace.
+    assert!(
+        stdout.contains(
+            "# Source: apps (kustomize build) (Flux Kustomization flux-system/apps → HelmRelease web/web)"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "kind: ConfigMap\nmetadata:\n  name: web\n  namespace: web\ndata:\n  greeting: hello\n"
+        ) || stdout.contains(
+            "data:\n  greeting: hello\nkind: ConfigMap\nmetadata:\n  name: web\n  namespace: web\n"
+        ),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn substitute_from_reads_config_maps_and_keeps_secret_values_out_of_other_kinds() {
+    let vars = |kind: &str| {
+        let data = match kind {
+            "Secret" => "data:\n  GREETING: aGVsbG8gZnJvbSBhIHNlY3JldA==\n", // hello from a secret
+            _ => "data:\n  GREETING: hello from a map\n",
+        };
+        format!(
+            "---\napiVersion: v1\nkind: {kind}\nmetadata:\n  name: vars\n  namespace: flux-system\n{data}"
+        )
+    };
+    let unit = |kind: &str| {
+        kustomization(
+            "apps",
+            "v1",
+            &format!("  targetNamespace: web\n  postBuild:\n    substituteFrom:\n      - kind: {kind}\n        name: vars\n      - kind: ConfigMap\n        name: absent\n        optional: true\n"),
+        )
+    };
+    let (code, stdout, stderr) =
+        render_units(&format!("{}{}", unit("ConfigMap"), vars("ConfigMap")));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("greeting: hello from a map\n"), "{stdout}");
+    let (code, stdout, stderr) = render_units(&format!("{}{}", unit("Secret"), vars("Secret")));
+    assert_eq!(code, 2, "{stdout}");
+    assert!(
+        stderr.contains("ConfigMap greeting in apps (kustomize build) would get ${GREETING}, read from a Secret"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("hello from a secret"), "{stderr}");
+}
