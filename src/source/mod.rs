@@ -9,6 +9,7 @@ pub mod kustomize;
 pub mod kustomize_annotations;
 pub mod paths;
 mod private_copy;
+mod units;
 pub mod walk;
 
 pub use file::{SourceFile, MAX_FILE_BYTES};
