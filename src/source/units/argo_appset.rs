@@ -520,11 +520,13 @@ fn matrix(
                 let mut merged = a.clone();
                 for (k, v) in b {
                     match merged.get(&k) {
-                        Some(existing) if *existing != v => return Err(format!(
+                        Some(existing) if *existing != v => {
+                            return Err(format!(
                             "matrix: found duplicate key {k} with different value, a: {} ,b: {}",
                             existing.as_str().unwrap_or_default(),
                             v.as_str().unwrap_or_default()
-                        )),
+                        ))
+                        }
                         _ => {
                             merged.insert(k, v);
                         }

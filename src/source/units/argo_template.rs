@@ -73,7 +73,6 @@ impl Templating {
 
 /// Renders strings with one parameter set (one engine for every string of a template).
 pub struct Renderer<'p> {
-    templating: Templating,
     params: &'p Params,
     engine: Option<Engine>,
     dot: Value,
@@ -87,7 +86,6 @@ impl<'p> Renderer<'p> {
             Templating::Go { missing_key_error } => Some(go_engine(*missing_key_error)),
         };
         Renderer {
-            templating: templating.clone(),
             params,
             engine,
             dot: Value::from_json(&Json::Object(params.clone()), true),
@@ -138,10 +136,6 @@ impl<'p> Renderer<'p> {
             }
             other => other.clone(),
         })
-    }
-
-    pub fn templating(&self) -> &Templating {
-        &self.templating
     }
 }
 
