@@ -3,5 +3,6 @@
 
 pub mod argo_app;
 pub mod argo_appset;
+pub mod argo_jsonnet;
 pub mod argo_match;
 pub mod argo_template;
