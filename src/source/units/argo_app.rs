@@ -563,25 +563,30 @@ fn typed(text: &str, force_string: bool) -> Json {
     json!(text)
 }
 
-/// A helm source's inline values: `valuesObject` (wins) or `values` (YAML text), then
-/// `parameters` over them.
-pub fn inline_values(helm: &Json) -> Result<Json, String> {
-    let mut values = match (helm.get("valuesObject"), helm.get("values")) {
+/// Helm's values for a helm source, over `base` (its values files, merged in order): its
+/// inline values, `valuesObject` (wins) or `values` (YAML text), then `parameters` (as
+/// `--set`), then `fileParameters` (as `--set-file`, read by `read_file`).
+pub fn helm_values(
+    helm: &Json,
+    base: Json,
+    read_file: &dyn Fn(&str) -> Result<String, String>,
+) -> Result<Json, String> {
+    let inline = match (helm.get("valuesObject"), helm.get("values")) {
         (Some(obj), _) if obj.is_object() => obj.clone(),
         (_, Some(Json::String(text))) if !text.trim().is_empty() => {
-            let v: Json =
-                serde_yaml::from_str(text).map_err(|e| format!("helm.values is not YAML: {e}"))?;
-            if v.is_null() {
-                json!({})
-            } else if v.is_object() {
-                v
-            } else {
-                return Err("helm.values must be a map of values".into());
+            let v: Json = serde_yaml::from_str(text)
+                .map_err(|e| format!("helm.values is not YAML: {e}"))?;
+            match v {
+                Json::Null => json!({}),
+                Json::Object(_) => v,
+                _ => return Err("helm.values must be a map of values".into()),
             }
         }
         (_, Some(obj)) if obj.is_object() => obj.clone(),
         _ => json!({}),
     };
+    let mut values = base;
+    merge_values(&mut values, &inline);
     for p in helm
         .get("parameters")
         .and_then(Json::as_array)
@@ -597,13 +602,44 @@ pub fn inline_values(helm: &Json) -> Result<Json, String> {
             Some(Json::Null) | None => String::new(),
             Some(other) => other.to_string(),
         };
-        let force = p
-            .get("forceString")
-            .and_then(Json::as_bool)
-            .unwrap_or(false);
+        let force = p.get("forceString").and_then(Json::as_bool).unwrap_or(false);
         set_parameter(&mut values, name, &value, force)?;
     }
+    for p in helm
+        .get("fileParameters")
+        .and_then(Json::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let (Some(name), Some(path)) = (
+            p.get("name").and_then(Json::as_str),
+            p.get("path").and_then(Json::as_str),
+        ) else {
+            return Err("helm.fileParameters: every entry needs a name and a path".into());
+        };
+        let text = read_file(path)?;
+        set_parameter(&mut values, name, &text, true)?;
+    }
     Ok(values)
+}
+
+/// Helm's merge of one values file over another: maps merge, anything else replaces.
+pub fn merge_values(base: &mut Json, over: &Json) {
+    match (base, over) {
+        (Json::Object(b), Json::Object(o)) => {
+            for (k, v) in o {
+                match b.get_mut(k) {
+                    Some(existing) if existing.is_object() && v.is_object() => {
+                        merge_values(existing, v)
+                    }
+                    _ => {
+                        b.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+        }
+        (base, over) => *base = over.clone(),
+    }
 }
 
 #[cfg(test)]

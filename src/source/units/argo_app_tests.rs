@@ -139,14 +139,16 @@ fn helm_parameters_set_values_as_helm_set_does() {
             {"name": "s", "value": "42", "forceString": true},
             {"name": "dotted\\.key", "value": "v"},
             {"name": "l", "value": "{1,two}"},
-        ]
+        ],
+        "fileParameters": [{"name": "file", "path": "f.txt"}],
     });
-    let v = inline_values(&helm).unwrap();
+    let read = |p: &str| -> Result<String, String> { Ok(format!("text of {p}")) };
+    let v = helm_values(&helm, json!({"a": {"z": 0}, "list": ["w"]}), &read).unwrap();
     assert_eq!(
         v,
-        json!({"a": {"b": 1, "c": true}, "list": ["x", "y"], "n": "0123", "m": 42,
-               "s": "42", "dotted.key": "v", "l": [1, "two"]})
+        json!({"a": {"z": 0, "b": 1, "c": true}, "list": ["x", "y"], "n": "0123", "m": 42,
+               "s": "42", "dotted.key": "v", "l": [1, "two"], "file": "text of f.txt"})
     );
-    let v = inline_values(&json!({"values": "a: 1", "valuesObject": {"b": 2}})).unwrap();
+    let v = helm_values(&json!({"values": "a: 1", "valuesObject": {"b": 2}}), json!({}), &read).unwrap();
     assert_eq!(v, json!({"b": 2}));
 }
