@@ -78,6 +78,9 @@ pub struct GlobalArgs {
         value_delimiter = ':'
     )]
     pub helm_credentials: Vec<PathBuf>,
+    /// Apply Flux's and Argo CD's own objects (Kustomization, HelmRelease, GitRepository, Application, ...) as ordinary objects instead of expanding them into what their controllers would apply: for a repository that installs Flux or Argo CD itself.
+    #[arg(long, global = true, env = "TEND_APPLY_CONTROLLER_OBJECTS")]
+    pub apply_controller_objects: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -141,6 +144,7 @@ impl GlobalArgs {
             chart_credentials: std::sync::Arc::new(crate::run::chart_credentials::load(
                 &self.helm_credentials,
             )?),
+            apply_controller_objects: self.apply_controller_objects,
         })
     }
 

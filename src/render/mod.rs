@@ -213,6 +213,7 @@ fn make_objects(parsed: Parsed<'_>, charted: &ChartOutput, opts: &RenderOptions)
         documents,
     };
     let mut host_ports = HostPorts::default();
+    let mut controller_objects = 0;
     for (file, doc) in checked {
         let origin = Origin {
             file: file.path.clone(),
@@ -224,6 +225,13 @@ fn make_objects(parsed: Parsed<'_>, charted: &ChartOutput, opts: &RenderOptions)
         };
         let object = Object::new(doc.value.clone(), origin);
         let targeted = is_targeted(&object, opts.cluster.as_deref());
+        // Nothing would read a controller's objects: tend expanded them instead.
+        if !opts.apply_controller_objects
+            && crate::source::units::is_controller_object(object.api_version(), object.kind())
+        {
+            controller_objects += 1;
+            continue;
+        }
         if object.group() == crate::GROUP {
             add_tend_object(
                 &mut made,
@@ -242,6 +250,12 @@ fn make_objects(parsed: Parsed<'_>, charted: &ChartOutput, opts: &RenderOptions)
                 .map_or(opts.default_namespace.as_str(), String::as_str);
             add_object(&mut made, object, &doc, &repo_scopes, default_namespace);
         }
+    }
+    if controller_objects > 0 {
+        made.notes.push(format!(
+            "{} of Flux or Argo CD not applied: tend expands them into what their controllers would apply (--apply-controller-objects applies them as they are)",
+            crate::text::count(controller_objects, "object")
+        ));
     }
     made
 }
@@ -277,6 +291,13 @@ fn add_tend_object(
         return;
     }
     tend_object.default_namespace(&opts.default_namespace);
+    // A release a controller's unit became: rendered by the chart pass, not applied.
+    if object
+        .annotation(crate::source::units::EXPANDED_ANNOTATION)
+        .is_some()
+    {
+        return;
+    }
     // The uid is the cluster's: never part of desired state, nor an owner's uid.
     tend_object.meta_mut().uid = None;
     let origin = object.origin.clone();

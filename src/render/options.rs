@@ -38,6 +38,9 @@ pub struct RenderOptions {
     /// Logins for chart repositories and OCI registries (`--helm-credentials`,
     /// `--helm-credentials-secret`, Helm's registry config); their Debug shows no password.
     pub chart_credentials: Arc<crate::source::charts::credentials::Credentials>,
+    /// Apply Flux's and Argo CD's own objects as ordinary objects, and expand none of them
+    /// (`--apply-controller-objects`).
+    pub apply_controller_objects: bool,
 }
 
 impl Default for RenderOptions {
@@ -53,6 +56,7 @@ impl Default for RenderOptions {
             kept_renders: None,
             helm_template: false,
             chart_credentials: Arc::default(),
+            apply_controller_objects: false,
         }
     }
 }

@@ -107,6 +107,9 @@ fn execute_cluster(
             Some((loaded, render)) => (loaded, cluster.render.clone(), render),
             None => read_source_connected(&session, cluster).await?,
         };
+        if cluster.writes(mode) {
+            super::units_live::refuse_live_controllers(&session, &loaded.expanded).await?;
+        }
         let rendered = render_connected(&session, (cluster, mode), &loaded, &render_opts, offline);
         let (rendered, new_seed) = rendered.await?;
         let mut engine_opts = cluster.engine.clone();

@@ -42,6 +42,7 @@ pub fn describe_units(units: &[Unit]) -> String {
                 Producer::Files => "files",
                 Producer::KustomizeBuild => "kustomize build",
                 Producer::HelmChart => "HelmChart",
+                Producer::ControllerUnit(controller) => controller.name(),
             };
             let needs = if unit.needs.cluster {
                 ", needs the cluster"
@@ -60,12 +61,14 @@ pub struct Loaded {
     pub checkout: Checkout,
     walked: walk::Walked,
     cache_dir: std::path::PathBuf,
+    /// Flux's and Argo CD's units found in the source, expanded into its files.
+    pub expanded: source::units::Expanded,
 }
 
 impl Loaded {
     /// What the source produces objects with, and what each needs of the cluster.
     pub fn units(&self) -> Vec<Unit> {
-        super::plan::units(&self.walked)
+        super::plan::units(&self.walked, &self.expanded)
     }
 }
 
@@ -95,6 +98,22 @@ pub fn load(source_opts: &SourceOptions, render_opts: &RenderOptions) -> Result<
         .cache_dir
         .clone()
         .unwrap_or_else(source::default_cache_dir);
+    let expanded = if render_opts.apply_controller_objects {
+        source::units::Expanded::default()
+    } else {
+        let context = source::units::Context {
+            checkout: &checkout,
+            cache_dir: &cache_dir,
+            default_namespace: &render_opts.default_namespace,
+            kustomize: &checkout.kustomize,
+        };
+        let expanded = source::units::expand(&mut walked, &context);
+        if !expanded.units.is_empty() {
+            // The releases units add are HelmCharts to fetch charts for.
+            walked.charts.helm_chart_docs = source::charts::helm_chart_docs(&walked.files);
+        }
+        expanded
+    };
     walked.charts.remote = source::charts::remote::fetch_all(
         &walked.charts.helm_chart_docs,
         &cache_dir,
@@ -105,6 +124,7 @@ pub fn load(source_opts: &SourceOptions, render_opts: &RenderOptions) -> Result<
         checkout,
         walked,
         cache_dir,
+        expanded,
     })
 }
 

@@ -13,6 +13,7 @@ pub mod keys;
 pub mod load;
 pub mod plan;
 pub mod render_cache;
+pub mod units_live;
 
 pub use executor::{block_on, execute};
 pub use plan::{ClusterRun, Run, SecretReads};

@@ -81,6 +81,8 @@ pub enum Producer {
     KustomizeBuild,
     /// A `HelmChart` object's release.
     HelmChart,
+    /// A Flux or Argo CD unit, expanded into files of the source (`source::units`).
+    ControllerUnit(crate::source::units::Controller),
 }
 
 /// What a unit needs from the cluster to render.
@@ -95,7 +97,10 @@ pub struct Needs {
 /// The units of a source read: the plain files as one, one per kustomize build, one per
 /// `HelmChart` document. A unit whose text mentions `HelmChart` needs the cluster (a kustomize
 /// build may hold one too).
-pub fn units(walked: &crate::source::walk::Walked) -> Vec<Unit> {
+pub fn units(
+    walked: &crate::source::walk::Walked,
+    expanded: &crate::source::units::Expanded,
+) -> Vec<Unit> {
     let mut by_name: BTreeMap<(Producer, String), Needs> = BTreeMap::new();
     for file in &walked.files {
         let (producer, name) = match &file.unit {
@@ -110,6 +115,18 @@ pub fn units(walked: &crate::source::walk::Walked) -> Vec<Unit> {
             let name = format!("{}:{}", file.display(), doc.line);
             by_name.insert((Producer::HelmChart, name), Needs { cluster: true });
         }
+    }
+    for unit in &expanded.units {
+        let needs = Needs {
+            cluster: unit.files.iter().any(|f| {
+                walked
+                    .files
+                    .iter()
+                    .any(|w| &w.path == f && w.text.contains("HelmChart"))
+            }),
+        };
+        let producer = Producer::ControllerUnit(unit.id.controller);
+        by_name.insert((producer, unit.label()), needs);
     }
     by_name
         .into_iter()
@@ -150,7 +167,7 @@ mod tests {
             charts: Default::default(),
             problems: Vec::new(),
         };
-        let units = units(&walked);
+        let units = units(&walked, &Default::default());
         assert_eq!(
             units,
             vec![

@@ -9,7 +9,7 @@ pub mod kustomize;
 pub mod kustomize_annotations;
 pub mod paths;
 mod private_copy;
-mod units;
+pub mod units;
 pub mod walk;
 
 pub use file::{SourceFile, MAX_FILE_BYTES};
@@ -40,6 +40,12 @@ pub struct SourceOptions {
 pub struct Checkout {
     /// The directory to walk (the repository root joined with `--path`).
     pub dir: PathBuf,
+    /// The repository root (`--repo`, or the fetched commit's tree): what GitOps
+    /// controllers' paths are relative to.
+    pub root: PathBuf,
+    /// The URL the repository is known by (the git URL given, or the `origin` remote of a
+    /// local work tree): a controller's source naming it means this checkout.
+    pub url: Option<String>,
     /// The commit SHA, when the source is git (or a local git work tree).
     pub commit: Option<String>,
     /// The commit's time (Unix seconds): what Helm's `now` gives charts, so a commit renders
@@ -67,7 +73,7 @@ pub enum SourceError {
 pub fn resolve(opts: &SourceOptions) -> Result<Checkout, SourceError> {
     let local = Path::new(&opts.repo);
     let is_git = git::looks_like_git_url(&opts.repo) || (opts.git_ref.is_some() && local.is_dir());
-    let (root, commit, description) = if is_git {
+    let (root, commit, description, url) = if is_git {
         let spec = GitSpec {
             url: opts.repo.clone(),
             git_ref: opts.git_ref.clone(),
@@ -86,6 +92,7 @@ pub fn resolve(opts: &SourceOptions) -> Result<Checkout, SourceError> {
             fetched.dir,
             Some((fetched.commit, fetched.commit_time)),
             description,
+            Some(opts.repo.clone()),
         )
     } else {
         if !local.is_dir() {
@@ -100,10 +107,11 @@ pub fn resolve(opts: &SourceOptions) -> Result<Checkout, SourceError> {
             local.to_path_buf(),
             in_work_tree.then(|| git::head_commit(local)).flatten(),
             opts.repo.clone(),
+            in_work_tree.then(|| git::origin_url(local)).flatten(),
         )
     };
     let dir = match &opts.path {
-        None => root,
+        None => root.clone(),
         Some(sub) => {
             let inside = sub
                 .components()
@@ -123,6 +131,8 @@ pub fn resolve(opts: &SourceOptions) -> Result<Checkout, SourceError> {
     };
     Ok(Checkout {
         dir,
+        root,
+        url,
         commit_time: commit.as_ref().map(|(_, time)| *time),
         commit: commit.map(|(sha, _)| sha),
         description,

@@ -1,12 +1,14 @@
 //! End-to-end tests of the `tend` binary, one module per area.
 
 mod architecture;
+mod argo;
 mod canary;
 mod chaos;
 mod common;
 mod crds;
 mod engine;
 mod faults;
+mod flux;
 mod git;
 mod helm;
 mod kinds;

@@ -283,5 +283,13 @@ pub fn head_commit(dir: &Path) -> Option<(String, i64)> {
     Some((commit.id().to_string(), commit.time().seconds()))
 }
 
+/// The URL of the `origin` remote of the git repository holding `dir`, if any: what a
+/// GitOps controller's source names when it means this repository.
+pub fn origin_url(dir: &Path) -> Option<String> {
+    let repo = Repository::discover(dir).ok()?;
+    let remote = repo.find_remote("origin").ok()?;
+    remote.url().ok().map(str::to_string)
+}
+
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,443 @@
+//! Flux's `HelmRelease` expanded into a tend `HelmChart` (annotated
+//! [`super::EXPANDED_ANNOTATION`], so render renders it without applying it), as
+//! helm-controller would install it: the chart from `spec.chart.spec` (a `HelmRepository`
+//! over HTTP(S) or OCI, or a `GitRepository` path) or `spec.chartRef` (an `OCIRepository`);
+//! the release name by helm-controller's rule (`spec.releaseName`, else
+//! `<targetNamespace>-<name>` or `<name>`, shortened with a hash past 53 characters); the
+//! release namespace `targetNamespace` or the HelmRelease's; values as fluxcd/pkg
+//! `chartutil.ChartValuesFromReferences` merges them (`valuesFrom` in order, `targetPath`
+//! entries set by path, `spec.values` over all); CRDs unless `install.crds: Skip`; the
+//! namespace when `install.createNamespace`.
+
+use super::flux;
+use super::{Context, Found, Outcome, Produced, Sources, EXPANDED_ANNOTATION};
+use crate::helm::values::merge_maps;
+use crate::problem::Problem;
+use crate::source::paths::{leaves_root, normalize};
+use crate::source::SourceFile;
+use serde_json::{json, Map, Value};
+use std::path::{Path, PathBuf};
+
+const V2_FIELDS: &[&str] = &[
+    "chart",
+    "chartRef",
+    "interval",
+    "kubeConfig",
+    "suspend",
+    "releaseName",
+    "targetNamespace",
+    "storageNamespace",
+    "dependsOn",
+    "timeout",
+    "maxHistory",
+    "serviceAccountName",
+    "persistentClient",
+    "driftDetection",
+    "install",
+    "upgrade",
+    "test",
+    "rollback",
+    "uninstall",
+    "valuesFrom",
+    "values",
+    "commonMetadata",
+    "postRenderers",
+    "postRenderStrategy",
+    "waitStrategy",
+    "healthCheckExprs",
+];
+const V2BETA_FIELDS: &[&str] = &[
+    "chart",
+    "chartRef",
+    "interval",
+    "kubeConfig",
+    "suspend",
+    "releaseName",
+    "targetNamespace",
+    "storageNamespace",
+    "dependsOn",
+    "timeout",
+    "maxHistory",
+    "serviceAccountName",
+    "persistentClient",
+    "driftDetection",
+    "install",
+    "upgrade",
+    "test",
+    "rollback",
+    "uninstall",
+    "valuesFrom",
+    "values",
+    "postRenderers",
+];
+
+/// Where charts read from a source's tree are keyed in `Charts::dirs`: outside any walked
+/// path, so they never meet the repository's own.
+const CHART_KEYS: &str = "/flux-charts";
+
+pub fn expand(unit: &Found, sources: &Sources, ctx: &Context) -> Produced {
+    let version = unit.api_version.split('/').nth(1).unwrap_or("");
+    let known = if version == "v2" {
+        V2_FIELDS
+    } else {
+        V2BETA_FIELDS
+    };
+    let problems = super::unknown_fields(unit, known, version);
+    if !problems.is_empty() {
+        let mut produced = Produced::outcome(Outcome::NotExpanded("invalid spec".into()));
+        produced.problems = problems;
+        return produced;
+    }
+    let spec = unit.spec();
+    if spec.get("suspend").and_then(Value::as_bool) == Some(true) {
+        return Produced::outcome(Outcome::Suspended);
+    }
+    if let Some(secret) = spec
+        .pointer("/kubeConfig/secretRef/name")
+        .and_then(Value::as_str)
+    {
+        return Produced::outcome(Outcome::NotExpanded(format!(
+            "it targets another cluster (spec.kubeConfig.secretRef {secret})"
+        )));
+    }
+    if spec.get("postRenderers").is_some() {
+        return Produced::failed(unit.problem(
+            &["spec", "postRenderers"],
+            "spec.postRenderers is not supported by tend yet; apply the patches in the chart's values, or in a kustomization around the HelmRelease's objects",
+        ));
+    }
+    match release(unit, sources, ctx) {
+        Ok(produced) => produced,
+        Err(problem) => Produced::failed(problem),
+    }
+}
+
+fn release(unit: &Found, sources: &Sources, ctx: &Context) -> Result<Produced, Problem> {
+    let spec = unit.spec();
+    let target = spec.get("targetNamespace").and_then(Value::as_str);
+    let namespace = target.unwrap_or(&unit.id.namespace).to_string();
+    let release_name = shorten(
+        &match (spec.get("releaseName").and_then(Value::as_str), target) {
+            (Some(name), _) if !name.is_empty() => name.to_string(),
+            (_, Some(target)) => format!("{target}-{}", unit.id.name),
+            _ => unit.id.name.clone(),
+        },
+    );
+    let mut chart_spec = Map::new();
+    let mut produced = Produced::outcome(Outcome::Expanded);
+    chart_source(unit, sources, ctx, &mut chart_spec, &mut produced)?;
+    chart_spec.insert("releaseName".into(), json!(release_name));
+    let values = values(unit, sources)?;
+    if values.as_object().is_some_and(|m| !m.is_empty()) {
+        chart_spec.insert("values".into(), values);
+    }
+    let crds = spec
+        .pointer("/install/crds")
+        .and_then(Value::as_str)
+        .unwrap_or("Create");
+    chart_spec.insert("includeCrds".into(), json!(crds != "Skip"));
+    let mut chain = (*unit.chain).clone();
+    chain.push(unit.id.clone());
+    let helm_chart = json!({
+        "apiVersion": crate::API_VERSION,
+        "kind": "HelmChart",
+        "metadata": {
+            "name": unit.id.name,
+            "namespace": namespace,
+            "annotations": {EXPANDED_ANNOTATION: super::chain_label(&chain)},
+        },
+        "spec": Value::Object(chart_spec),
+    });
+    let mut text = crate::yaml::to_yaml(&helm_chart);
+    if spec
+        .pointer("/install/createNamespace")
+        .and_then(Value::as_bool)
+        == Some(true)
+    {
+        let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}});
+        text = format!("{text}---\n{}", crate::yaml::to_yaml(&ns));
+    }
+    produced.files.push(SourceFile {
+        path: PathBuf::from(format!("{}:{}", unit.file.display(), unit.doc.line)),
+        text,
+        unit: None,
+    });
+    Ok(produced)
+}
+
+/// helm-controller's `release.ShortenName`: past 53 characters, the first 40 and 12 hex
+/// digits of the name's SHA-256.
+fn shorten(name: &str) -> String {
+    use sha2::Digest;
+    if name.len() <= 53 {
+        return name.to_string();
+    }
+    let sum = hex::encode(sha2::Sha256::digest(name.as_bytes()));
+    format!("{}-{}", &name[..40], &sum[..12])
+}
+
+/// The chart's source, written into the HelmChart's spec.
+fn chart_source(
+    unit: &Found,
+    sources: &Sources,
+    ctx: &Context,
+    chart_spec: &mut Map<String, Value>,
+    produced: &mut Produced,
+) -> Result<(), Problem> {
+    let spec = unit.spec();
+    if let Some(chart_ref) = spec.get("chartRef") {
+        return chart_ref_source(unit, chart_ref, sources, chart_spec, produced);
+    }
+    let Some(template) = spec.pointer("/chart/spec") else {
+        return Err(unit.problem(
+            &["spec"],
+            "neither spec.chart.spec nor spec.chartRef names a chart; add one",
+        ));
+    };
+    let field = |k: &str| template.get(k).and_then(Value::as_str);
+    let chart = field("chart").unwrap_or("");
+    if template
+        .get("valuesFiles")
+        .and_then(Value::as_array)
+        .is_some_and(|l| !l.is_empty())
+        || template.get("valuesFile").is_some()
+    {
+        return Err(unit.problem(
+            &["spec", "chart", "spec"],
+            "spec.chart.spec.valuesFiles is not supported by tend yet; move the values into spec.values",
+        ));
+    }
+    let source_ref = template.get("sourceRef").unwrap_or(&Value::Null);
+    let kind = source_ref.get("kind").and_then(Value::as_str).unwrap_or("");
+    let name = source_ref.get("name").and_then(Value::as_str).unwrap_or("");
+    let namespace = source_ref
+        .get("namespace")
+        .and_then(Value::as_str)
+        .unwrap_or(&unit.id.namespace);
+    match kind {
+        "HelmRepository" => {
+            let Some(repository) = sources.get(kind, namespace, name) else {
+                return Err(unit.problem(
+                    &["spec", "chart", "spec", "sourceRef"],
+                    format!("sourceRef names HelmRepository {namespace}/{name}, which the desired state does not define; define it, or fix the name"),
+                ));
+            };
+            flux::source_version(repository)?;
+            let url = repository.spec().get("url").and_then(Value::as_str).unwrap_or("");
+            let oci = repository.spec().get("type").and_then(Value::as_str) == Some("oci");
+            if oci != url.starts_with("oci://") {
+                return Err(repository.problem(
+                    &["spec", "url"],
+                    "spec.type oci goes with an oci:// URL, and an oci:// URL with spec.type oci",
+                ));
+            }
+            if repository.spec().get("secretRef").is_some() {
+                return Err(repository.problem(
+                    &["spec", "secretRef"],
+                    "a HelmRepository with credentials (secretRef) is not supported by tend yet; give tend the login with --helm-credentials",
+                ));
+            }
+            let version = field("version").filter(|v| !v.is_empty()).unwrap_or("*");
+            chart_spec.insert("repository".into(), json!(url));
+            chart_spec.insert("name".into(), json!(chart));
+            chart_spec.insert("version".into(), json!(version));
+            produced.revision = Some(format!("chart {chart} {version}"));
+            Ok(())
+        }
+        "GitRepository" => {
+            let tree = flux::git_tree(
+                unit,
+                source_ref,
+                &["spec", "chart", "spec", "sourceRef"],
+                sources,
+                ctx,
+            )?;
+            let dir = normalize(Path::new(chart.trim_start_matches('/')));
+            if leaves_root(&dir) || !tree.root.join(&dir).join("Chart.yaml").is_file() {
+                return Err(unit.problem(
+                    &["spec", "chart", "spec", "chart"],
+                    format!(
+                        "no chart at {} in the GitRepository's tree (a directory holding Chart.yaml, relative to the repository root)",
+                        dir.display()
+                    ),
+                ));
+            }
+            let chart = crate::source::charts::read_chart(&tree.root, &tree.root.join(&dir), &dir)?;
+            let key = PathBuf::from(format!(
+                "{CHART_KEYS}/{}/{}",
+                unit.id.namespace, unit.id.name
+            ));
+            chart_spec.insert("chart".into(), json!(key.display().to_string()));
+            produced.charts.push((key, chart));
+            produced.revision = tree.revision;
+            Ok(())
+        }
+        other => Err(unit.problem(
+            &["spec", "chart", "spec", "sourceRef"],
+            format!("a chart from a {other:?} is not supported by tend; use a HelmRepository or a GitRepository"),
+        )),
+    }
+}
+
+/// `spec.chartRef`: an OCIRepository holding the chart.
+fn chart_ref_source(
+    unit: &Found,
+    chart_ref: &Value,
+    sources: &Sources,
+    chart_spec: &mut Map<String, Value>,
+    produced: &mut Produced,
+) -> Result<(), Problem> {
+    let text = |k: &str| chart_ref.get(k).and_then(Value::as_str).unwrap_or("");
+    let namespace = chart_ref
+        .get("namespace")
+        .and_then(Value::as_str)
+        .unwrap_or(&unit.id.namespace);
+    if text("kind") != "OCIRepository" {
+        return Err(unit.problem(
+            &["spec", "chartRef"],
+            format!("a chartRef of kind {:?} is not supported by tend yet; use an OCIRepository, or spec.chart", text("kind")),
+        ));
+    }
+    let Some(repository) = sources.get("OCIRepository", namespace, text("name")) else {
+        return Err(unit.problem(
+            &["spec", "chartRef"],
+            format!("chartRef names OCIRepository {namespace}/{}, which the desired state does not define; define it, or fix the name", text("name")),
+        ));
+    };
+    flux::source_version(repository)?;
+    let url = repository
+        .spec()
+        .get("url")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let r = repository.spec().get("ref");
+    let tag = |k: &str| r.and_then(|r| r.get(k)).and_then(Value::as_str);
+    let version = tag("semver").or(tag("tag")).unwrap_or("latest");
+    if tag("digest").is_some() {
+        return Err(repository.problem(
+            &["spec", "ref", "digest"],
+            "an OCIRepository pinned by digest is not supported by tend yet; name its tag",
+        ));
+    }
+    // oci://host/path/chart: the chart is the last segment.
+    let Some((base, name)) = url.trim_end_matches('/').rsplit_once('/') else {
+        return Err(repository.problem(&["spec", "url"], "not an oci://host/path/chart URL"));
+    };
+    chart_spec.insert("repository".into(), json!(base));
+    chart_spec.insert("name".into(), json!(name));
+    chart_spec.insert("version".into(), json!(version));
+    produced.revision = Some(format!("chart {name} {version}"));
+    Ok(())
+}
+
+/// `valuesFrom` in order, then `spec.values` over them (fluxcd/pkg
+/// `ChartValuesFromReferences`).
+fn values(unit: &Found, sources: &Sources) -> Result<Value, Problem> {
+    let spec = unit.spec();
+    let own = spec.get("values").cloned().unwrap_or(json!({}));
+    let mut result = json!({});
+    let list = spec.get("valuesFrom").and_then(Value::as_array);
+    for reference in list.into_iter().flatten() {
+        let text = |k: &str| reference.get(k).and_then(Value::as_str).unwrap_or("");
+        let (kind, name) = (text("kind"), text("name"));
+        let key = Some(text("valuesKey"))
+            .filter(|k| !k.is_empty())
+            .unwrap_or("values.yaml");
+        let optional = reference.get("optional").and_then(Value::as_bool) == Some(true);
+        let at = |message: String| unit.problem(&["spec", "valuesFrom"], message);
+        if !matches!(kind, "ConfigMap" | "Secret") {
+            return Err(at(format!(
+                "valuesFrom kind {kind:?} is neither ConfigMap nor Secret"
+            )));
+        }
+        let data = sources.config_data(kind, &unit.id.namespace, name);
+        let Some(data) = data.and_then(|d| d.get(key).cloned()) else {
+            if optional {
+                continue;
+            }
+            return Err(at(format!(
+                "valuesFrom names key {key:?} of {kind} {}/{name}, which the desired state does not hold (tend reads it from the desired state); define it, or mark it optional: true",
+                unit.id.namespace
+            )));
+        };
+        let target = text("targetPath");
+        if !target.is_empty() {
+            result = merge_maps(&result, &own);
+            let literal = reference.get("literal").and_then(Value::as_bool) == Some(true);
+            let value = if literal { json!(data) } else { typed(&data) };
+            set_path(&mut result, target, value);
+            continue;
+        }
+        let read = crate::yaml::parse_helm_yaml(&data).map_err(|e| {
+            at(format!(
+                "the values in {kind} {name} key {key:?} are not YAML: {e}"
+            ))
+        })?;
+        result = merge_maps(&result, &read);
+    }
+    Ok(merge_maps(&result, &own))
+}
+
+/// A `--set` value as Helm's strvals types it.
+fn typed(text: &str) -> Value {
+    match text {
+        "true" => json!(true),
+        "false" => json!(false),
+        "null" => Value::Null,
+        _ if text == "0" || (!text.starts_with('0') && text.parse::<i64>().is_ok()) => {
+            json!(text.parse::<i64>().unwrap_or(0))
+        }
+        _ => json!(text),
+    }
+}
+
+/// Set `path` (`a.b.c`, `\.` for a literal dot) in `values`, making maps as needed.
+fn set_path(values: &mut Value, path: &str, value: Value) {
+    let mut keys = Vec::new();
+    let mut current = String::new();
+    let mut chars = path.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => current.extend(chars.next()),
+            '.' => keys.push(std::mem::take(&mut current)),
+            c => current.push(c),
+        }
+    }
+    keys.push(current);
+    let mut node = values;
+    for (i, key) in keys.iter().enumerate() {
+        if !node.is_object() {
+            *node = json!({});
+        }
+        let Some(map) = node.as_object_mut() else {
+            return;
+        };
+        if i + 1 == keys.len() {
+            map.insert(key.clone(), value);
+            return;
+        }
+        node = map.entry(key.clone()).or_insert_with(|| json!({}));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_release_names_are_shortened_as_helm_controller_does() {
+        assert_eq!(shorten("podinfo"), "podinfo");
+        let long = "a".repeat(60);
+        let short = shorten(&long);
+        assert_eq!(short.len(), 53);
+        assert!(short.starts_with(&format!("{}-", "a".repeat(40))));
+    }
+
+    #[test]
+    fn target_paths_set_typed_values() {
+        let mut values = json!({"a": {"b": 1}});
+        set_path(&mut values, "a.c", typed("true"));
+        set_path(&mut values, r"x\.y.z", typed("12"));
+        assert_eq!(values, json!({"a": {"b": 1, "c": true}, "x.y": {"z": 12}}));
+    }
+}

@@ -1,0 +1,386 @@
+//! Flux's `Kustomization` expanded as kustomize-controller builds it (fluxcd/pkg
+//! `kustomize/kustomize_generator.go`, `kustomize_varsub.go`): the source's tree at
+//! `spec.path`, in a private copy where a `kustomization.yaml` is generated when the path
+//! has none (every YAML file below it, a directory holding a kustomization as one resource)
+//! and the unit's `targetNamespace`, `namePrefix`/`nameSuffix`, `patches`, `images` and
+//! `components` are written into it; built with tend's kustomize builder; then
+//! `commonMetadata` and `postBuild` substitution applied to each object.
+
+use super::flux::{self, Tree};
+use super::{Context, Found, Outcome, Produced, Sources};
+use crate::problem::Problem;
+use crate::source::kustomize::{self, KUSTOMIZATION_FILES};
+use crate::source::paths::{leaves_root, normalize};
+use crate::source::SourceFile;
+use serde_json::{json, Map, Value};
+use std::path::{Path, PathBuf};
+
+/// The fields of `spec` each version's published schema has.
+const V1_FIELDS: &[&str] = &[
+    "commonMetadata",
+    "dependsOn",
+    "decryption",
+    "interval",
+    "retryInterval",
+    "kubeConfig",
+    "path",
+    "postBuild",
+    "prune",
+    "deletionPolicy",
+    "healthChecks",
+    "namePrefix",
+    "nameSuffix",
+    "patches",
+    "images",
+    "serviceAccountName",
+    "sourceRef",
+    "suspend",
+    "targetNamespace",
+    "timeout",
+    "force",
+    "wait",
+    "buildMetadata",
+    "components",
+    "ignoreMissingComponents",
+    "healthCheckExprs",
+    "ignore",
+];
+const V1BETA2_FIELDS: &[&str] = &[
+    "commonMetadata",
+    "dependsOn",
+    "decryption",
+    "interval",
+    "retryInterval",
+    "kubeConfig",
+    "path",
+    "postBuild",
+    "prune",
+    "healthChecks",
+    "patches",
+    "patchesStrategicMerge",
+    "patchesJson6902",
+    "images",
+    "serviceAccountName",
+    "sourceRef",
+    "suspend",
+    "targetNamespace",
+    "timeout",
+    "force",
+    "wait",
+    "components",
+    "validation",
+];
+
+pub fn expand(unit: &Found, sources: &Sources, ctx: &Context) -> Produced {
+    let version = unit.api_version.split('/').nth(1).unwrap_or("");
+    let known = if version == "v1" {
+        V1_FIELDS
+    } else {
+        V1BETA2_FIELDS
+    };
+    let problems = super::unknown_fields(unit, known, version);
+    if !problems.is_empty() {
+        let mut produced = Produced::outcome(Outcome::NotExpanded("invalid spec".into()));
+        produced.problems = problems;
+        return produced;
+    }
+    let spec = unit.spec();
+    if spec.get("suspend").and_then(Value::as_bool) == Some(true) {
+        return Produced::outcome(Outcome::Suspended);
+    }
+    if let Some(secret) = spec
+        .pointer("/kubeConfig/secretRef/name")
+        .and_then(Value::as_str)
+    {
+        return Produced::outcome(Outcome::NotExpanded(format!(
+            "it targets another cluster (spec.kubeConfig.secretRef {secret}); run tend on that cluster with --path {}",
+            spec_path(spec).display()
+        )));
+    }
+    let Some(source_ref) = spec.get("sourceRef") else {
+        return Produced::failed(unit.problem(
+            &["spec"],
+            "spec.sourceRef is missing; name the GitRepository holding spec.path",
+        ));
+    };
+    let tree = match flux::git_tree(unit, source_ref, &["spec", "sourceRef"], sources, ctx) {
+        Ok(tree) => tree,
+        Err(problem) => return Produced::failed(problem),
+    };
+    let path = spec_path(spec);
+    if leaves_root(&path) {
+        return Produced::failed(unit.problem(
+            &["spec", "path"],
+            "spec.path leaves the repository; write a path relative to the repository root",
+        ));
+    }
+    if tree.is_checkout && path == ctx.walked_dir() {
+        let mut produced = Produced::outcome(Outcome::Root);
+        produced.revision = tree.revision;
+        return produced;
+    }
+    if !tree.root.join(&path).is_dir() {
+        return Produced::failed(unit.problem(
+            &["spec", "path"],
+            format!(
+                "spec.path {} is not a directory of the source's tree; fix the path (it is relative to the repository root)",
+                path.display()
+            ),
+        ));
+    }
+    let mut produced = match build(unit, &tree, &path, ctx) {
+        Ok(files) => {
+            let mut produced = Produced::outcome(Outcome::Expanded);
+            produced.files = files;
+            produced
+        }
+        Err(problems) => {
+            let mut produced = Produced::outcome(Outcome::NotExpanded("build failed".into()));
+            produced.problems = problems;
+            produced
+        }
+    };
+    produced.revision = tree.revision;
+    if !produced.problems.is_empty() {
+        return produced;
+    }
+    match post_build(unit, &mut produced.files, sources) {
+        Ok(()) => produced,
+        Err(problem) => Produced::failed(problem),
+    }
+}
+
+/// `spec.path` relative to the tree's root (`./apps` and `apps` are the same).
+fn spec_path(spec: &Value) -> PathBuf {
+    let path = spec.get("path").and_then(Value::as_str).unwrap_or("");
+    normalize(Path::new(path.trim_start_matches('/')))
+}
+
+/// The kustomize build of `path` in a private copy of the tree, with the kustomization the
+/// controller would write there.
+fn build(
+    unit: &Found,
+    tree: &Tree,
+    path: &Path,
+    ctx: &Context,
+) -> Result<Vec<SourceFile>, Vec<Problem>> {
+    let fail = |message: String| vec![unit.problem(&["spec", "path"], message)];
+    let copy = crate::source::private_copy::PrivateCopy::of(&tree.root)
+        .map_err(|e| fail(format!("cannot copy the source's tree to build it: {e}")))?;
+    let dir = copy.path().join(path);
+    let (file_name, kustomization) =
+        kustomization(&dir, unit).map_err(|e| vec![unit.problem(&["spec"], e)])?;
+    let text = crate::yaml::to_yaml(&kustomization);
+    std::fs::write(dir.join(file_name), &text)
+        .map_err(|e| fail(format!("cannot write the kustomization to build: {e}")))?;
+    let file = path.join(file_name);
+    let Some(built) = kustomize::detect(copy.path(), path, &file, &text) else {
+        return Err(fail("cannot build spec.path as a kustomization".into()));
+    };
+    let (files, problems) = kustomize::build_all(
+        copy.path(),
+        &[&built],
+        ctx.kustomize,
+        kustomize::Inputs::AsCommitted,
+    );
+    if !problems.is_empty() {
+        // The builder's message names the copy's kustomization: name the unit too.
+        return Err(problems
+            .into_iter()
+            .map(|p| {
+                unit.problem(
+                    &["spec", "path"],
+                    format!("building {}: {}", p.file.display(), p.message),
+                )
+            })
+            .collect());
+    }
+    Ok(files)
+}
+
+/// The kustomization at `dir` (found, or generated as the controller generates it), with
+/// the unit's fields written into it.
+fn kustomization(dir: &Path, unit: &Found) -> Result<(&'static str, Value), String> {
+    let found = KUSTOMIZATION_FILES
+        .iter()
+        .find(|name| dir.join(name).is_file());
+    let (name, mut value) = match found {
+        Some(name) => {
+            let text = std::fs::read_to_string(dir.join(name))
+                .map_err(|e| format!("cannot read {name}: {e}"))?;
+            let value = crate::yaml::parse_value(&text).unwrap_or(Value::Null);
+            (*name, if value.is_object() { value } else { json!({}) })
+        }
+        None => ("kustomization.yaml", generated(dir)?),
+    };
+    let Some(map) = value.as_object_mut() else {
+        return Err("the kustomization is not a map".into());
+    };
+    map.entry("apiVersion")
+        .or_insert(json!("kustomize.config.k8s.io/v1beta1"));
+    map.entry("kind").or_insert(json!("Kustomization"));
+    let spec = unit.spec();
+    for (field, key) in [
+        ("targetNamespace", "namespace"),
+        ("namePrefix", "namePrefix"),
+        ("nameSuffix", "nameSuffix"),
+    ] {
+        if let Some(v) = spec.get(field).and_then(Value::as_str) {
+            map.insert(key.into(), json!(v));
+        }
+    }
+    for (field, key) in [
+        ("patches", "patches"),
+        ("patchesStrategicMerge", "patchesStrategicMerge"),
+        ("patchesJson6902", "patchesJson6902"),
+        ("components", "components"),
+    ] {
+        append(map, key, spec.get(field));
+    }
+    merge_images(map, spec.get("images"));
+    Ok((name, value))
+}
+
+fn append(map: &mut Map<String, Value>, key: &str, extra: Option<&Value>) {
+    let Some(Value::Array(extra)) = extra else {
+        return;
+    };
+    let mut list = match map.remove(key) {
+        Some(Value::Array(list)) => list,
+        _ => Vec::new(),
+    };
+    list.extend(extra.iter().cloned());
+    map.insert(key.into(), Value::Array(list));
+}
+
+/// `spec.images` over the kustomization's own: an image named in both takes the unit's
+/// name, and its tag and digest together when it sets either (as the generator does).
+fn merge_images(map: &mut Map<String, Value>, extra: Option<&Value>) {
+    let Some(Value::Array(extra)) = extra else {
+        return;
+    };
+    let mut list = match map.remove("images") {
+        Some(Value::Array(list)) => list,
+        _ => Vec::new(),
+    };
+    for image in extra {
+        let name = image.get("name");
+        match list.iter_mut().find(|i| i.get("name") == name) {
+            Some(existing) => {
+                let Some(existing) = existing.as_object_mut() else {
+                    continue;
+                };
+                if let Some(new_name) = image.get("newName") {
+                    existing.insert("newName".into(), new_name.clone());
+                }
+                if image.get("newTag").is_some() || image.get("digest").is_some() {
+                    existing.remove("newTag");
+                    existing.remove("digest");
+                    for key in ["newTag", "digest"] {
+                        if let Some(v) = image.get(key) {
+                            existing.insert(key.into(), v.clone());
+                        }
+                    }
+                }
+            }
+            None => list.push(image.clone()),
+        }
+    }
+    map.insert("images".into(), Value::Array(list));
+}
+
+/// The kustomization the controller generates for a directory without one: every `.yaml`
+/// and `.yml` file below it, a directory holding a kustomization as one resource.
+fn generated(dir: &Path) -> Result<Value, String> {
+    let mut resources = Vec::new();
+    scan(dir, dir, &mut resources)?;
+    resources.sort();
+    if resources.is_empty() {
+        // An empty kustomization does not build.
+        return Ok(json!({"namespace": "_placeholder"}));
+    }
+    Ok(json!({ "resources": resources }))
+}
+
+fn scan(base: &Path, dir: &Path, out: &mut Vec<String>) -> Result<(), String> {
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+    let mut paths: Vec<PathBuf> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
+    paths.sort();
+    for path in paths {
+        let rel = || {
+            format!(
+                "./{}",
+                path.strip_prefix(base).unwrap_or(&path).to_string_lossy()
+            )
+        };
+        if path.is_dir() {
+            if KUSTOMIZATION_FILES.iter().any(|n| path.join(n).is_file()) {
+                out.push(rel());
+            } else {
+                scan(base, &path, out)?;
+            }
+        } else if matches!(
+            path.extension().and_then(|e| e.to_str()),
+            Some("yaml" | "yml")
+        ) {
+            out.push(rel());
+        }
+    }
+    Ok(())
+}
+
+/// `commonMetadata` and `postBuild` substitution, object by object, on the built files.
+fn post_build(unit: &Found, files: &mut [SourceFile], sources: &Sources) -> Result<(), Problem> {
+    let spec = unit.spec();
+    let common = spec.get("commonMetadata");
+    let vars = super::flux_substitute::variables(unit, sources)?;
+    if common.is_none() && vars.is_none() {
+        return Ok(());
+    }
+    for file in files.iter_mut() {
+        let (docs, problems) = crate::yaml::parse_file(&file.path, &file.text);
+        if !problems.is_empty() {
+            continue; // reported by render
+        }
+        let mut out = String::new();
+        for doc in docs {
+            let mut value = doc.value;
+            if let Some(common) = common {
+                apply_common_metadata(&mut value, common);
+            }
+            let mut text = crate::yaml::to_yaml(&value);
+            if let Some(vars) = &vars {
+                if !super::flux_substitute::disabled(&value) {
+                    text = super::flux_substitute::substitute(&text, vars).map_err(|e| {
+                        unit.problem(
+                            &["spec", "postBuild"],
+                            format!("substituting variables in {}: {e}", file.path.display()),
+                        )
+                    })?;
+                }
+            }
+            out.push_str("---\n");
+            out.push_str(&text);
+        }
+        file.text = out;
+    }
+    Ok(())
+}
+
+fn apply_common_metadata(value: &mut Value, common: &Value) {
+    for field in ["labels", "annotations"] {
+        let Some(Value::Object(extra)) = common.get(field) else {
+            continue;
+        };
+        let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) else {
+            continue;
+        };
+        let target = meta.entry(field).or_insert_with(|| json!({}));
+        if let Some(target) = target.as_object_mut() {
+            for (k, v) in extra {
+                target.insert(k.clone(), v.clone());
+            }
+        }
+    }
+}
