@@ -145,6 +145,7 @@ impl GlobalArgs {
                 &self.helm_credentials,
             )?),
             apply_controller_objects: self.apply_controller_objects,
+            file_namespaces: Default::default(),
         })
     }
 

@@ -247,6 +247,7 @@ fn make_objects(parsed: Parsed<'_>, charted: &ChartOutput, opts: &RenderOptions)
             let default_namespace = charted
                 .namespaces
                 .get(&file.path)
+                .or_else(|| opts.file_namespaces.get(&file.path))
                 .map_or(opts.default_namespace.as_str(), String::as_str);
             add_object(&mut made, object, &doc, &repo_scopes, default_namespace);
         }

@@ -41,6 +41,9 @@ pub struct RenderOptions {
     /// Apply Flux's and Argo CD's own objects as ordinary objects, and expand none of them
     /// (`--apply-controller-objects`).
     pub apply_controller_objects: bool,
+    /// The namespace of namespaced objects without one, by source file, where it is not
+    /// `default_namespace` (the files of an Argo CD Application: its destination namespace).
+    pub file_namespaces: Arc<std::collections::HashMap<std::path::PathBuf, String>>,
 }
 
 impl Default for RenderOptions {
@@ -57,6 +60,7 @@ impl Default for RenderOptions {
             helm_template: false,
             chart_credentials: Arc::default(),
             apply_controller_objects: false,
+            file_namespaces: Arc::default(),
         }
     }
 }

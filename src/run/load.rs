@@ -135,6 +135,9 @@ pub fn render(loaded: &Loaded, render_opts: &RenderOptions) -> Result<RenderPass
     if let Some(time) = loaded.checkout.commit_time {
         render_opts.to_mut().now = time;
     }
+    if !walked.namespaces.is_empty() {
+        render_opts.to_mut().file_namespaces = std::sync::Arc::new(walked.namespaces.clone());
+    }
     let render_opts = render_opts.as_ref();
     let rendered = render_keeping_renders(loaded, render_opts);
     super::keys::save_cache(&render_opts.keys, &loaded.cache_dir);

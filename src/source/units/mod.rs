@@ -245,6 +245,8 @@ pub struct Produced {
     pub depends_on: Vec<UnitId>,
     pub live: Option<LiveRule>,
     pub problems: Vec<Problem>,
+    /// The namespace its files' namespaced objects without one get (else `--namespace`).
+    pub namespace: Option<String>,
 }
 
 impl Produced {
@@ -257,6 +259,7 @@ impl Produced {
             depends_on: Vec::new(),
             live: None,
             problems: Vec::new(),
+            namespace: None,
         }
     }
 
@@ -470,6 +473,11 @@ pub fn expand(walked: &mut Walked, ctx: &Context) -> Expanded {
             for mut file in produced.files {
                 file.path = PathBuf::from(format!("{} ({label})", file.path.display()));
                 labels.push(file.path.clone());
+                if let Some(namespace) = &produced.namespace {
+                    walked
+                        .namespaces
+                        .insert(file.path.clone(), namespace.clone());
+                }
                 next.push((file, chain.clone()));
             }
             walked.problems.extend(produced.problems);
