@@ -22,7 +22,13 @@ fn checkout(from: &Path, url: &str) -> tempfile::TempDir {
 }
 
 /// Play a controller: once `ns/name` exists, merge `status` into its status.
-fn play(cluster: &TestCluster, ns: &str, (group, version, kind, plural): (&str, &str, &str, &str), name: &str, status: Value) {
+fn play(
+    cluster: &TestCluster,
+    ns: &str,
+    (group, version, kind, plural): (&str, &str, &str, &str),
+    name: &str,
+    status: Value,
+) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while cluster.object(group, plural, ns, name).is_none() {
         if Instant::now() > deadline {
@@ -74,7 +80,11 @@ fn apply_fixture(cluster: &TestCluster, dir: &Path) -> (i32, String, String) {
         s.spawn(|| play(cluster, "shop", DEPLOYMENTS, "web", rolled_out(2)));
         s.spawn(|| play(cluster, "cache", STATEFULSETS, "team-redis", rolled_out(1)));
         s.spawn(|| play(cluster, "shop", JOBS, "smoke-test", job_complete()));
-        tend_on(cluster, dir, &["apply", "--path", "bootstrap", "--timeout", "30s"])
+        tend_on(
+            cluster,
+            dir,
+            &["apply", "--path", "bootstrap", "--timeout", "30s"],
+        )
     })
 }
 
@@ -90,7 +100,10 @@ fn an_app_of_apps_applies_what_argo_cd_would_sync_and_a_second_diff_is_clean() {
     assert_eq!(ns["metadata"]["labels"]["team"], "shop");
     assert!(get(&cluster, "", "configmaps", "shop", "shop-config").is_some());
     let service = get(&cluster, "", "services", "shop", "web").expect("Service web");
-    assert_eq!(service["metadata"]["annotations"]["tend.dev/prune"], "disabled");
+    assert_eq!(
+        service["metadata"]["annotations"]["tend.dev/prune"],
+        "disabled"
+    );
     // Kustomize with the Application's options.
     let redis = get(&cluster, "apps", "statefulsets", "cache", "team-redis").expect("team-redis");
     assert_eq!(
@@ -99,12 +112,17 @@ fn an_app_of_apps_applies_what_argo_cd_would_sync_and_a_second_diff_is_clean() {
     );
     assert_eq!(redis["metadata"]["labels"]["owner"], "platform");
     // Helm: values file, missing values file ignored, a parameter, the release name.
-    let greeting = get(&cluster, "", "configmaps", "greeter", "hello-greeting").expect("chart output");
+    let greeting =
+        get(&cluster, "", "configmaps", "greeter", "hello-greeting").expect("chart output");
     assert_eq!(greeting["data"]["message"], "bonjour, production");
     // Jsonnet with an extVar, a TLA and a library.
-    let settings = get(&cluster, "", "configmaps", "shop", "settings-prod").expect("jsonnet output");
+    let settings =
+        get(&cluster, "", "configmaps", "shop", "settings-prod").expect("jsonnet output");
     assert_eq!(settings["data"]["replicas"], "3");
-    assert_eq!(settings["metadata"]["labels"]["app.kubernetes.io/part-of"], "shop");
+    assert_eq!(
+        settings["metadata"]["labels"]["app.kubernetes.io/part-of"],
+        "shop"
+    );
     // The hooks ran: the smoke test deleted once it succeeded, the migration kept.
     assert!(get(&cluster, "batch", "jobs", "shop", "migrate").is_some());
     assert!(get(&cluster, "batch", "jobs", "shop", "smoke-test").is_none());
@@ -120,7 +138,9 @@ fn an_app_of_apps_applies_what_argo_cd_would_sync_and_a_second_diff_is_clean() {
             ..Default::default()
         };
         let patch = json!({"spec": {"replicas": 5}});
-        api.patch("web", &params, &Patch::Merge(&patch)).await.expect("scale");
+        api.patch("web", &params, &Patch::Merge(&patch))
+            .await
+            .expect("scale");
     });
     let (code, out, err) = tend_on(&cluster, repo.path(), &["diff", "--path", "bootstrap"]);
     assert_eq!(code, 0, "{out}\n{err}");

@@ -79,8 +79,9 @@ fn live_rule(unit: &Found) -> LiveRule {
     LiveRule {
         group: GROUP,
         active: |live| {
-            live.pointer("/spec/syncPolicy/automated")
-                .is_some_and(|a| !a.is_null() && a.get("enabled").and_then(Value::as_bool) != Some(false))
+            live.pointer("/spec/syncPolicy/automated").is_some_and(|a| {
+                !a.is_null() && a.get("enabled").and_then(Value::as_bool) != Some(false)
+            })
         },
         way_out: format!(
             "disable automated sync of Application {} (`argocd app set {} --sync-policy none`)",
@@ -108,7 +109,11 @@ fn application_set(unit: &Found, sources: &Sources, ctx: &Context) -> Produced {
     }
     let apps = match argo_appset::generate(&doc, &generate) {
         Ok(apps) => apps,
-        Err(e) => return Produced::failed(unit.problem(&["spec"], format!("ApplicationSet {}: {e}", unit.id))),
+        Err(e) => {
+            return Produced::failed(
+                unit.problem(&["spec"], format!("ApplicationSet {}: {e}", unit.id)),
+            )
+        }
     };
     let mut produced = Produced::outcome(Outcome::Expanded);
     produced.revision = Some(format!("{} Applications", apps.len()));
@@ -121,11 +126,23 @@ fn application_set(unit: &Found, sources: &Sources, ctx: &Context) -> Produced {
         .collect::<Vec<_>>()
         .join("---\n");
     produced.files.push(SourceFile {
-        path: PathBuf::from(format!("{}:{}", unit.file.display(), unit.doc.line)),
+        path: PathBuf::from(unit_line(unit)),
         text,
         unit: None,
     });
     produced
+}
+
+/// `file:line` of the unit, as its file is known in its own tree (the loop adds the chain).
+pub fn unit_line(unit: &Found) -> String {
+    let file = unit.file.display().to_string();
+    let own = if unit.chain.is_empty() {
+        file.as_str()
+    } else {
+        let suffix = format!(" ({})", super::chain_label(&unit.chain));
+        file.strip_suffix(&suffix).unwrap_or(&file)
+    };
+    format!("{own}:{}", unit.doc.line)
 }
 
 /// The clusters the clusters generator selects from: Argo CD's cluster Secrets of the
@@ -133,8 +150,16 @@ fn application_set(unit: &Found, sources: &Sources, ctx: &Context) -> Produced {
 /// and `project` and the Secret's labels and annotations.
 fn clusters(sources: &Sources) -> Vec<ArgoCluster> {
     let mut secrets = Vec::new();
-    for file in sources.files.iter().filter(|f| f.text.contains("argocd.argoproj.io/secret-type")) {
-        let (docs, _) = crate::source::kustomize_annotations::parse_source(&file.path, &file.text, file.unit.is_some());
+    for file in sources
+        .files
+        .iter()
+        .filter(|f| f.text.contains("argocd.argoproj.io/secret-type"))
+    {
+        let (docs, _) = crate::source::kustomize_annotations::parse_source(
+            &file.path,
+            &file.text,
+            file.unit.is_some(),
+        );
         secrets.extend(docs.into_iter().map(|d| d.value).filter(|v| {
             v.get("kind").and_then(Value::as_str) == Some("Secret")
                 && v.pointer("/metadata/labels/argocd.argoproj.io~1secret-type")
@@ -180,7 +205,12 @@ impl RepoTree for Trees<'_, '_> {
         Ok(out)
     }
 
-    fn files(&self, repo_url: &str, revision: &str, pattern: &str) -> Result<Vec<(String, String)>, String> {
+    fn files(
+        &self,
+        repo_url: &str,
+        revision: &str,
+        pattern: &str,
+    ) -> Result<Vec<(String, String)>, String> {
         let tree = argo_source::git_tree(self.ctx, repo_url, revision)?;
         argo_source::matching_files(&tree.root, pattern)
     }
@@ -236,10 +266,11 @@ fn application(unit: &Found, sources: &Sources, ctx: &Context) -> Produced {
             &[],
         );
         produced.files.push(SourceFile {
-            path: PathBuf::from(format!("{}:{} (CreateNamespace=true)", unit.file.display(), unit.doc.line)),
+            path: PathBuf::from(format!("{} (CreateNamespace=true)", unit_line(unit))),
             text: crate::yaml::to_yaml(&namespace_doc),
             unit: None,
         });
     }
+    produced.namespace = namespace;
     produced
 }

@@ -574,8 +574,8 @@ pub fn helm_values(
     let inline = match (helm.get("valuesObject"), helm.get("values")) {
         (Some(obj), _) if obj.is_object() => obj.clone(),
         (_, Some(Json::String(text))) if !text.trim().is_empty() => {
-            let v: Json = serde_yaml::from_str(text)
-                .map_err(|e| format!("helm.values is not YAML: {e}"))?;
+            let v: Json =
+                serde_yaml::from_str(text).map_err(|e| format!("helm.values is not YAML: {e}"))?;
             match v {
                 Json::Null => json!({}),
                 Json::Object(_) => v,
@@ -602,7 +602,10 @@ pub fn helm_values(
             Some(Json::Null) | None => String::new(),
             Some(other) => other.to_string(),
         };
-        let force = p.get("forceString").and_then(Json::as_bool).unwrap_or(false);
+        let force = p
+            .get("forceString")
+            .and_then(Json::as_bool)
+            .unwrap_or(false);
         set_parameter(&mut values, name, &value, force)?;
     }
     for p in helm

@@ -149,6 +149,11 @@ fn helm_parameters_set_values_as_helm_set_does() {
         json!({"a": {"z": 0, "b": 1, "c": true}, "list": ["x", "y"], "n": "0123", "m": 42,
                "s": "42", "dotted.key": "v", "l": [1, "two"], "file": "text of f.txt"})
     );
-    let v = helm_values(&json!({"values": "a: 1", "valuesObject": {"b": 2}}), json!({}), &read).unwrap();
+    let v = helm_values(
+        &json!({"values": "a: 1", "valuesObject": {"b": 2}}),
+        json!({}),
+        &read,
+    )
+    .unwrap();
     assert_eq!(v, json!({"b": 2}));
 }

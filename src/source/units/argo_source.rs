@@ -132,7 +132,8 @@ impl AppSources<'_, '_> {
     /// Every source's files; `ref` sources give values files to the others.
     pub fn expand(&self) -> Result<Produced, Problem> {
         let spec = self.unit.spec();
-        let (field, sources): (&str, Vec<&Value>) = match (spec.get("sources"), spec.get("source")) {
+        let (field, sources): (&str, Vec<&Value>) = match (spec.get("sources"), spec.get("source"))
+        {
             (Some(Value::Array(list)), _) if !list.is_empty() => ("sources", list.iter().collect()),
             (_, Some(source)) if source.is_object() => ("source", vec![source]),
             _ => {
@@ -153,8 +154,12 @@ impl AppSources<'_, '_> {
                 }
             }
             if let Some(name) = source.get("ref").and_then(Value::as_str) {
-                let tree = git_tree(self.ctx, text(source, "repoURL"), text(source, "targetRevision"))
-                    .map_err(|e| self.unit.problem(&["spec", field], e))?;
+                let tree = git_tree(
+                    self.ctx,
+                    text(source, "repoURL"),
+                    text(source, "targetRevision"),
+                )
+                .map_err(|e| self.unit.problem(&["spec", field], e))?;
                 refs.insert(name.to_string(), tree.root);
             }
         }
@@ -168,9 +173,16 @@ impl AppSources<'_, '_> {
                 continue;
             }
             let at = |message: String| self.unit.problem(&["spec", field], message);
-            let revision = self
-                .source(i, source, &refs, &mut produced)
-                .map_err(|e| at(format!("spec.{field}{}: {e}", if field == "sources" { format!("[{i}]") } else { String::new() })))?;
+            let revision = self.source(i, source, &refs, &mut produced).map_err(|e| {
+                at(format!(
+                    "spec.{field}{}: {e}",
+                    if field == "sources" {
+                        format!("[{i}]")
+                    } else {
+                        String::new()
+                    }
+                ))
+            })?;
             revisions.extend(revision);
         }
         produced.revision = (!revisions.is_empty()).then(|| revisions.join(", "));
@@ -186,7 +198,11 @@ impl AppSources<'_, '_> {
         produced: &mut Produced,
     ) -> Result<Option<String>, String> {
         let helm = source.get("helm").cloned().unwrap_or(json!({}));
-        if let Some(chart) = source.get("chart").and_then(Value::as_str).filter(|c| !c.is_empty()) {
+        if let Some(chart) = source
+            .get("chart")
+            .and_then(Value::as_str)
+            .filter(|c| !c.is_empty())
+        {
             let repo = text(source, "repoURL");
             let repository = if repo.contains("://") {
                 repo.trim_end_matches('/').to_string()
@@ -205,7 +221,11 @@ impl AppSources<'_, '_> {
             self.helm_release(index, &helm, spec, values, produced);
             return Ok(Some(format!("chart {chart} {version}")));
         }
-        let tree = git_tree(self.ctx, text(source, "repoURL"), text(source, "targetRevision"))?;
+        let tree = git_tree(
+            self.ctx,
+            text(source, "repoURL"),
+            text(source, "targetRevision"),
+        )?;
         let path = normalize(Path::new(text(source, "path").trim_start_matches('/')));
         if leaves_root(&path) {
             return Err("path leaves the repository; write a path relative to its root".into());
@@ -252,7 +272,12 @@ impl AppSources<'_, '_> {
 
     /// The values files, in order, then the inline values and parameters. A relative values
     /// file is the chart directory's (`chart_dir`); `$ref/path` is a `ref` source's.
-    fn values(&self, helm: &Value, chart_dir: Option<&Path>, refs: &BTreeMap<String, PathBuf>) -> Result<Value, String> {
+    fn values(
+        &self,
+        helm: &Value,
+        chart_dir: Option<&Path>,
+        refs: &BTreeMap<String, PathBuf>,
+    ) -> Result<Value, String> {
         let ignore_missing = helm
             .get("ignoreMissingValueFiles")
             .and_then(Value::as_bool)
@@ -287,15 +312,25 @@ impl AppSources<'_, '_> {
             let base = chart_dir.ok_or("helm.fileParameters of a chart from a chart repository are not supported by tend; put the value in helm.values")?;
             let rel = normalize(Path::new(path));
             if leaves_root(&rel) {
-                return Err(format!("helm.fileParameters: {path} leaves the chart's directory"));
+                return Err(format!(
+                    "helm.fileParameters: {path} leaves the chart's directory"
+                ));
             }
-            std::fs::read_to_string(base.join(rel)).map_err(|e| format!("helm.fileParameters: {path}: {e}"))
+            std::fs::read_to_string(base.join(rel))
+                .map_err(|e| format!("helm.fileParameters: {path}: {e}"))
         };
         argo_app::helm_values(helm, values, &read)
     }
 
     /// The tend HelmChart that renders a Helm source, and the Namespace it may need.
-    fn helm_release(&self, index: usize, helm: &Value, mut spec: Map<String, Value>, values: Value, produced: &mut Produced) {
+    fn helm_release(
+        &self,
+        index: usize,
+        helm: &Value,
+        mut spec: Map<String, Value>,
+        values: Value,
+        produced: &mut Produced,
+    ) {
         let release = helm
             .get("releaseName")
             .and_then(Value::as_str)
@@ -305,7 +340,10 @@ impl AppSources<'_, '_> {
         if values.as_object().is_some_and(|m| !m.is_empty()) {
             spec.insert("values".into(), values);
         }
-        let skip_crds = helm.get("skipCrds").and_then(Value::as_bool).unwrap_or(false);
+        let skip_crds = helm
+            .get("skipCrds")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
         spec.insert("includeCrds".into(), json!(!skip_crds));
         let namespace = helm
             .get("namespace")
@@ -332,7 +370,7 @@ impl AppSources<'_, '_> {
             "spec": Value::Object(spec),
         });
         produced.files.push(SourceFile {
-            path: PathBuf::from(format!("{}:{}", self.unit.file.display(), self.unit.doc.line)),
+            path: PathBuf::from(super::argo::unit_line(self.unit)),
             text: crate::yaml::to_yaml(&helm_chart),
             unit: None,
         });
@@ -340,8 +378,16 @@ impl AppSources<'_, '_> {
 
     /// A directory source: its YAML and JSON files (and below, with `recurse`), Jsonnet
     /// files evaluated, `include`/`exclude` globs on paths relative to the source's path.
-    fn directory(&self, root: &Path, path: &Path, options: &Value) -> Result<Vec<SourceFile>, String> {
-        let recurse = options.get("recurse").and_then(Value::as_bool).unwrap_or(false);
+    fn directory(
+        &self,
+        root: &Path,
+        path: &Path,
+        options: &Value,
+    ) -> Result<Vec<SourceFile>, String> {
+        let recurse = options
+            .get("recurse")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
         let include = options.get("include").and_then(Value::as_str).unwrap_or("");
         let exclude = options.get("exclude").and_then(Value::as_str).unwrap_or("");
         let dir = root.join(path);
@@ -368,7 +414,8 @@ impl AppSources<'_, '_> {
             }
             let file = dir.join(&rel);
             let label = path.join(&rel);
-            let text = std::fs::read_to_string(&file).map_err(|e| format!("cannot read {}: {e}", label.display()))?;
+            let text = std::fs::read_to_string(&file)
+                .map_err(|e| format!("cannot read {}: {e}", label.display()))?;
             if text.contains(SKIP_MARKER) {
                 continue;
             }
@@ -379,7 +426,11 @@ impl AppSources<'_, '_> {
                 for object in &mut objects {
                     self.object_policies(object);
                 }
-                objects.iter().map(crate::yaml::to_yaml).collect::<Vec<_>>().join("---\n")
+                objects
+                    .iter()
+                    .map(crate::yaml::to_yaml)
+                    .collect::<Vec<_>>()
+                    .join("---\n")
             } else {
                 self.file_policies(&label, text)
             };
@@ -394,7 +445,13 @@ impl AppSources<'_, '_> {
 
     /// A kustomize source: built as it is, or, with options, through an overlay in a private
     /// copy of the tree.
-    fn kustomize(&self, root: &Path, path: &Path, names: &[String], options: &Value) -> Result<Vec<SourceFile>, String> {
+    fn kustomize(
+        &self,
+        root: &Path,
+        path: &Path,
+        names: &[String],
+        options: &Value,
+    ) -> Result<Vec<SourceFile>, String> {
         let has_options = options.as_object().is_some_and(|o| !o.is_empty());
         let copy;
         let (build_root, dir, file, text) = if has_options {
@@ -408,7 +465,12 @@ impl AppSources<'_, '_> {
             std::fs::create_dir_all(&dir)
                 .and_then(|()| std::fs::write(dir.join("kustomization.yaml"), &text))
                 .map_err(|e| format!("cannot write the kustomization to build: {e}"))?;
-            (copy.path().to_path_buf(), overlay.clone(), overlay.join("kustomization.yaml"), text)
+            (
+                copy.path().to_path_buf(),
+                overlay.clone(),
+                overlay.join("kustomization.yaml"),
+                text,
+            )
         } else {
             let name = KUSTOMIZATION_FILES
                 .iter()
@@ -416,12 +478,25 @@ impl AppSources<'_, '_> {
                 .ok_or("no kustomization in the path")?;
             let text = std::fs::read_to_string(root.join(path).join(name))
                 .map_err(|e| format!("cannot read {}: {e}", path.join(name).display()))?;
-            (root.to_path_buf(), path.to_path_buf(), path.join(name), text)
+            (
+                root.to_path_buf(),
+                path.to_path_buf(),
+                path.join(name),
+                text,
+            )
         };
         let Some(unit) = kustomize::detect(&build_root, &dir, &file, &text) else {
-            return Err(format!("cannot build {} as a kustomization", path.display()));
+            return Err(format!(
+                "cannot build {} as a kustomization",
+                path.display()
+            ));
         };
-        let (files, problems) = kustomize::build_all(&build_root, &[&unit], self.ctx.kustomize, kustomize::Inputs::AsCommitted);
+        let (files, problems) = kustomize::build_all(
+            &build_root,
+            &[&unit],
+            self.ctx.kustomize,
+            kustomize::Inputs::AsCommitted,
+        );
         if let Some(p) = problems.first() {
             return Err(format!("building {}: {}", path.display(), p.message));
         }
@@ -450,7 +525,10 @@ impl AppSources<'_, '_> {
         if !changed {
             return text;
         }
-        out.iter().map(crate::yaml::to_yaml).collect::<Vec<_>>().join("---\n")
+        out.iter()
+            .map(crate::yaml::to_yaml)
+            .collect::<Vec<_>>()
+            .join("---\n")
     }
 
     fn object_policies(&self, object: &mut Value) {
@@ -465,7 +543,11 @@ fn text<'v>(source: &'v Value, key: &str) -> &'v str {
 }
 
 /// `$ref/path` (a `ref` source's tree), or a path of the chart's directory.
-fn resolve_values_file(file: &str, chart_dir: Option<&Path>, refs: &BTreeMap<String, PathBuf>) -> Result<PathBuf, String> {
+fn resolve_values_file(
+    file: &str,
+    chart_dir: Option<&Path>,
+    refs: &BTreeMap<String, PathBuf>,
+) -> Result<PathBuf, String> {
     if file.starts_with("http://") || file.starts_with("https://") {
         return Err(format!("values file {file}: values files by URL are not supported by tend; copy it into the repository"));
     }
@@ -515,7 +597,11 @@ fn expand_braces(pattern: &str) -> Vec<String> {
     let Some(close) = pattern[open..].find('}').map(|c| open + c) else {
         return vec![pattern.to_string()];
     };
-    let (head, body, tail) = (&pattern[..open], &pattern[open + 1..close], &pattern[close + 1..]);
+    let (head, body, tail) = (
+        &pattern[..open],
+        &pattern[open + 1..close],
+        &pattern[close + 1..],
+    );
     body.split(',')
         .flat_map(|alt| expand_braces(&format!("{head}{alt}{tail}")))
         .collect()
@@ -542,7 +628,9 @@ mod tests {
             resolve_values_file("$values/env/dev.yaml", None, &refs).unwrap(),
             PathBuf::from("/repo/env/dev.yaml")
         );
-        assert!(resolve_values_file("$other/x.yaml", None, &refs).unwrap_err().contains("ref: other"));
+        assert!(resolve_values_file("$other/x.yaml", None, &refs)
+            .unwrap_err()
+            .contains("ref: other"));
         assert!(resolve_values_file("x.yaml", None, &refs).is_err());
         assert_eq!(
             resolve_values_file("x.yaml", Some(Path::new("/c")), &refs).unwrap(),
