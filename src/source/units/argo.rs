@@ -133,6 +133,23 @@ fn application_set(unit: &Found, sources: &Sources, ctx: &Context) -> Produced {
     produced
 }
 
+/// The lowest wave (`tend.dev/wave`, `argocd.argoproj.io/sync-wave`) of the files'
+/// documents.
+fn first_wave(files: &[SourceFile]) -> Option<i64> {
+    files
+        .iter()
+        .filter(|f| f.text.contains("wave"))
+        .flat_map(|f| crate::yaml::parse_file(&f.path, &f.text).0)
+        .filter_map(|doc| {
+            let annotations = doc.value.pointer("/metadata/annotations")?;
+            let wave = annotations
+                .get("tend.dev/wave")
+                .or_else(|| annotations.get("argocd.argoproj.io/sync-wave"))?;
+            wave.as_str()?.trim().parse::<i64>().ok()
+        })
+        .min()
+}
+
 /// `file:line` of the unit, as its file is known in its own tree (the loop adds the chain).
 pub fn unit_line(unit: &Found) -> String {
     let file = unit.file.display().to_string();
@@ -265,6 +282,15 @@ fn application(unit: &Found, sources: &Sources, ctx: &Context) -> Produced {
             },
             &[],
         );
+        // Argo CD creates it before the sync: before the first wave of what it syncs.
+        if let Some(first) = first_wave(&produced.files).filter(|w| *w < 0) {
+            if let Some(annotations) = namespace_doc
+                .pointer_mut("/metadata/annotations")
+                .and_then(Value::as_object_mut)
+            {
+                annotations.insert("tend.dev/wave".into(), Value::String(first.to_string()));
+            }
+        }
         produced.files.push(SourceFile {
             path: PathBuf::from(format!("{} (CreateNamespace=true)", unit_line(unit))),
             text: crate::yaml::to_yaml(&namespace_doc),
