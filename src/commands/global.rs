@@ -146,6 +146,7 @@ impl GlobalArgs {
             )?),
             apply_controller_objects: self.apply_controller_objects,
             file_namespaces: Default::default(),
+            unit_waves: Default::default(),
         })
     }
 

@@ -223,7 +223,11 @@ fn make_objects(parsed: Parsed<'_>, charted: &ChartOutput, opts: &RenderOptions)
             generated_by: None,
             sealed: doc.sealed.clone(),
         };
-        let object = Object::new(doc.value.clone(), origin);
+        let mut value = doc.value.clone();
+        if let Some(wave) = waves::unit_wave(&opts.unit_waves, &file.path) {
+            waves::set_unit_wave(&mut value, wave);
+        }
+        let object = Object::new(value, origin);
         let targeted = is_targeted(&object, opts.cluster.as_deref());
         // Nothing would read a controller's objects: tend expanded them instead.
         if !opts.apply_controller_objects

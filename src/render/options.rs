@@ -44,6 +44,10 @@ pub struct RenderOptions {
     /// The namespace of namespaced objects without one, by source file, where it is not
     /// `default_namespace` (the files of an Argo CD Application: its destination namespace).
     pub file_namespaces: Arc<std::collections::HashMap<std::path::PathBuf, String>>,
+    /// The waves of Flux's and Argo CD's units that depend on others (`dependsOn`), by the
+    /// labels of the files they produced: their objects without a wave of their own are
+    /// applied in it.
+    pub unit_waves: Arc<Vec<(std::path::PathBuf, i64)>>,
 }
 
 impl Default for RenderOptions {
@@ -61,6 +65,7 @@ impl Default for RenderOptions {
             chart_credentials: Arc::default(),
             apply_controller_objects: false,
             file_namespaces: Arc::default(),
+            unit_waves: Arc::default(),
         }
     }
 }

@@ -65,6 +65,31 @@ pub fn wave_of(object: &Value) -> i64 {
         .unwrap_or(0)
 }
 
+/// The wave of the unit whose file (or chart output of one) `file` is, if it has one.
+pub fn unit_wave(units: &[(std::path::PathBuf, i64)], file: &std::path::Path) -> Option<i64> {
+    let text = file.to_string_lossy();
+    units.iter().rev().find_map(|(own, wave)| {
+        let own = own.to_string_lossy();
+        (text == own || text.starts_with(&format!("{own} (chart "))).then_some(*wave)
+    })
+}
+
+/// `object` in the wave of its unit, unless it names a wave of its own.
+pub fn set_unit_wave(object: &mut Value, wave: i64) {
+    if wave_annotation(object).is_some() {
+        return;
+    }
+    let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let annotations = meta
+        .entry("annotations")
+        .or_insert_with(|| Value::Object(Default::default()));
+    if let Some(map) = annotations.as_object_mut() {
+        map.insert(WAVE_ANNOTATION.into(), Value::String(wave.to_string()));
+    }
+}
+
 /// The annotation that makes the object a hook, if any: tend's, else Argo CD's.
 fn hook_annotation(object: &Value) -> Option<(&'static str, &str)> {
     [HOOK_ANNOTATION, ARGO_HOOK_ANNOTATION]

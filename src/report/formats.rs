@@ -207,7 +207,10 @@ pub fn text(report: &RunReport, color: bool, shown: Shown) -> String {
     if !separated {
         out.push('\n');
     }
-    for line in super::waves::lines(report) {
+    for line in super::waves::lines(report)
+        .into_iter()
+        .chain(super::units::lines(report))
+    {
         out.push_str(&line);
         out.push('\n');
     }
@@ -271,6 +274,7 @@ pub fn json(report: &RunReport) -> String {
                 "drift": change.drift,
                 "diff": shown_diff(change, outcome),
                 "wait": report.waits.get(&change.key),
+                "unit": super::units::unit_of(report, change).map(|u| &u.name),
             })
         })
         .collect();
@@ -295,6 +299,7 @@ pub fn json(report: &RunReport) -> String {
         "waves": waves,
         "hooks": hooks,
         "stoppedAtWave": stopped_at_wave,
+        "units": super::units::json_field(report),
     });
     let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
     text.push('\n');

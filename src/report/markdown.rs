@@ -40,7 +40,8 @@ pub fn markdown(report: &RunReport, shown: Shown) -> String {
     if let Some(line) = super::waves::stopped_line(report) {
         let _ = writeln!(head, "**{}**\n", md_text(&line));
     }
-    let waves = super::waves::lines(report);
+    let mut waves = super::waves::lines(report);
+    waves.extend(super::units::lines(report));
     for line in &waves {
         let _ = writeln!(head, "- {}", md_cell(line));
     }

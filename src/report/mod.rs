@@ -8,6 +8,7 @@ pub mod formats;
 pub mod markdown;
 pub mod objects;
 pub mod run;
+mod units;
 mod waves;
 
 pub use formats::Shown;

@@ -59,6 +59,8 @@ pub struct RunReport {
     pub hooks: Vec<HookRun>,
     /// The wave that failed and stopped the run; later waves were not touched.
     pub stopped_at_wave: Option<i64>,
+    /// Flux's and Argo CD's units the run expanded (empty for other sites).
+    pub units: Vec<UnitReport>,
 }
 
 /// One hook of the site (README "Waves and hooks").
@@ -136,5 +138,29 @@ impl RunReport {
             .into_iter()
             .map(|(wave, changes)| (wave, Summary::of(&changes)))
             .collect()
+    }
+}
+
+/// One unit of the run, as reports show it.
+#[derive(Debug, Clone, Default)]
+pub struct UnitReport {
+    /// `Flux Kustomization staging/apps → HelmRelease podinfo/podinfo`.
+    pub name: String,
+    /// The source revision it read (a commit, a chart version).
+    pub revision: Option<String>,
+    /// `expanded`, `suspended`, `the walked directory`, or `not expanded: <why>`.
+    pub result: String,
+    /// The labels of the source files it produced.
+    pub files: Vec<std::path::PathBuf>,
+}
+
+impl UnitReport {
+    /// Whether an object from `file` (one of its files, or a chart's output of one) is its.
+    pub(super) fn owns(&self, file: &std::path::Path) -> bool {
+        let text = file.to_string_lossy();
+        self.files.iter().any(|f| {
+            let own = f.to_string_lossy();
+            text == own || text.starts_with(&format!("{own} (chart "))
+        })
     }
 }

@@ -118,7 +118,7 @@ fn execute_cluster(
             Mode::Diff => Some(connecting),
             Mode::Apply => None,
         };
-        let report = complete_and_run_engine(
+        let mut report = complete_and_run_engine(
             &session,
             (mode, &engine_opts),
             (&loaded.checkout, rendered),
@@ -126,6 +126,7 @@ fn execute_cluster(
             ahead,
         )
         .await?;
+        report.units = super::units_live::reports(&loaded.expanded);
         if let (Some(seed), true) = (new_seed, cluster.writes(mode)) {
             store_seed(&session, &engine_opts.state_namespace, seed).await;
         }

@@ -138,6 +138,16 @@ pub fn render(loaded: &Loaded, render_opts: &RenderOptions) -> Result<RenderPass
     if !walked.namespaces.is_empty() {
         render_opts.to_mut().file_namespaces = std::sync::Arc::new(walked.namespaces.clone());
     }
+    let unit_waves: Vec<_> = loaded
+        .expanded
+        .units
+        .iter()
+        .filter(|u| u.wave > 0)
+        .flat_map(|u| u.files.iter().map(|f| (f.clone(), u.wave)))
+        .collect();
+    if !unit_waves.is_empty() {
+        render_opts.to_mut().unit_waves = std::sync::Arc::new(unit_waves);
+    }
     let render_opts = render_opts.as_ref();
     let rendered = render_keeping_renders(loaded, render_opts);
     super::keys::save_cache(&render_opts.keys, &loaded.cache_dir);

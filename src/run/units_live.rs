@@ -24,6 +24,25 @@ pub async fn refuse_live_controllers(session: &Session, expanded: &Expanded) -> 
     Err(crate::render::RenderError::Invalid(Problems(problems)).into())
 }
 
+/// The units as reports show them.
+pub fn reports(expanded: &Expanded) -> Vec<crate::report::run::UnitReport> {
+    expanded
+        .units
+        .iter()
+        .map(|unit| crate::report::run::UnitReport {
+            name: unit.label(),
+            revision: unit.revision.clone(),
+            result: match &unit.outcome {
+                Outcome::Expanded => "expanded".into(),
+                Outcome::Suspended => "suspended (spec.suspend), nothing applied".into(),
+                Outcome::Root => "the walked directory".into(),
+                Outcome::NotExpanded(why) => format!("not expanded: {why}"),
+            },
+            files: unit.files.clone(),
+        })
+        .collect()
+}
+
 /// Whether the run applies what the unit stands for (its tree, or the walked directory).
 fn applies(unit: &ExpandedUnit) -> bool {
     matches!(unit.outcome, Outcome::Expanded | Outcome::Root)

@@ -147,3 +147,192 @@ fn apply_refuses_to_fight_a_live_unsuspended_flux_kustomization() {
     let (code, _, stderr) = tend_on(&cluster, dir.path(), &[&["apply"][..], &args].concat());
     assert_eq!(code, 0, "{stderr}");
 }
+
+/// The shared chart repository (podinfo, cert-manager, ingress-nginx, ...) served over HTTP.
+fn chart_repository() -> String {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/gitops-repos/chart-repo");
+    let files = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            (format!("/{name}"), std::fs::read(&p).unwrap())
+        })
+        .collect();
+    crate::helm::remote::serve(files).0
+}
+
+fn helm_release_site(repository: &str) -> tempfile::TempDir {
+    site(&[
+        ("apps/namespace.yaml", &ns_yaml("podinfo")),
+        ("apps/flux-system.yaml", &ns_yaml("flux-system")),
+        (
+            "apps/podinfo.yaml",
+            &format!(
+                "apiVersion: source.toolkit.fluxcd.io/v1beta2
+kind: HelmRepository
+metadata:
+  name: podinfo
+  namespace: flux-system
+spec:
+  interval: 1h
+  url: {repository}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: podinfo-values
+  namespace: flux-system
+data:
+  values.yaml: |
+    replicaCount: 3
+    ui:
+      message: from a ConfigMap
+  color: \"#123456\"
+---
+apiVersion: helm.toolkit.fluxcd.io/v2beta1
+kind: HelmRelease
+metadata:
+  name: podinfo
+  namespace: flux-system
+spec:
+  interval: 1h
+  targetNamespace: podinfo
+  chart:
+    spec:
+      chart: podinfo
+      version: \">=6.0.0\"
+      sourceRef:
+        kind: HelmRepository
+        name: podinfo
+  valuesFrom:
+    - kind: ConfigMap
+      name: podinfo-values
+    - kind: ConfigMap
+      name: podinfo-values
+      valuesKey: color
+      targetPath: ui.color
+    - kind: Secret
+      name: not-there
+      optional: true
+  values:
+    replicaCount: 2
+"
+            ),
+        ),
+    ])
+}
+
+#[test]
+fn a_helm_release_renders_its_chart_with_flux_values_and_release_name() {
+    let repository = chart_repository();
+    let dir = helm_release_site(&repository);
+    let (code, stdout, stderr) = run(tend().args(["render", "--repo"]).arg(dir.path()));
+    assert_eq!(code, 0, "{stderr}");
+    // `<targetNamespace>-<name>`, in the target namespace; spec.values over valuesFrom.
+    assert!(
+        stdout.contains("name: podinfo-podinfo\n  namespace: podinfo\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("replicas: 2\n"), "{stdout}");
+    assert!(stdout.contains("value: from a ConfigMap"), "{stdout}");
+    assert!(
+        stdout.contains("value: '#123456'") || stdout.contains("value: \"#123456\""),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "# Source: apps/podinfo.yaml (Flux HelmRelease flux-system/podinfo):22 (chart podinfo, templates/deployment.yaml)"
+        ),
+        "{stdout}"
+    );
+    // Neither the HelmRelease, its source nor the HelmChart it became is applied.
+    assert!(!stdout.contains("kind: HelmChart"), "{stdout}");
+    assert!(!stdout.contains("kind: HelmRelease"), "{stdout}");
+}
+
+#[test]
+fn a_helm_release_applies_and_a_second_diff_is_in_sync() {
+    let repository = chart_repository();
+    let dir = helm_release_site(&repository);
+    let cluster = TestCluster::start();
+    let (code, _, stderr) = tend_on(&cluster, dir.path(), &["apply"]);
+    assert_eq!(code, 0, "{stderr}");
+    let deployment = get(
+        &cluster,
+        "apps",
+        "deployments",
+        "podinfo",
+        "podinfo-podinfo",
+    )
+    .expect("applied");
+    assert_eq!(deployment["spec"]["replicas"], 2);
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["diff", "-o", "json"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let unit = &report["units"][0];
+    assert_eq!(unit["name"], "Flux HelmRelease flux-system/podinfo");
+    assert_eq!(unit["result"], "expanded");
+    assert_eq!(unit["revision"], "chart podinfo >=6.0.0");
+    let deployment = report["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "Deployment")
+        .unwrap();
+    assert_eq!(deployment["unit"], "Flux HelmRelease flux-system/podinfo");
+}
+
+/// The README's "Coming from Flux": its files written, its commands run as written, on a
+/// cluster of its own; then a second diff finds nothing to do.
+#[test]
+fn the_readme_section_runs_as_written() {
+    use crate::shipping::{bin_dir, output, readme, readme_steps, shell, ReadmeStep};
+    let readme = readme();
+    let start = readme
+        .find("\n## Coming from Flux\n")
+        .expect("README section");
+    let rest = &readme[start + 1..];
+    let end = rest[3..].find("\n## ").map_or(rest.len(), |i| i + 3);
+    let cluster = TestCluster::start();
+    let bin = bin_dir();
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let mut commands = Vec::new();
+    for step in readme_steps(&rest[..end]) {
+        match step {
+            ReadmeStep::File(path, text) => {
+                let path = work.path().join(path);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(path, text).unwrap();
+            }
+            ReadmeStep::Command(command) => commands.push(command),
+        }
+    }
+    assert_eq!(commands.len(), 3, "{commands:?}");
+    let mut last = String::new();
+    for command in &commands {
+        let mut cmd = shell("bash", bin.path(), home.path(), &cluster, command);
+        cmd.current_dir(work.path());
+        let (code, stdout, stderr) = output(&mut cmd);
+        let ok = if command.starts_with("tend diff") {
+            code == 1
+        } else {
+            code == 0
+        };
+        assert!(ok, "`{command}` exited {code}:\n{stdout}\n{stderr}");
+        last = stdout;
+    }
+    assert!(
+        last.contains("unit Flux Kustomization flux-system/apps"),
+        "{last}"
+    );
+    let cm = get(&cluster, "", "configmaps", "shop", "greeting").expect("applied");
+    assert_eq!(cm["data"]["greeting"], "hello");
+    assert_eq!(cm["data"]["colour"], "blue");
+    let mut cmd = shell("bash", bin.path(), home.path(), &cluster, &commands[1]);
+    cmd.current_dir(work.path());
+    let (code, stdout, stderr) = output(&mut cmd);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+}

@@ -1454,6 +1454,10 @@ pub(crate) const README_NOT_RUN: &[(&str, &str)] = &[
         "tend apply --repo examples/migrations",
         "waits for Deployments and Jobs to finish; waves::the_readme_section_runs_as_written runs it with their controllers played",
     ),
+    (
+        "tend apply --repo flux-repo",
+        "flux::the_readme_section_runs_as_written runs it on a cluster of its own",
+    ),
     ("git clone ", "needs the network"),
     ("cd tend", "follows the clone"),
     (

@@ -187,7 +187,7 @@ fn clusters(sources: &Sources) -> Vec<ArgoCluster> {
     secrets
         .into_iter()
         .map(|v| {
-            let data = super::config_entries(&v);
+            let data = super::model::config_entries(&v);
             let strings = |p: &str| -> BTreeMap<String, String> {
                 v.pointer(p)
                     .and_then(Value::as_object)

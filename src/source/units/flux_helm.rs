@@ -9,8 +9,10 @@
 //! entries set by path, `spec.values` over all); CRDs unless `install.crds: Skip`; the
 //! namespace when `install.createNamespace`.
 
-use super::flux;
-use super::{Context, Found, Outcome, Produced, Sources, EXPANDED_ANNOTATION};
+use super::flux_sources;
+use super::model::{
+    chain_label, unknown_fields, Context, Found, Outcome, Produced, Sources, EXPANDED_ANNOTATION,
+};
 use crate::helm::values::merge_maps;
 use crate::problem::Problem;
 use crate::source::paths::{leaves_root, normalize};
@@ -82,7 +84,7 @@ pub fn expand(unit: &Found, sources: &Sources, ctx: &Context) -> Produced {
     } else {
         V2BETA_FIELDS
     };
-    let problems = super::unknown_fields(unit, known, version);
+    let problems = unknown_fields(unit, known, version);
     if !problems.is_empty() {
         let mut produced = Produced::outcome(Outcome::NotExpanded("invalid spec".into()));
         produced.problems = problems;
@@ -144,7 +146,7 @@ fn release(unit: &Found, sources: &Sources, ctx: &Context) -> Result<Produced, P
         "metadata": {
             "name": unit.id.name,
             "namespace": namespace,
-            "annotations": {EXPANDED_ANNOTATION: super::chain_label(&chain)},
+            "annotations": {EXPANDED_ANNOTATION: chain_label(&chain)},
         },
         "spec": Value::Object(chart_spec),
     });
@@ -157,9 +159,11 @@ fn release(unit: &Found, sources: &Sources, ctx: &Context) -> Result<Produced, P
         let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}});
         text = format!("{text}---\n{}", crate::yaml::to_yaml(&ns));
     }
+    // At the HelmRelease's line, so that every message about the release names it.
+    let padding = "\n".repeat(unit.doc.line.saturating_sub(1));
     produced.files.push(SourceFile {
-        path: PathBuf::from(format!("{}:{}", unit.file.display(), unit.doc.line)),
-        text,
+        path: unit.file.clone(),
+        text: format!("{padding}{text}"),
         unit: None,
     });
     Ok(produced)
@@ -222,7 +226,7 @@ fn chart_source(
                     format!("sourceRef names HelmRepository {namespace}/{name}, which the desired state does not define; define it, or fix the name"),
                 ));
             };
-            flux::source_version(repository)?;
+            flux_sources::source_version(repository)?;
             let url = repository.spec().get("url").and_then(Value::as_str).unwrap_or("");
             let oci = repository.spec().get("type").and_then(Value::as_str) == Some("oci");
             if oci != url.starts_with("oci://") {
@@ -245,7 +249,7 @@ fn chart_source(
             Ok(())
         }
         "GitRepository" => {
-            let tree = flux::git_tree(
+            let tree = flux_sources::git_tree(
                 unit,
                 source_ref,
                 &["spec", "chart", "spec", "sourceRef"],
@@ -304,7 +308,7 @@ fn chart_ref_source(
             format!("chartRef names OCIRepository {namespace}/{}, which the desired state does not define; define it, or fix the name", text("name")),
         ));
     };
-    flux::source_version(repository)?;
+    flux_sources::source_version(repository)?;
     let url = repository
         .spec()
         .get("url")

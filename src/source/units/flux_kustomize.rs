@@ -6,8 +6,8 @@
 //! `components` are written into it; built with tend's kustomize builder; then
 //! `commonMetadata` and `postBuild` substitution applied to each object.
 
-use super::flux::{self, Tree};
-use super::{Context, Found, Outcome, Produced, Sources};
+use super::flux_sources::{self, Tree};
+use super::model::{unknown_fields, Context, Found, Outcome, Produced, Sources};
 use crate::problem::Problem;
 use crate::source::kustomize::{self, KUSTOMIZATION_FILES};
 use crate::source::paths::{leaves_root, normalize};
@@ -78,7 +78,7 @@ pub fn expand(unit: &Found, sources: &Sources, ctx: &Context) -> Produced {
     } else {
         V1BETA2_FIELDS
     };
-    let problems = super::unknown_fields(unit, known, version);
+    let problems = unknown_fields(unit, known, version);
     if !problems.is_empty() {
         let mut produced = Produced::outcome(Outcome::NotExpanded("invalid spec".into()));
         produced.problems = problems;
@@ -103,7 +103,8 @@ pub fn expand(unit: &Found, sources: &Sources, ctx: &Context) -> Produced {
             "spec.sourceRef is missing; name the GitRepository holding spec.path",
         ));
     };
-    let tree = match flux::git_tree(unit, source_ref, &["spec", "sourceRef"], sources, ctx) {
+    let tree = match flux_sources::git_tree(unit, source_ref, &["spec", "sourceRef"], sources, ctx)
+    {
         Ok(tree) => tree,
         Err(problem) => return Produced::failed(problem),
     };

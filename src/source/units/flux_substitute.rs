@@ -5,7 +5,7 @@
 //! empty (the controller's default, non-strict mode); an object labelled or annotated
 //! `kustomize.toolkit.fluxcd.io/substitute: disabled` is left alone.
 
-use super::{Found, Sources};
+use super::model::{Found, Sources};
 use crate::problem::Problem;
 use serde_json::Value;
 use std::collections::BTreeMap;

@@ -44,311 +44,19 @@ mod argo_template;
 mod flux;
 mod flux_helm;
 mod flux_kustomize;
+mod flux_sources;
 mod flux_substitute;
+mod model;
+
+pub use model::*;
 
 use super::walk::Walked;
-use super::{Checkout, SourceFile};
+use super::SourceFile;
 use crate::problem::Problem;
-use crate::yaml;
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::Arc;
-
-/// Annotation on a tend `HelmChart` synthesized from a controller's release: its value is
-/// the unit chain. Render renders the chart and leaves the HelmChart object out.
-pub const EXPANDED_ANNOTATION: &str = "tend.dev/expanded-from";
-
-/// Which controller a unit belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Controller {
-    Flux,
-    ArgoCd,
-}
-
-impl Controller {
-    pub fn name(self) -> &'static str {
-        match self {
-            Controller::Flux => "Flux",
-            Controller::ArgoCd => "Argo CD",
-        }
-    }
-}
-
-/// A controller object by identity: `Kustomization staging/apps`.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct UnitId {
-    pub controller: Controller,
-    pub kind: String,
-    pub namespace: String,
-    pub name: String,
-}
-
-impl std::fmt::Display for UnitId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {}/{}", self.kind, self.namespace, self.name)
-    }
-}
-
-/// `Flux Kustomization staging/apps → HelmRelease podinfo/podinfo`.
-pub fn chain_label(chain: &[UnitId]) -> String {
-    let mut out = String::new();
-    let mut last = None;
-    for (i, id) in chain.iter().enumerate() {
-        if i > 0 {
-            out.push_str(" → ");
-        }
-        if last != Some(id.controller) {
-            out.push_str(id.controller.name());
-            out.push(' ');
-        }
-        out.push_str(&id.to_string());
-        last = Some(id.controller);
-    }
-    out
-}
-
-/// What a controller makes of one of its kinds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    /// Expanded into objects.
-    Unit,
-    /// Named by units (a repository of manifests or charts).
-    Source,
-    /// The controller's, but neither (an alert, a project): not applied, not expanded.
-    Inert,
-}
-
-/// A controller's document found in the desired state.
-#[derive(Debug, Clone)]
-pub struct Found {
-    pub id: UnitId,
-    pub api_version: String,
-    /// The file's label, as messages name it.
-    pub file: PathBuf,
-    pub doc: yaml::Document,
-    /// The units this document came from (empty: the walked directory's own files).
-    pub chain: Arc<Vec<UnitId>>,
-}
-
-impl Found {
-    /// The line of a field, or the document's.
-    pub fn line_of(&self, keys: &[&str]) -> usize {
-        let keys: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
-        self.doc.line_of(&keys)
-    }
-
-    pub fn problem(&self, keys: &[&str], message: impl Into<String>) -> Problem {
-        Problem::new(&self.file, self.line_of(keys), message)
-    }
-
-    pub fn spec(&self) -> &Value {
-        self.doc.value.get("spec").unwrap_or(&Value::Null)
-    }
-}
-
-/// The sources found so far, by kind, namespace and name; and every file read so far, for
-/// the ConfigMaps and Secrets units read values from.
-#[derive(Debug, Default)]
-pub struct Sources {
-    by_id: BTreeMap<(String, String, String), Found>,
-    files: Vec<SourceFile>,
-    default_namespace: String,
-}
-
-impl Sources {
-    /// The data of a ConfigMap or Secret of the desired state (a Secret's decoded), by key.
-    pub fn config_data(
-        &self,
-        kind: &str,
-        namespace: &str,
-        name: &str,
-    ) -> Option<BTreeMap<String, String>> {
-        let candidates = self
-            .files
-            .iter()
-            .filter(|f| f.text.contains(kind) && f.text.contains(name));
-        for file in candidates {
-            let (docs, _) = super::kustomize_annotations::parse_source(
-                &file.path,
-                &file.text,
-                file.unit.is_some(),
-            );
-            for doc in docs {
-                let v = &doc.value;
-                let text = |p: &str| v.pointer(p).and_then(Value::as_str);
-                let ns = text("/metadata/namespace").unwrap_or(&self.default_namespace);
-                if text("/kind") != Some(kind)
-                    || text("/apiVersion") != Some("v1")
-                    || text("/metadata/name") != Some(name)
-                    || ns != namespace
-                {
-                    continue;
-                }
-                return Some(config_entries(v));
-            }
-        }
-        None
-    }
-
-    pub fn get(&self, kind: &str, namespace: &str, name: &str) -> Option<&Found> {
-        self.by_id
-            .get(&(kind.to_string(), namespace.to_string(), name.to_string()))
-    }
-
-    /// The other documents of the desired state a unit reads (ConfigMaps and Secrets of
-    /// values or substitutions) are looked up here too.
-    fn insert(&mut self, found: Found) {
-        let key = (
-            found.id.kind.clone(),
-            found.id.namespace.clone(),
-            found.id.name.clone(),
-        );
-        self.by_id.entry(key).or_insert(found);
-    }
-}
-
-/// What expanding a unit came to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    Expanded,
-    /// `spec.suspend: true`: nothing applied, as the controller would.
-    Suspended,
-    /// The unit's tree is the walked directory itself (the bootstrap `flux-system`
-    /// Kustomization): its objects are the run's own.
-    Root,
-    /// Not expanded, with the reason (shown in reports).
-    NotExpanded(String),
-}
-
-/// How a live controller's copy of a unit is read and judged (the no-fight rule).
-#[derive(Debug, Clone)]
-pub struct LiveRule {
-    /// The API group of the unit's kind (read in whatever version the cluster serves).
-    pub group: &'static str,
-    /// Whether the live object is active (reconciled by its controller).
-    pub active: fn(&Value) -> bool,
-    /// The command or step that makes it inactive.
-    pub way_out: String,
-}
-
-/// One unit expanded: what a report shows and what the run checks once connected.
-#[derive(Debug, Clone)]
-pub struct Produced {
-    pub files: Vec<SourceFile>,
-    /// Charts read from a source's tree, by the key their HelmChart's `spec.chart` names
-    /// (an absolute path, so it never meets the walked directory's own charts).
-    pub charts: Vec<(PathBuf, crate::helm::chart::Chart)>,
-    pub outcome: Outcome,
-    /// The source revision read (a commit, a chart version).
-    pub revision: Option<String>,
-    pub depends_on: Vec<UnitId>,
-    pub live: Option<LiveRule>,
-    pub problems: Vec<Problem>,
-    /// The namespace its files' namespaced objects without one get (else `--namespace`).
-    pub namespace: Option<String>,
-}
-
-impl Produced {
-    pub fn outcome(outcome: Outcome) -> Produced {
-        Produced {
-            files: Vec::new(),
-            charts: Vec::new(),
-            outcome,
-            revision: None,
-            depends_on: Vec::new(),
-            live: None,
-            problems: Vec::new(),
-            namespace: None,
-        }
-    }
-
-    pub fn failed(problem: Problem) -> Produced {
-        let mut produced = Produced::outcome(Outcome::NotExpanded(problem.message.clone()));
-        produced.problems.push(problem);
-        produced
-    }
-}
-
-/// A unit of the run, expanded or not.
-#[derive(Debug, Clone)]
-pub struct ExpandedUnit {
-    pub id: UnitId,
-    pub file: PathBuf,
-    pub line: usize,
-    /// The units it came from, outermost first.
-    pub parents: Vec<UnitId>,
-    pub outcome: Outcome,
-    pub revision: Option<String>,
-    /// The labels of the files it produced.
-    pub files: Vec<PathBuf>,
-    pub depends_on: Vec<UnitId>,
-    pub live: Option<LiveRule>,
-}
-
-impl ExpandedUnit {
-    /// `Flux Kustomization staging/apps → HelmRelease podinfo/podinfo`.
-    pub fn label(&self) -> String {
-        let mut chain = self.parents.clone();
-        chain.push(self.id.clone());
-        chain_label(&chain)
-    }
-
-    /// Whether an object from `file` (a label, or a chart's output of one) is this unit's.
-    pub fn owns(&self, file: &Path) -> bool {
-        let text = file.to_string_lossy();
-        self.files.iter().any(|f| {
-            let own = f.to_string_lossy();
-            text == own || text.starts_with(&format!("{own} (chart "))
-        })
-    }
-}
-
-/// What the expansion needs of the run.
-pub struct Context<'a> {
-    pub checkout: &'a Checkout,
-    pub cache_dir: &'a Path,
-    /// The namespace of a controller object that names none (`--namespace`).
-    pub default_namespace: &'a str,
-    pub kustomize: &'a super::kustomize::KustomizeOptions,
-}
-
-impl Context<'_> {
-    /// The walked directory relative to the repository root (`clusters/staging`), `` for the
-    /// root itself.
-    pub fn walked_dir(&self) -> PathBuf {
-        self.checkout
-            .dir
-            .strip_prefix(&self.checkout.root)
-            .map(super::paths::normalize)
-            .unwrap_or_default()
-    }
-
-    /// Whether a source URL means the checkout under test (see [`same_repository`]).
-    pub fn is_checkout_url(&self, url: &str) -> bool {
-        self.checkout
-            .url
-            .as_deref()
-            .is_some_and(|own| same_repository(own, url))
-    }
-
-    /// The repository root of the checkout under test, with its revision.
-    pub fn tree_of_checkout(&self) -> (PathBuf, Option<String>) {
-        (self.checkout.root.clone(), self.checkout.commit.clone())
-    }
-}
-
-/// A controller plugged into the loop.
-pub trait Expander: Sync {
-    fn controller(&self) -> Controller;
-    /// A string every document of this controller holds (`toolkit.fluxcd.io`): files
-    /// without it are not parsed.
-    fn marker(&self) -> &'static str;
-    /// What `api_version`/`kind` is to this controller, `None` if not its own.
-    fn role(&self, api_version: &str, kind: &str) -> Option<Role>;
-    /// Expand one unit, reading the sources found so far.
-    fn expand(&self, unit: &Found, sources: &Sources, ctx: &Context) -> Produced;
-}
 
 /// The controllers, in the order their documents are looked for.
 pub const EXPANDERS: &[&dyn Expander] = &[&flux::Flux, &argo::ArgoCd];
@@ -360,62 +68,18 @@ pub fn is_controller_object(api_version: &str, kind: &str) -> bool {
         .iter()
         .any(|e| e.role(api_version, kind).is_some())
 }
-
-/// Whether two repository URLs name the same repository, as a controller's source names the
-/// one under test: scheme, credentials, a trailing `.git` or `/` and the host's case aside
-/// (`git@github.com:org/repo.git` is `https://github.com/org/repo`).
-pub fn same_repository(a: &str, b: &str) -> bool {
-    let (a, b) = (normalized_repository(a), normalized_repository(b));
-    !a.is_empty() && a == b
-}
-
-fn normalized_repository(url: &str) -> String {
-    let url = url.trim();
-    let rest = match url.find("://") {
-        Some(i) => &url[i + 3..],
-        // scp-like `git@host:path`
-        None => url,
-    };
-    let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
-    let (host, path) = match rest.split_once('/') {
-        Some((host, path)) if !url.contains("://") && host.contains(':') => {
-            let (h, first) = host.split_once(':').unwrap_or((host, ""));
-            (h.to_string(), format!("{first}/{path}"))
-        }
-        Some((host, path)) => (host.to_string(), path.to_string()),
-        None => match rest.split_once(':') {
-            Some((h, p)) => (h.to_string(), p.to_string()),
-            None => (rest.to_string(), String::new()),
-        },
-    };
-    // A port is the scheme's business (ssh on 22, https on 443).
-    let host = host.split(':').next().unwrap_or("").to_ascii_lowercase();
-    let path = path.trim_matches('/');
-    let path = path.strip_suffix(".git").unwrap_or(path).trim_matches('/');
-    format!("{host}/{path}")
-}
-
 /// The result of [`expand`].
 #[derive(Debug, Default)]
 pub struct Expanded {
     pub units: Vec<ExpandedUnit>,
 }
 
-impl Expanded {
-    /// The unit an object from `file` came from (the innermost).
-    pub fn unit_of(&self, file: &Path) -> Option<&ExpandedUnit> {
-        self.units.iter().rev().find(|u| u.owns(file))
-    }
-}
-
 /// Find and expand every unit of `walked`, adding what they produce to its files (and their
 /// problems to its problems).
 pub fn expand(walked: &mut Walked, ctx: &Context) -> Expanded {
     let mut out = Expanded::default();
-    let mut sources = Sources {
-        default_namespace: ctx.default_namespace.to_string(),
-        ..Sources::default()
-    };
+    let mut sources = Sources::default();
+    sources.default_namespace = ctx.default_namespace.to_string();
     let mut seen: BTreeMap<UnitId, (PathBuf, usize)> = BTreeMap::new();
     let mut frontier: Vec<(SourceFile, Arc<Vec<UnitId>>)> = walked
         .files
@@ -474,9 +138,7 @@ pub fn expand(walked: &mut Walked, ctx: &Context) -> Expanded {
                 file.path = PathBuf::from(format!("{} ({label})", file.path.display()));
                 labels.push(file.path.clone());
                 if let Some(namespace) = &produced.namespace {
-                    walked
-                        .namespaces
-                        .insert(file.path.clone(), namespace.clone());
+                    walked.namespaces.insert(file.path.clone(), namespace.clone());
                 }
                 next.push((file, chain.clone()));
             }
@@ -492,43 +154,78 @@ pub fn expand(walked: &mut Walked, ctx: &Context) -> Expanded {
                 files: labels,
                 depends_on: produced.depends_on,
                 live: produced.live,
+                wave: 0,
             });
         }
         walked.files.extend(next.iter().map(|(f, _)| f.clone()));
         frontier = next;
     }
+    order_by_dependencies(&mut out.units, &mut walked.problems);
     out
 }
 
-/// A ConfigMap's `data`, or a Secret's `data` decoded and `stringData`.
-fn config_entries(value: &Value) -> BTreeMap<String, String> {
-    use base64::Engine;
-    let mut out = BTreeMap::new();
-    let is_secret = value.get("kind").and_then(Value::as_str) == Some("Secret");
-    if let Some(Value::Object(data)) = value.get("data") {
-        for (k, v) in data {
-            let Some(text) = v.as_str() else { continue };
-            let text = if is_secret {
-                match base64::engine::general_purpose::STANDARD.decode(text.trim()) {
-                    Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-                    Err(_) => continue,
-                }
-            } else {
-                text.to_string()
-            };
-            out.insert(k.clone(), text);
-        }
+/// Each unit's wave, its depth in the `dependsOn` graph; a dependency on a unit that does not
+/// exist, or a cycle, is a problem at the unit.
+fn order_by_dependencies(units: &mut [ExpandedUnit], problems: &mut Vec<Problem>) {
+    let index: BTreeMap<&UnitId, usize> =
+        units.iter().enumerate().map(|(i, u)| (&u.id, i)).collect();
+    let mut waves: Vec<Option<i64>> = vec![None; units.len()];
+    for start in 0..units.len() {
+        let mut path = Vec::new();
+        depth(start, units, &index, &mut waves, &mut path, problems);
     }
-    if let Some(Value::Object(data)) = value.get("stringData").filter(|_| is_secret) {
-        for (k, v) in data {
-            if let Some(text) = v.as_str() {
-                out.insert(k.clone(), text.to_string());
-            }
-        }
+    for (unit, wave) in units.iter_mut().zip(waves) {
+        unit.wave = wave.unwrap_or(0);
     }
-    out
 }
 
+fn depth(
+    at: usize,
+    units: &[ExpandedUnit],
+    index: &BTreeMap<&UnitId, usize>,
+    waves: &mut Vec<Option<i64>>,
+    path: &mut Vec<usize>,
+    problems: &mut Vec<Problem>,
+) -> i64 {
+    if let Some(wave) = waves[at] {
+        return wave;
+    }
+    let unit = &units[at];
+    if let Some(first) = path.iter().position(|&i| i == at) {
+        let cycle: Vec<String> = path[first..]
+            .iter()
+            .chain([&at])
+            .map(|&i| units[i].id.to_string())
+            .collect();
+        problems.push(Problem::new(
+            &unit.file,
+            unit.line,
+            format!(
+                "dependsOn makes a cycle ({}); remove one of the dependencies",
+                cycle.join(" → ")
+            ),
+        ));
+        waves[at] = Some(0);
+        return 0;
+    }
+    path.push(at);
+    let mut wave = 0;
+    for dependency in &unit.depends_on {
+        match index.get(dependency) {
+            Some(&i) => wave = wave.max(depth(i, units, index, waves, path, problems) + 1),
+            None => problems.push(Problem::new(
+                &unit.file,
+                unit.line,
+                format!(
+                    "dependsOn names {dependency}, which the desired state does not define; define it, or remove the dependency"
+                ),
+            )),
+        }
+    }
+    path.pop();
+    waves[at] = Some(wave);
+    wave
+}
 /// The controller documents of `files`, with their roles, in file order.
 fn scan(
     files: &[(SourceFile, Arc<Vec<UnitId>>)],
@@ -583,70 +280,4 @@ fn scan(
         }
     }
     out
-}
-
-/// Names the fields of `spec` a published schema does not know, at their lines.
-pub fn unknown_fields(found: &Found, known: &[&str], version: &str) -> Vec<Problem> {
-    let Some(spec) = found.spec().as_object() else {
-        return Vec::new();
-    };
-    let known: BTreeSet<&str> = known.iter().copied().collect();
-    spec.keys()
-        .filter(|k| !known.contains(k.as_str()))
-        .map(|k| {
-            found.problem(
-                &["spec", k],
-                format!(
-                    "spec.{k} is not a field of {} {version}; remove it or fix its spelling (see the controller's API reference)",
-                    found.id.kind
-                ),
-            )
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn repository_urls_name_the_same_repository_whatever_their_scheme() {
-        let same = [
-            ("https://github.com/org/repo", "git@github.com:org/repo.git"),
-            (
-                "ssh://git@GitHub.com/org/repo.git",
-                "https://github.com/org/repo/",
-            ),
-            (
-                "ssh://git@github.com:22/org/repo",
-                "https://token@github.com/org/repo",
-            ),
-        ];
-        for (a, b) in same {
-            assert!(same_repository(a, b), "{a} {b}");
-        }
-        assert!(!same_repository(
-            "https://github.com/org/repo",
-            "https://github.com/org/other"
-        ));
-        assert!(!same_repository("", ""));
-    }
-
-    #[test]
-    fn chains_name_each_controller_once() {
-        let id = |controller, kind: &str, name: &str| UnitId {
-            controller,
-            kind: kind.into(),
-            namespace: "ns".into(),
-            name: name.into(),
-        };
-        let chain = [
-            id(Controller::Flux, "Kustomization", "apps"),
-            id(Controller::Flux, "HelmRelease", "web"),
-        ];
-        assert_eq!(
-            chain_label(&chain),
-            "Flux Kustomization ns/apps → HelmRelease ns/web"
-        );
-    }
 }

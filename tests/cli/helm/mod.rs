@@ -396,7 +396,7 @@ mod crypto;
 mod hooks;
 mod oci;
 mod registry;
-mod remote;
+pub mod remote;
 mod subcharts;
 mod template_text;
 mod values_files;

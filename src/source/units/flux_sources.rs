@@ -1,0 +1,130 @@
+//! The sources Flux's units read: a `GitRepository` (the checkout under test, or fetched with
+//! tend's git source at its `ref`), and the API versions of sources tend reads.
+
+use super::model::{Context, Found, Sources};
+use serde_json::Value;
+use std::path::PathBuf;
+
+/// The API versions of Flux's sources tend reads.
+pub const SOURCE_VERSIONS: &[&str] = &["v1", "v1beta2", "v1beta1"];
+
+/// A tree of manifests or charts a unit reads: its root directory and revision.
+pub struct Tree {
+    pub root: PathBuf,
+    pub revision: Option<String>,
+    /// Whether it is the checkout under test.
+    pub is_checkout: bool,
+}
+
+/// The tree a `sourceRef` (of kind `GitRepository`) names: the checkout under test for the
+/// bootstrap GitRepository (`flux-system/flux-system`, often a placeholder file) and for one
+/// whose URL is the checkout's, else the repository fetched at its `ref`.
+pub fn git_tree(
+    unit: &Found,
+    source_ref: &Value,
+    field: &[&str],
+    sources: &Sources,
+    ctx: &Context,
+) -> Result<Tree, crate::problem::Problem> {
+    let text = |k: &str| source_ref.get(k).and_then(Value::as_str);
+    let kind = text("kind").unwrap_or("");
+    let name = text("name").unwrap_or("");
+    let namespace = text("namespace").unwrap_or(&unit.id.namespace);
+    if kind != "GitRepository" {
+        return Err(unit.problem(
+            field,
+            format!(
+                "a sourceRef of kind {kind:?} is not supported by tend yet; use a GitRepository"
+            ),
+        ));
+    }
+    let checkout = || {
+        let (root, revision) = ctx.tree_of_checkout();
+        Tree {
+            root,
+            revision,
+            is_checkout: true,
+        }
+    };
+    let source = sources.get(kind, namespace, name);
+    if let Some(source) = source {
+        source_version(source)?;
+    }
+    let Some(source) = source else {
+        if (namespace, name) == ("flux-system", "flux-system") {
+            return Ok(checkout());
+        }
+        return Err(unit.problem(
+            field,
+            format!("sourceRef names GitRepository {namespace}/{name}, which the desired state does not define; define it, or fix the name"),
+        ));
+    };
+    let url = source
+        .spec()
+        .get("url")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if (namespace, name) == ("flux-system", "flux-system") || ctx.is_checkout_url(url) {
+        return Ok(checkout());
+    }
+    fetch_git(source, url, ctx)
+}
+
+/// A source in a version tend reads, or the problem at its apiVersion.
+pub fn source_version(source: &Found) -> Result<(), crate::problem::Problem> {
+    let version = source.api_version.split('/').nth(1).unwrap_or("");
+    if SOURCE_VERSIONS.contains(&version) {
+        return Ok(());
+    }
+    Err(source.problem(
+        &["apiVersion"],
+        format!(
+            "{} is not a version of Flux's {} tend reads ({}); write one of them",
+            source.api_version,
+            source.id.kind,
+            SOURCE_VERSIONS.join(", ")
+        ),
+    ))
+}
+
+/// A GitRepository other than the checkout, fetched with tend's git source at its `ref`.
+fn fetch_git(source: &Found, url: &str, ctx: &Context) -> Result<Tree, crate::problem::Problem> {
+    let git_ref = source.spec().get("ref");
+    let field = |k: &str| git_ref.and_then(|r| r.get(k)).and_then(Value::as_str);
+    if field("semver").is_some() {
+        return Err(source.problem(
+            &["spec", "ref", "semver"],
+            "a semver ref is not supported by tend yet; name a tag, branch or commit",
+        ));
+    }
+    if source.spec().get("secretRef").is_some() {
+        return Err(source.problem(
+            &["spec", "secretRef"],
+            "a GitRepository with credentials (secretRef) is not supported by tend yet; give tend the repository with --repo, or make it readable without credentials",
+        ));
+    }
+    let chosen = field("commit")
+        .or(field("name"))
+        .or(field("tag"))
+        .or(field("branch"))
+        .map(|r| r.trim_start_matches("refs/heads/").to_string());
+    let spec = crate::source::git::GitSpec {
+        url: url.to_string(),
+        git_ref: chosen,
+        cache_dir: ctx.cache_dir.to_path_buf(),
+        ssh_key: None,
+        known_hosts: None,
+        token: None,
+    };
+    let fetched = crate::source::git::fetch(&spec).map_err(|e| {
+        source.problem(
+            &["spec", "url"],
+            format!("cannot fetch GitRepository {}: {e}", source.id),
+        )
+    })?;
+    Ok(Tree {
+        root: fetched.dir,
+        revision: Some(fetched.commit),
+        is_checkout: false,
+    })
+}
