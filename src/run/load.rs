@@ -106,6 +106,7 @@ pub fn load(source_opts: &SourceOptions, render_opts: &RenderOptions) -> Result<
             cache_dir: &cache_dir,
             default_namespace: &render_opts.default_namespace,
             kustomize: &checkout.kustomize,
+            cluster: render_opts.cluster.as_deref(),
         };
         let expanded = source::units::expand(&mut walked, &context);
         if !expanded.units.is_empty() {

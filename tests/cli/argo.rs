@@ -146,3 +146,166 @@ fn an_app_of_apps_applies_what_argo_cd_would_sync_and_a_second_diff_is_clean() {
     let (code, out, err) = tend_on(&cluster, repo.path(), &["diff", "--path", "bootstrap"]);
     assert_eq!(code, 0, "{out}\n{err}");
 }
+
+/// The gitops-bridge control-plane template's URL: its cluster Secrets name it.
+const BRIDGE_URL: &str =
+    "https://github.com/gitops-bridge-dev/gitops-bridge-argocd-control-plane-template";
+
+/// Argo CD's cluster Secret for `name` at `server`, labelled as gitops-bridge labels them.
+fn cluster_secret(name: &str, server: &str, labels: &[(&str, &str)]) -> String {
+    let labels: String = labels
+        .iter()
+        .map(|(k, v)| format!("    {k}: \"{v}\"\n"))
+        .collect();
+    format!(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {name}\n  namespace: argocd\n  labels:\n    argocd.argoproj.io/secret-type: cluster\n{labels}  annotations:\n    addons_repo_url: {BRIDGE_URL}\n    addons_repo_basepath: \"\"\n    addons_repo_path: bootstrap/control-plane/addons\n    addons_repo_revision: main\n    cert_manager_namespace: cert-manager\nstringData:\n  name: {name}\n  server: {server}\n"
+    )
+}
+
+/// A copy of the gitops-bridge template whose chart repositories are `charts` (the shared
+/// chart repository, which holds cert-manager v1.21.1 and ingress-nginx 4.15.1), with a hub
+/// (Argo CD's own cluster) and a spoke, both labelled for cert-manager and ingress-nginx, and
+/// the hub for `extra` too.
+fn gitops_bridge(charts: &str, extra: &[(&str, &str)]) -> tempfile::TempDir {
+    let shared =
+        repo_root().join("../shared/gitops-repos/gitops-bridge-argocd-control-plane-template");
+    let copy = tempfile::tempdir().unwrap();
+    copy_tree(&shared, copy.path());
+    let appsets = copy.path().join("bootstrap/control-plane/addons");
+    let mut stack = vec![appsets.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let text: String = text
+                .lines()
+                .map(|l| match l.split_once("addonChartRepository:") {
+                    Some((indent, _)) => format!("{indent}addonChartRepository: {charts}\n"),
+                    None => format!("{l}\n"),
+                })
+                .collect();
+            let text = text
+                .replace("addonChartVersion: v1.14.3", "addonChartVersion: v1.21.1")
+                .replace("addonChartVersion: 4.10.0", "addonChartVersion: 4.15.1");
+            std::fs::write(&path, text).unwrap();
+        }
+    }
+    let enabled = [
+        ("enable_cert_manager", "true"),
+        ("enable_ingress_nginx", "true"),
+    ];
+    let hub_labels: Vec<(&str, &str)> = [("environment", "staging")]
+        .into_iter()
+        .chain(enabled)
+        .chain(extra.iter().copied())
+        .collect();
+    let spoke_labels: Vec<(&str, &str)> = [("environment", "prod")]
+        .into_iter()
+        .chain(enabled)
+        .collect();
+    let clusters = format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: argocd\n---\n{}---\n{}",
+        cluster_secret("hub", "https://kubernetes.default.svc", &hub_labels),
+        cluster_secret("spoke", "https://spoke.example.com:6443", &spoke_labels),
+    );
+    std::fs::write(appsets.join("clusters.yaml"), clusters).unwrap();
+    let repo = git2::Repository::init(copy.path()).unwrap();
+    repo.remote("origin", BRIDGE_URL).unwrap();
+    commit_all(&repo, "the template, with its clusters");
+    copy
+}
+
+/// The test API server serves the core kinds only: the webhook configurations and the
+/// IngressClass the two charts hold are served here as custom resources of their groups.
+fn cluster_serving_the_charts_kinds() -> TestCluster {
+    let cluster = TestCluster::start();
+    for (group, kind, plural) in [
+        (
+            "admissionregistration.k8s.io",
+            "MutatingWebhookConfiguration",
+            "mutatingwebhookconfigurations",
+        ),
+        (
+            "admissionregistration.k8s.io",
+            "ValidatingWebhookConfiguration",
+            "validatingwebhookconfigurations",
+        ),
+        ("networking.k8s.io", "IngressClass", "ingressclasses"),
+    ] {
+        let crd = json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": format!("{plural}.{group}")},
+            "spec": {
+                "group": group,
+                "scope": "Cluster",
+                "names": {"kind": kind, "plural": plural, "singular": kind.to_lowercase(), "listKind": format!("{kind}List")},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}],
+            },
+        });
+        cluster.seed(crd).unwrap();
+    }
+    cluster
+}
+
+fn serve_chart_repo() -> String {
+    let dir = repo_root().join("../shared/gitops-repos/chart-repo");
+    let files = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| {
+            let name = format!("/{}", p.file_name().unwrap().to_string_lossy());
+            (name, std::fs::read(&p).unwrap())
+        })
+        .collect();
+    crate::helm::remote::serve(files).0
+}
+
+#[test]
+fn gitops_bridge_application_sets_render_the_applications_of_two_labelled_clusters() {
+    let charts = serve_chart_repo();
+    let repo = gitops_bridge(&charts, &[]);
+    let cluster = cluster_serving_the_charts_kinds();
+    let args = ["diff", "--path", "bootstrap/control-plane/addons"];
+    let (code, out, err) = tend_on(&cluster, repo.path(), &args);
+    assert_eq!(code, 1, "{out}\n{err}");
+    for app in ["cert-manager", "ingress-nginx"] {
+        let appset = format!("ApplicationSet default/addons-{app}");
+        // The hub is Argo CD's own cluster: its Applications are expanded, charts rendered.
+        assert!(
+            out.contains(&format!(
+                "unit Argo CD {appset} → Application default/addon-hub-{app} at chart {app} "
+            )),
+            "{out}"
+        );
+        // The spoke is another cluster: its Applications are generated and named, not synced.
+        assert!(
+            out.contains(&format!(
+                "unit Argo CD {appset} → Application default/addon-spoke-{app}: not expanded: it syncs to cluster spoke"
+            )),
+            "{out}"
+        );
+    }
+    // The values of the merge generator's second cluster generator (environment: staging),
+    // and the Application's inline values.
+    assert!(
+        out.contains("+ apps/v1 Deployment cert-manager/cert-manager "),
+        "{out}"
+    );
+    assert!(
+        out.contains("+ v1 Service ingress-nginx/ingress-nginx-controller "),
+        "{out}"
+    );
+
+    // A label enabling an addon whose chart the repository does not hold: the run fails,
+    // naming the chart.
+    let repo = gitops_bridge(&charts, &[("enable_metrics_server", "true")]);
+    let (code, out, err) = tend_on(&cluster, repo.path(), &args);
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(err.contains("metrics-server"), "{err}");
+}

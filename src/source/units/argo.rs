@@ -116,7 +116,6 @@ fn application_set(unit: &Found, sources: &Sources, ctx: &Context) -> Produced {
         }
     };
     let mut produced = Produced::outcome(Outcome::Expanded);
-    produced.revision = Some(format!("{} Applications", apps.len()));
     if apps.is_empty() {
         return produced;
     }
@@ -159,6 +158,13 @@ pub fn unit_line(unit: &Found) -> String {
         let suffix = format!(" ({})", super::chain_label(&unit.chain));
         file.strip_suffix(&suffix).unwrap_or(&file)
     };
+    // A generated Application is known by its ApplicationSet's line already.
+    let has_line = own
+        .rsplit_once(':')
+        .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    if has_line {
+        return own.to_string();
+    }
     format!("{own}:{}", unit.doc.line)
 }
 
@@ -242,11 +248,11 @@ fn application(unit: &Found, sources: &Sources, ctx: &Context) -> Produced {
     }
     let spec = unit.spec();
     let clusters = clusters(sources);
-    match argo_app::target(spec, &clusters, None) {
+    match argo_app::target(spec, &clusters, ctx.cluster) {
         Err(e) => return Produced::failed(unit.problem(&["spec", "destination"], e)),
         Ok(Target::Other(cluster)) => {
             return Produced::outcome(Outcome::NotExpanded(format!(
-                "it syncs to cluster {cluster}, not the one tend runs against; run tend against that cluster with --cluster naming it"
+                "it syncs to cluster {cluster}, not the one tend runs against (Argo CD's in-cluster one, or the one --cluster names); run tend against that cluster with --cluster naming it"
             )))
         }
         Ok(Target::ThisCluster) => {}

@@ -134,16 +134,26 @@ pub fn target(
                 return Ok(Target::ThisCluster);
             }
             match clusters.iter().find(|c| c.name == name) {
-                Some(c) => c.server.trim_end_matches('/').to_string(),
+                Some(c) if c.server.trim_end_matches('/') == IN_CLUSTER_SERVER => {
+                    return Ok(Target::ThisCluster)
+                }
+                Some(c) => return Ok(Target::Other(format!("{name} ({})", c.server))),
                 None => return Ok(Target::Other(name.to_string())),
             }
         }
         (None, None) => return Err("spec.destination needs server or name".into()),
     };
     if server == IN_CLUSTER_SERVER {
-        Ok(Target::ThisCluster)
-    } else {
-        Ok(Target::Other(server))
+        return Ok(Target::ThisCluster);
+    }
+    // A cluster Secret naming this server, named as --cluster names the run's cluster.
+    match clusters
+        .iter()
+        .find(|c| c.server.trim_end_matches('/') == server)
+    {
+        Some(c) if Some(c.name.as_str()) == run_cluster => Ok(Target::ThisCluster),
+        Some(c) => Ok(Target::Other(format!("{} ({server})", c.name))),
+        None => Ok(Target::Other(server)),
     }
 }
 

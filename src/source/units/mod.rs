@@ -138,7 +138,9 @@ pub fn expand(walked: &mut Walked, ctx: &Context) -> Expanded {
                 file.path = PathBuf::from(format!("{} ({label})", file.path.display()));
                 labels.push(file.path.clone());
                 if let Some(namespace) = &produced.namespace {
-                    walked.namespaces.insert(file.path.clone(), namespace.clone());
+                    walked
+                        .namespaces
+                        .insert(file.path.clone(), namespace.clone());
                 }
                 next.push((file, chain.clone()));
             }

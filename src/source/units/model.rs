@@ -260,6 +260,9 @@ pub struct Context<'a> {
     /// The namespace of a controller object that names none (`--namespace`).
     pub default_namespace: &'a str,
     pub kustomize: &'a crate::source::kustomize::KustomizeOptions,
+    /// The cluster the run is for (`--cluster`): a unit naming it as its destination means
+    /// the cluster tend runs against.
+    pub cluster: Option<&'a str>,
 }
 
 impl Context<'_> {
