@@ -309,3 +309,65 @@ fn gitops_bridge_application_sets_render_the_applications_of_two_labelled_cluste
     assert_eq!(code, 2, "{out}\n{err}");
     assert!(err.contains("metrics-server"), "{err}");
 }
+
+#[test]
+fn the_readme_section_runs_as_written() {
+    use crate::shipping::{bin_dir, output, readme, readme_steps, shell, ReadmeStep};
+    let readme = readme();
+    let start = readme
+        .find("\n## Coming from Argo CD\n")
+        .expect("README section");
+    let rest = &readme[start + 1..];
+    let end = rest[3..].find("\n## ").map_or(rest.len(), |i| i + 3);
+    let section = &rest[..end];
+    let cluster = TestCluster::start();
+    let bin = bin_dir();
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let mut commands = Vec::new();
+    for step in readme_steps(section) {
+        match step {
+            ReadmeStep::File(path, text) => {
+                let path = work.path().join(path);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(path, text).unwrap();
+            }
+            ReadmeStep::Command(command) => commands.push(command),
+        }
+    }
+    assert_eq!(commands.len(), 5, "{commands:?}");
+    let mut outputs = Vec::new();
+    for command in &commands {
+        let mut cmd = shell("bash", bin.path(), home.path(), &cluster, command);
+        cmd.current_dir(work.path());
+        let (code, stdout, stderr) = output(&mut cmd);
+        let expected = if command.starts_with("tend diff") {
+            1
+        } else {
+            0
+        };
+        assert_eq!(
+            code, expected,
+            "`{command}` exited {code}:\n{stdout}\n{stderr}"
+        );
+        outputs.push(stdout);
+    }
+    let chain = "Argo CD Application argocd/root → ApplicationSet argocd/web → Application argocd/web-staging";
+    assert!(
+        outputs[2].contains(&format!("web (kustomize build) ({chain}):1")),
+        "{}",
+        outputs[2]
+    );
+    assert!(
+        outputs[3].contains(&format!("unit {chain}: expanded, 2 to create")),
+        "{}",
+        outputs[3]
+    );
+    let cm = get(&cluster, "", "configmaps", "web", "staging-web").expect("applied");
+    assert_eq!(cm["data"]["greeting"], "hello");
+    // A second diff finds nothing to do.
+    let mut cmd = shell("bash", bin.path(), home.path(), &cluster, &commands[3]);
+    cmd.current_dir(work.path());
+    let (code, stdout, stderr) = output(&mut cmd);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+}
