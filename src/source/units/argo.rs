@@ -7,7 +7,7 @@
 
 use super::argo_app::{self, Target};
 use super::argo_appset::{self, ArgoCluster, GenerateContext, RepoTree};
-use super::argo_source::{self, AppSources};
+use super::argo_source::{self, unit_line, AppSources};
 use super::{Context, Controller, Expander, Found, LiveRule, Outcome, Produced, Role, Sources};
 use crate::source::SourceFile;
 use serde_json::Value;
@@ -147,25 +147,6 @@ fn first_wave(files: &[SourceFile]) -> Option<i64> {
             wave.as_str()?.trim().parse::<i64>().ok()
         })
         .min()
-}
-
-/// `file:line` of the unit, as its file is known in its own tree (the loop adds the chain).
-pub fn unit_line(unit: &Found) -> String {
-    let file = unit.file.display().to_string();
-    let own = if unit.chain.is_empty() {
-        file.as_str()
-    } else {
-        let suffix = format!(" ({})", super::chain_label(&unit.chain));
-        file.strip_suffix(&suffix).unwrap_or(&file)
-    };
-    // A generated Application is known by its ApplicationSet's line already.
-    let has_line = own
-        .rsplit_once(':')
-        .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-    if has_line {
-        return own.to_string();
-    }
-    format!("{own}:{}", unit.doc.line)
 }
 
 /// The clusters the clusters generator selects from: Argo CD's cluster Secrets of the

@@ -370,7 +370,7 @@ impl AppSources<'_, '_> {
             "spec": Value::Object(spec),
         });
         produced.files.push(SourceFile {
-            path: PathBuf::from(super::argo::unit_line(self.unit)),
+            path: PathBuf::from(unit_line(self.unit)),
             text: crate::yaml::to_yaml(&helm_chart),
             unit: None,
         });
@@ -536,6 +536,25 @@ impl AppSources<'_, '_> {
             argo_app::apply_policies(object, &self.sync, &self.rules);
         }
     }
+}
+
+/// `file:line` of the unit, as its file is known in its own tree (the loop adds the chain).
+pub fn unit_line(unit: &Found) -> String {
+    let file = unit.file.display().to_string();
+    let own = if unit.chain.is_empty() {
+        file.as_str()
+    } else {
+        let suffix = format!(" ({})", super::chain_label(&unit.chain));
+        file.strip_suffix(&suffix).unwrap_or(&file)
+    };
+    // A generated Application is known by its ApplicationSet's line already.
+    let has_line = own
+        .rsplit_once(':')
+        .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    if has_line {
+        return own.to_string();
+    }
+    format!("{own}:{}", unit.doc.line)
 }
 
 fn text<'v>(source: &'v Value, key: &str) -> &'v str {
