@@ -81,6 +81,20 @@ pub struct GlobalArgs {
     /// Apply Flux's and Argo CD's own objects (Kustomization, HelmRelease, GitRepository, Application, ...) as ordinary objects instead of expanding them into what their controllers would apply: for a repository that installs Flux or Argo CD itself.
     #[arg(long, global = true, env = "TEND_APPLY_CONTROLLER_OBJECTS")]
     pub apply_controller_objects: bool,
+    /// Hub and spoke: expand only the Flux units whose spec.kubeConfig.secretRef is this Secret (and what they contain), and apply nothing else: run once per spoke, with that spoke's --kubeconfig. Without it, such units are reported as not expanded.
+    #[arg(long, global = true, env = "TEND_UNITS_FOR_KUBECONFIG_SECRET", value_name = "NAMESPACE/NAME", value_parser = secret_ref)]
+    pub units_for_kubeconfig_secret: Option<(String, String)>,
+}
+
+/// `NAMESPACE/NAME` of a Secret.
+fn secret_ref(text: &str) -> Result<(String, String), String> {
+    use crate::object::names::{dns1123_label, dns1123_subdomain};
+    match text.split_once('/') {
+        Some((ns, name)) if dns1123_label(ns).is_ok() && dns1123_subdomain(name).is_ok() => {
+            Ok((ns.to_string(), name.to_string()))
+        }
+        _ => Err("expected NAMESPACE/NAME of a Secret, e.g. staging/cluster-kubeconfig".into()),
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -146,7 +160,7 @@ impl GlobalArgs {
             )?),
             apply_controller_objects: self.apply_controller_objects,
             file_namespaces: Default::default(),
-            unit_waves: Default::default(),
+            unit_files: Default::default(),
         })
     }
 
@@ -159,6 +173,7 @@ impl GlobalArgs {
             ssh_key: self.ssh_key.clone(),
             known_hosts: self.known_hosts.clone(),
             kustomize_command: self.kustomize_command.clone(),
+            units_for_kubeconfig_secret: self.units_for_kubeconfig_secret.clone(),
             // Environment only: a token on the command line would show up in `ps`.
             token: std::env::var("TEND_GIT_TOKEN")
                 .ok()

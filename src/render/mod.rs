@@ -224,7 +224,8 @@ fn make_objects(parsed: Parsed<'_>, charted: &ChartOutput, opts: &RenderOptions)
             sealed: doc.sealed.clone(),
         };
         let mut value = doc.value.clone();
-        if let Some(wave) = waves::unit_wave(&opts.unit_waves, &file.path) {
+        let unit_wave = waves::unit_wave(&opts.unit_files, &file.path);
+        if let Some(wave) = unit_wave.filter(|w| *w > 0) {
             waves::set_unit_wave(&mut value, wave);
         }
         let object = Object::new(value, origin);
@@ -253,7 +254,8 @@ fn make_objects(parsed: Parsed<'_>, charted: &ChartOutput, opts: &RenderOptions)
                 .get(&file.path)
                 .or_else(|| opts.file_namespaces.get(&file.path))
                 .map_or(opts.default_namespace.as_str(), String::as_str);
-            add_object(&mut made, object, &doc, &repo_scopes, default_namespace);
+            let scopes = (&repo_scopes, unit_wave.is_some());
+            add_object(&mut made, object, &doc, scopes, default_namespace);
         }
     }
     if controller_objects > 0 {
@@ -324,7 +326,7 @@ fn add_object(
     made: &mut Made,
     mut object: Object,
     doc: &yaml::Document,
-    repo_scopes: &HashMap<(String, String), bool>,
+    (repo_scopes, from_unit): (&HashMap<(String, String), bool>, bool),
     default_namespace: &str,
 ) {
     let (group, version) = split_api_version(object.api_version());
@@ -335,6 +337,17 @@ fn add_object(
     });
     if namespaced == Some(true) && object.namespace().is_none() {
         object.set_namespace(default_namespace);
+    }
+    if namespaced == Some(false) && from_unit {
+        // A controller's client ignores it (controller-runtime's NamespaceIfScoped), and
+        // kustomize's namespace transformer sets it on kinds it does not know.
+        if let Some(meta) = object
+            .value
+            .get_mut("metadata")
+            .and_then(|m| m.as_object_mut())
+        {
+            meta.remove("namespace");
+        }
     }
     if namespaced == Some(false) && object.namespace().is_some() {
         made.decrypted

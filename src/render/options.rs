@@ -44,10 +44,11 @@ pub struct RenderOptions {
     /// The namespace of namespaced objects without one, by source file, where it is not
     /// `default_namespace` (the files of an Argo CD Application: its destination namespace).
     pub file_namespaces: Arc<std::collections::HashMap<std::path::PathBuf, String>>,
-    /// The waves of Flux's and Argo CD's units that depend on others (`dependsOn`), by the
-    /// labels of the files they produced: their objects without a wave of their own are
-    /// applied in it.
-    pub unit_waves: Arc<Vec<(std::path::PathBuf, i64)>>,
+    /// The files Flux's and Argo CD's units produced, by label, with each unit's wave (its
+    /// depth in the `dependsOn` graph): their objects without a wave of their own are applied
+    /// in it, and a namespace on a cluster-scoped object is dropped, as the controllers'
+    /// clients drop it.
+    pub unit_files: Arc<Vec<(std::path::PathBuf, i64)>>,
 }
 
 impl Default for RenderOptions {
@@ -65,7 +66,7 @@ impl Default for RenderOptions {
             chart_credentials: Arc::default(),
             apply_controller_objects: false,
             file_namespaces: Arc::default(),
-            unit_waves: Arc::default(),
+            unit_files: Arc::default(),
         }
     }
 }

@@ -74,11 +74,14 @@ pub fn unit_wave(units: &[(std::path::PathBuf, i64)], file: &std::path::Path) ->
     })
 }
 
-/// `object` in the wave of its unit, unless it names a wave of its own.
-pub fn set_unit_wave(object: &mut Value, wave: i64) {
-    if wave_annotation(object).is_some() {
-        return;
-    }
+/// How far apart the waves of units one `dependsOn` step apart are: a unit's own waves (its
+/// annotations, its Helm hooks) stay in order inside the range.
+pub const UNIT_WAVE_STEP: i64 = 100;
+
+/// `object` moved by its unit's depth in the `dependsOn` graph: its own wave plus
+/// [`UNIT_WAVE_STEP`] per step.
+pub fn set_unit_wave(object: &mut Value, depth: i64) {
+    let wave = wave_of(object) + depth * UNIT_WAVE_STEP;
     let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
         return;
     };

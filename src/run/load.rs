@@ -107,6 +107,7 @@ pub fn load(source_opts: &SourceOptions, render_opts: &RenderOptions) -> Result<
             default_namespace: &render_opts.default_namespace,
             kustomize: &checkout.kustomize,
             cluster: render_opts.cluster.as_deref(),
+            for_kubeconfig: source_opts.units_for_kubeconfig_secret.as_ref(),
         };
         let expanded = source::units::expand(&mut walked, &context);
         if !expanded.units.is_empty() {
@@ -139,15 +140,14 @@ pub fn render(loaded: &Loaded, render_opts: &RenderOptions) -> Result<RenderPass
     if !walked.namespaces.is_empty() {
         render_opts.to_mut().file_namespaces = std::sync::Arc::new(walked.namespaces.clone());
     }
-    let unit_waves: Vec<_> = loaded
+    let unit_files: Vec<_> = loaded
         .expanded
         .units
         .iter()
-        .filter(|u| u.wave > 0)
         .flat_map(|u| u.files.iter().map(|f| (f.clone(), u.wave)))
         .collect();
-    if !unit_waves.is_empty() {
-        render_opts.to_mut().unit_waves = std::sync::Arc::new(unit_waves);
+    if !unit_files.is_empty() {
+        render_opts.to_mut().unit_files = std::sync::Arc::new(unit_files);
     }
     let render_opts = render_opts.as_ref();
     let rendered = render_keeping_renders(loaded, render_opts);

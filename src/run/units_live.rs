@@ -44,8 +44,9 @@ pub fn reports(expanded: &Expanded) -> Vec<crate::report::run::UnitReport> {
 }
 
 /// Whether the run applies what the unit stands for (its tree, or the walked directory).
+/// A unit targeting another cluster lives in the hub, which this run does not read.
 fn applies(unit: &ExpandedUnit) -> bool {
-    matches!(unit.outcome, Outcome::Expanded | Outcome::Root)
+    matches!(unit.outcome, Outcome::Expanded | Outcome::Root) && unit.target.is_none()
 }
 
 async fn live_and_active(session: &Session, unit: &ExpandedUnit) -> Result<Option<Problem>, Error> {

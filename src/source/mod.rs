@@ -33,6 +33,9 @@ pub struct SourceOptions {
     pub token: Option<String>,
     /// The kustomize builder's command words (`--kustomize-command`); default: found on PATH.
     pub kustomize_command: Option<String>,
+    /// `--units-for-kubeconfig-secret`: the run is for the cluster this kubeconfig Secret
+    /// (`namespace`, `name`) of the repository's units names (see [`units`]).
+    pub units_for_kubeconfig_secret: Option<(String, String)>,
 }
 
 /// Desired state on disk, ready to walk.

@@ -336,3 +336,261 @@ fn the_readme_section_runs_as_written() {
     let (code, stdout, stderr) = output(&mut cmd);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
 }
+
+/// Runs `f` while playing the controllers the test API server does not run: every
+/// Deployment rolled out and every Job complete as soon as they appear (tend waits for them
+/// between the waves `dependsOn` makes, and for Helm's hook Jobs).
+fn with_controllers_played<T>(cluster: &TestCluster, f: impl FnOnce() -> T) -> T {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let runtime = tokio::runtime::Runtime::new().unwrap();
+            let client = runtime.block_on(cluster.client());
+            while !stop.load(Ordering::Relaxed) {
+                for (group, version, kind, plural) in [
+                    ("apps", "v1", "Deployment", "deployments"),
+                    ("batch", "v1", "Job", "jobs"),
+                ] {
+                    for object in cluster.objects(group, plural) {
+                        if let Some(status) = played_status(kind, &object) {
+                            runtime.block_on(patch_status(
+                                &client,
+                                (group, version, kind, plural),
+                                &object,
+                                status,
+                            ));
+                        }
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        });
+        let result = f();
+        stop.store(true, Ordering::Relaxed);
+        result
+    })
+}
+
+/// The status a controller would give `object`, when it has none yet.
+fn played_status(kind: &str, object: &serde_json::Value) -> Option<serde_json::Value> {
+    match kind {
+        "Deployment" if object["status"]["availableReplicas"].is_null() => {
+            let replicas = object["spec"]["replicas"].as_i64().unwrap_or(1);
+            Some(json!({
+                "observedGeneration": object["metadata"]["generation"],
+                "replicas": replicas, "updatedReplicas": replicas,
+                "readyReplicas": replicas, "availableReplicas": replicas,
+                "conditions": [
+                    {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"},
+                    {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable"},
+                ],
+            }))
+        }
+        "Job" if object["status"]["succeeded"].is_null() => Some(json!({
+            "startTime": "2026-11-25T10:00:00Z",
+            "completionTime": "2026-11-25T10:00:05Z",
+            "succeeded": 1,
+            "conditions": [
+                {"type": "SuccessCriteriaMet", "status": "True", "reason": "CompletionsReached"},
+                {"type": "Complete", "status": "True", "reason": "CompletionsReached"},
+            ],
+        })),
+        _ => None,
+    }
+}
+
+async fn patch_status(
+    client: &kube::Client,
+    (group, version, kind, plural): (&str, &str, &str, &str),
+    object: &serde_json::Value,
+    status: serde_json::Value,
+) {
+    use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+    let ns = object["metadata"]["namespace"].as_str().unwrap_or_default();
+    let name = object["metadata"]["name"].as_str().unwrap_or_default();
+    let gvk = kube::core::GroupVersionKind::gvk(group, version, kind);
+    let resource = ApiResource::from_gvk_with_plural(&gvk, plural);
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &resource);
+    let patch = json!({ "status": status });
+    // A write racing tend's (a recreated hook) is played again on the next pass.
+    let _ = api
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await;
+}
+
+/// The repository of `flux2-hub-spoke-example` (the test material), a git work tree
+/// with its public origin, its chart repositories pointed at `charts` (an HTTP repository;
+/// its OCI one served over HTTP too).
+fn hub_and_spoke_repository(charts: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(
+        &repo_root().join("../shared/gitops-repos/flux2-hub-spoke-example"),
+        dir.path(),
+    );
+    for file in [
+        "deploy/infra-controllers/cert-manager.yaml",
+        "deploy/infra-controllers/ingress-nginx.yaml",
+        "deploy/apps/podinfo.yaml",
+    ] {
+        let path = dir.path().join(file);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let text = text
+            .replace("  type: oci\n", "")
+            .replace("oci://ghcr.io/stefanprodan/charts", charts)
+            .replace("https://charts.jetstack.io", charts)
+            .replace("https://kubernetes.github.io/ingress-nginx", charts);
+        std::fs::write(path, text).unwrap();
+    }
+    let repo = git2::Repository::init(dir.path()).unwrap();
+    repo.remote(
+        "origin",
+        "https://github.com/fluxcd/flux2-hub-spoke-example.git",
+    )
+    .unwrap();
+    commit_all(&repo, "flux2-hub-spoke-example");
+    dir
+}
+
+/// Acceptance: the hub applies its own objects (its units target the spokes and are reported
+/// as such); each spoke applies what the hub's units would apply to it, through the units
+/// that name its kubeconfig Secret, in `dependsOn` order; a second diff of each is in sync.
+#[test]
+fn flux2_hub_spoke_example_applies_and_a_second_diff_is_in_sync() {
+    let charts = chart_repository();
+    let dir = hub_and_spoke_repository(&charts);
+    let hub = TestCluster::start();
+    let (code, stdout, stderr) = tend_on(&hub, dir.path(), &["apply", "--path", "hub"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(get(&hub, "", "namespaces", "", "staging").is_some());
+    let (code, stdout, stderr) = tend_on(&hub, dir.path(), &["diff", "--path", "hub"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(
+        stdout.contains("unit Flux Kustomization staging/apps → HelmRelease staging/podinfo: not expanded: it targets the cluster of kubeconfig Secret staging/cluster-kubeconfig"),
+        "{stdout}"
+    );
+    for env in ["staging", "production"] {
+        let spoke = TestCluster::start();
+        let secret = format!("{env}/cluster-kubeconfig");
+        let args = ["--path", "hub", "--units-for-kubeconfig-secret", &secret];
+        let (code, stdout, stderr) = with_controllers_played(&spoke, || {
+            tend_on(&spoke, dir.path(), &[&["apply"][..], &args].concat())
+        });
+        assert_eq!(code, 0, "{env}: {stdout}{stderr}");
+        // tenants: the Namespace named by postBuild substitution; apps: podinfo's release.
+        assert!(get(&spoke, "", "namespaces", "", env).is_some(), "{env}");
+        assert!(get(&spoke, "", "serviceaccounts", env, "flux-restricted").is_some());
+        let podinfo = get(&spoke, "apps", "deployments", "podinfo", "podinfo").expect("podinfo");
+        assert_eq!(podinfo["metadata"]["namespace"], "podinfo");
+        assert!(get(
+            &spoke,
+            "apps",
+            "deployments",
+            "cert-manager",
+            "cert-manager"
+        )
+        .is_some());
+        // Nothing of the hub's own, nor of the other spoke.
+        let other = if env == "staging" {
+            "production"
+        } else {
+            "staging"
+        };
+        assert!(get(&spoke, "", "namespaces", "", other).is_none());
+        let (code, stdout, stderr) = tend_on(&spoke, dir.path(), &[&["diff"][..], &args].concat());
+        assert_eq!(code, 0, "{env}: {stdout}{stderr}");
+    }
+}
+
+/// A Kustomization of `./apps` named `name`, with `extra` lines under `spec:`.
+fn kustomization(name: &str, api_version: &str, extra: &str) -> String {
+    format!(
+        "apiVersion: kustomize.toolkit.fluxcd.io/{api_version}\nkind: Kustomization\nmetadata:\n  name: {name}\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./apps\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n{extra}"
+    )
+}
+
+/// `tend render` of a repository whose `clusters/dev/units.yaml` is `units`, beside the
+/// bootstrap site's `apps/`.
+fn render_units(units: &str) -> (i32, String, String) {
+    let dir = bootstrap_site();
+    std::fs::write(dir.path().join("clusters/dev/apps.yaml"), units).unwrap();
+    run(tend()
+        .args(["render", "--path", "clusters/dev", "--repo"])
+        .arg(dir.path()))
+}
+
+#[test]
+fn bad_units_are_refused_at_their_line_before_anything_is_rendered() {
+    let cases = [
+        (
+            kustomization("apps", "v1", "  pathh: ./x\n"),
+            "apps.yaml:12: spec.pathh is not a field of Kustomization v1",
+        ),
+        (
+            kustomization("apps", "v1beta1", ""),
+            "apps.yaml:1: kustomize.toolkit.fluxcd.io/v1beta1 is not a version of Flux's Kustomization tend reads (v1, v1beta2)",
+        ),
+        (
+            kustomization("apps", "v1", "  dependsOn:\n    - name: infra\n"),
+            "apps.yaml:1: dependsOn names Kustomization flux-system/infra, which the desired state does not define",
+        ),
+        (
+            format!(
+                "{}---\n{}",
+                kustomization("a", "v1", "  targetNamespace: a\n  dependsOn:\n    - name: b\n"),
+                kustomization("b", "v1", "  targetNamespace: b\n  dependsOn:\n    - name: a\n"),
+            ),
+            "dependsOn makes a cycle (Kustomization flux-system/a → Kustomization flux-system/b → Kustomization flux-system/a)",
+        ),
+        (
+            kustomization("apps", "v1", "").replace("name: flux-system\n", "name: elsewhere\n"),
+            "apps.yaml:9: sourceRef names GitRepository flux-system/elsewhere, which the desired state does not define",
+        ),
+    ];
+    for (units, expected) in cases {
+        let (code, stdout, stderr) = render_units(&units);
+        assert_eq!(code, 2, "{units}\n{stdout}{stderr}");
+        assert!(
+            stderr.contains(expected),
+            "{units}\nwant: {expected}\n{stderr}"
+        );
+        assert!(stdout.is_empty(), "{stdout}");
+    }
+}
+
+#[test]
+fn prune_and_force_become_tend_policies_and_a_suspended_unit_applies_nothing() {
+    let units = format!(
+        "{}---\n{}",
+        kustomization(
+            "kept",
+            "v1",
+            "  targetNamespace: web\n  prune: false\n  force: true\n"
+        ),
+        kustomization(
+            "paused",
+            "v1",
+            "  targetNamespace: paused\n  suspend: true\n"
+        ),
+    );
+    let (code, stdout, stderr) = render_units(&units);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("tend.dev/prune: disabled"), "{stdout}");
+    assert!(
+        stdout.contains("tend.dev/replace: on-immutable"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("namespace: paused"), "{stdout}");
+    let cluster = TestCluster::start();
+    let dir = bootstrap_site();
+    std::fs::write(dir.path().join("clusters/dev/apps.yaml"), &units).unwrap();
+    let args = ["--path", "clusters/dev"];
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &[&["diff"][..], &args].concat());
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stdout.contains(
+            "unit Flux Kustomization flux-system/paused: suspended (spec.suspend), nothing applied"
+        ),
+        "{stdout}"
+    );
+}

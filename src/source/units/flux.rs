@@ -3,7 +3,7 @@
 //! the live-controller rule).
 
 use super::model::{
-    Context, Controller, Expander, Found, LiveRule, Produced, Role, Sources, UnitId,
+    Context, Controller, Expander, Found, KubeConfigRef, LiveRule, Produced, Role, Sources, UnitId,
 };
 use serde_json::Value;
 
@@ -37,6 +37,15 @@ impl Expander for Flux {
             (g, _) if g.ends_with(".toolkit.fluxcd.io") => Some(Role::Inert),
             _ => None,
         }
+    }
+
+    /// `spec.kubeConfig.secretRef`: a Secret of the unit's namespace.
+    fn kube_config(&self, unit: &Found) -> Option<KubeConfigRef> {
+        let name = unit
+            .spec()
+            .pointer("/kubeConfig/secretRef/name")?
+            .as_str()?;
+        Some((unit.id.namespace.clone(), name.to_string()))
     }
 
     fn expand(&self, unit: &Found, sources: &Sources, ctx: &Context) -> Produced {

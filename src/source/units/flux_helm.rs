@@ -94,14 +94,6 @@ pub fn expand(unit: &Found, sources: &Sources, ctx: &Context) -> Produced {
     if spec.get("suspend").and_then(Value::as_bool) == Some(true) {
         return Produced::outcome(Outcome::Suspended);
     }
-    if let Some(secret) = spec
-        .pointer("/kubeConfig/secretRef/name")
-        .and_then(Value::as_str)
-    {
-        return Produced::outcome(Outcome::NotExpanded(format!(
-            "it targets another cluster (spec.kubeConfig.secretRef {secret})"
-        )));
-    }
     if spec.get("postRenderers").is_some() {
         return Produced::failed(unit.problem(
             &["spec", "postRenderers"],

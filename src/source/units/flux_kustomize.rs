@@ -4,7 +4,9 @@
 //! has none (every YAML file below it, a directory holding a kustomization as one resource)
 //! and the unit's `targetNamespace`, `namePrefix`/`nameSuffix`, `patches`, `images` and
 //! `components` are written into it; built with tend's kustomize builder; then
-//! `commonMetadata` and `postBuild` substitution applied to each object.
+//! `commonMetadata` and `postBuild` substitution applied to each object, and the unit's
+//! `prune: false` and `force: true` as tend's per-object policies (README "Per-object
+//! policies": `tend.dev/prune: disabled`, `tend.dev/replace: on-immutable`).
 
 use super::flux_sources::{self, Tree};
 use super::model::{unknown_fields, Context, Found, Outcome, Produced, Sources};
@@ -87,15 +89,6 @@ pub fn expand(unit: &Found, sources: &Sources, ctx: &Context) -> Produced {
     let spec = unit.spec();
     if spec.get("suspend").and_then(Value::as_bool) == Some(true) {
         return Produced::outcome(Outcome::Suspended);
-    }
-    if let Some(secret) = spec
-        .pointer("/kubeConfig/secretRef/name")
-        .and_then(Value::as_str)
-    {
-        return Produced::outcome(Outcome::NotExpanded(format!(
-            "it targets another cluster (spec.kubeConfig.secretRef {secret}); run tend on that cluster with --path {}",
-            spec_path(spec).display()
-        )));
     }
     let Some(source_ref) = spec.get("sourceRef") else {
         return Produced::failed(unit.problem(
@@ -336,7 +329,14 @@ fn post_build(unit: &Found, files: &mut [SourceFile], sources: &Sources) -> Resu
     let spec = unit.spec();
     let common = spec.get("commonMetadata");
     let vars = super::flux_substitute::variables(unit, sources)?;
-    if common.is_none() && vars.is_none() {
+    let mut policies = Vec::new();
+    if spec.get("prune").and_then(Value::as_bool) == Some(false) {
+        policies.push(("tend.dev/prune", "disabled"));
+    }
+    if spec.get("force").and_then(Value::as_bool) == Some(true) {
+        policies.push(("tend.dev/replace", "on-immutable"));
+    }
+    if common.is_none() && vars.is_none() && policies.is_empty() {
         return Ok(());
     }
     for file in files.iter_mut() {
@@ -349,6 +349,21 @@ fn post_build(unit: &Found, files: &mut [SourceFile], sources: &Sources) -> Resu
             let mut value = doc.value;
             if let Some(common) = common {
                 apply_common_metadata(&mut value, common);
+            }
+            let own: serde_json::Map<String, Value> = policies
+                .iter()
+                .map(|(k, v)| (k.to_string(), json!(v)))
+                .collect();
+            if !own.is_empty() {
+                // An object's own policy wins over the unit's.
+                let existing = value.pointer("/metadata/annotations").cloned();
+                let mut annotations = json!({ "annotations": own });
+                if let Some(Value::Object(existing)) = existing {
+                    for (k, v) in existing {
+                        annotations["annotations"][k] = v;
+                    }
+                }
+                apply_common_metadata(&mut value, &annotations);
             }
             let mut text = crate::yaml::to_yaml(&value);
             if let Some(vars) = &vars {

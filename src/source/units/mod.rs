@@ -74,96 +74,149 @@ pub struct Expanded {
     pub units: Vec<ExpandedUnit>,
 }
 
+/// A file to scan, with the units it came from and the cluster they target.
+type Pending = (SourceFile, Arc<Vec<UnitId>>, Option<KubeConfigRef>);
+
 /// Find and expand every unit of `walked`, adding what they produce to its files (and their
-/// problems to its problems).
+/// problems to its problems). With `--units-for-kubeconfig-secret`, only what the units
+/// targeting that cluster produce is kept.
 pub fn expand(walked: &mut Walked, ctx: &Context) -> Expanded {
     let mut out = Expanded::default();
     let mut sources = Sources::default();
     sources.default_namespace = ctx.default_namespace.to_string();
     let mut seen: BTreeMap<UnitId, (PathBuf, usize)> = BTreeMap::new();
-    let mut frontier: Vec<(SourceFile, Arc<Vec<UnitId>>)> = walked
+    let mut frontier: Vec<Pending> = walked
         .files
         .iter()
-        .map(|f| (f.clone(), Arc::new(Vec::new())))
+        .map(|f| (f.clone(), Arc::new(Vec::new()), None))
         .collect();
     while !frontier.is_empty() {
         sources
             .files
-            .extend(frontier.iter().map(|(f, _)| f.clone()));
-        let found = scan(&frontier, ctx.default_namespace);
+            .extend(frontier.iter().map(|(f, _, _)| f.clone()));
+        let mut next = Vec::new();
         let mut units = Vec::new();
-        for (role, expander, doc) in found {
+        // Sources first: a unit may name one defined after it.
+        for (role, expander, found) in scan(&frontier, ctx.default_namespace) {
             match role {
-                Role::Unit => units.push((expander, doc)),
-                Role::Source => sources.insert(doc),
+                Role::Unit => units.push((expander, found)),
+                Role::Source => sources.insert(found),
                 Role::Inert => {}
             }
         }
-        let mut next = Vec::new();
         for (expander, unit) in units {
-            let line = unit.doc.line;
-            if unit.chain.contains(&unit.id) {
-                walked.problems.push(Problem::new(
-                    &unit.file,
-                    line,
-                    format!(
-                        "{} expands itself ({} → {}): a cycle; point its path somewhere that does not hold it",
-                        unit.id,
-                        chain_label(&unit.chain),
-                        unit.id
-                    ),
-                ));
+            if let Err(problem) = first_sight(&unit, &mut seen) {
+                walked.problems.push(problem);
                 continue;
             }
-            if let Some((file, first)) = seen.get(&unit.id) {
-                walked.problems.push(Problem::new(
-                    &unit.file,
-                    line,
-                    format!(
-                        "{} is defined twice: first at {}:{first}; remove one of them",
-                        unit.id,
-                        file.display()
-                    ),
-                ));
-                continue;
-            }
-            seen.insert(unit.id.clone(), (unit.file.clone(), line));
-            let produced = expander.expand(&unit, &sources, ctx);
-            let mut chain = (*unit.chain).clone();
-            chain.push(unit.id.clone());
-            let label = chain_label(&chain);
-            let chain = Arc::new(chain);
-            let mut labels = Vec::new();
-            for mut file in produced.files {
-                file.path = PathBuf::from(format!("{} ({label})", file.path.display()));
-                labels.push(file.path.clone());
-                if let Some(namespace) = &produced.namespace {
-                    walked
-                        .namespaces
-                        .insert(file.path.clone(), namespace.clone());
-                }
-                next.push((file, chain.clone()));
-            }
-            walked.problems.extend(produced.problems);
-            walked.charts.dirs.extend(produced.charts);
-            out.units.push(ExpandedUnit {
-                id: unit.id.clone(),
-                file: unit.file.clone(),
-                line,
-                parents: (*unit.chain).clone(),
-                outcome: produced.outcome,
-                revision: produced.revision,
-                files: labels,
-                depends_on: produced.depends_on,
-                live: produced.live,
-                wave: 0,
-            });
+            let (expanded, files) = expand_one(expander, &unit, &sources, ctx, walked);
+            next.extend(files);
+            out.units.push(expanded);
         }
-        walked.files.extend(next.iter().map(|(f, _)| f.clone()));
+        walked.files.extend(next.iter().map(|(f, _, _)| f.clone()));
         frontier = next;
     }
     order_by_dependencies(&mut out.units, &mut walked.problems);
+    if let Some(selected) = ctx.for_kubeconfig {
+        let kept: std::collections::BTreeSet<&PathBuf> = out
+            .units
+            .iter()
+            .filter(|u| u.target.as_ref() == Some(selected))
+            .flat_map(|u| &u.files)
+            .collect();
+        walked.files.retain(|f| kept.contains(&f.path));
+    }
     out
+}
+
+/// A unit met again in its own chain is a cycle; one met twice, defined twice.
+fn first_sight(unit: &Found, seen: &mut BTreeMap<UnitId, (PathBuf, usize)>) -> Result<(), Problem> {
+    let line = unit.doc.line;
+    if unit.chain.contains(&unit.id) {
+        return Err(Problem::new(
+            &unit.file,
+            line,
+            format!(
+                "{} expands itself ({} → {}): a cycle; point its path somewhere that does not hold it",
+                unit.id,
+                chain_label(&unit.chain),
+                unit.id
+            ),
+        ));
+    }
+    if let Some((file, first)) = seen.get(&unit.id) {
+        return Err(Problem::new(
+            &unit.file,
+            line,
+            format!(
+                "{} is defined twice: first at {}:{first}; remove one of them",
+                unit.id,
+                file.display()
+            ),
+        ));
+    }
+    seen.insert(unit.id.clone(), (unit.file.clone(), line));
+    Ok(())
+}
+
+/// Expand one unit (unless it targets a cluster other than the run's), its files labelled
+/// with its chain.
+fn expand_one(
+    expander: &dyn Expander,
+    unit: &Found,
+    sources: &Sources,
+    ctx: &Context,
+    walked: &mut Walked,
+) -> (ExpandedUnit, Vec<Pending>) {
+    let target = expander.kube_config(unit).or_else(|| unit.target.clone());
+    let produced = match &target {
+        Some(target) if ctx.for_kubeconfig != Some(target) => {
+            Produced::outcome(Outcome::NotExpanded(format!(
+                "it targets the cluster of kubeconfig Secret {0}/{1}; run tend for that cluster with its --kubeconfig and --units-for-kubeconfig-secret {0}/{1}",
+                target.0, target.1
+            )))
+        }
+        _ => expander.expand(unit, sources, ctx),
+    };
+    let mut chain = (*unit.chain).clone();
+    chain.push(unit.id.clone());
+    let label = chain_label(&chain);
+    let chain = Arc::new(chain);
+    let mut labels = Vec::new();
+    let mut files = Vec::new();
+    // A file of the unit's own file (a release) already names the units around it.
+    let around = format!(" ({})", chain_label(&unit.chain));
+    for mut file in produced.files {
+        let shown = file.path.display().to_string();
+        let shown = match unit.chain.is_empty() {
+            true => shown.as_str(),
+            false => shown.strip_suffix(&around).unwrap_or(&shown),
+        };
+        file.path = PathBuf::from(format!("{shown} ({label})"));
+        labels.push(file.path.clone());
+        if let Some(namespace) = &produced.namespace {
+            walked
+                .namespaces
+                .insert(file.path.clone(), namespace.clone());
+        }
+        files.push((file, chain.clone(), target.clone()));
+    }
+    walked.problems.extend(produced.problems);
+    walked.charts.dirs.extend(produced.charts);
+    let expanded = ExpandedUnit {
+        id: unit.id.clone(),
+        file: unit.file.clone(),
+        line: unit.doc.line,
+        parents: (*unit.chain).clone(),
+        outcome: produced.outcome,
+        revision: produced.revision,
+        files: labels,
+        depends_on: produced.depends_on,
+        live: produced.live,
+        target,
+        wave: 0,
+    };
+    (expanded, files)
 }
 
 /// Each unit's wave, its depth in the `dependsOn` graph; a dependency on a unit that does not
@@ -211,7 +264,12 @@ fn depth(
         return 0;
     }
     path.push(at);
-    let mut wave = 0;
+    // What a unit holds exists once the unit is applied: never before its wave.
+    let parent = unit.parents.last().and_then(|p| index.get(p)).copied();
+    let mut wave = match parent {
+        Some(parent) => depth(parent, units, index, waves, path, problems),
+        None => 0,
+    };
     for dependency in &unit.depends_on {
         match index.get(dependency) {
             Some(&i) => wave = wave.max(depth(i, units, index, waves, path, problems) + 1),
@@ -229,12 +287,9 @@ fn depth(
     wave
 }
 /// The controller documents of `files`, with their roles, in file order.
-fn scan(
-    files: &[(SourceFile, Arc<Vec<UnitId>>)],
-    default_namespace: &str,
-) -> Vec<(Role, &'static dyn Expander, Found)> {
+fn scan(files: &[Pending], default_namespace: &str) -> Vec<(Role, &'static dyn Expander, Found)> {
     let mut out = Vec::new();
-    for (file, chain) in files {
+    for (file, chain, target) in files {
         let expanders: Vec<&'static dyn Expander> = EXPANDERS
             .iter()
             .copied()
@@ -277,6 +332,7 @@ fn scan(
                     file: file.path.clone(),
                     doc,
                     chain: chain.clone(),
+                    target: target.clone(),
                 },
             ));
         }

@@ -84,6 +84,8 @@ pub struct Found {
     pub doc: yaml::Document,
     /// The units this document came from (empty: the walked directory's own files).
     pub chain: Arc<Vec<UnitId>>,
+    /// The cluster the unit it came from targets, when not the run's own.
+    pub target: Option<KubeConfigRef>,
 }
 
 impl Found {
@@ -239,6 +241,8 @@ pub struct ExpandedUnit {
     pub files: Vec<PathBuf>,
     pub depends_on: Vec<UnitId>,
     pub live: Option<LiveRule>,
+    /// The cluster it targets through a kubeconfig Secret, when not the run's own.
+    pub target: Option<KubeConfigRef>,
     /// Its depth in the `dependsOn` graph (0: depends on nothing): the wave its objects
     /// are applied in, so a unit starts when the units it depends on are ready.
     pub wave: i64,
@@ -263,7 +267,12 @@ pub struct Context<'a> {
     /// The cluster the run is for (`--cluster`): a unit naming it as its destination means
     /// the cluster tend runs against.
     pub cluster: Option<&'a str>,
+    /// `--units-for-kubeconfig-secret`: the run is for the cluster of this kubeconfig Secret.
+    pub for_kubeconfig: Option<&'a KubeConfigRef>,
 }
+
+/// A kubeconfig Secret a unit names for its target cluster (hub and spoke): namespace, name.
+pub type KubeConfigRef = (String, String);
 
 impl Context<'_> {
     /// The walked directory relative to the repository root (`clusters/staging`), `` for the
@@ -300,6 +309,10 @@ pub trait Expander: Sync {
     fn role(&self, api_version: &str, kind: &str) -> Option<Role>;
     /// Expand one unit, reading the sources found so far.
     fn expand(&self, unit: &Found, sources: &Sources, ctx: &Context) -> Produced;
+    /// The kubeconfig Secret a unit targets another cluster through, if any.
+    fn kube_config(&self, _unit: &Found) -> Option<KubeConfigRef> {
+        None
+    }
 }
 
 /// Whether two repository URLs name the same repository, as a controller's source names the
