@@ -219,40 +219,6 @@ fn gitops_bridge(charts: &str, extra: &[(&str, &str)]) -> tempfile::TempDir {
     copy
 }
 
-/// The test API server serves the core kinds only: the webhook configurations and the
-/// IngressClass the two charts hold are served here as custom resources of their groups.
-fn cluster_serving_the_charts_kinds() -> TestCluster {
-    let cluster = TestCluster::start();
-    for (group, kind, plural) in [
-        (
-            "admissionregistration.k8s.io",
-            "MutatingWebhookConfiguration",
-            "mutatingwebhookconfigurations",
-        ),
-        (
-            "admissionregistration.k8s.io",
-            "ValidatingWebhookConfiguration",
-            "validatingwebhookconfigurations",
-        ),
-        ("networking.k8s.io", "IngressClass", "ingressclasses"),
-    ] {
-        let crd = json!({
-            "apiVersion": "apiextensions.k8s.io/v1",
-            "kind": "CustomResourceDefinition",
-            "metadata": {"name": format!("{plural}.{group}")},
-            "spec": {
-                "group": group,
-                "scope": "Cluster",
-                "names": {"kind": kind, "plural": plural, "singular": kind.to_lowercase(), "listKind": format!("{kind}List")},
-                "versions": [{"name": "v1", "served": true, "storage": true,
-                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}],
-            },
-        });
-        cluster.seed(crd).unwrap();
-    }
-    cluster
-}
-
 fn serve_chart_repo() -> String {
     let dir = repo_root().join("../shared/gitops-repos/chart-repo");
     let files = std::fs::read_dir(&dir)
@@ -270,7 +236,7 @@ fn serve_chart_repo() -> String {
 fn gitops_bridge_application_sets_render_the_applications_of_two_labelled_clusters() {
     let charts = serve_chart_repo();
     let repo = gitops_bridge(&charts, &[]);
-    let cluster = cluster_serving_the_charts_kinds();
+    let cluster = TestCluster::start();
     let args = ["diff", "--path", "bootstrap/control-plane/addons"];
     let (code, out, err) = tend_on(&cluster, repo.path(), &args);
     assert_eq!(code, 1, "{out}\n{err}");
@@ -301,6 +267,49 @@ fn gitops_bridge_application_sets_render_the_applications_of_two_labelled_cluste
         out.contains("+ v1 Service ingress-nginx/ingress-nginx-controller "),
         "{out}"
     );
+
+    // They apply (their controllers played), and a second diff is in sync.
+    let (code, out, err) = std::thread::scope(|s| {
+        for (ns, name) in [
+            ("cert-manager", "cert-manager"),
+            ("cert-manager", "cert-manager-cainjector"),
+            ("cert-manager", "cert-manager-webhook"),
+            ("ingress-nginx", "ingress-nginx-controller"),
+        ] {
+            let cluster = &cluster;
+            s.spawn(move || play(cluster, ns, DEPLOYMENTS, name, rolled_out(1)));
+        }
+        for (ns, name) in [
+            ("cert-manager", "cert-manager-startupapicheck"),
+            ("ingress-nginx", "ingress-nginx-admission-create"),
+            ("ingress-nginx", "ingress-nginx-admission-patch"),
+        ] {
+            let cluster = &cluster;
+            s.spawn(move || play(cluster, ns, JOBS, name, job_complete()));
+        }
+        s.spawn(|| {
+            let balanced = json!({"loadBalancer": {"ingress": [{"ip": "192.0.2.10"}]}});
+            let services = ("", "v1", "Service", "services");
+            play(
+                &cluster,
+                "ingress-nginx",
+                services,
+                "ingress-nginx-controller",
+                balanced,
+            )
+        });
+        let apply = [
+            "apply",
+            "--path",
+            "bootstrap/control-plane/addons",
+            "--timeout",
+            "30s",
+        ];
+        tend_on(&cluster, repo.path(), &apply)
+    });
+    assert_eq!(code, 0, "{out}\n{err}");
+    let (code, out, err) = tend_on(&cluster, repo.path(), &args);
+    assert_eq!(code, 0, "{out}\n{err}");
 
     // A label enabling an addon whose chart the repository does not hold: the run fails,
     // naming the chart.
