@@ -380,3 +380,141 @@ fn the_readme_section_runs_as_written() {
     let (code, stdout, stderr) = output(&mut cmd);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
 }
+
+/// An Application of the fixture's URL syncing `path`, named `name`.
+fn application(name: &str, path: &str) -> String {
+    format!(
+        "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: {name}\n  namespace: argocd\nspec:\n  project: default\n  source:\n    repoURL: {FIXTURE_URL}\n    path: {path}\n  destination:\n    server: https://kubernetes.default.svc\n    namespace: {name}\n"
+    )
+}
+
+fn checkout_of(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = site(files);
+    let repo = git2::Repository::init(dir.path()).unwrap();
+    repo.remote("origin", FIXTURE_URL).unwrap();
+    commit_all(&repo, "initial");
+    dir
+}
+
+#[test]
+fn cycles_service_generators_and_plugins_are_errors_at_their_lines() {
+    let cluster = TestCluster::start();
+    let cases: [(&[(&str, &str)], &str); 3] = [
+        (
+            &[("root/app.yaml", &application("loop", "root"))],
+            "Application argocd/loop expands itself",
+        ),
+        (
+            &[(
+                "root/pr.yaml",
+                "apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata:\n  name: previews\n  namespace: argocd\nspec:\n  generators:\n    - pullRequest:\n        github: {owner: o, repo: r}\n  template:\n    metadata: {name: 'pr-{{number}}'}\n    spec: {project: default, destination: {name: in-cluster}}\n",
+            )],
+            "the pullRequest generator needs a service tend does not run",
+        ),
+        (
+            &[(
+                "root/cmp.yaml",
+                &application("cmp", "root").replace("    path: root\n", "    path: root\n    plugin: {name: tanka}\n"),
+            )],
+            "a config management plugin (source.plugin)",
+        ),
+    ];
+    for (files, expected) in cases {
+        let dir = checkout_of(files);
+        let (code, out, err) = tend_on(&cluster, dir.path(), &["apply", "--path", "root"]);
+        assert_eq!(code, 2, "{out}\n{err}");
+        assert!(err.contains(expected), "{err}");
+        assert!(err.contains(".yaml"), "names the file: {err}");
+        assert!(object_writes(&cluster).is_empty(), "nothing written");
+    }
+}
+
+#[test]
+fn another_clusters_application_is_reported_not_synced_and_controller_objects_can_be_applied() {
+    let dir = checkout_of(&[
+        (
+            "root/spoke.yaml",
+            &application("spoke", "web").replace(
+                "server: https://kubernetes.default.svc",
+                "server: https://spoke.example.com:6443",
+            ),
+        ),
+        (
+            "web/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n",
+        ),
+    ]);
+    let (code, out, err) = run(tend()
+        .args(["render", "--path", "root", "--repo"])
+        .arg(dir.path()));
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(!out.contains("ConfigMap"), "{out}");
+    // --apply-controller-objects: the Application is an ordinary object.
+    let (code, out, err) = run(tend()
+        .args([
+            "render",
+            "--apply-controller-objects",
+            "--path",
+            "root",
+            "--repo",
+        ])
+        .arg(dir.path()));
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("kind: Application"), "{out}");
+    let cluster = TestCluster::start();
+    let (code, out, err) = tend_on(&cluster, dir.path(), &["diff", "--path", "root"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        out.contains("unit Argo CD Application argocd/spoke: not expanded: it syncs to cluster https://spoke.example.com:6443"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_live_argo_cd_syncing_the_same_application_is_not_fought() {
+    let dir = checkout_of(&[
+        ("root/web.yaml", &application("web", "web")),
+        (
+            "web/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n",
+        ),
+    ]);
+    let cluster = TestCluster::start();
+    cluster
+        .seed(json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "applications.argoproj.io"},
+            "spec": {
+                "group": "argoproj.io", "scope": "Namespaced",
+                "names": {"kind": "Application", "plural": "applications", "singular": "application", "listKind": "ApplicationList"},
+                "versions": [{"name": "v1alpha1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}],
+            },
+        }))
+        .unwrap();
+    cluster.seed(ns_value("argocd")).unwrap();
+    cluster.seed(ns_value("web")).unwrap();
+    let live = |automated: Value| {
+        json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+               "metadata": {"name": "web", "namespace": "argocd"},
+               "spec": {"syncPolicy": automated}})
+    };
+    cluster
+        .seed(live(json!({"automated": {"prune": true}})))
+        .unwrap();
+    let (code, out, err) = tend_on(&cluster, dir.path(), &["apply", "--path", "root"]);
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(
+        err.contains("argocd app set web --sync-policy none"),
+        "{err}"
+    );
+    assert!(object_writes(&cluster).is_empty(), "nothing written");
+    // diff is the read-only preview.
+    let (code, out, err) = tend_on(&cluster, dir.path(), &["diff", "--path", "root"]);
+    assert_eq!(code, 1, "{out}\n{err}");
+}
+
+fn ns_value(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+}

@@ -109,11 +109,7 @@ fn application_set(unit: &Found, sources: &Sources, ctx: &Context) -> Produced {
     }
     let apps = match argo_appset::generate(&doc, &generate) {
         Ok(apps) => apps,
-        Err(e) => {
-            return Produced::failed(
-                unit.problem(&["spec"], format!("ApplicationSet {}: {e}", unit.id)),
-            )
-        }
+        Err(e) => return Produced::failed(unit.problem(&["spec"], format!("{}: {e}", unit.id))),
     };
     let mut produced = Produced::outcome(Outcome::Expanded);
     if apps.is_empty() {
