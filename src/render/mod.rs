@@ -173,6 +173,9 @@ fn parse_and_check<'f>(
             }
             if from_chart {
                 helm_charts::as_tend_hook(&mut doc, after_pre_hooks);
+                if let Some(policies) = charted.unit_policies.get(&file.path) {
+                    crate::source::units::apply_encoded_policies(&mut doc.value, policies);
+                }
             }
             if let Some((group, kind, namespaced)) = crd_scope(&doc.value) {
                 parsed.repo_scopes.insert((group, kind), namespaced);

@@ -115,6 +115,10 @@ fn an_app_of_apps_applies_what_argo_cd_would_sync_and_a_second_diff_is_clean() {
     let greeting =
         get(&cluster, "", "configmaps", "greeter", "hello-greeting").expect("chart output");
     assert_eq!(greeting["data"]["message"], "bonjour, production");
+    assert_eq!(
+        greeting["metadata"]["annotations"]["tend.dev/prune"],
+        "disabled"
+    );
     // Jsonnet with an extVar, a TLA and a library.
     let settings =
         get(&cluster, "", "configmaps", "shop", "settings-prod").expect("jsonnet output");

@@ -159,7 +159,7 @@ pub fn target(
 
 /// The sync options that change what tend writes, from `syncPolicy.syncOptions` or an
 /// object's `argocd.argoproj.io/sync-options` annotation.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SyncOptions {
     pub create_namespace: bool,
     /// `Prune=false` (or `Delete=false`): never pruned by tend.
@@ -210,8 +210,12 @@ pub fn managed_namespace(spec: &Json, namespace: &str) -> Json {
     json!({"apiVersion": "v1", "kind": "Namespace", "metadata": metadata})
 }
 
+/// Annotation on the HelmChart of an Application's Helm source: its sync options and
+/// `ignoreDifferences` (JSON), applied by render to each object the chart renders.
+pub const POLICIES_ANNOTATION: &str = "tend.dev/unit-policies";
+
 /// One `ignoreDifferences` entry: which objects, and the fields tend leaves to others.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct IgnoreRule {
     pub group: String,
     pub kind: String,
@@ -320,6 +324,33 @@ fn remove_pointer(object: &mut Json, pointer: &str) {
             }
         }
         _ => {}
+    }
+}
+
+/// What [`POLICIES_ANNOTATION`] holds, when there is anything to apply.
+pub fn encode_policies(sync: &SyncOptions, rules: &[IgnoreRule]) -> Option<String> {
+    if !sync.keep && !sync.replace && rules.is_empty() {
+        return None;
+    }
+    serde_json::to_string(&json!({"sync": sync, "ignore": rules})).ok()
+}
+
+/// [`apply_policies`] with what [`encode_policies`] wrote; objects' own sync-options
+/// annotations are read as for any other source.
+pub fn apply_encoded_policies(object: &mut Json, encoded: &str) {
+    let Ok(decoded) = serde_json::from_str::<Json>(encoded) else {
+        return;
+    };
+    let sync: SyncOptions = decoded
+        .get("sync")
+        .and_then(|s| serde_json::from_value(s.clone()).ok())
+        .unwrap_or_default();
+    let rules: Vec<IgnoreRule> = decoded
+        .get("ignore")
+        .and_then(|r| serde_json::from_value(r.clone()).ok())
+        .unwrap_or_default();
+    if object.is_object() {
+        apply_policies(object, &sync, &rules);
     }
 }
 

@@ -157,3 +157,24 @@ fn helm_parameters_set_values_as_helm_set_does() {
     .unwrap();
     assert_eq!(v, json!({"b": 2}));
 }
+
+#[test]
+fn policies_travel_encoded_for_chart_output() {
+    let sync = SyncOptions {
+        keep: true,
+        ..Default::default()
+    };
+    let rules = ignore_rules(&json!({"ignoreDifferences": [
+        {"group": "apps", "kind": "Deployment", "jsonPointers": ["/spec/replicas"]}]}))
+    .unwrap();
+    assert_eq!(encode_policies(&SyncOptions::default(), &[]), None);
+    let encoded = encode_policies(&sync, &rules).unwrap();
+    let mut object = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web"}, "spec": {"replicas": 2}});
+    apply_encoded_policies(&mut object, &encoded);
+    assert_eq!(
+        object["metadata"]["annotations"]["tend.dev/prune"],
+        "disabled"
+    );
+    assert!(object["spec"].get("replicas").is_none());
+}

@@ -359,13 +359,21 @@ impl AppSources<'_, '_> {
         } else {
             format!("{}-{index}", self.unit.id.name)
         };
+        let mut annotations = Map::new();
+        annotations.insert(
+            EXPANDED_ANNOTATION.into(),
+            json!(super::chain_label(&chain)),
+        );
+        if let Some(policies) = argo_app::encode_policies(&self.sync, &self.rules) {
+            annotations.insert(argo_app::POLICIES_ANNOTATION.into(), json!(policies));
+        }
         let helm_chart = json!({
             "apiVersion": crate::API_VERSION,
             "kind": "HelmChart",
             "metadata": {
                 "name": name,
                 "namespace": namespace,
-                "annotations": {EXPANDED_ANNOTATION: super::chain_label(&chain)},
+                "annotations": annotations,
             },
             "spec": Value::Object(spec),
         });

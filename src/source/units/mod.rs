@@ -48,6 +48,7 @@ mod flux_sources;
 mod flux_substitute;
 mod model;
 
+pub use argo_app::{apply_encoded_policies, POLICIES_ANNOTATION};
 pub use model::*;
 
 use super::walk::Walked;
