@@ -604,7 +604,8 @@ mod tests {
                 "objects",
                 "waves",
                 "hooks",
-                "stoppedAtWave"
+                "stoppedAtWave",
+                "units"
             ]
         );
     }

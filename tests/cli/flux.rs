@@ -594,3 +594,48 @@ fn prune_and_force_become_tend_policies_and_a_suspended_unit_applies_nothing() {
         "{stdout}"
     );
 }
+
+#[test]
+fn a_helm_release_renders_a_chart_from_the_checkout_at_its_path_from_the_root() {
+    let dir = bootstrap_site();
+    let files = [
+        (
+            "charts/web/Chart.yaml",
+            "apiVersion: v2\nname: web\nversion: 1.2.3\n",
+        ),
+        ("charts/web/values.yaml", "greeting: hi\n"),
+        (
+            "charts/web/templates/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  greeting: {{ .Values.greeting }}\n",
+        ),
+        (
+            "apps/web.yaml",
+            "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: web\n  namespace: flux-system\nspec:\n  interval: 1h\n  chart:\n    spec:\n      chart: ./charts/web\n      sourceRef:\n        kind: GitRepository\n        name: flux-system\n  values:\n    greeting: ${GREETING}\n",
+        ),
+    ];
+    for (path, text) in files {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let (code, stdout, stderr) = run(tend()
+        .args(["render", "--path", "clusters/dev", "--repo"])
+        .arg(dir.path()));
+    assert_eq!(code, 0, "{stderr}");
+    // The HelmRelease came out of the Kustomization (targetNamespace web, GREETING
+    // substituted); the release is `<targetNamespace>-<name>`, in the target namespace.
+    assert!(
+        stdout.contains(
+            "# Source: apps (kustomize build) (Flux Kustomization flux-system/apps → HelmRelease web/web)"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "kind: ConfigMap\nmetadata:\n  name: web\n  namespace: web\ndata:\n  greeting: hello\n"
+        ) || stdout.contains(
+            "data:\n  greeting: hello\nkind: ConfigMap\nmetadata:\n  name: web\n  namespace: web\n"
+        ),
+        "{stdout}"
+    );
+}

@@ -346,6 +346,9 @@ fn normalized_repository(url: &str) -> String {
     let host = host.split(':').next().unwrap_or("").to_ascii_lowercase();
     let path = path.trim_matches('/');
     let path = path.strip_suffix(".git").unwrap_or(path).trim_matches('/');
+    if host.is_empty() || path.is_empty() {
+        return String::new();
+    }
     format!("{host}/{path}")
 }
 
