@@ -122,12 +122,30 @@ pub fn load(source_opts: &SourceOptions, render_opts: &RenderOptions) -> Result<
         &render_opts.chart_credentials,
         &mut walked.problems,
     );
+    let mut expanded = expanded;
+    resolved_chart_versions(&mut expanded, &walked.charts);
     Ok(Loaded {
         checkout,
         walked,
         cache_dir,
         expanded,
     })
+}
+
+/// A release's revision: the chart version its range resolved to.
+fn resolved_chart_versions(
+    expanded: &mut source::units::Expanded,
+    charts: &crate::helm::chart::Charts,
+) {
+    for unit in &mut expanded.units {
+        let Some((repository, name, range)) = &unit.chart else {
+            continue;
+        };
+        let key = crate::helm::chart::remote_key(repository, name, range);
+        if let Some(Ok(remote)) = charts.remote.get(&key) {
+            unit.revision = Some(format!("chart {name} {}", remote.version));
+        }
+    }
 }
 
 /// Render what [`load`] read, as often as needed (a render with what the cluster said).

@@ -274,7 +274,7 @@ fn a_helm_release_applies_and_a_second_diff_is_in_sync() {
     let unit = &report["units"][0];
     assert_eq!(unit["name"], "Flux HelmRelease flux-system/podinfo");
     assert_eq!(unit["result"], "expanded");
-    assert_eq!(unit["revision"], "chart podinfo >=6.0.0");
+    assert_eq!(unit["revision"], "chart podinfo 6.14.1");
     let deployment = report["objects"]
         .as_array()
         .unwrap()
@@ -543,6 +543,10 @@ fn bad_units_are_refused_at_their_line_before_anything_is_rendered() {
             "dependsOn makes a cycle (Kustomization flux-system/a → Kustomization flux-system/b → Kustomization flux-system/a)",
         ),
         (
+            kustomization("apps", "v1", "").replace("./apps", "./clusters/dev/more"),
+            "apps.yaml:8: spec.path clusters/dev/more is inside the directory tend reads (clusters/dev)",
+        ),
+        (
             kustomization("apps", "v1", "").replace("name: flux-system\n", "name: elsewhere\n"),
             "apps.yaml:9: sourceRef names GitRepository flux-system/elsewhere, which the desired state does not define",
         ),
@@ -610,7 +614,7 @@ fn a_helm_release_renders_a_chart_from_the_checkout_at_its_path_from_the_root() 
         ),
         (
             "apps/web.yaml",
-            "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: web\n  namespace: flux-system\nspec:\n  interval: 1h\n  chart:\n    spec:\n      chart: ./charts/web\n      sourceRef:\n        kind: GitRepository\n        name: flux-system\n  values:\n    greeting: ${GREETING}\n",
+            "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: web\n  namespace: flux-system\nspec:\n  interval: 1h\n  chart:\n    spec:\n      chart: ./charts/web\n      sourceRef:\n        kind: GitRepository\n        name: flux-system\n        namespace: flux-system\n  values:\n    greeting: ${GREETING}\n",
         ),
     ];
     for (path, text) in files {

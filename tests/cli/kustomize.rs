@@ -189,7 +189,12 @@ fn a_tree_of_overlays_builds_each_overlay_but_not_its_base_or_component() {
 
 #[test]
 fn a_plain_tree_with_kustomize_directories() {
-    let rendered = render(&["--repo", mixed().to_str().unwrap()]);
+    // The Flux Kustomization is applied as it is (README "Coming from Flux").
+    let rendered = render(&[
+        "--apply-controller-objects",
+        "--repo",
+        mixed().to_str().unwrap(),
+    ]);
     let mut names: Vec<String> = ids(&rendered);
     names.sort();
     let redis_cm = kubectl_kustomize(&mixed().join("apps/redis"))
@@ -264,7 +269,7 @@ fn overlays_and_a_mixed_tree_apply_then_diff_clean() {
     )
     .is_some());
 
-    let args = ["--applyset", "mixed"];
+    let args = ["--applyset", "mixed", "--apply-controller-objects"];
     let (code, stdout, stderr) = tend_on(&cluster, &mixed(), &[&["apply"][..], &args].concat());
     assert_eq!(code, 0, "apply mixed:\n{stdout}\n{stderr}");
     let (code, stdout, stderr) = tend_on(&cluster, &mixed(), &[&["diff"][..], &args].concat());

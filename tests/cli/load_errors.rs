@@ -321,7 +321,7 @@ fn broken_repos_change_nothing_in_the_cluster() {
 const CLUSTER_CASES: &[(&str, &str)] = &[
     ("crd-kind-not-served", "app.yaml:14: the cluster does not serve cert-manager.io/v1 Certificate; check apiVersion and kind, or install the CRD that defines it"),
     ("tend-crds-not-installed", "chaos.yaml:8: the cluster does not serve tend.dev/v1alpha1 ChaosAgent: tend's CRDs are not installed; install them with `tend crds | kubectl apply -f -`"),
-    ("kind-not-in-discovery", "ingress.yaml:8: the cluster does not serve networking.k8s.io/v1 Ingress; check apiVersion and kind, or install the CRD that defines it"),
+    ("kind-not-in-discovery", "pdb.yaml:8: the cluster does not serve policy/v1 PodDisruptionBudget; check apiVersion and kind, or install the CRD that defines it"),
 ];
 
 /// A kind whose CRD is in the same repository, declared cluster-scoped, used with a

@@ -238,6 +238,7 @@ fn chart_source(
             chart_spec.insert("name".into(), json!(chart));
             chart_spec.insert("version".into(), json!(version));
             produced.revision = Some(format!("chart {chart} {version}"));
+            produced.chart = Some((url.to_string(), chart.to_string(), version.to_string()));
             Ok(())
         }
         "GitRepository" => {
@@ -323,6 +324,7 @@ fn chart_ref_source(
     chart_spec.insert("name".into(), json!(name));
     chart_spec.insert("version".into(), json!(version));
     produced.revision = Some(format!("chart {name} {version}"));
+    produced.chart = Some((base.to_string(), name.to_string(), version.to_string()));
     Ok(())
 }
 

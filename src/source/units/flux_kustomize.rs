@@ -5,8 +5,8 @@
 //! and the unit's `targetNamespace`, `namePrefix`/`nameSuffix`, `patches`, `images` and
 //! `components` are written into it; built with tend's kustomize builder; then
 //! `commonMetadata` and `postBuild` substitution applied to each object, and the unit's
-//! `prune: false` and `force: true` as tend's per-object policies (README "Per-object
-//! policies": `tend.dev/prune: disabled`, `tend.dev/replace: on-immutable`).
+//! `prune: false` and `force: true` as tend's per-object policies
+//! (`tend.dev/prune: disabled`, `tend.dev/replace: on-immutable`).
 
 use super::flux_sources::{self, Tree};
 use super::model::{unknown_fields, Context, Found, Outcome, Produced, Sources};
@@ -108,10 +108,22 @@ pub fn expand(unit: &Found, sources: &Sources, ctx: &Context) -> Produced {
             "spec.path leaves the repository; write a path relative to the repository root",
         ));
     }
-    if tree.is_checkout && path == ctx.walked_dir() {
+    let walked = ctx.walked_dir();
+    if tree.is_checkout && path == walked {
         let mut produced = Produced::outcome(Outcome::Root);
         produced.revision = tree.revision;
         return produced;
+    }
+    if tree.is_checkout && path.starts_with(&walked) {
+        // Its files are walked already, as they are: built again, they would be applied twice.
+        return Produced::failed(unit.problem(
+            &["spec", "path"],
+            format!(
+                "spec.path {} is inside the directory tend reads ({}), whose files it applies as they are; run tend with --path on the cluster's own directory (the one `flux bootstrap` names), or apply Flux's objects as they are with --apply-controller-objects",
+                path.display(),
+                if walked.as_os_str().is_empty() { ".".to_string() } else { walked.display().to_string() },
+            ),
+        ));
     }
     if !tree.root.join(&path).is_dir() {
         return Produced::failed(unit.problem(

@@ -211,6 +211,7 @@ fn expand_one(
         parents: (*unit.chain).clone(),
         outcome: produced.outcome,
         revision: produced.revision,
+        chart: produced.chart,
         files: labels,
         depends_on: produced.depends_on,
         live: produced.live,

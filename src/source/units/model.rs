@@ -199,6 +199,9 @@ pub struct Produced {
     pub outcome: Outcome,
     /// The source revision read (a commit, a chart version).
     pub revision: Option<String>,
+    /// A release's chart in a repository: repository, name and version range (the version
+    /// it resolves to becomes the revision once fetched).
+    pub chart: Option<(String, String, String)>,
     pub depends_on: Vec<UnitId>,
     pub live: Option<LiveRule>,
     pub problems: Vec<Problem>,
@@ -213,6 +216,7 @@ impl Produced {
             charts: Vec::new(),
             outcome,
             revision: None,
+            chart: None,
             depends_on: Vec::new(),
             live: None,
             problems: Vec::new(),
@@ -237,6 +241,8 @@ pub struct ExpandedUnit {
     pub parents: Vec<UnitId>,
     pub outcome: Outcome,
     pub revision: Option<String>,
+    /// See [`Produced::chart`].
+    pub chart: Option<(String, String, String)>,
     /// The labels of the files it produced.
     pub files: Vec<PathBuf>,
     pub depends_on: Vec<UnitId>,
