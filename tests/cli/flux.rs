@@ -643,3 +643,34 @@ fn a_helm_release_renders_a_chart_from_the_checkout_at_its_path_from_the_root() 
         "{stdout}"
     );
 }
+
+#[test]
+fn substitute_from_reads_config_maps_and_keeps_secret_values_out_of_other_kinds() {
+    let vars = |kind: &str| {
+        let data = match kind {
+            "Secret" => "data:\n  GREETING: aGVsbG8gZnJvbSBhIHNlY3JldA==\n", // hello from a secret
+            _ => "data:\n  GREETING: hello from a map\n",
+        };
+        format!(
+            "---\napiVersion: v1\nkind: {kind}\nmetadata:\n  name: vars\n  namespace: flux-system\n{data}"
+        )
+    };
+    let unit = |kind: &str| {
+        kustomization(
+            "apps",
+            "v1",
+            &format!("  targetNamespace: web\n  postBuild:\n    substituteFrom:\n      - kind: {kind}\n        name: vars\n      - kind: ConfigMap\n        name: absent\n        optional: true\n"),
+        )
+    };
+    let (code, stdout, stderr) =
+        render_units(&format!("{}{}", unit("ConfigMap"), vars("ConfigMap")));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("greeting: hello from a map\n"), "{stdout}");
+    let (code, stdout, stderr) = render_units(&format!("{}{}", unit("Secret"), vars("Secret")));
+    assert_eq!(code, 2, "{stdout}");
+    assert!(
+        stderr.contains("ConfigMap greeting in apps (kustomize build) would get ${GREETING}, read from a Secret"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("hello from a secret"), "{stderr}");
+}

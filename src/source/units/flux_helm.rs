@@ -348,7 +348,14 @@ fn values(unit: &Found, sources: &Sources) -> Result<Value, Problem> {
                 "valuesFrom kind {kind:?} is neither ConfigMap nor Secret"
             )));
         }
-        let data = sources.config_data(kind, &unit.id.namespace, name);
+        let data = sources
+            .config_data(kind, &unit.id.namespace, name)
+            .map_err(&at)?;
+        if kind == "Secret" && data.is_some() {
+            return Err(at(format!(
+                "valuesFrom names Secret {name}: what a chart makes of a Secret's values cannot be traced back to mask them (tend masks Secret data only), so tend does not render them yet; read the values from a ConfigMap, or keep the secret in a Secret the chart references by name"
+            )));
+        }
         let Some(data) = data.and_then(|d| d.get(key).cloned()) else {
             if optional {
                 continue;

@@ -380,12 +380,14 @@ fn post_build(unit: &Found, files: &mut [SourceFile], sources: &Sources) -> Resu
             let mut text = crate::yaml::to_yaml(&value);
             if let Some(vars) = &vars {
                 if !super::flux_substitute::disabled(&value) {
-                    text = super::flux_substitute::substitute(&text, vars).map_err(|e| {
-                        unit.problem(
-                            &["spec", "postBuild"],
-                            format!("substituting variables in {}: {e}", file.path.display()),
-                        )
-                    })?;
+                    secret_only_in_secrets(unit, &file.path, &value, &text, vars)?;
+                    text =
+                        super::flux_substitute::substitute(&text, &vars.values).map_err(|e| {
+                            unit.problem(
+                                &["spec", "postBuild"],
+                                format!("substituting variables in {}: {e}", file.path.display()),
+                            )
+                        })?;
                 }
             }
             out.push_str("---\n");
@@ -394,6 +396,38 @@ fn post_build(unit: &Found, files: &mut [SourceFile], sources: &Sources) -> Resu
         file.text = out;
     }
     Ok(())
+}
+
+/// A variable from a Secret lands only in a Secret (tend masks Secret data only).
+fn secret_only_in_secrets(
+    unit: &Found,
+    file: &Path,
+    value: &Value,
+    text: &str,
+    vars: &super::flux_substitute::Variables,
+) -> Result<(), Problem> {
+    let kind = value
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or("object");
+    let is_secret =
+        kind == "Secret" && value.get("apiVersion").and_then(Value::as_str) == Some("v1");
+    let used = super::flux_substitute::referenced(text, &vars.from_secrets);
+    if is_secret || used.is_empty() {
+        return Ok(());
+    }
+    let name = value
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    Err(unit.problem(
+        &["spec", "postBuild", "substituteFrom"],
+        format!(
+            "{kind} {name} in {} would get ${{{}}}, read from a Secret: tend masks Secret data only, so it would show in diffs; substitute it into a Secret only, or read it from a ConfigMap",
+            file.display(),
+            used.join("}, ${"),
+        ),
+    ))
 }
 
 fn apply_common_metadata(value: &mut Value, common: &Value) {

@@ -3,23 +3,28 @@
 //! ones winning) under `substitute`, newlines removed from values; `${var}` and the bash
 //! forms Flux's envsubst supports, `$${var}` for a literal `${var}`; an unset variable is
 //! empty (the controller's default, non-strict mode); an object labelled or annotated
-//! `kustomize.toolkit.fluxcd.io/substitute: disabled` is left alone.
+//! `kustomize.toolkit.fluxcd.io/substitute: disabled` is left alone. A variable read from a
+//! Secret may only land in a Secret: tend masks Secret data, not what other kinds hold.
 
 use super::model::{Found, Sources};
 use crate::problem::Problem;
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 const OPT_OUT: &str = "kustomize.toolkit.fluxcd.io/substitute";
 
 /// The unit's variables, `None` when it substitutes nothing (the controller then leaves
 /// `${...}` alone).
-pub fn variables(
-    unit: &Found,
-    sources: &Sources,
-) -> Result<Option<BTreeMap<String, String>>, Problem> {
+/// A unit's variables, with the names whose values came from a Secret.
+pub struct Variables {
+    pub values: BTreeMap<String, String>,
+    pub from_secrets: BTreeSet<String>,
+}
+
+pub fn variables(unit: &Found, sources: &Sources) -> Result<Option<Variables>, Problem> {
     let post_build = unit.spec().get("postBuild");
     let mut vars = BTreeMap::new();
+    let mut from_secrets = BTreeSet::new();
     let from = post_build.and_then(|p| p.get("substituteFrom"));
     for (i, reference) in from
         .and_then(Value::as_array)
@@ -47,8 +52,17 @@ pub fn variables(
                 "substituteFrom kind {kind:?} is neither ConfigMap nor Secret"
             )));
         }
-        match sources.config_data(kind, &unit.id.namespace, name) {
-            Some(data) => vars.extend(data),
+        match sources.config_data(kind, &unit.id.namespace, name).map_err(&at)? {
+            Some(data) => {
+                for (k, v) in data {
+                    if kind == "Secret" {
+                        from_secrets.insert(k.clone());
+                    } else {
+                        from_secrets.remove(&k);
+                    }
+                    vars.insert(k, v);
+                }
+            }
             None if optional => {}
             None => {
                 return Err(at(format!(
@@ -64,6 +78,7 @@ pub fn variables(
                 Value::String(s) => s.clone(),
                 other => other.to_string(),
             };
+            from_secrets.remove(k);
             vars.insert(k.clone(), v);
         }
     }
@@ -78,7 +93,25 @@ pub fn variables(
             ),
         ));
     }
-    Ok((!vars.is_empty()).then_some(vars))
+    Ok((!vars.is_empty()).then_some(Variables {
+        values: vars,
+        from_secrets,
+    }))
+}
+
+/// The variables of `names` that `text` refers to.
+pub fn referenced<'n>(text: &str, names: &'n BTreeSet<String>) -> Vec<&'n str> {
+    names
+        .iter()
+        .filter(|name| {
+            text.match_indices(&format!("${{{name}"))
+                .any(|(at, found)| {
+                    let next = text[at + found.len()..].chars().next();
+                    !next.is_some_and(|c| c == '_' || c.is_ascii_alphanumeric())
+                })
+        })
+        .map(String::as_str)
+        .collect()
 }
 
 /// Whether an object opted out of substitution.

@@ -5,31 +5,49 @@
 //!
 //! # The contract, for a controller plugging in
 //!
-//! A controller is an [`Expander`] listed in [`EXPANDERS`]. It says which of its kinds are
-//! **units** (expanded), **sources** (named by units: `GitRepository`, `HelmRepository`, ...)
-//! or **inert** (neither; `AppProject`, a Flux `Alert`), by apiVersion and kind
-//! ([`Expander::role`]); and expands one unit ([`Expander::expand`]) into [`Produced`]:
+//! The shared model lives in `model.rs` (re-exported here); each controller is files of its
+//! own (`flux*.rs`; Argo CD: `argo*.rs`) that import `super::model`, never this file. A
+//! controller is an [`Expander`] listed in [`EXPANDERS`] (with its [`Controller`] variant).
+//! It says which of its kinds are **units** (expanded), **sources** (named by units:
+//! `GitRepository`, `HelmRepository`, ...) or **inert** (neither; `AppProject`, a Flux
+//! `Alert`), by apiVersion and kind ([`Expander::role`]; every kind it claims is left out of
+//! render unless `--apply-controller-objects`, see [`is_controller_object`]); names the
+//! cluster a unit targets through a kubeconfig Secret ([`Expander::kube_config`], default
+//! none); and expands one unit ([`Expander::expand`]) into [`Produced`]:
 //!
 //! - `files`: [`SourceFile`]s, labelled as the walk labels them relative to the tree they came
 //!   from (`clusters/staging/apps (kustomize build)`); the loop appends the unit chain, so every
 //!   message reads `<label> (Flux Kustomization staging/apps → HelmRelease podinfo/podinfo)`.
 //!   A Helm release is a file holding a tend `HelmChart` document annotated with
-//!   [`EXPANDED_ANNOTATION`]: the chart pipeline fetches and renders it, and render does not
-//!   apply the HelmChart object itself.
+//!   [`EXPANDED_ANNOTATION`] and padded to the unit's line (see `flux_helm.rs`): the chart
+//!   pipeline fetches and renders it, and render does not apply the HelmChart object itself.
+//!   `charts`: charts read from a source's tree, keyed by an absolute path the HelmChart's
+//!   `spec.chart` names; `chart`: a release's repository chart, whose resolved version
+//!   becomes the `revision` once fetched (`run::load`).
 //! - `outcome`: expanded, suspended, the walked directory itself, or not expanded with the
 //!   reason (reported, never silently dropped); `revision`: the source revision it read.
-//! - `depends_on`: other units it waits for; `live`: how to tell a live controller's copy of
-//!   it is active (the no-fight rule, checked by `run::units_live` once connected).
+//! - `depends_on`: other units it waits for (their depth becomes waves,
+//!   `render::waves::UNIT_WAVE_STEP` apart in render; a unit inside another never before
+//!   it); `live`: how to tell a live
+//!   controller's copy of it is active (the no-fight rule: `run::units_live` reads the live
+//!   object of the unit's kind in `LiveRule::group`, any served version, and refuses `apply`
+//!   when `LiveRule::active` says so, naming `LiveRule::way_out`).
 //! - `problems`: at file:line; any problem fails the run before anything is written.
 //!
 //! The loop ([`expand`]) scans the walked files for controller documents (parsed with their
-//! file:line), indexes sources, expands every unit found, and scans what they produced again
-//! (the bootstrap pattern `clusters/<env>` → infrastructure → apps). A unit met again in its
-//! own chain is a cycle, and one defined twice is refused, both at file:line.
+//! file:line), indexes the sources of each round before expanding its units, expands every
+//! unit found, and scans what they produced again (the bootstrap pattern `clusters/<env>` →
+//! infrastructure → apps). A unit met again in its own chain is a cycle, and one defined
+//! twice is refused, both at file:line. A unit targeting another cluster
+//! ([`Expander::kube_config`], or inherited from the unit it came from) is expanded only by a
+//! run for that cluster (`--units-for-kubeconfig-secret`), which then keeps only what such
+//! units produce.
 //!
 //! Shared helpers: [`same_repository`] (a source URL naming the checkout under test),
-//! [`Context::tree_of_checkout`], [`is_controller_object`] (what render leaves out unless
-//! `--apply-controller-objects`).
+//! [`Context::tree_of_checkout`], [`Context::is_checkout_url`], [`Context::walked_dir`],
+//! [`Sources::config_data`] (a ConfigMap's or Secret's data from the desired state),
+//! [`unknown_fields`] (top-level `spec` fields a published schema lacks), [`chain_label`].
+//! Reports (`report::units`) show each [`ExpandedUnit`] with its objects' counts.
 //!
 //! `--apply-controller-objects` turns all of this off: the controllers' objects are applied as
 //! ordinary objects and nothing is expanded.

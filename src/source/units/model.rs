@@ -114,13 +114,14 @@ pub struct Sources {
 }
 
 impl Sources {
-    /// The data of a ConfigMap or Secret of the desired state (a Secret's decoded), by key.
+    /// The data of a ConfigMap or Secret of the desired state (a Secret's decoded), by key;
+    /// an error for a SOPS-encrypted one (its values are not read for a unit).
     pub fn config_data(
         &self,
         kind: &str,
         namespace: &str,
         name: &str,
-    ) -> Option<BTreeMap<String, String>> {
+    ) -> Result<Option<BTreeMap<String, String>>, String> {
         let candidates = self
             .files
             .iter()
@@ -142,10 +143,17 @@ impl Sources {
                 {
                     continue;
                 }
-                return Some(config_entries(v));
+                if crate::sops::has_metadata(v) {
+                    return Err(format!(
+                        "{kind} {namespace}/{name} is SOPS-encrypted (at {}:{}); tend does not read a unit's values from an encrypted object yet",
+                        file.path.display(),
+                        doc.line
+                    ));
+                }
+                return Ok(Some(config_entries(v)));
             }
         }
-        None
+        Ok(None)
     }
 
     pub fn get(&self, kind: &str, namespace: &str, name: &str) -> Option<&Found> {
