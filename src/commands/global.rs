@@ -205,6 +205,7 @@ impl GlobalArgs {
                 bytes: self.helm_max_bytes,
             },
             apply_controller_objects: self.apply_controller_objects,
+            file_namespaces: Default::default(),
             unit_files: Default::default(),
         })
     }

@@ -49,6 +49,9 @@ pub struct ChartOutput {
     pub releases: Vec<ReleaseOutcome>,
     /// With `RenderOptions::helm_template`: each release as `helm template` prints it.
     pub helm_template: Vec<String>,
+    /// The policies a GitOps controller's unit asks of each file's objects (an Argo CD
+    /// Application's sync options and `ignoreDifferences`), as its HelmChart carries them.
+    pub unit_policies: HashMap<PathBuf, String>,
 }
 
 impl ChartOutput {
@@ -64,6 +67,7 @@ impl ChartOutput {
         self.lookups_missed.extend(other.lookups_missed);
         self.releases.extend(other.releases);
         self.helm_template.extend(other.helm_template);
+        self.unit_policies.extend(other.unit_policies);
     }
 }
 
@@ -505,6 +509,15 @@ fn add_release(
         outcome.files.insert(path.clone());
         out.namespaces.insert(path.clone(), namespace.clone());
         out.lines.insert(path.clone(), at.doc.line);
+        let policies = at
+            .doc
+            .value
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(crate::source::units::POLICIES_ANNOTATION))
+            .and_then(serde_json::Value::as_str);
+        if let Some(policies) = policies {
+            out.unit_policies.insert(path.clone(), policies.to_string());
+        }
         if made.has_pre_hooks && !crd {
             out.after_pre_hooks.insert(path.clone());
         }

@@ -173,6 +173,9 @@ fn parse_and_check<'f>(
             }
             if from_chart {
                 helm_charts::as_tend_hook(&mut doc, after_pre_hooks);
+                if let Some(policies) = charted.unit_policies.get(&file.path) {
+                    crate::source::units::apply_encoded_policies(&mut doc.value, policies);
+                }
             }
             if let Some((group, kind, namespaced)) = crd_scope(&doc.value) {
                 parsed.repo_scopes.insert((group, kind), namespaced);
@@ -249,10 +252,7 @@ fn make_objects(parsed: Parsed<'_>, charted: &ChartOutput, opts: &RenderOptions)
         } else if !targeted {
             made.skipped_by_targeting += 1;
         } else {
-            let default_namespace = charted
-                .namespaces
-                .get(&file.path)
-                .map_or(opts.default_namespace.as_str(), String::as_str);
+            let default_namespace = default_namespace(&file.path, charted, opts);
             let scopes = (&repo_scopes, unit_wave.is_some());
             add_object(&mut made, object, &doc, scopes, default_namespace);
         }
@@ -264,6 +264,20 @@ fn make_objects(parsed: Parsed<'_>, charted: &ChartOutput, opts: &RenderOptions)
         ));
     }
     made
+}
+
+/// The namespace of a file's namespaced objects without one: its release's, its unit's
+/// (an Argo CD Application's destination), else `--namespace`.
+fn default_namespace<'a>(
+    file: &std::path::Path,
+    charted: &'a ChartOutput,
+    opts: &'a RenderOptions,
+) -> &'a str {
+    charted
+        .namespaces
+        .get(file)
+        .or_else(|| opts.file_namespaces.get(file))
+        .map_or(opts.default_namespace.as_str(), String::as_str)
 }
 
 /// A tend kind: parsed, targeted by its annotation and its `spec.clusters`, expanded.

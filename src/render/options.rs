@@ -46,6 +46,9 @@ pub struct RenderOptions {
     /// Apply Flux's and Argo CD's own objects as ordinary objects, and expand none of them
     /// (`--apply-controller-objects`).
     pub apply_controller_objects: bool,
+    /// The namespace of namespaced objects without one, by source file, where it is not
+    /// `default_namespace` (the files of an Argo CD Application: its destination namespace).
+    pub file_namespaces: Arc<std::collections::HashMap<std::path::PathBuf, String>>,
     /// The files Flux's and Argo CD's units produced, by label, with each unit's wave (its
     /// depth in the `dependsOn` graph): their objects without a wave of their own are applied
     /// in it, and a namespace on a cluster-scoped object is dropped, as the controllers'
@@ -69,6 +72,7 @@ impl Default for RenderOptions {
             chart_credentials: Arc::default(),
             helm_limits: Default::default(),
             apply_controller_objects: false,
+            file_namespaces: Arc::default(),
             unit_files: Arc::default(),
         }
     }

@@ -109,6 +109,7 @@ pub fn load(source_opts: &SourceOptions, render_opts: &RenderOptions) -> Result<
             cache_dir: &cache_dir,
             default_namespace: &render_opts.default_namespace,
             kustomize: &checkout.kustomize,
+            cluster: render_opts.cluster.as_deref(),
             for_kubeconfig: source_opts.units_for_kubeconfig_secret.as_ref(),
         };
         let expanded = source::units::expand(&mut walked, &context);
@@ -157,6 +158,9 @@ pub fn render(loaded: &Loaded, render_opts: &RenderOptions) -> Result<RenderPass
     let mut render_opts = std::borrow::Cow::Borrowed(render_opts);
     if let Some(time) = loaded.checkout.commit_time {
         render_opts.to_mut().now = time;
+    }
+    if !walked.namespaces.is_empty() {
+        render_opts.to_mut().file_namespaces = std::sync::Arc::new(walked.namespaces.clone());
     }
     let unit_files: Vec<_> = loaded
         .expanded

@@ -186,6 +186,7 @@ mod tests {
             ],
             charts: Default::default(),
             problems: Vec::new(),
+            namespaces: Default::default(),
         };
         let units = units(&walked, &Default::default());
         assert_eq!(

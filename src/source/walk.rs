@@ -19,6 +19,9 @@ pub struct Walked {
     /// directory; not walked for manifests.
     pub charts: crate::helm::chart::Charts,
     pub problems: Vec<Problem>,
+    /// The namespace namespaced objects without one get, by file, where a controller's unit
+    /// says so (an Argo CD Application's `destination.namespace`); else `--namespace`.
+    pub namespaces: std::collections::HashMap<std::path::PathBuf, String>,
 }
 
 /// Walk `dir`, building kustomize directories with the builder found on PATH.

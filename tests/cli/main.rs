@@ -1,6 +1,7 @@
 //! End-to-end tests of the `tend` binary, one module per area.
 
 mod architecture;
+mod argo;
 mod canary;
 mod chaos;
 mod common;

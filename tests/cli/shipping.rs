@@ -1462,6 +1462,22 @@ pub(crate) const README_NOT_RUN: &[(&str, &str)] = &[
         "tend apply --repo flux-repo",
         "flux::the_readme_section_runs_as_written runs it on a cluster of its own",
     ),
+    (
+        "git -C argo-repo ",
+        "argo::the_readme_section_runs_as_written runs them in order: the Applications name the work tree's origin",
+    ),
+    (
+        "tend render --repo argo-repo",
+        "argo::the_readme_section_runs_as_written runs it after `git init` and `git remote add`",
+    ),
+    (
+        "tend diff --repo argo-repo",
+        "argo::the_readme_section_runs_as_written runs it after `git init` and `git remote add`",
+    ),
+    (
+        "tend apply --repo argo-repo",
+        "argo::the_readme_section_runs_as_written runs it on a cluster of its own",
+    ),
     ("git clone ", "needs the network"),
     (
         "tend apply --repo https://git.example.com/platform/site.git",

@@ -380,7 +380,13 @@ impl<'e> Exec<'e> {
                             self.error(format!("{field} is not a method but has arguments"))
                         );
                     }
-                    m.borrow().get(field).cloned().unwrap_or(Value::Nil)
+                    match m.borrow().get(field) {
+                        Some(v) => v.clone(),
+                        None if self.engine.missing_key_error => {
+                            return Err(self.error(format!("map has no entry for key {field:?}")));
+                        }
+                        None => Value::Nil,
+                    }
                 }
                 // A struct's fields, and the results of its methods without arguments.
                 Value::Struct(st) if st.fields.contains_key(field) => {

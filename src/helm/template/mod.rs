@@ -82,6 +82,9 @@ pub struct Engine {
     methods: HashMap<&'static str, Func>,
     /// The random stream, the clock and the cluster's answers of this engine's renders.
     context: RenderContext,
+    /// Go's `missingkey=error`: a map's missing key is an error, not nil. Helm never sets
+    /// it; Argo CD's ApplicationSets do through `goTemplateOptions`.
+    missing_key_error: bool,
 }
 
 impl Engine {
@@ -95,6 +98,11 @@ impl Engine {
     /// What the renders of this engine draw on, and what they used of it.
     pub fn context(&self) -> &RenderContext {
         &self.context
+    }
+
+    /// Go's `Option("missingkey=error")`.
+    pub fn set_missing_key_error(&mut self, on: bool) {
+        self.missing_key_error = on;
     }
 
     pub fn register(&mut self, name: &'static str, func: Func) {

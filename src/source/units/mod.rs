@@ -52,6 +52,13 @@
 //! `--apply-controller-objects` turns all of this off: the controllers' objects are applied as
 //! ordinary objects and nothing is expanded.
 
+mod argo;
+mod argo_app;
+mod argo_appset;
+mod argo_jsonnet;
+mod argo_match;
+mod argo_source;
+mod argo_template;
 mod flux;
 mod flux_helm;
 mod flux_kustomize;
@@ -59,6 +66,7 @@ mod flux_sources;
 mod flux_substitute;
 mod model;
 
+pub use argo_app::{apply_encoded_policies, POLICIES_ANNOTATION};
 pub use model::*;
 
 use super::walk::Walked;
@@ -70,7 +78,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 /// The controllers, in the order their documents are looked for.
-pub const EXPANDERS: &[&dyn Expander] = &[&flux::Flux];
+pub const EXPANDERS: &[&dyn Expander] = &[&flux::Flux, &argo::ArgoCd];
 
 /// Whether `api_version`/`kind` is a controller's own object, which nothing would read if
 /// applied (left out by render unless `--apply-controller-objects`).
@@ -205,6 +213,11 @@ fn expand_one(
         };
         file.path = PathBuf::from(format!("{shown} ({label})"));
         labels.push(file.path.clone());
+        if let Some(namespace) = &produced.namespace {
+            walked
+                .namespaces
+                .insert(file.path.clone(), namespace.clone());
+        }
         files.push((file, chain.clone(), target.clone()));
     }
     walked.problems.extend(produced.problems);

@@ -14,16 +14,18 @@ use std::sync::Arc;
 /// the unit chain. Render renders the chart and leaves the HelmChart object out.
 pub const EXPANDED_ANNOTATION: &str = "tend.dev/expanded-from";
 
-/// Which controller a unit belongs to (Argo CD's variant comes with its expander).
+/// Which controller a unit belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Controller {
     Flux,
+    ArgoCd,
 }
 
 impl Controller {
     pub fn name(self) -> &'static str {
         match self {
             Controller::Flux => "Flux",
+            Controller::ArgoCd => "Argo CD",
         }
     }
 }
@@ -211,6 +213,8 @@ pub struct Produced {
     pub depends_on: Vec<UnitId>,
     pub live: Option<LiveRule>,
     pub problems: Vec<Problem>,
+    /// The namespace its files' namespaced objects without one get (else `--namespace`).
+    pub namespace: Option<String>,
 }
 
 impl Produced {
@@ -224,6 +228,7 @@ impl Produced {
             depends_on: Vec::new(),
             live: None,
             problems: Vec::new(),
+            namespace: None,
         }
     }
 
@@ -273,6 +278,9 @@ pub struct Context<'a> {
     /// The namespace of a controller object that names none (`--namespace`).
     pub default_namespace: &'a str,
     pub kustomize: &'a crate::source::kustomize::KustomizeOptions,
+    /// The cluster the run is for (`--cluster`): a unit naming it as its destination means
+    /// the cluster tend runs against.
+    pub cluster: Option<&'a str>,
     /// `--units-for-kubeconfig-secret`: the run is for the cluster of this kubeconfig Secret.
     pub for_kubeconfig: Option<&'a KubeConfigRef>,
 }
@@ -359,7 +367,7 @@ fn normalized_repository(url: &str) -> String {
 }
 
 /// A ConfigMap's `data`, or a Secret's `data` decoded and `stringData`.
-fn config_entries(value: &Value) -> BTreeMap<String, String> {
+pub(super) fn config_entries(value: &Value) -> BTreeMap<String, String> {
     use base64::Engine;
     let mut out = BTreeMap::new();
     let is_secret = value.get("kind").and_then(Value::as_str) == Some("Secret");
