@@ -58,6 +58,8 @@ pub(super) fn user_values(
             None => {
                 let why = if leaves_root(&path) {
                     "it is outside the repository (or --path); keep values files inside it"
+                } else if let Some(why) = charts.unreadable_values_files.get(&path) {
+                    why
                 } else {
                     "there is no such file"
                 };

@@ -7,6 +7,7 @@ mod file;
 pub mod git;
 pub mod kustomize;
 pub mod kustomize_annotations;
+mod kustomize_outside;
 pub mod paths;
 mod private_copy;
 pub mod verify;
@@ -37,6 +38,9 @@ pub struct SourceOptions {
     pub verify: Option<verify::VerifyMode>,
     /// `--trusted-keys` (and `--trusted-keys-secret`): who may sign commits, tags and charts.
     pub trusted_keys: std::sync::Arc<verify::TrustedKeys>,
+    /// How large a git checkout may be (`--max-source-bytes`, `--max-source-files`,
+    /// `--max-source-blob-bytes`).
+    pub tree_limits: git::TreeLimits,
 }
 
 /// Desired state on disk, ready to walk.
@@ -83,6 +87,7 @@ pub fn resolve(opts: &SourceOptions) -> Result<Checkout, SourceError> {
             ssh_key: opts.ssh_key.clone(),
             known_hosts: opts.known_hosts.clone(),
             token: opts.token.clone(),
+            limits: opts.tree_limits,
         };
         let fetched = git::fetch(&spec)?;
         let description = format!(
@@ -138,6 +143,7 @@ pub fn resolve(opts: &SourceOptions) -> Result<Checkout, SourceError> {
         };
         (local.to_path_buf(), commit, opts.repo.clone(), signed_by)
     };
+    let repository_root = root.clone();
     let dir = match &opts.path {
         None => root,
         Some(sub) => {
@@ -166,6 +172,7 @@ pub fn resolve(opts: &SourceOptions) -> Result<Checkout, SourceError> {
         kustomize: kustomize::KustomizeOptions {
             command: opts.kustomize_command.clone(),
             keys: Default::default(),
+            repository_root: Some(repository_root),
         },
     })
 }
