@@ -11,6 +11,7 @@ pub mod cache;
 pub mod cipher;
 pub mod formats;
 pub mod keys;
+pub mod leaks;
 mod metadata;
 mod tree;
 

@@ -95,3 +95,72 @@ fn an_encrypted_tend_kind_is_decrypted() {
     assert!(out.stdout.contains("name: hub"), "{}", out.stdout);
     assert!(!out.stderr.contains("ENC["), "{}", out.stderr);
 }
+
+/// A chart whose one template is `template`, released with an encrypted values file
+/// holding `password` (the canary) and `port` (an encrypted number), rendered bounded.
+fn chart_with_encrypted_values(template: &str) -> Outcome {
+    let dir = chart_repo(&[("templates/t.yaml", template.as_bytes())]);
+    let release = "apiVersion: tend.dev/v1alpha1\nkind: HelmChart\nmetadata:\n  name: r\n  namespace: default\nspec:\n  chart: ../charts/c\n  valuesFiles: [secret-values.yaml]\n";
+    std::fs::write(dir.path().join("apps/release.yaml"), release).unwrap();
+    let values = json!({"password": CANARY, "port": 54321});
+    std::fs::write(
+        dir.path().join("apps/secret-values.yaml"),
+        encrypt_yaml(&[values], TEST_RECIPIENT, &Rules::default(), 9),
+    )
+    .unwrap();
+    let keys = dir.path().join(".keys.txt");
+    std::fs::write(&keys, format!("{TEST_IDENTITY}\n")).unwrap();
+    render_bounded(
+        dir.path(),
+        &["--decryption-key-file", keys.to_str().unwrap()],
+    )
+}
+
+/// No form of the canary in anything tend printed.
+#[track_caller]
+fn no_canary(out: &Outcome) {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(CANARY);
+    let hex = hex::encode(CANARY);
+    for form in [
+        CANARY.to_string(),
+        CANARY.to_uppercase(),
+        b64,
+        hex,
+        "54321".into(),
+    ] {
+        for text in [&out.stdout, &out.stderr] {
+            assert!(!text.contains(&form), "{form} printed:\n{text}");
+        }
+    }
+}
+
+#[test]
+fn decrypted_values_through_template_transforms_are_refused_naming_template_and_line() {
+    let config_map = |line: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: leak\n  namespace: default\n{line}\n")
+    };
+    let cases = [
+        config_map("data:\n  k: {{ .Values.password | b64enc }}"),
+        config_map("data:\n  k: {{ .Values.password | upper }}"),
+        config_map("data:\n  k: {{ printf \"%x\" .Values.password }}"),
+        config_map("data:\n  k: {{ cat \"user:\" .Values.password | b64enc }}"),
+        config_map("data:\n  {{ .Values.password }}: x"),
+        config_map("data:\n  k: \"{{ .Values.port }}\""),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: leak\n  namespace: default\n  labels:\n    l: {{ .Values.password }}\n".to_string(),
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: leak\n  namespace: default\n  annotations:\n    a: {{ .Values.password }}\n".to_string(),
+        "apiVersion: example.com/v1\nkind: Secret\nmetadata:\n  name: leak\n  namespace: default\ndata:\n  k: {{ .Values.password | b64enc }}\n".to_string(),
+    ];
+    for template in cases {
+        let out = chart_with_encrypted_values(&template);
+        out.refused_with("(templates/t.yaml:");
+        out.refused_with("only Secret data is masked");
+        no_canary(&out);
+    }
+    // In a core Secret's data, masked: rendered.
+    let out = chart_with_encrypted_values(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: ok\n  namespace: default\ndata:\n  k: {{ .Values.password | b64enc }}\nstringData:\n  u: {{ .Values.password | upper }}\n",
+    );
+    out.rendered();
+    no_canary(&out);
+}
