@@ -141,7 +141,17 @@ pub fn walk_with(dir: &Path, kustomize: &KustomizeOptions) -> std::io::Result<Wa
     walked.problems.extend(problems);
     if !decrypting.is_empty() {
         let (built, problems) = build_decrypted(&root, &decrypting, kustomize);
-        walked.files.extend(built);
+        let plain: Vec<_> = decrypting
+            .iter()
+            .flat_map(|(_, f)| f.iter().cloned())
+            .collect();
+        let forms = crate::sops::leaks::all_forms(&super::encrypted::plaintexts(&plain));
+        let exposed = super::encrypted::exposed_in_build(&built, &forms);
+        if exposed.is_empty() {
+            walked.files.extend(built);
+        } else {
+            walked.problems.extend(exposed);
+        }
         walked.problems.extend(problems);
     }
     walked.files.sort_by(|a, b| a.path.cmp(&b.path));

@@ -164,3 +164,48 @@ fn decrypted_values_through_template_transforms_are_refused_naming_template_and_
     out.rendered();
     no_canary(&out);
 }
+
+#[test]
+fn a_kustomize_replacement_copying_a_decrypted_field_into_a_config_map_is_refused() {
+    let kustomization = "resources: [secret.yaml, cm.yaml]\nreplacements:\n  - source:\n      kind: Secret\n      name: db\n      fieldPath: stringData.password\n    targets:\n      - select:\n          kind: ConfigMap\n          name: copy\n        fieldPaths: [data.k]\n";
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: copy\n  namespace: default\ndata:\n  k: placeholder\n";
+    let dir = site(&[
+        ("app/kustomization.yaml", kustomization),
+        ("app/cm.yaml", cm),
+    ]);
+    std::fs::write(
+        dir.path().join("app/secret.yaml"),
+        encrypt_yaml(&[secret("db")], TEST_RECIPIENT, &data_only(), 11),
+    )
+    .unwrap();
+    let keys = dir.path().join(".keys.txt");
+    std::fs::write(&keys, format!("{TEST_IDENTITY}\n")).unwrap();
+    let out = render_bounded(
+        dir.path(),
+        &[
+            "--decryption-key-file",
+            keys.to_str().unwrap(),
+            "--kustomize-command",
+            "kubectl kustomize",
+        ],
+    );
+    out.refused_with("reaches this ConfigMap");
+    no_canary(&out);
+    // Without the replacement, the Secret renders, masked.
+    std::fs::write(
+        dir.path().join("app/kustomization.yaml"),
+        "resources: [secret.yaml, cm.yaml]\n",
+    )
+    .unwrap();
+    let out = render_bounded(
+        dir.path(),
+        &[
+            "--decryption-key-file",
+            keys.to_str().unwrap(),
+            "--kustomize-command",
+            "kubectl kustomize",
+        ],
+    );
+    out.rendered();
+    no_canary(&out);
+}
