@@ -9,11 +9,18 @@ use serde_json::Value;
 /// Shorter values are not tracked: they would be found everywhere.
 pub const MIN_TRACKED_CHARS: usize = 4;
 
+/// Shorter values are tracked as they are only: a short word in another case or encoding
+/// would be found in unrelated text.
+const MIN_TRANSFORMED_CHARS: usize = 8;
+
 /// The texts that betray `plain`: itself, upper and lower case, hex of its bytes (either
 /// case), and its base64 as it shows inside a longer base64 text at each of the three
 /// alignments (the characters that depend only on its bytes), so `b64enc (cat "user:"
 /// $password)` is caught too.
 pub fn forms(plain: &str) -> Vec<String> {
+    if plain.chars().count() < MIN_TRANSFORMED_CHARS {
+        return vec![plain.to_string()];
+    }
     let mut out = vec![
         plain.to_string(),
         plain.to_uppercase(),
