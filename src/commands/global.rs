@@ -69,6 +69,21 @@ pub struct GlobalArgs {
     /// Memory budget of each Helm release's render, in bytes of text and values it makes: a chart past it is refused (RELIABILITY.md).
     #[arg(long, global = true, env = "TEND_HELM_MAX_BYTES", value_name = "BYTES", default_value_t = 1 << 30)]
     pub helm_max_bytes: u64,
+    /// Largest git checkout, in bytes of all its files together: a commit past it is refused before it is written (RELIABILITY.md).
+    #[arg(long, global = true, env = "TEND_MAX_SOURCE_BYTES", value_name = "BYTES", default_value_t = 1 << 30)]
+    pub max_source_bytes: u64,
+    /// Most files, directories and symlinks in a git checkout.
+    #[arg(
+        long,
+        global = true,
+        env = "TEND_MAX_SOURCE_FILES",
+        value_name = "COUNT",
+        default_value_t = 200_000
+    )]
+    pub max_source_files: u64,
+    /// Largest single file in a git checkout, in bytes.
+    #[arg(long, global = true, env = "TEND_MAX_SOURCE_BLOB_BYTES", value_name = "BYTES", default_value_t = 64 << 20)]
+    pub max_source_blob_bytes: u64,
     /// Private key for SSH git remotes.
     #[arg(long, global = true, env = "TEND_SSH_KEY")]
     pub ssh_key: Option<PathBuf>,
@@ -240,6 +255,11 @@ impl GlobalArgs {
                 .filter(|t| !t.is_empty()),
             verify: self.verify_signatures,
             trusted_keys: std::sync::Arc::new(trusted_keys),
+            tree_limits: crate::source::git::TreeLimits {
+                bytes: self.max_source_bytes,
+                files: self.max_source_files,
+                blob_bytes: self.max_source_blob_bytes,
+            },
         })
     }
 }

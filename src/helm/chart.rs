@@ -23,6 +23,9 @@ pub struct Charts {
     /// The values files `HelmChart`s name (`spec.valuesFiles`), by path relative to the
     /// walked directory, as text (SOPS-encrypted ones still encrypted).
     pub values_files: BTreeMap<std::path::PathBuf, String>,
+    /// Values files that are there but cannot be read, with why (a named pipe, a symlink
+    /// loop): render names the reason at the `HelmChart`, not "no such file".
+    pub unreadable_values_files: BTreeMap<std::path::PathBuf, String>,
     /// Charts from chart repositories, by [`remote_key`]; `Err` when fetching failed (the
     /// source stage reported why).
     pub remote: BTreeMap<String, Result<RemoteChart, ()>>,

@@ -23,9 +23,7 @@ fn validate_into(node: &Node, values: &Map<String, Value>, out: &mut Vec<String>
     if let Some(text) = node.chart.files.get(SCHEMA_FILE) {
         match check(text, values) {
             Ok(problems) => out.extend(problems.into_iter().map(|p| format!("{name}: {p}"))),
-            Err(e) => out.push(format!(
-                "{name}: {SCHEMA_FILE} is not a valid JSON Schema: {e}"
-            )),
+            Err(e) => out.push(format!("{name}: {SCHEMA_FILE} {e}")),
         }
     }
     for dep in &node.deps {
@@ -76,14 +74,22 @@ fn canonical_url(draft: jsonschema::Draft) -> &'static str {
 }
 
 fn check(schema_text: &str, values: &Map<String, Value>) -> Result<Vec<String>, String> {
-    let mut schema: Value = serde_json::from_str(schema_text).map_err(|e| e.to_string())?;
+    let invalid = |e: String| format!("is not a valid JSON Schema: {e}");
+    let mut schema: Value =
+        serde_json::from_str(schema_text).map_err(|e| invalid(e.to_string()))?;
+    if let Some(cycle) = same_value_cycle(&schema) {
+        return Err(format!(
+            "applies a schema to the same value again and again without end (infinite recursion through {}): Helm's validator stops it as an infinite loop and refuses the chart; let one schema of the cycle descend into a property or item instead",
+            cycle.join(" -> ")
+        ));
+    }
     // Without `$schema`, the library's latest draft (2020-12): Helm sets no default draft.
     let mut draft = jsonschema::Draft::Draft202012;
     if let Some(Value::String(url)) = schema.get("$schema") {
         draft = draft_of(url).ok_or_else(|| {
-            format!(
+            invalid(format!(
                 "its \"$schema\" names the meta-schema {url:?}, which is not a draft tend has built in (4, 6, 7, 2019-09, 2020-12, or json-schema.org/schema); Helm would download it, tend never fetches while rendering"
-            )
+            ))
         })?;
         // The crate looks the meta-schema up by its own spelling of the URL.
         schema["$schema"] = Value::String(canonical_url(draft).into());
@@ -91,7 +97,7 @@ fn check(schema_text: &str, values: &Map<String, Value>) -> Result<Vec<String>, 
     let validator = jsonschema::options()
         .with_draft(draft)
         .build(&schema)
-        .map_err(|e| e.masked().to_string())?;
+        .map_err(|e| invalid(e.masked().to_string()))?;
     let instance = Value::Object(values.clone());
     let mut problems: Vec<String> = validator
         .iter_errors(&instance)
@@ -104,6 +110,135 @@ fn check(schema_text: &str, values: &Map<String, Value>) -> Result<Vec<String>, 
     problems.sort();
     problems.dedup();
     Ok(problems)
+}
+
+/// Keywords whose subschemas apply to the very value their schema applies to.
+const SAME_VALUE_ONE: [&str; 4] = ["not", "if", "then", "else"];
+const SAME_VALUE_MANY: [&str; 3] = ["allOf", "anyOf", "oneOf"];
+const SAME_VALUE_MAP: [&str; 2] = ["dependentSchemas", "dependencies"];
+const REFS: [&str; 3] = ["$ref", "$dynamicRef", "$recursiveRef"];
+
+/// A chain of schemas (JSON pointers) that apply one another to the same value and come back
+/// to the first: `{"allOf":[{"$ref":"#"}]}`. Validating any value that reaches one of them
+/// never ends (the `jsonschema` crate recurses until memory runs out; Helm's validator,
+/// santhosh-tekuri/jsonschema, stops with an infinite-loop error). Only local references
+/// (`#`, `#/json/pointer`, `#anchor`) are followed; tend resolves no others.
+fn same_value_cycle(schema: &Value) -> Option<Vec<String>> {
+    let mut nodes = Vec::new();
+    collect_schemas(schema, String::new(), &mut nodes);
+    let anchors: std::collections::BTreeMap<&str, String> = nodes
+        .iter()
+        .filter_map(|p| {
+            let node = schema.pointer(p)?;
+            let anchor = node
+                .get("$anchor")
+                .or_else(|| node.get("$dynamicAnchor"))?
+                .as_str()?;
+            Some((anchor, p.clone()))
+        })
+        .collect();
+    let edges = |pointer: &str| -> Vec<String> {
+        let Some(Value::Object(node)) = schema.pointer(pointer) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for key in SAME_VALUE_ONE {
+            if node.get(key).is_some_and(Value::is_object) {
+                out.push(format!("{pointer}/{key}"));
+            }
+        }
+        for key in SAME_VALUE_MANY {
+            for (i, _) in node
+                .get(key)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
+                out.push(format!("{pointer}/{key}/{i}"));
+            }
+        }
+        for key in SAME_VALUE_MAP {
+            for (name, sub) in node
+                .get(key)
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+            {
+                if sub.is_object() {
+                    out.push(format!("{pointer}/{key}/{}", escape_pointer(name)));
+                }
+            }
+        }
+        for key in REFS {
+            let Some(target) = node.get(key).and_then(Value::as_str) else {
+                continue;
+            };
+            let resolved = match target.strip_prefix('#') {
+                Some(rest) if rest.is_empty() || rest.starts_with('/') => Some(rest.to_string()),
+                Some(anchor) => anchors.get(anchor).cloned(),
+                None => None,
+            };
+            if let Some(p) = resolved.filter(|p| schema.pointer(p).is_some_and(Value::is_object)) {
+                out.push(p);
+            }
+        }
+        out
+    };
+    // Depth-first, without recursion: 0 unseen, 1 on the current path, 2 done.
+    let mut state: std::collections::BTreeMap<String, u8> = std::collections::BTreeMap::new();
+    for start in &nodes {
+        if state.contains_key(start) {
+            continue;
+        }
+        let mut path: Vec<(String, Vec<String>)> = vec![(start.clone(), edges(start))];
+        state.insert(start.clone(), 1);
+        while let Some((_, next)) = path.last_mut() {
+            let Some(to) = next.pop() else {
+                let (done, _) = path.pop()?;
+                state.insert(done, 2);
+                continue;
+            };
+            match state.get(&to) {
+                Some(1) => {
+                    let from = path.iter().position(|(p, _)| *p == to).unwrap_or(0);
+                    let mut cycle: Vec<String> =
+                        path[from..].iter().map(|(p, _)| format!("#{p}")).collect();
+                    cycle.push(format!("#{to}"));
+                    return Some(cycle);
+                }
+                Some(_) => {}
+                None => {
+                    state.insert(to.clone(), 1);
+                    let out = edges(&to);
+                    path.push((to, out));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// The JSON pointer of every object in `value` (each may be a schema).
+fn collect_schemas(value: &Value, pointer: String, out: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            for (key, sub) in map {
+                collect_schemas(sub, format!("{pointer}/{}", escape_pointer(key)), out);
+            }
+            out.push(pointer);
+        }
+        Value::Array(items) => {
+            for (i, sub) in items.iter().enumerate() {
+                collect_schemas(sub, format!("{pointer}/{i}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn escape_pointer(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
 }
 
 #[cfg(test)]
@@ -174,5 +309,21 @@ mod tests {
         let schema = json!({"$schema": "http://json-schema.org/schema",
             "properties": {"l": {"prefixItems": [{"type": "string"}]}}});
         assert_eq!(problems(schema, json!({"l": [1]})).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn schemas_that_apply_themselves_to_the_same_value_are_refused() {
+        for schema in [
+            json!({"allOf": [{"$ref": "#"}]}),
+            json!({"$defs": {"a": {"anyOf": [{"$ref": "#/$defs/b"}]}, "b": {"not": {"$ref": "#/$defs/a"}}}, "properties": {"x": {"$ref": "#/$defs/a"}}}),
+            json!({"$defs": {"a": {"$anchor": "top", "oneOf": [{"$ref": "#top"}]}}}),
+        ] {
+            let err = problems(schema.clone(), json!({})).unwrap_err();
+            assert!(err.contains("infinite recursion"), "{schema}: {err}");
+        }
+        // Recursion through a property descends into the value: it ends with the value.
+        let tree = json!({"properties": {"child": {"$ref": "#"}, "name": {"type": "string"}}});
+        let deep = json!({"child": {"child": {"name": 1}}});
+        assert_eq!(problems(tree, deep).unwrap().len(), 1);
     }
 }

@@ -58,6 +58,8 @@ pub(super) fn user_values(
             None => {
                 let why = if leaves_root(&path) {
                     "it is outside the repository (or --path); keep values files inside it"
+                } else if let Some(why) = charts.unreadable_values_files.get(&path) {
+                    why
                 } else {
                     "there is no such file"
                 };
@@ -162,8 +164,17 @@ pub(super) fn plaintext_of_sealed(
 ) {
     use serde_json::Value as J;
     match (sealed, plain) {
-        (J::String(s), J::String(p)) if sops::looks_sealed(s) && p.chars().count() >= 4 => {
+        (J::String(s), J::String(p))
+            if sops::looks_sealed(s) && p.chars().count() >= sops::leaks::MIN_TRACKED_CHARS =>
+        {
             out.push(p.clone());
+        }
+        // An encrypted number (`type:int`, `type:float`) is tracked by its digits.
+        (J::String(s), J::Number(n))
+            if sops::looks_sealed(s)
+                && n.to_string().chars().count() >= sops::leaks::MIN_TRACKED_CHARS =>
+        {
+            out.push(n.to_string());
         }
         (J::Object(s), J::Object(p)) => {
             for (key, value) in p {
@@ -181,40 +192,29 @@ pub(super) fn plaintext_of_sealed(
     }
 }
 
-/// The objects of a rendered template that show one of `secrets` outside a Secret's data:
-/// `Kind name (template)`.
-pub(super) fn exposing(text: &str, secrets: &[String], template: &str) -> Vec<String> {
-    fn holds(value: &serde_json::Value, secrets: &[String]) -> bool {
-        match value {
-            serde_json::Value::String(s) => {
-                secrets.iter().any(|secret| s.contains(secret.as_str()))
-            }
-            serde_json::Value::Array(items) => items.iter().any(|v| holds(v, secrets)),
-            serde_json::Value::Object(map) => map.values().any(|v| holds(v, secrets)),
-            _ => false,
-        }
-    }
+/// The objects of a rendered template that show one of `forms` (of decrypted values,
+/// [`sops::leaks::forms`]) anywhere but a core Secret's data, in a value or a map key:
+/// `Kind name (template:line)`, never the value.
+pub(super) fn exposing(text: &str, forms: &[String], template: &str) -> Vec<String> {
     let (docs, _) = yaml::parse_file(Path::new(template), text);
     let mut out = Vec::new();
     for doc in docs {
-        let mut value = doc.value;
-        let kind = value
-            .get("kind")
-            .and_then(|k| k.as_str())
-            .unwrap_or("")
-            .to_string();
-        if kind == "Secret" {
+        let mut value = doc.value.clone();
+        if sops::leaks::is_core_secret(&value) {
             if let Some(map) = value.as_object_mut() {
                 map.remove("data");
                 map.remove("stringData");
             }
         }
-        if holds(&value, secrets) {
+        if let Some(path) = sops::leaks::find(&value, forms) {
+            let kind = value.get("kind").and_then(|k| k.as_str()).unwrap_or("");
             let name = value
                 .pointer("/metadata/name")
                 .and_then(|n| n.as_str())
                 .unwrap_or("");
-            out.push(format!("{kind} {name} ({template})"));
+            let line = doc.line_at(&path);
+            // The path is not named: a map key on it may be the value itself.
+            out.push(format!("{kind} {name} ({template}:{line})"));
         }
     }
     out

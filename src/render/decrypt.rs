@@ -4,7 +4,7 @@
 use crate::problem::Problem;
 use crate::sops::{self, Keys, SopsError};
 use crate::source::SourceFile;
-use crate::yaml::Document;
+use crate::yaml::{self, Document};
 
 /// Decrypt `docs` of `file` in place where they are SOPS-encrypted. On a problem the
 /// documents are dropped, so that nothing of an undecrypted file goes further.
@@ -42,9 +42,23 @@ pub fn decrypt_file(file: &SourceFile, docs: &mut Vec<Document>, keys: &Keys) ->
             // so an encrypted ConfigMap value is no more printed than a Secret's.
             for ((doc, value), sealed) in docs.iter_mut().zip(values).zip(sealed) {
                 doc.sealed = sealed;
-                doc.set_value(value);
+                doc.set_decrypted_value(value);
             }
-            Vec::new()
+            // A List (of Secrets, a ConfigMapList, ...) is expanded once decrypted: its
+            // `sops` block covered it whole.
+            let mut problems = Vec::new();
+            let mut expanded = Vec::with_capacity(docs.len());
+            for doc in docs.drain(..) {
+                let (items, found) = yaml::expand_decrypted(&file.path, doc);
+                expanded.extend(items.into_iter().map(|mut item| {
+                    // An item's name is its identity, printed in every report.
+                    item.sealed.retain(|p| !sops::names_the_object(p));
+                    item
+                }));
+                problems.extend(found);
+            }
+            *docs = expanded;
+            problems
         }
         Err(err) => {
             let line = match &err {

@@ -16,6 +16,7 @@ use crate::kinds::run::ReleaseOutcome;
 use crate::kinds::{TendKind, TendObject};
 use crate::object::{Object, Origin};
 use crate::problem::Problem;
+use crate::sops;
 use crate::source::kustomize_annotations;
 use crate::source::paths::{leaves_root, normalize};
 use crate::source::SourceFile;
@@ -434,7 +435,7 @@ fn release_files(
     manifests: Vec<chart::Manifest>,
     out: &mut ChartOutput,
 ) -> Option<ReleaseFiles> {
-    let secrets = &input.user.secrets;
+    let forms = sops::leaks::all_forms(&input.user.secrets);
     let mut made = ReleaseFiles {
         files: Vec::new(),
         random: Vec::new(),
@@ -460,8 +461,8 @@ fn release_files(
         if manifest.random && !text.trim().is_empty() {
             made.random.push(manifest.template.clone());
         }
-        if !secrets.is_empty() {
-            exposed.extend(exposing(&text, secrets, &manifest.template));
+        if !forms.is_empty() {
+            exposed.extend(exposing(&text, &forms, &manifest.template));
         }
         made.files.push((manifest.template, text, manifest.crd));
     }

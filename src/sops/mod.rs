@@ -11,6 +11,7 @@ pub mod cache;
 pub mod cipher;
 pub mod formats;
 pub mod keys;
+pub mod leaks;
 mod metadata;
 mod tree;
 
@@ -101,6 +102,11 @@ const IDENTITY: [&str; 4] = [
     "/metadata/name",
     "/metadata/namespace",
 ];
+
+/// Whether a JSON pointer names one of the fields that name an object ([`IDENTITY`]).
+pub fn names_the_object(pointer: &str) -> bool {
+    IDENTITY.contains(&pointer)
+}
 
 /// JSON pointers (RFC 6901) of every sealed-looking string leaf of an encrypted document
 /// (its `sops` block and identity fields left out): the fields whose plaintext reports must

@@ -317,6 +317,7 @@ pub fn claim_values_files(
     files: &mut Vec<SourceFile>,
     helm_chart_docs: &BTreeMap<PathBuf, Vec<yaml::Document>>,
     problems: &mut Vec<Problem>,
+    unreadable: &mut BTreeMap<PathBuf, String>,
 ) -> BTreeMap<PathBuf, String> {
     let mut read = BTreeMap::new();
     let named: BTreeSet<PathBuf> = helm_chart_docs
@@ -329,7 +330,18 @@ pub fn claim_values_files(
             continue; // reported by render: outside the repository
         }
         let full = root.join(&path);
-        if !full.is_file() {
+        if fs::symlink_metadata(&full).is_err() {
+            continue; // not there: render says so at the HelmChart
+        }
+        let why = match fs::metadata(&full) {
+            Ok(meta) if meta.is_file() => None,
+            Ok(meta) if meta.is_dir() => Some("it is a directory".to_string()),
+            // Opening a named pipe would block until something writes to it.
+            Ok(_) => Some("not a regular file (a named pipe, socket or device)".to_string()),
+            Err(err) => Some(super::paths::unresolved_symlink(&err).to_string()),
+        };
+        if let Some(why) = why {
+            unreadable.insert(path, why);
             continue;
         }
         if !full.canonicalize().is_ok_and(|t| t.starts_with(root)) {
@@ -355,7 +367,8 @@ pub fn claim_values_files(
         }
     }
     files.retain(|f| !read.contains_key(&f.path));
-    problems.retain(|p| !read.contains_key(&p.file));
+    // Said once, at the HelmChart naming the file.
+    problems.retain(|p| !read.contains_key(&p.file) && !unreadable.contains_key(&p.file));
     read
 }
 

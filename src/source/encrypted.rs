@@ -133,6 +133,79 @@ pub fn exposes_values(file: &Path, line: usize, plain: &[u8], unit_file: &Path) 
     ))
 }
 
+/// The plaintext strings of decrypted inputs, as a build could copy them (a `replacements`
+/// entry taking a Secret's field into a ConfigMap): the `data` and `stringData` strings of
+/// YAML and JSON inputs (and what base64 ones decode to), the values of env files, and the
+/// whole of other files.
+pub fn plaintexts(inputs: &[Decrypted]) -> Vec<String> {
+    use base64::Engine as _;
+    fn leaves(value: &serde_json::Value, out: &mut Vec<String>) {
+        match value {
+            serde_json::Value::String(s) => {
+                if let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(s) {
+                    out.extend(String::from_utf8(bytes).ok());
+                }
+                out.push(s.clone());
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| leaves(v, out)),
+            serde_json::Value::Object(map) => map.values().for_each(|v| leaves(v, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for (file, bytes) in inputs {
+        let text = String::from_utf8_lossy(bytes);
+        match file.extension().and_then(|e| e.to_str()).unwrap_or("") {
+            "yaml" | "yml" | "json" => {
+                // Only Secrets are decrypted for a build (other kinds are refused first).
+                let (docs, _) = crate::yaml::parse_file(file, &text);
+                for doc in &docs {
+                    for field in ["data", "stringData"] {
+                        doc.value
+                            .get(field)
+                            .iter()
+                            .for_each(|v| leaves(v, &mut out));
+                    }
+                }
+            }
+            "env" => out.extend(
+                text.lines()
+                    .filter_map(|l| l.split_once('=').map(|(_, v)| v.trim().to_string())),
+            ),
+            _ => out.push(text.trim().to_string()),
+        }
+    }
+    out.retain(|s| s.chars().count() >= crate::sops::leaks::MIN_TRACKED_CHARS);
+    out
+}
+
+/// Problems of a build from decrypted inputs whose output shows one of `forms` (of their
+/// plaintexts) anywhere but a core Secret's data, each at the output's line.
+pub fn exposed_in_build(built: &[super::SourceFile], forms: &[String]) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    for file in built {
+        let (docs, _) = crate::yaml::parse_file(&file.path, &file.text);
+        for doc in docs {
+            let mut value = doc.value.clone();
+            if crate::sops::leaks::is_core_secret(&value) {
+                if let Some(map) = value.as_object_mut() {
+                    map.remove("data");
+                    map.remove("stringData");
+                }
+            }
+            if let Some(path) = crate::sops::leaks::find(&value, forms) {
+                let kind = value.get("kind").and_then(|k| k.as_str()).unwrap_or("");
+                problems.push(Problem::new(
+                    &file.path,
+                    doc.line_at(&path),
+                    format!("a value decrypted from a SOPS-encrypted input of this build reaches this {kind}, which tend would print in plain text (only Secret data is masked); keep decrypted values in Secrets (check the kustomization's `replacements`)"),
+                ));
+            }
+        }
+    }
+    problems
+}
+
 /// Decrypt the encrypted inputs of `units`: the plaintext of each, or one problem per file
 /// that does not open (then its units are not built).
 pub fn decrypt_inputs(

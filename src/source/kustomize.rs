@@ -80,6 +80,9 @@ pub struct KustomizeOptions {
     pub command: Option<String>,
     /// Keys for SOPS-encrypted inputs (decrypted into a private copy before the build).
     pub keys: std::sync::Arc<crate::sops::Keys>,
+    /// The repository's root, which no kustomization may read above (the walked directory
+    /// when not given). With `--path`, bases beside the path are inside it.
+    pub repository_root: Option<PathBuf>,
 }
 
 /// Whether the kustomization file `file` (text `text`) in `dir` makes `dir` a unit, and if so

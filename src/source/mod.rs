@@ -7,6 +7,7 @@ mod file;
 pub mod git;
 pub mod kustomize;
 pub mod kustomize_annotations;
+mod kustomize_outside;
 pub mod paths;
 mod private_copy;
 pub mod verify;
@@ -41,6 +42,9 @@ pub struct SourceOptions {
     /// `--units-for-kubeconfig-secret`: the run is for the cluster this kubeconfig Secret
     /// (`namespace`, `name`) of the repository's units names (see [`units`]).
     pub units_for_kubeconfig_secret: Option<(String, String)>,
+    /// How large a git checkout may be (`--max-source-bytes`, `--max-source-files`,
+    /// `--max-source-blob-bytes`).
+    pub tree_limits: git::TreeLimits,
 }
 
 /// Desired state on disk, ready to walk.
@@ -63,6 +67,8 @@ pub struct Checkout {
     pub description: String,
     /// With `--verify-signatures`: who signed the tag and the commit.
     pub signed_by: Option<String>,
+    /// How large a git checkout may be: also for the repositories units fetch.
+    pub tree_limits: git::TreeLimits,
     /// How to build the kustomize directories found in `dir`.
     pub kustomize: kustomize::KustomizeOptions,
 }
@@ -93,6 +99,7 @@ pub fn resolve(opts: &SourceOptions) -> Result<Checkout, SourceError> {
             ssh_key: opts.ssh_key.clone(),
             known_hosts: opts.known_hosts.clone(),
             token: opts.token.clone(),
+            limits: opts.tree_limits,
         };
         let fetched = git::fetch(&spec)?;
         let description = format!(
@@ -155,6 +162,7 @@ pub fn resolve(opts: &SourceOptions) -> Result<Checkout, SourceError> {
             signed_by,
         )
     };
+    let repository_root = root.clone();
     let dir = match &opts.path {
         None => root.clone(),
         Some(sub) => {
@@ -182,9 +190,11 @@ pub fn resolve(opts: &SourceOptions) -> Result<Checkout, SourceError> {
         commit: commit.map(|(sha, _)| sha),
         description,
         signed_by,
+        tree_limits: opts.tree_limits,
         kustomize: kustomize::KustomizeOptions {
             command: opts.kustomize_command.clone(),
             keys: Default::default(),
+            repository_root: Some(repository_root),
         },
     })
 }

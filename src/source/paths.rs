@@ -32,6 +32,15 @@ pub fn leaves_root(normalized: &Path) -> bool {
     normalized.is_absolute() || normalized.starts_with("..")
 }
 
+/// Why a symlink has no target: it points at nothing, or (through others) at itself.
+pub fn unresolved_symlink(err: &std::io::Error) -> &'static str {
+    if err.raw_os_error() == Some(libc::ELOOP) {
+        "symlink loop: it points (through other symlinks) back at itself; point it at a file"
+    } else {
+        "broken symlink: its target does not exist"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -61,6 +61,7 @@ pub fn walk_with(dir: &Path, kustomize: &KustomizeOptions) -> std::io::Result<Wa
         &mut walked.files,
         &walked.charts.helm_chart_docs,
         &mut walked.problems,
+        &mut walked.charts.unreadable_values_files,
     );
     // What a unit refers to outside its own tree is kustomize's to read, not a plain file.
     let claimed: Vec<&PathBuf> = units.iter().flat_map(|u: &Unit| u.refs.iter()).collect();
@@ -69,11 +70,21 @@ pub fn walk_with(dir: &Path, kustomize: &KustomizeOptions) -> std::io::Result<Wa
     walked.problems.retain(|p| !is_claimed(&p.file));
     let (build, problems) = kustomize::select(&units);
     walked.problems.extend(problems);
+    let boundary = kustomize
+        .repository_root
+        .as_ref()
+        .and_then(|r| r.canonicalize().ok())
+        .unwrap_or_else(|| root.clone());
     // Units reading SOPS-encrypted inputs are built from a private, decrypted copy.
     let (mut plain, mut decrypting) = (Vec::new(), Vec::new());
     for unit in build {
         // Every kustomization the build reads, those in directories below a unit included.
         let reached = super::encrypted::reachable_units(&root, unit, &units);
+        let outside = super::kustomize_outside::outside_refs(&root, &boundary, &reached);
+        if !outside.is_empty() {
+            walked.problems.extend(outside);
+            continue;
+        }
         let secret_inputs: BTreeSet<&PathBuf> =
             reached.iter().flat_map(|u| &u.secret_inputs).collect();
         let inputs = super::encrypted::encrypted_inputs(&root, &reached);
@@ -133,7 +144,17 @@ pub fn walk_with(dir: &Path, kustomize: &KustomizeOptions) -> std::io::Result<Wa
     walked.problems.extend(problems);
     if !decrypting.is_empty() {
         let (built, problems) = build_decrypted(&root, &decrypting, kustomize);
-        walked.files.extend(built);
+        let plain: Vec<_> = decrypting
+            .iter()
+            .flat_map(|(_, f)| f.iter().cloned())
+            .collect();
+        let forms = crate::sops::leaks::all_forms(&super::encrypted::plaintexts(&plain));
+        let exposed = super::encrypted::exposed_in_build(&built, &forms);
+        if exposed.is_empty() {
+            walked.files.extend(built);
+        } else {
+            walked.problems.extend(exposed);
+        }
         walked.problems.extend(problems);
     }
     walked.files.sort_by(|a, b| a.path.cmp(&b.path));
@@ -322,12 +343,12 @@ fn visit(
                     }
                     continue;
                 }
-                Err(_) => {
+                Err(err) => {
                     if is_yaml(&name_str) {
                         out.problems.push(Problem::new(
                             &rel_path,
                             1,
-                            "broken symlink: its target does not exist",
+                            super::paths::unresolved_symlink(&err),
                         ));
                     }
                     continue;

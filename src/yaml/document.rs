@@ -21,6 +21,9 @@ pub struct Document {
     /// changed after parsing (kustomize's build annotations removed), so the text would put
     /// them back.
     pub(super) typed_from_value: bool,
+    /// The value was decrypted from the text's ciphertext: serde's messages about it could
+    /// quote plaintext, so they are not shown.
+    pub(super) decrypted: bool,
     /// JSON pointers of the fields that were SOPS-encrypted, once the document is decrypted
     /// (see [`crate::object::Origin::sealed`]).
     pub sealed: Vec<String>,
@@ -31,6 +34,18 @@ impl Document {
     /// file line it points at (used for tend's kinds, whose unknown fields are errors).
     pub fn parse_typed<T: DeserializeOwned>(&self, file: &Path) -> Result<T, Problem> {
         let typed = serde_yaml::from_str::<T>(&self.text).map_err(|e| self.problem_from(file, &e));
+        if self.decrypted {
+            // The text holds ciphertext (`ENC[...,type:int]` where a number belongs): the
+            // value decides, and a problem keeps only the line the text tells.
+            return serde_json::from_value::<T>(self.value.clone()).map_err(|_| {
+                let line = typed.err().map_or(self.line, |p| p.line);
+                Problem::new(
+                    file,
+                    line,
+                    "this decrypted document does not have the shape its kind needs; the details are not shown, as they may quote decrypted values (check the output of `sops -d` on the file)",
+                )
+            });
+        }
         if !self.typed_from_value || typed.is_err() {
             return typed;
         }
@@ -44,6 +59,12 @@ impl Document {
     pub fn set_value(&mut self, value: Value) {
         self.value = value;
         self.typed_from_value = true;
+    }
+
+    /// Replace the value with the one decrypted from the text's ciphertext.
+    pub fn set_decrypted_value(&mut self, value: Value) {
+        self.set_value(value);
+        self.decrypted = true;
     }
 
     /// The file lines this document's text covers (its `---` line included).

@@ -43,8 +43,11 @@ pub(super) fn expand_lists(
     out: &mut Vec<Document>,
     problems: &mut Vec<Problem>,
 ) {
+    // A SOPS-encrypted List is one document to its MAC: expanded once decrypted
+    // ([`expand_decrypted`]).
+    let encrypted = doc.value.get("sops").is_some_and(Value::is_object);
     let items = match list_items(&doc.value) {
-        Ok(Some(items)) if depth < MAX_NESTING => items,
+        Ok(Some(items)) if depth < MAX_NESTING && !encrypted => items,
         Ok(_) => {
             out.push(doc);
             return;
@@ -67,6 +70,9 @@ pub(super) fn expand_lists(
         }
         _ => None,
     };
+    // A decrypted list's text still holds ciphertext: its items keep their lines of it
+    // (never a text made from their plaintext values) and are read from their values.
+    let decrypted = doc.decrypted;
     let spans = item_spans(&doc, items.len());
     // Items in flow style (JSON, `[{...}, {...}]`): the line each starts on.
     let flow_lines = match spans {
@@ -92,32 +98,48 @@ pub(super) fn expand_lists(
         // of JSON at the item's line.
         let sliced = spans
             .as_ref()
-            .filter(|_| !needs_own_text)
+            .filter(|_| !needs_own_text || decrypted)
             .and_then(|spans| item_text(&doc, spans[i]))
             .filter(|(_, text)| {
-                serde_yaml::from_str::<serde_yaml::Value>(text)
-                    .ok()
-                    .and_then(|y| yaml_to_json(y, &mut Vec::new()).ok())
-                    .as_ref()
-                    == Some(item)
+                decrypted
+                    || serde_yaml::from_str::<serde_yaml::Value>(text)
+                        .ok()
+                        .and_then(|y| yaml_to_json(y, &mut Vec::new()).ok())
+                        .as_ref()
+                        == Some(item)
             });
         let (start_line, text) = match sliced {
             Some((start, text)) => (start, text),
+            None if decrypted => (line, String::new()),
             None => (
                 line,
                 serde_json::to_string(&value).unwrap_or_default() + "\n",
             ),
         };
+        let prefix = format!("/items/{i}/");
         let item_doc = Document {
             line,
             start_line,
             text,
             value,
-            typed_from_value: false,
-            sealed: Vec::new(),
+            typed_from_value: decrypted,
+            decrypted,
+            sealed: doc
+                .sealed
+                .iter()
+                .filter_map(|p| p.strip_prefix(&prefix).map(|rest| format!("/{rest}")))
+                .collect(),
         };
         expand_lists(file, item_doc, depth + 1, out, problems);
     }
+}
+
+/// `doc`, decrypted from a SOPS file, or if it is a List, its items (each at its own line,
+/// keeping the fields sops sealed).
+pub fn expand_decrypted(file: &Path, doc: Document) -> (Vec<Document>, Vec<Problem>) {
+    let (mut out, mut problems) = (Vec::new(), Vec::new());
+    expand_lists(file, doc, 0, &mut out, &mut problems);
+    (out, problems)
 }
 
 /// Walk flow-style YAML (JSON included) from byte `from`, calling `at(depth, offset, line)`

@@ -12,6 +12,7 @@ mod sops_block;
 pub use document::{dotted, one_line, Document, Step};
 pub use helm_values::{go_parse_uint, parse_helm_yaml};
 pub use limits::MAX_NESTING;
+pub use lists::expand_decrypted;
 
 use crate::problem::Problem;
 use convert::{direct, yaml_to_json};
@@ -36,6 +37,7 @@ pub fn parse_file(file: &Path, text: &str) -> (Vec<Document>, Vec<Problem>) {
             text: chunk,
             value: Value::Null,
             typed_from_value: false,
+            decrypted: false,
             sealed: Vec::new(),
         };
         if doc.text.contains('\t') {

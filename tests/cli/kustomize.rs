@@ -702,14 +702,14 @@ fn a_tendignored_kustomization_file_makes_a_plain_directory() {
     let (code, _, stderr) = run(tend_k().arg("render").arg("--repo").arg(dir.path()));
     assert_eq!(code, 0, "{stderr}");
     assert!(
-        stderr.contains("rendered 22 objects from 7 files"),
+        stderr.contains("rendered 24 objects from 7 files"),
         "{stderr}"
     );
     std::fs::remove_file(dir.path().join(".tendignore")).unwrap();
     let (code, _, stderr) = run(tend_k().arg("render").arg("--repo").arg(dir.path()));
     assert_eq!(code, 0, "{stderr}");
     assert!(
-        stderr.contains("rendered 22 objects from 1 file"),
+        stderr.contains("rendered 24 objects from 1 file"),
         "{stderr}"
     );
 }

@@ -26,7 +26,14 @@ pub(super) fn extract(
     let written = commit
         .tree()
         .map_err(|e| ctx.cache_err(repo_dir, &e))
-        .and_then(|tree| write_tree(ctx, repo, repo_dir, &sha, &tree, &tmp));
+        .and_then(|tree| {
+            // Measured whole before anything is written: one subtree named a billion times
+            // costs one read of it, not a billion files on disk.
+            let mut measure = Measure::new(ctx, repo, repo_dir, &sha)?;
+            let size = measure.tree(tree.id(), Path::new(""), 0)?;
+            measure.within_limits(size, Path::new(""))?;
+            write_tree(ctx, repo, repo_dir, &sha, &tree, &tmp)
+        });
     if let Err(err) = written {
         let _ = fs::remove_dir_all(&tmp);
         return Err(err);
@@ -46,6 +53,140 @@ pub(super) fn extract(
                 source,
             }))
         }
+    }
+}
+
+/// How deep directories may nest: far past any real repository (paths of more than 4,096
+/// bytes, Linux's `PATH_MAX`, cannot be written anyway), and shallow enough that measuring
+/// and writing, which recurse, never run out of stack.
+const MAX_TREE_DEPTH: usize = 512;
+
+/// Entries and bytes of a tree as it would be checked out.
+#[derive(Clone, Copy, Default)]
+struct Size {
+    entries: u64,
+    bytes: u64,
+}
+
+/// The size of trees as checked out, each distinct tree and blob read once (against
+/// [`TreeLimits`]): a tree is a DAG, and a bomb names one object many times.
+struct Measure<'a, 'r> {
+    ctx: &'a Ctx<'a>,
+    repo_dir: &'a Path,
+    sha: &'a str,
+    repo: &'r Repository,
+    odb: git2::Odb<'r>,
+    trees: std::collections::HashMap<Oid, Size>,
+}
+
+impl<'a, 'r> Measure<'a, 'r> {
+    fn new(
+        ctx: &'a Ctx<'a>,
+        repo: &'r Repository,
+        repo_dir: &'a Path,
+        sha: &'a str,
+    ) -> Result<Self, Failure> {
+        let odb = repo.odb().map_err(|e| ctx.cache_err(repo_dir, &e))?;
+        Ok(Measure {
+            ctx,
+            repo_dir,
+            sha,
+            repo,
+            odb,
+            trees: Default::default(),
+        })
+    }
+
+    fn refuse(&self, what: String, limit: String, way_out: String) -> Failure {
+        Failure::Final(GitError::TreeTooLarge {
+            commit: self.sha.to_string(),
+            url: self.ctx.url.clone(),
+            what,
+            limit,
+            way_out,
+        })
+    }
+
+    /// Refuses `size` (of the tree at `path`) if past a limit.
+    fn within_limits(&self, size: Size, path: &Path) -> Result<(), Failure> {
+        let limits = &self.ctx.spec.limits;
+        let at = if path.as_os_str().is_empty() {
+            String::new()
+        } else {
+            format!(" (reached in {})", path.display())
+        };
+        if size.entries > limits.files {
+            return Err(self.refuse(
+                format!("its tree holds more than {} entries{at}", limits.files),
+                format!("{} files, directories and symlinks", limits.files),
+                "raise the limit with --max-source-files".into(),
+            ));
+        }
+        if size.bytes > limits.bytes {
+            return Err(self.refuse(
+                format!("its files hold more than {} bytes{at}", limits.bytes),
+                format!("{} bytes in all", limits.bytes),
+                "raise the limit with --max-source-bytes".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The size of tree `id`, found at `path` (`depth` levels down), as [`write_tree`]
+    /// writes it.
+    fn tree(&mut self, id: Oid, path: &Path, depth: usize) -> Result<Size, Failure> {
+        if let Some(size) = self.trees.get(&id) {
+            return Ok(*size);
+        }
+        if depth > MAX_TREE_DEPTH {
+            return Err(self.refuse(
+                format!("its directories nest more than {MAX_TREE_DEPTH} levels deep"),
+                format!("{MAX_TREE_DEPTH} levels"),
+                "no real repository nests that deep".into(),
+            ));
+        }
+        let cache_err = |e: git2::Error| self.ctx.cache_err(self.repo_dir, &e);
+        let tree = self.repo.find_tree(id).map_err(cache_err)?;
+        let mut size = Size::default();
+        for entry in tree.iter() {
+            if entry.name_bytes().eq_ignore_ascii_case(b".git") {
+                continue;
+            }
+            let name = String::from_utf8_lossy(entry.name_bytes());
+            let entry_path = path.join(name.as_ref());
+            let found = match entry.filemode() {
+                0o040000 => {
+                    let sub = self.tree(entry.id(), &entry_path, depth + 1)?;
+                    Size {
+                        entries: sub.entries + 1,
+                        bytes: sub.bytes,
+                    }
+                }
+                mode if mode == 0o120000 || mode & 0o170000 == 0o100000 => {
+                    let (bytes, _) = self
+                        .odb
+                        .read_header(entry.id())
+                        .map_err(|e| self.ctx.cache_err(self.repo_dir, &e))?;
+                    let bytes = bytes as u64;
+                    let limit = self.ctx.spec.limits.blob_bytes;
+                    if bytes > limit {
+                        return Err(self.refuse(
+                            format!("the file {} holds {bytes} bytes", entry_path.display()),
+                            format!("{limit} bytes per file"),
+                            "raise the limit with --max-source-blob-bytes".into(),
+                        ));
+                    }
+                    Size { entries: 1, bytes }
+                }
+                _ => Size::default(), // submodules and unknown modes are not written
+            };
+            size.entries = size.entries.saturating_add(found.entries);
+            size.bytes = size.bytes.saturating_add(found.bytes);
+            // Stop as soon as a limit is passed, not after walking what is left.
+            self.within_limits(size, path)?;
+        }
+        self.trees.insert(id, size);
+        Ok(size)
     }
 }
 

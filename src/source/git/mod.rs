@@ -82,6 +82,33 @@ pub struct GitSpec {
     pub known_hosts: Option<PathBuf>,
     /// HTTPS token (from `TEND_GIT_TOKEN`); never printed.
     pub token: Option<String>,
+    /// How large a checked-out tree may be.
+    pub limits: TreeLimits,
+}
+
+/// How large one commit's checked-out tree may be (RELIABILITY.md, "git bombs"): a small
+/// repository can name one blob a billion times, or hold a blob of gigabytes of zeros that
+/// packs into kilobytes. Checked while extracting, before anything is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TreeLimits {
+    /// Bytes of all files together (`--max-source-bytes`).
+    pub bytes: u64,
+    /// Entries: files, directories and symlinks (`--max-source-files`).
+    pub files: u64,
+    /// Bytes of any one file (`--max-source-blob-bytes`).
+    pub blob_bytes: u64,
+}
+
+impl Default for TreeLimits {
+    /// Far above any real repository of manifests (the largest monorepos of the helm corpus
+    /// check out to tens of MiB and a few thousand files).
+    fn default() -> Self {
+        TreeLimits {
+            bytes: 1 << 30,
+            files: 200_000,
+            blob_bytes: 64 << 20,
+        }
+    }
 }
 
 // Written by hand so that `{:?}` in a log line cannot print the token.
@@ -94,6 +121,7 @@ impl fmt::Debug for GitSpec {
             .field("ssh_key", &self.ssh_key)
             .field("known_hosts", &self.known_hosts)
             .field("token", &self.token.as_ref().map(|_| "***"))
+            .field("limits", &self.limits)
             .finish()
     }
 }
@@ -244,6 +272,18 @@ pub enum GitError {
         commit: String,
         url: String,
         name: String,
+    },
+    #[error(
+        "commit {commit} of {url} is too large to check out: {what}, past the limit of \
+         {limit}; nothing was extracted ({way_out})"
+    )]
+    TreeTooLarge {
+        commit: String,
+        url: String,
+        what: String,
+        limit: String,
+        /// How to go on: the flag that raises the limit.
+        way_out: String,
     },
 }
 

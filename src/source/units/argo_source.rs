@@ -48,6 +48,7 @@ pub fn git_tree(ctx: &Context, repo_url: &str, revision: &str) -> Result<Tree, S
         ssh_key: None,
         known_hosts: None,
         token: None,
+        limits: ctx.checkout.tree_limits,
     };
     let fetched = crate::source::git::fetch(&spec).map_err(|e| {
         format!(

@@ -115,6 +115,7 @@ fn fetch_git(source: &Found, url: &str, ctx: &Context) -> Result<Tree, crate::pr
         ssh_key: None,
         known_hosts: None,
         token: None,
+        limits: ctx.checkout.tree_limits,
     };
     let fetched = crate::source::git::fetch(&spec).map_err(|e| {
         source.problem(

@@ -274,7 +274,7 @@ data:
     assert_eq!(code, 2, "{stdout}\n{stderr}");
     assert!(
         stderr.contains(
-            "from a Secret the chart looked up reach ConfigMap leak (templates/leak.yaml)"
+            "from a Secret the chart looked up reach ConfigMap leak (templates/leak.yaml:"
         ),
         "{stderr}"
     );

@@ -266,7 +266,7 @@ fn encrypted_values_may_not_reach_objects_tend_prints_in_plain_text() {
     );
     assert!(stderr.contains("apps/store.yaml:"), "{stderr}");
     assert!(
-        stderr.contains("ConfigMap leak (templates/leak.yaml)"),
+        stderr.contains("ConfigMap leak (templates/leak.yaml:6)"),
         "{stderr}"
     );
     assert!(stderr.contains("Secrets only"), "{stderr}");

@@ -5,6 +5,7 @@
 //! names the limit; the leak cases print no form of their canary.
 
 mod charts;
+mod sops;
 mod sources;
 mod templates;
 
