@@ -111,6 +111,7 @@ pub fn load(source_opts: &SourceOptions, render_opts: &RenderOptions) -> Result<
             kustomize: &checkout.kustomize,
             cluster: render_opts.cluster.as_deref(),
             for_kubeconfig: source_opts.units_for_kubeconfig_secret.as_ref(),
+            trusted_keys: &source_opts.trusted_keys,
         };
         let expanded = source::units::expand(&mut walked, &context);
         if !expanded.units.is_empty() {

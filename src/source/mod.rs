@@ -10,8 +10,8 @@ pub mod kustomize_annotations;
 mod kustomize_outside;
 pub mod paths;
 mod private_copy;
-pub mod verify;
 pub mod units;
+pub mod verify;
 pub mod walk;
 
 pub use file::{SourceFile, MAX_FILE_BYTES};

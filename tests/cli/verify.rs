@@ -485,3 +485,62 @@ fn apply_records_the_signer_and_a_refused_commit_writes_nothing() {
         "{out}"
     );
 }
+
+/// Flux's `GitRepository.spec.verify`: a repository a unit fetches is checked with the run's
+/// keys and those of the Secret it names; the repository under test asks for
+/// `--verify-signatures`.
+#[test]
+fn a_flux_git_repository_with_spec_verify_is_checked_when_fetched() {
+    let alice = Key::ssh(1);
+    let other = tempfile::tempdir().unwrap();
+    commit(
+        other.path(),
+        &[("app.yaml", &config_map("from-other"))],
+        Some(&alice),
+    );
+    let site = tempfile::tempdir().unwrap();
+    let units = |verify: &str| {
+        format!(
+            "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: other\n  namespace: flux-system\nspec:\n  interval: 10m\n  url: {}\n  ref:\n    branch: main\n{verify}---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: apps\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: other\n",
+            other.path().display()
+        )
+    };
+    let verify = "  verify:\n    mode: HEAD\n    secretRef:\n      name: signers\n";
+    let signers = format!(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: signers\n  namespace: flux-system\nstringData:\n  allowed_signers: |\n    {}",
+        alice.trusted("alice@example.com")
+    );
+    write_site(
+        site.path(),
+        &[("units.yaml", &units(verify)), ("signers.yaml", &signers)],
+    );
+    let render = || {
+        run(tend()
+            .env("TEND_CACHE_DIR", scratch_home())
+            .args(["render", "-v", "--repo"])
+            .arg(site.path()))
+    };
+    let (code, out, err) = render();
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("name: from-other"), "{out}");
+    assert!(
+        err.contains("commit signed by alice@example.com (SSH key"),
+        "{err}"
+    );
+
+    // The same repository, its newest commit unsigned: refused at the GitRepository.
+    commit(other.path(), &[("b.yaml", &config_map("b"))], None);
+    let (code, out, err) = render();
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
+    assert!(err.contains("units.yaml:"), "{err}");
+    assert!(err.contains("is refused: it is not signed"), "{err}");
+
+    // No key at all: said, with the way out.
+    write_site(site.path(), &[("units.yaml", &units(verify))]);
+    let (code, _, err) = render();
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("the Secret signers is not in the desired state"),
+        "{err}"
+    );
+}

@@ -65,9 +65,76 @@ pub fn git_tree(
         .and_then(Value::as_str)
         .unwrap_or("");
     if (namespace, name) == ("flux-system", "flux-system") || ctx.is_checkout_url(url) {
+        if source.spec().get("verify").is_some() && ctx.checkout.signed_by.is_none() {
+            return Err(source.problem(
+                &["spec", "verify"],
+                "this GitRepository is the repository under test and asks for signed commits: run tend with --verify-signatures (head, tag or tag-and-head) and the signers' keys (--trusted-keys or --trusted-keys-secret), so the checkout is verified as its controller would verify it",
+            ));
+        }
         return Ok(checkout());
     }
-    fetch_git(source, url, ctx)
+    fetch_git(source, url, (sources, ctx))
+}
+
+/// `spec.verify` of a fetched GitRepository (Flux's commit and tag signatures): checked with
+/// the run's trusted keys and those of the Secret `secretRef` names, when the desired state
+/// holds it. Returns who signed.
+fn verify_fetched(
+    source: &Found,
+    fetched: &crate::source::git::Fetched,
+    (sources, ctx): (&Sources, &Context),
+) -> Result<Option<String>, crate::problem::Problem> {
+    use crate::source::verify::{self, VerifyMode};
+    let Some(spec) = source.spec().get("verify") else {
+        return Ok(None);
+    };
+    let at = |message: String| source.problem(&["spec", "verify"], message);
+    let mode = match spec
+        .get("mode")
+        .and_then(Value::as_str)
+        .map(str::to_ascii_lowercase)
+    {
+        None => VerifyMode::Head,
+        Some(m) if m == "head" => VerifyMode::Head,
+        Some(m) if m == "tag" => VerifyMode::Tag,
+        Some(m) if m == "tagandhead" => VerifyMode::TagAndHead,
+        Some(other) => {
+            return Err(at(format!(
+                "mode {other:?} is not one of HEAD, Tag, TagAndHEAD"
+            )))
+        }
+    };
+    let mut keys = ctx.trusted_keys.clone();
+    let secret = spec.pointer("/secretRef/name").and_then(Value::as_str);
+    if let Some(name) = secret {
+        let namespace = &source.id.namespace;
+        let entries = sources.config_data("Secret", namespace, name).map_err(at)?;
+        for (entry, text) in entries.unwrap_or_default() {
+            keys.add(&format!("Secret {namespace}/{name} key {entry}"), &text)
+                .map_err(|e| at(e.to_string()))?;
+        }
+    }
+    if keys.is_empty() {
+        return Err(at(format!(
+            "no key to check the signatures with: {}; pass the signers' keys with --trusted-keys or --trusted-keys-secret",
+            match secret {
+                Some(name) => format!("the Secret {name} is not in the desired state"),
+                None => "no secretRef".to_string(),
+            }
+        )));
+    }
+    let target = verify::Target {
+        repository: &fetched.repository,
+        commit: &fetched.commit,
+        resolved_ref: fetched.resolved_ref.as_deref(),
+        work_tree: false,
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let verified = verify::verify_checkout(&target, mode, &keys, now)
+        .map_err(|e| at(format!("GitRepository {}: {e}", source.id)))?;
+    Ok(verified.describe())
 }
 
 /// A source in a version tend reads, or the problem at its apiVersion.
@@ -87,8 +154,13 @@ pub fn source_version(source: &Found) -> Result<(), crate::problem::Problem> {
     ))
 }
 
-/// A GitRepository other than the checkout, fetched with tend's git source at its `ref`.
-fn fetch_git(source: &Found, url: &str, ctx: &Context) -> Result<Tree, crate::problem::Problem> {
+/// A GitRepository other than the checkout, fetched with tend's git source at its `ref`,
+/// and its signatures checked when it asks (`spec.verify`).
+fn fetch_git(
+    source: &Found,
+    url: &str,
+    (sources, ctx): (&Sources, &Context),
+) -> Result<Tree, crate::problem::Problem> {
     let git_ref = source.spec().get("ref");
     let field = |k: &str| git_ref.and_then(|r| r.get(k)).and_then(Value::as_str);
     if field("semver").is_some() {
@@ -123,6 +195,9 @@ fn fetch_git(source: &Found, url: &str, ctx: &Context) -> Result<Tree, crate::pr
             format!("cannot fetch GitRepository {}: {e}", source.id),
         )
     })?;
+    if let Some(signer) = verify_fetched(source, &fetched, (sources, ctx))? {
+        tracing::info!("GitRepository {}: {signer}", source.id);
+    }
     Ok(Tree {
         root: fetched.dir,
         revision: Some(fetched.commit),

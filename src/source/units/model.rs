@@ -283,6 +283,9 @@ pub struct Context<'a> {
     pub cluster: Option<&'a str>,
     /// `--units-for-kubeconfig-secret`: the run is for the cluster of this kubeconfig Secret.
     pub for_kubeconfig: Option<&'a KubeConfigRef>,
+    /// The run's trusted keys (`--trusted-keys`, `--trusted-keys-secret`), for the sources'
+    /// `spec.verify`.
+    pub trusted_keys: &'a crate::source::verify::TrustedKeys,
 }
 
 /// A kubeconfig Secret a unit names for its target cluster (hub and spoke): namespace, name.
