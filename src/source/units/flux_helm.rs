@@ -234,6 +234,10 @@ fn chart_source(
                 ));
             }
             let version = field("version").filter(|v| !v.is_empty()).unwrap_or("*");
+            if let Some(verify) = template.get("verify") {
+                let at = (unit, &["spec", "chart", "spec", "verify"][..]);
+                chart_spec.insert("verify".into(), cosign_verify(verify, at, oci)?);
+            }
             chart_spec.insert("repository".into(), json!(url));
             chart_spec.insert("name".into(), json!(chart));
             chart_spec.insert("version".into(), json!(version));
@@ -320,12 +324,50 @@ fn chart_ref_source(
     let Some((base, name)) = url.trim_end_matches('/').rsplit_once('/') else {
         return Err(repository.problem(&["spec", "url"], "not an oci://host/path/chart URL"));
     };
+    if let Some(verify) = repository.spec().get("verify") {
+        let at = (repository, &["spec", "verify"][..]);
+        chart_spec.insert("verify".into(), cosign_verify(verify, at, true)?);
+    }
     chart_spec.insert("repository".into(), json!(base));
     chart_spec.insert("name".into(), json!(name));
     chart_spec.insert("version".into(), json!(version));
     produced.revision = Some(format!("chart {name} {version}"));
     produced.chart = Some((base.to_string(), name.to_string(), version.to_string()));
     Ok(())
+}
+
+/// Flux's `verify` of an OCI chart (`provider: cosign`, a `secretRef` of public keys, or
+/// keyless identities) as the synthesized HelmChart's `spec.verify`: the signature is checked
+/// against the run's trusted cosign keys (`--trusted-keys`, `--trusted-keys-secret`); keyless
+/// verification needs the network and is refused.
+fn cosign_verify(
+    verify: &Value,
+    (found, field): (&Found, &[&str]),
+    oci: bool,
+) -> Result<Value, Problem> {
+    let provider = verify
+        .get("provider")
+        .and_then(Value::as_str)
+        .unwrap_or("cosign");
+    if provider != "cosign" {
+        return Err(found.problem(
+            field,
+            format!("provider {provider:?} is not supported by tend; it checks cosign signatures"),
+        ));
+    }
+    if !oci {
+        return Err(found.problem(
+            field,
+            "cosign signatures are stored in OCI registries: verify needs an OCI chart source",
+        ));
+    }
+    if verify.get("matchOIDCIdentity").is_some() || verify.get("secretRef").is_none() {
+        return Err(found.problem(
+            field,
+            "keyless verification (Fulcio certificates, Rekor) needs the network, which tend does not use; sign the chart with a key pair (cosign sign --key cosign.key), name its public key in secretRef, and give tend the same cosign.pub with --trusted-keys",
+        ));
+    }
+    Ok(json!({"provider": "cosign"}))
 }
 
 /// `valuesFrom` in order, then `spec.values` over them (fluxcd/pkg

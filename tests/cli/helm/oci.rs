@@ -497,3 +497,57 @@ fn a_chart_with_spec_verify_installs_only_when_a_trusted_cosign_key_signed_it() 
         "{err}"
     );
 }
+
+/// Flux's `OCIRepository.spec.verify` (cosign with a key pair): the chart a HelmRelease's
+/// `chartRef` names installs only when a trusted cosign key signed it; keyless is refused.
+#[test]
+fn a_flux_oci_repository_with_spec_verify_is_checked_with_the_runs_cosign_keys() {
+    let (alice, mallory) = ([7u8; 32], [9u8; 32]);
+    let signed = |tag: &str, key: [u8; 32]| CosignSigned {
+        tag: tag.into(),
+        key,
+        names_other_digest: false,
+        keyless: false,
+    };
+    let opts = RegistryOptions {
+        cosign: vec![signed("1.0.0", alice), signed("1.1.0", mallory)],
+        ..RegistryOptions::default()
+    };
+    let (base, _) = registry(&["1.0.0", "1.1.0"], opts);
+    let tmp = tempfile::tempdir().unwrap();
+    let keys = tmp.path().join("cosign.pub");
+    std::fs::write(&keys, cosign_public_key(&alice)).unwrap();
+    let site_of = |tag: &str, verify: &str| {
+        let units = format!(
+            "apiVersion: source.toolkit.fluxcd.io/v1\nkind: OCIRepository\nmetadata:\n  name: shop\n  namespace: flux-system\nspec:\n  interval: 10m\n  url: {}/shop\n  ref:\n    tag: \"{tag}\"\n{verify}---\napiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: store\n  namespace: flux-system\nspec:\n  interval: 10m\n  targetNamespace: shop\n  chartRef:\n    kind: OCIRepository\n    name: shop\n",
+            oci(&base)
+        );
+        site(&[("release.yaml", &units)])
+    };
+    let with_key = "  verify:\n    provider: cosign\n    secretRef:\n      name: cosign-pub\n";
+    let render_site = |dir: &Path| {
+        render(
+            dir,
+            &tmp.path().join("cache"),
+            &tmp.path().join("helm.json"),
+            &["--trusted-keys", keys.to_str().unwrap(), "-v"],
+        )
+    };
+    let dir = site_of("1.0.0", with_key);
+    let (code, out, err) = render_site(dir.path());
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(version_of(&out), "1.0.0");
+    assert!(err.contains("signature verified"), "{err}");
+
+    let dir = site_of("1.1.0", with_key);
+    let (code, out, err) = render_site(dir.path());
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
+    assert!(err.contains("which is not a trusted key"), "{err}");
+
+    // No secretRef: Flux's keyless verification, which needs the network.
+    let dir = site_of("1.0.0", "  verify:\n    provider: cosign\n");
+    let (code, _, err) = render_site(dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("release.yaml:"), "{err}");
+    assert!(err.contains("keyless verification"), "{err}");
+}
