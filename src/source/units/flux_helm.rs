@@ -11,7 +11,7 @@
 
 use super::flux_sources;
 use super::model::{
-    chain_label, unknown_fields, Context, Found, Outcome, Produced, Sources, EXPANDED_ANNOTATION,
+    active_spec, chain_label, Context, Found, Outcome, Produced, Sources, EXPANDED_ANNOTATION,
 };
 use crate::helm::values::merge_maps;
 use crate::problem::Problem;
@@ -20,30 +20,9 @@ use crate::source::SourceFile;
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 
-const V2_FIELDS: &[&str] = &[
-    "chart",
-    "chartRef",
-    "interval",
-    "kubeConfig",
-    "suspend",
-    "releaseName",
-    "targetNamespace",
-    "storageNamespace",
-    "dependsOn",
-    "timeout",
-    "maxHistory",
-    "serviceAccountName",
-    "persistentClient",
-    "driftDetection",
-    "install",
-    "upgrade",
-    "test",
-    "rollback",
-    "uninstall",
-    "valuesFrom",
-    "values",
+/// What `helm.toolkit.fluxcd.io/v2` added to the spec of v2beta2 and v2beta1.
+const V2_ADDED_FIELDS: &[&str] = &[
     "commonMetadata",
-    "postRenderers",
     "postRenderStrategy",
     "waitStrategy",
     "healthCheckExprs",
@@ -79,21 +58,20 @@ const CHART_KEYS: &str = "/flux-charts";
 
 pub fn expand(unit: &Found, sources: &Sources, ctx: &Context) -> Produced {
     let version = unit.api_version.split('/').nth(1).unwrap_or("");
+    let v2_fields: Vec<&str> = V2BETA_FIELDS
+        .iter()
+        .chain(V2_ADDED_FIELDS)
+        .copied()
+        .collect();
     let known = if version == "v2" {
-        V2_FIELDS
+        &v2_fields[..]
     } else {
         V2BETA_FIELDS
     };
-    let problems = unknown_fields(unit, known, version);
-    if !problems.is_empty() {
-        let mut produced = Produced::outcome(Outcome::NotExpanded("invalid spec".into()));
-        produced.problems = problems;
-        return produced;
-    }
-    let spec = unit.spec();
-    if spec.get("suspend").and_then(Value::as_bool) == Some(true) {
-        return Produced::outcome(Outcome::Suspended);
-    }
+    let spec = match active_spec(unit, known, version) {
+        Ok(spec) => spec,
+        Err(produced) => return *produced,
+    };
     if spec.get("postRenderers").is_some() {
         return Produced::failed(unit.problem(
             &["spec", "postRenderers"],

@@ -9,7 +9,7 @@
 //! (`tend.dev/prune: disabled`, `tend.dev/replace: on-immutable`).
 
 use super::flux_sources::{self, Tree};
-use super::model::{unknown_fields, Context, Found, Outcome, Produced, Sources};
+use super::model::{active_spec, Context, Found, Outcome, Produced, Sources};
 use crate::problem::Problem;
 use crate::source::kustomize::{self, KUSTOMIZATION_FILES};
 use crate::source::paths::{leaves_root, normalize};
@@ -80,16 +80,10 @@ pub fn expand(unit: &Found, sources: &Sources, ctx: &Context) -> Produced {
     } else {
         V1BETA2_FIELDS
     };
-    let problems = unknown_fields(unit, known, version);
-    if !problems.is_empty() {
-        let mut produced = Produced::outcome(Outcome::NotExpanded("invalid spec".into()));
-        produced.problems = problems;
-        return produced;
-    }
-    let spec = unit.spec();
-    if spec.get("suspend").and_then(Value::as_bool) == Some(true) {
-        return Produced::outcome(Outcome::Suspended);
-    }
+    let spec = match active_spec(unit, known, version) {
+        Ok(spec) => spec,
+        Err(produced) => return *produced,
+    };
     let Some(source_ref) = spec.get("sourceRef") else {
         return Produced::failed(unit.problem(
             &["spec"],

@@ -398,6 +398,26 @@ pub(super) fn config_entries(value: &Value) -> BTreeMap<String, String> {
     out
 }
 
+/// A Flux unit's spec, or what the unit produces instead: the problems of the fields its
+/// version does not have, or that it is suspended.
+pub fn active_spec<'a>(
+    unit: &'a Found,
+    known: &[&str],
+    version: &str,
+) -> Result<&'a Value, Box<Produced>> {
+    let problems = unknown_fields(unit, known, version);
+    if !problems.is_empty() {
+        let mut produced = Produced::outcome(Outcome::NotExpanded("invalid spec".into()));
+        produced.problems = problems;
+        return Err(Box::new(produced));
+    }
+    let spec = unit.spec();
+    if spec.get("suspend").and_then(Value::as_bool) == Some(true) {
+        return Err(Box::new(Produced::outcome(Outcome::Suspended)));
+    }
+    Ok(spec)
+}
+
 /// Names the fields of `spec` a published schema does not know, at their lines.
 pub fn unknown_fields(found: &Found, known: &[&str], version: &str) -> Vec<Problem> {
     let Some(spec) = found.spec().as_object() else {
