@@ -89,6 +89,12 @@ pub(super) fn user_values(
     if let Some(inline) = &spec.values {
         merged = values::merge_maps(&merged, inline);
     }
+    // A SOPS-encrypted HelmChart's own values are as secret as an encrypted values file's.
+    for pointer in &doc.sealed {
+        if let Some(value) = doc.value.pointer(pointer) {
+            leaves(value, &mut secrets);
+        }
+    }
     ok.then_some(UserValues {
         values: merged,
         secrets,
@@ -188,6 +194,20 @@ pub(super) fn plaintext_of_sealed(
                 plaintext_of_sealed(a, b, out);
             }
         }
+        _ => {}
+    }
+}
+
+/// The strings and numbers (by their digits) of `value`, but very short ones.
+fn leaves(value: &serde_json::Value, out: &mut Vec<String>) {
+    use serde_json::Value as J;
+    match value {
+        J::String(s) if s.chars().count() >= sops::leaks::MIN_TRACKED_CHARS => out.push(s.clone()),
+        J::Number(n) if n.to_string().chars().count() >= sops::leaks::MIN_TRACKED_CHARS => {
+            out.push(n.to_string())
+        }
+        J::Array(items) => items.iter().for_each(|v| leaves(v, out)),
+        J::Object(map) => map.values().for_each(|v| leaves(v, out)),
         _ => {}
     }
 }

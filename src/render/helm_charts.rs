@@ -98,12 +98,15 @@ fn releases<'f>(
 ) -> Vec<(&'f SourceFile, yaml::Document, HelmChart)> {
     let mut out = Vec::new();
     for file in files.iter().filter(|f| f.text.contains("HelmChart")) {
-        let docs = match charts.helm_chart_docs.get(&file.path) {
+        let mut docs = match charts.helm_chart_docs.get(&file.path) {
             Some(docs) => docs.clone(),
             None => {
                 kustomize_annotations::parse_source(&file.path, &file.text, file.unit.is_some()).0
             }
         };
+        // A SOPS-encrypted HelmChart renders from its decrypted values; a file that does not
+        // decrypt is reported by the main pass.
+        let _ = super::decrypt::decrypt_file(file, &mut docs, &opts.keys);
         for doc in docs {
             let is_helm_chart = doc.value.get("apiVersion").and_then(|v| v.as_str())
                 == Some(crate::API_VERSION)
@@ -292,7 +295,8 @@ pub fn kept_render_keys(
         .collect()
 }
 
-/// Render one release into files of `out`, or its problem.
+/// Render one release into files of `out`, or its problems, which never quote a decrypted
+/// value: a chart's `fail`, its schema's and Go's messages may quote values they refuse.
 fn render_one(
     file: &SourceFile,
     doc: &yaml::Document,
@@ -301,8 +305,27 @@ fn render_one(
     opts: &RenderOptions,
     out: &mut ChartOutput,
 ) {
+    let before = out.problems.len();
+    let secrets = render_release(file, doc, helm_chart, charts, opts, out);
+    if !secrets.is_empty() && out.problems.len() > before {
+        let forms = sops::leaks::all_forms(&secrets);
+        for problem in &mut out.problems[before..] {
+            problem.message = crate::text::scrub(&problem.message, &forms);
+        }
+    }
+}
+
+/// Render one release into files of `out`, or its problems; the decrypted values it read.
+fn render_release(
+    file: &SourceFile,
+    doc: &yaml::Document,
+    helm_chart: &HelmChart,
+    charts: &Charts,
+    opts: &RenderOptions,
+    out: &mut ChartOutput,
+) -> Vec<String> {
     let Some(mut input) = release_input(file, doc, helm_chart, charts, opts, out) else {
-        return;
+        return Vec::new();
     };
     let rendered = manifests(&input, opts, out);
     if let Some(cluster) = opts
@@ -312,12 +335,13 @@ fn render_one(
     {
         input.user.secrets.extend(lookup::secret_strings(cluster));
     }
+    let secrets = input.user.secrets.clone();
     let manifests = match rendered {
         Ok(manifests) => manifests,
         Err(e) => {
             out.problems
                 .push(Problem::new(&file.path, input.chart_line, e.to_string()));
-            return;
+            return secrets;
         }
     };
     let at = ReleaseAt {
@@ -328,10 +352,10 @@ fn render_one(
     if opts.helm_template {
         print_as_helm(&at, &input, &manifests, out);
     }
-    let Some(made) = release_files(&at, &input, manifests, out) else {
-        return;
-    };
-    add_release(&at, input, made, out);
+    if let Some(made) = release_files(&at, &input, manifests, out) {
+        add_release(&at, input, made, out);
+    }
+    secrets
 }
 
 /// The release as `helm template <release> <chart> --namespace <ns>` prints it (with

@@ -5,6 +5,8 @@
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use serde_json::Value;
+use sha1::Sha1;
+use sha2::{Digest, Sha256, Sha512};
 
 /// Shorter values are not tracked: they would be found everywhere.
 pub const MIN_TRACKED_CHARS: usize = 4;
@@ -13,10 +15,17 @@ pub const MIN_TRACKED_CHARS: usize = 4;
 /// would be found in unrelated text.
 const MIN_TRANSFORMED_CHARS: usize = 8;
 
+/// Values of this many characters or more, on one line, are also found by any part of
+/// them this long (`trunc`, `substr`): shorter parts of words would be found in unrelated
+/// text, and a multi-line value (a PEM block) shares its frame with every other one.
+const MIN_PART_CHARS: usize = 12;
+
 /// The texts that betray `plain`: itself, upper and lower case, hex of its bytes (either
-/// case), and its base64 as it shows inside a longer base64 text at each of the three
-/// alignments (the characters that depend only on its bytes), so `b64enc (cat "user:"
-/// $password)` is caught too.
+/// case), its base64 and base32 as they show inside a longer encoded text at each
+/// alignment (the characters that depend only on its bytes), so `b64enc (cat "user:"
+/// $password)` is caught too; its `urlquery` escaping; its SHA-1, SHA-256 and SHA-512
+/// (`sha1sum`, `sha256sum`, `sha512sum`: a digest of a password is enough to guess it
+/// offline); and, for a one-line value, each of its parts of [`MIN_PART_CHARS`].
 pub fn forms(plain: &str) -> Vec<String> {
     if plain.chars().count() < MIN_TRANSFORMED_CHARS {
         return vec![plain.to_string()];
@@ -29,25 +38,52 @@ pub fn forms(plain: &str) -> Vec<String> {
     let hex = hex::encode(plain.as_bytes());
     out.push(hex.to_uppercase());
     out.push(hex);
-    for shift in 0..3 {
-        let mut bytes = vec![0u8; shift];
-        bytes.extend_from_slice(plain.as_bytes());
-        let encoded = BASE64.encode(&bytes);
-        let encoded = encoded.trim_end_matches('=');
-        // The group holding the shift's padding, and a last group that the bytes after the
-        // value share, depend on more than the value.
-        let head = if shift == 0 { 0 } else { 4 };
-        let tail = match bytes.len() % 3 {
-            0 => 0,
-            rest => rest + 1,
-        };
-        if encoded.len() >= head + tail + 2 * MIN_TRACKED_CHARS {
-            out.push(encoded[head..encoded.len() - tail].to_string());
-        }
+    out.extend(aligned(plain.as_bytes(), 3, 4, |b| BASE64.encode(b)));
+    out.extend(aligned(
+        plain.as_bytes(),
+        5,
+        8,
+        crate::helm::funcs::base32_encode,
+    ));
+    out.push(crate::helm::template::builtins::query_escape(plain));
+    out.push(hex::encode(Sha1::digest(plain.as_bytes())));
+    out.push(hex::encode(Sha256::digest(plain.as_bytes())));
+    out.push(hex::encode(Sha512::digest(plain.as_bytes())));
+    let chars: Vec<char> = plain.chars().collect();
+    if chars.len() > MIN_PART_CHARS && !plain.contains('\n') {
+        out.extend(
+            chars
+                .windows(MIN_PART_CHARS)
+                .map(|part| part.iter().collect::<String>()),
+        );
     }
     out.retain(|f| f.chars().count() >= MIN_TRACKED_CHARS);
     out.sort();
     out.dedup();
+    out
+}
+
+/// `bytes` encoded as a group code (`group` bytes to `chars` characters: base64 3 to 4,
+/// base32 5 to 8) inside a longer text at each alignment: the characters that depend only
+/// on `bytes`. The group holding the bytes before the value, and a last group that the
+/// bytes after the value share, depend on more than the value.
+fn aligned(
+    bytes: &[u8],
+    group: usize,
+    chars: usize,
+    encode: impl Fn(&[u8]) -> String,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for shift in 0..group {
+        let mut shifted = vec![0u8; shift];
+        shifted.extend_from_slice(bytes);
+        let encoded = encode(&shifted);
+        let head = if shift == 0 { 0 } else { chars };
+        let whole = shifted.len() / group * chars;
+        if whole >= head + 2 * MIN_TRACKED_CHARS {
+            out.push(encoded[head..whole].to_string());
+        }
+    }
     out
 }
 

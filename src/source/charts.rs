@@ -191,6 +191,11 @@ fn load_files(
         }
         match name.as_str() {
             CHART_FILE | "values.yaml" => {
+                let text = super::walk::utf8_text(
+                    &origin.join(&name),
+                    bytes,
+                    "save it as UTF-8 (Helm's YAML reader refuses it too)",
+                )?;
                 let value = if text.trim().is_empty() {
                     serde_json::Value::Null
                 } else if name == CHART_FILE {
@@ -359,9 +364,14 @@ pub fn claim_values_files(
                 format!("values file is larger than {MAX_FILE_BYTES} bytes"),
             )),
             _ => match fs::read(&full) {
-                Ok(bytes) => {
-                    read.insert(path, String::from_utf8_lossy(&bytes).into_owned());
-                }
+                Ok(bytes) => match String::from_utf8(bytes) {
+                    Ok(text) => {
+                        read.insert(path, text);
+                    }
+                    Err(_) => {
+                        unreadable.insert(path, "it is not UTF-8 text (binary or another encoding; Helm's YAML reader refuses it too); save it as UTF-8".to_string());
+                    }
+                },
                 Err(e) => problems.push(Problem::new(&path, 1, format!("cannot read: {e}"))),
             },
         }

@@ -434,6 +434,12 @@ fn read_text(path: &Path, rel: &Path) -> Result<String, Problem> {
             ),
         ));
     }
+    utf8_text(rel, bytes, "save it as UTF-8 or add it to .tendignore")
+}
+
+/// `bytes` as text, or the problem at the line of the first byte that is not UTF-8 (YAML
+/// is UTF-8; Helm's and kubectl's readers refuse other bytes too), with `fix`.
+pub(super) fn utf8_text(rel: &Path, bytes: Vec<u8>, fix: &str) -> Result<String, Problem> {
     String::from_utf8(bytes).map_err(|err| {
         let offset = err.utf8_error().valid_up_to();
         let line = 1 + err.as_bytes()[..offset]
@@ -443,7 +449,7 @@ fn read_text(path: &Path, rel: &Path) -> Result<String, Problem> {
         Problem::new(
             rel,
             line,
-            "file is not valid UTF-8 (binary or another encoding); save it as UTF-8 or add it to .tendignore",
+            format!("file is not valid UTF-8 (binary or another encoding); {fix}"),
         )
     })
 }

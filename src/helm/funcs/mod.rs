@@ -19,6 +19,7 @@ mod yaml11;
 pub use conv::{error_map, from_yaml, strval, to_int, want_str};
 pub use files::binary_file;
 pub use strings::{semver_compare, semver_order};
+pub use text::base32_encode;
 
 use super::template::builtins::exact;
 use super::template::{CallError, Engine, RenderContext, Value};

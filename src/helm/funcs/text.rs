@@ -375,7 +375,8 @@ fn lower_words(text: &str, connector: char) -> String {
 
 const B32: &[u8; 32] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
 
-fn base32_encode(data: &[u8]) -> String {
+/// Go's `base32.StdEncoding`, padded (Sprig's `b32enc`).
+pub fn base32_encode(data: &[u8]) -> String {
     let mut out = String::new();
     for chunk in data.chunks(5) {
         let mut buf = [0u8; 5];

@@ -6,6 +6,21 @@ use super::value::Value;
 use super::{gofmt, CallError, Engine};
 use std::cmp::Ordering;
 
+/// Go's `url.QueryEscape`, which `urlquery` applies: unreserved bytes kept, space as `+`.
+pub fn query_escape(text: &str) -> String {
+    let mut out = String::new();
+    for b in text.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
+            b' ' => out.push('+'),
+            b => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
 pub fn register(engine: &mut Engine) {
     engine.register("not", |_, args| {
         let [v] = exact::<1>(args, "not")?;
@@ -52,18 +67,7 @@ pub fn register(engine: &mut Engine) {
             .ok_or_else(|| super::limits::bytes_spent(&exec.context().limits()).into())
     });
     engine.register("urlquery", |_, args| {
-        let text = gofmt::sprint(&args);
-        let mut out = String::new();
-        for b in text.bytes() {
-            match b {
-                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                    out.push(b as char)
-                }
-                b' ' => out.push('+'),
-                b => out.push_str(&format!("%{b:02X}")),
-            }
-        }
-        Ok(Value::str(out))
+        Ok(Value::str(query_escape(&gofmt::sprint(&args))))
     });
     engine.register("eq", |_, args| {
         let (first, rest) = args

@@ -168,3 +168,35 @@ fn a_named_pipe_in_a_chart_is_not_read() {
     assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o644) }, 0);
     render_bounded(dir.path(), &[]).refused_with("not a regular file");
 }
+
+#[test]
+fn bytes_that_are_not_text_are_kept_or_refused_never_mangled() {
+    // A binary chart file: AsSecrets encodes its bytes as Helm does.
+    let jks: &[u8] = &[0xfe, 0xed, 0xfe, 0xed, 0x00, 0x02, 0xff, 0x80];
+    let secret = b"apiVersion: v1\nkind: Secret\nmetadata:\n  name: store\n  namespace: default\ndata:\n{{ (.Files.Glob \"files/*\").AsSecrets | indent 2 }}\n";
+    let dir = chart_repo(&[("files/k.jks", jks), ("templates/s.yaml", secret)]);
+    let out = render_bounded(dir.path(), &["--show-secrets"]);
+    out.rendered();
+    use base64::Engine;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(jks);
+    assert!(out.stdout.contains(&encoded), "{}", out.stdout);
+    // Any other read of it is refused, naming the file, never its lossy text.
+    let get = b"apiVersion: v1\nkind: Secret\nmetadata:\n  name: store\n  namespace: default\ndata:\n  k: {{ .Files.Get \"files/k.jks\" | b64enc }}\n";
+    let dir = chart_repo(&[("files/k.jks", jks), ("templates/s.yaml", get)]);
+    render_bounded(dir.path(), &[]).refused_with("files/k.jks is not UTF-8 text");
+    // values.yaml and Chart.yaml are YAML, which is UTF-8: refused at the line, as Helm does.
+    let values: &[u8] = b"a: 1\nname: caf\xe9\n";
+    let dir = chart_repo(&[("values.yaml", values), ("templates/t.yaml", b"")]);
+    let out = render_bounded(dir.path(), &[]);
+    out.refused_with("values.yaml:2");
+    out.refused_with("not valid UTF-8");
+    assert!(!out.stderr.contains('\u{FFFD}'), "{}", out.stderr);
+    // A values file a HelmChart names: said once, at the HelmChart.
+    let dir = chart_repo(&[("templates/t.yaml", b"")]);
+    let release = "apiVersion: tend.dev/v1alpha1\nkind: HelmChart\nmetadata:\n  name: r\n  namespace: default\nspec:\n  chart: ../charts/c\n  valuesFiles: [latin1.yaml]\n";
+    std::fs::write(dir.path().join("apps/release.yaml"), release).unwrap();
+    std::fs::write(dir.path().join("apps/latin1.yaml"), b"name: caf\xe9\n").unwrap();
+    let out = render_bounded(dir.path(), &[]);
+    out.refused_with("apps/release.yaml:");
+    out.refused_with("not UTF-8 text");
+}

@@ -209,3 +209,106 @@ fn a_kustomize_replacement_copying_a_decrypted_field_into_a_config_map_is_refuse
     out.rendered();
     no_canary(&out);
 }
+
+#[test]
+fn decrypted_values_through_encodings_digests_and_parts_are_refused() {
+    let config_map = |expr: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: leak\n  namespace: default\ndata:\n  k: {{{{ {expr} }}}}\n")
+    };
+    for expr in [
+        ".Values.password | b32enc",
+        "cat \"user:\" .Values.password | b32enc",
+        ".Values.password | urlquery",
+        ".Values.password | sha256sum",
+        ".Values.password | sha1sum",
+        ".Values.password | trunc 14",
+        ".Values.password | substr 3 17",
+        ".Values.password | quote",
+    ] {
+        let out = chart_with_encrypted_values(&config_map(expr));
+        out.refused_with("(templates/t.yaml:");
+        no_canary(&out);
+        for text in [&out.stdout, &out.stderr] {
+            assert!(!text.contains(&CANARY[..12]), "{expr}: {text}");
+        }
+    }
+}
+
+#[test]
+fn messages_that_quote_a_decrypted_value_are_masked() {
+    // The chart's own `fail`, and Go's and the schema's messages, quote what they refuse.
+    let out =
+        chart_with_encrypted_values("{{ fail (printf \"bad password %s\" .Values.password) }}");
+    out.refused_with("bad password");
+    no_canary(&out);
+    let out = chart_with_encrypted_values(
+        "{{ required (printf \"missing, not %q\" .Values.password) .Values.nothing }}",
+    );
+    out.refused_with("missing, not");
+    no_canary(&out);
+    let dir_schema = r#"{"properties": {"password": {"type": "string", "maxLength": 3}, "port": {"maximum": 10}}}"#;
+    let dir = chart_repo(&[
+        ("templates/t.yaml", b"" as &[u8]),
+        ("values.schema.json", dir_schema.as_bytes()),
+    ]);
+    let release = "apiVersion: tend.dev/v1alpha1\nkind: HelmChart\nmetadata:\n  name: r\n  namespace: default\nspec:\n  chart: ../charts/c\n  valuesFiles: [secret-values.yaml]\n";
+    std::fs::write(dir.path().join("apps/release.yaml"), release).unwrap();
+    std::fs::write(
+        dir.path().join("apps/secret-values.yaml"),
+        encrypt_yaml(
+            &[json!({"password": CANARY, "port": 54321})],
+            TEST_RECIPIENT,
+            &Rules::default(),
+            9,
+        ),
+    )
+    .unwrap();
+    let keys = dir.path().join(".keys.txt");
+    std::fs::write(&keys, format!("{TEST_IDENTITY}\n")).unwrap();
+    let out = render_bounded(
+        dir.path(),
+        &["--decryption-key-file", keys.to_str().unwrap()],
+    );
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    no_canary(&out);
+}
+
+/// A HelmChart whose `spec.values` sops sealed, its chart's one template `template`.
+fn encrypted_helm_chart(template: &str) -> Outcome {
+    let dir = chart_repo(&[("templates/t.yaml", template.as_bytes())]);
+    let release = json!({"apiVersion": "tend.dev/v1alpha1", "kind": "HelmChart",
+        "metadata": {"name": "r", "namespace": "default"},
+        "spec": {"chart": "../charts/c", "values": {"password": CANARY}}});
+    let rules = Rules {
+        encrypted_regex: Some("^values$".into()),
+        ..Rules::default()
+    };
+    std::fs::write(
+        dir.path().join("apps/release.yaml"),
+        encrypt_yaml(&[release], TEST_RECIPIENT, &rules, 13),
+    )
+    .unwrap();
+    let keys = dir.path().join(".keys.txt");
+    std::fs::write(&keys, format!("{TEST_IDENTITY}\n")).unwrap();
+    render_bounded(
+        dir.path(),
+        &["--decryption-key-file", keys.to_str().unwrap()],
+    )
+}
+
+#[test]
+fn an_encrypted_helm_chart_renders_from_its_decrypted_values_and_they_stay_secret() {
+    let out = encrypted_helm_chart(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\n  namespace: default\nstringData:\n  password: {{ .Values.password }}\n  length: \"{{ len .Values.password }}\"\n",
+    );
+    out.rendered();
+    // Rendered from the plaintext, not refused as ciphertext.
+    assert!(out.stdout.contains("name: db"), "{}", out.stdout);
+    assert!(!out.stdout.contains("ENC["), "{}", out.stdout);
+    no_canary(&out);
+    let out = encrypted_helm_chart(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: leak\n  namespace: default\ndata:\n  k: {{ .Values.password | upper }}\n",
+    );
+    out.refused_with("(templates/t.yaml:");
+    no_canary(&out);
+}
