@@ -15,6 +15,9 @@ pub mod leaks;
 mod metadata;
 mod tree;
 
+#[cfg(test)]
+mod fuzz_tests;
+
 pub use keys::Keys;
 pub use metadata::Metadata;
 

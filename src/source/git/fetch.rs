@@ -385,10 +385,19 @@ pub(super) fn fetch_refspecs(
     refspecs: &[String],
     depth: i32,
 ) -> Result<(), Failure> {
+    // What the remote sent, stopped past the limit: the checkout is measured before it is
+    // written, but the pack itself lands in the cache first.
+    let limit = ctx.spec.limits.fetch_bytes();
+    let received = std::cell::Cell::new(0u64);
     let run = |remote: &mut git2::Remote<'_>, depth: i32| {
         auth.reset();
+        let mut callbacks = auth.callbacks();
+        callbacks.transfer_progress(|progress| {
+            received.set(progress.received_bytes() as u64);
+            received.get() <= limit
+        });
         let mut opts = FetchOptions::new();
-        opts.remote_callbacks(auth.callbacks())
+        opts.remote_callbacks(callbacks)
             .download_tags(AutotagOption::None)
             .update_fetchhead(false)
             .depth(depth);
@@ -407,6 +416,12 @@ pub(super) fn fetch_refspecs(
     result.map_err(|e| {
         if let Some(failure) = auth.take_failure() {
             return Failure::Final(failure);
+        }
+        if received.get() > limit {
+            return Failure::Final(GitError::FetchTooLarge {
+                url: ctx.url.clone(),
+                limit,
+            });
         }
         match e.class() {
             git2::ErrorClass::Net

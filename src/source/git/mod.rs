@@ -99,6 +99,15 @@ pub struct TreeLimits {
     pub blob_bytes: u64,
 }
 
+impl TreeLimits {
+    /// Bytes one fetch may download: twice what may be checked out, so a shallow fetch of a
+    /// repository within the limits always fits (its pack is compressed) and a history or
+    /// an incompressible blob far past them is stopped while it downloads.
+    pub fn fetch_bytes(&self) -> u64 {
+        self.bytes.saturating_mul(2)
+    }
+}
+
 impl Default for TreeLimits {
     /// Far above any real repository of manifests (the largest monorepos of the helm corpus
     /// check out to tens of MiB and a few thousand files).
@@ -285,6 +294,12 @@ pub enum GitError {
         /// How to go on: the flag that raises the limit.
         way_out: String,
     },
+    #[error(
+        "{url} sent more than {limit} bytes for one fetch (twice --max-source-bytes); the \
+         download was stopped and nothing was extracted (raise --max-source-bytes if the \
+         repository is really this large)"
+    )]
+    FetchTooLarge { url: String, limit: u64 },
 }
 
 fn host_display(host: &str, port: u16) -> String {

@@ -107,6 +107,32 @@ fn a_large_blob_of_zeros_is_refused_before_it_is_written() {
 }
 
 #[test]
+fn a_fetch_that_downloads_past_the_limit_is_stopped_while_it_downloads() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = Repository::init(dir.path()).unwrap();
+    // 6 MiB that do not compress: the pack is as large as the blob.
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let noise: Vec<u8> = (0..6 << 20)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect();
+    let blob = repo.blob(&noise).unwrap();
+    let mut builder = repo.treebuilder(None).unwrap();
+    builder.insert("noise.bin", blob, 0o100644).unwrap();
+    commit_tree(&repo, builder.write().unwrap());
+    let out = render_bounded(
+        dir.path(),
+        &["--ref", "main", "--max-source-bytes", "2097152"],
+    );
+    out.refused_with("sent more than 4194304 bytes for one fetch");
+    out.refused_with("--max-source-bytes");
+}
+
+#[test]
 fn a_schema_that_applies_itself_to_the_same_value_is_refused_as_recursion() {
     for schema in [
         r##"{"allOf":[{"$ref":"#"}]}"##,
