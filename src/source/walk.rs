@@ -155,7 +155,13 @@ pub fn walk_with(dir: &Path, kustomize: &KustomizeOptions) -> std::io::Result<Wa
         } else {
             walked.problems.extend(exposed);
         }
-        walked.problems.extend(problems);
+        // The builder's messages may quote the decrypted inputs they could not read.
+        walked
+            .problems
+            .extend(problems.into_iter().map(|mut problem| {
+                problem.message = crate::text::scrub(&problem.message, &forms);
+                problem
+            }));
     }
     walked.files.sort_by(|a, b| a.path.cmp(&b.path));
     walked.problems.sort();
