@@ -42,8 +42,15 @@ pub fn fetch(
     } else {
         format!("{path}/{name}")
     };
+    // Docker Hub's name is not its API's host (containerd's resolver, which Helm's ORAS
+    // client uses, maps it the same way).
+    let api_host = if host.eq_ignore_ascii_case("docker.io") {
+        "registry-1.docker.io"
+    } else {
+        host
+    };
     let mut registry = Registry {
-        base: format!("{}://{host}", scheme(host)),
+        base: format!("{}://{api_host}", scheme(api_host)),
         host: host.to_ascii_lowercase(),
         repo,
         credentials,

@@ -26,15 +26,20 @@ impl Expander for Flux {
     }
 
     fn marker(&self) -> &'static str {
-        "toolkit.fluxcd.io"
+        // toolkit.fluxcd.io, and source.extensions.fluxcd.io (ArtifactGenerator).
+        "fluxcd.io"
     }
 
     fn role(&self, api_version: &str, kind: &str) -> Option<Role> {
         let group = api_version.split('/').next().unwrap_or("");
         match (group, kind) {
             (KUSTOMIZE_GROUP, "Kustomization") | (HELM_GROUP, "HelmRelease") => Some(Role::Unit),
-            (SOURCE_GROUP, _) => Some(Role::Source),
-            (g, _) if g.ends_with(".toolkit.fluxcd.io") => Some(Role::Inert),
+            (SOURCE_GROUP, _) | (super::flux_artifacts::GROUP, "ArtifactGenerator") => {
+                Some(Role::Source)
+            }
+            (g, _) if g.ends_with(".toolkit.fluxcd.io") || g == super::flux_artifacts::GROUP => {
+                Some(Role::Inert)
+            }
             _ => None,
         }
     }

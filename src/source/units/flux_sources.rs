@@ -14,6 +14,9 @@ pub struct Tree {
     pub revision: Option<String>,
     /// Whether it is the checkout under test.
     pub is_checkout: bool,
+    /// The private directory a built tree lives in (an ExternalArtifact), removed when the
+    /// last holder drops it.
+    pub _staging: Option<std::sync::Arc<tempfile::TempDir>>,
 }
 
 /// The tree a `sourceRef` (of kind `GitRepository`) names: the checkout under test for the
@@ -30,11 +33,14 @@ pub fn git_tree(
     let kind = text("kind").unwrap_or("");
     let name = text("name").unwrap_or("");
     let namespace = text("namespace").unwrap_or(&unit.id.namespace);
+    if kind == "ExternalArtifact" {
+        return super::flux_artifacts::artifact_tree(unit, (namespace, name), field, sources, ctx);
+    }
     if kind != "GitRepository" {
         return Err(unit.problem(
             field,
             format!(
-                "a sourceRef of kind {kind:?} is not supported by tend yet; use a GitRepository"
+                "a sourceRef of kind {kind:?} is not supported by tend yet; use a GitRepository (or an ExternalArtifact of an ArtifactGenerator)"
             ),
         ));
     }
@@ -44,6 +50,7 @@ pub fn git_tree(
             root,
             revision,
             is_checkout: true,
+            _staging: None,
         }
     };
     let source = sources.get(kind, namespace, name);
@@ -202,5 +209,6 @@ fn fetch_git(
         root: fetched.dir,
         revision: Some(fetched.commit),
         is_checkout: false,
+        _staging: None,
     })
 }

@@ -60,6 +60,7 @@ mod argo_match;
 mod argo_source;
 mod argo_template;
 mod flux;
+mod flux_artifacts;
 mod flux_helm;
 mod flux_kustomize;
 mod flux_sources;

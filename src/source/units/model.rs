@@ -161,6 +161,14 @@ impl Sources {
             .get(&(kind.to_string(), namespace.to_string(), name.to_string()))
     }
 
+    /// The sources of one kind, in name order.
+    pub fn of_kind<'s>(&'s self, kind: &'s str) -> impl Iterator<Item = &'s Found> + 's {
+        self.by_id
+            .iter()
+            .filter(move |((k, _, _), _)| k == kind)
+            .map(|(_, found)| found)
+    }
+
     /// The other documents of the desired state a unit reads (ConfigMaps and Secrets of
     /// values or substitutions) are looked up here too.
     pub(super) fn insert(&mut self, found: Found) {
