@@ -10,7 +10,7 @@ mod engine;
 mod faults;
 mod fleet;
 mod flux;
-mod flux_artifacts;
+mod flux_layouts;
 mod git;
 mod helm;
 mod hostile;

@@ -71,7 +71,13 @@ pub fn git_tree(
         .get("url")
         .and_then(Value::as_str)
         .unwrap_or("");
-    if (namespace, name) == ("flux-system", "flux-system") || ctx.is_checkout_url(url) {
+    let bootstrap = (namespace, name) == ("flux-system", "flux-system");
+    if !bootstrap && ctx.is_checkout_url(url) {
+        if let Some(branch) = super::flux_checkout::other_branch(source, sources, ctx) {
+            return super::flux_checkout::branch_tree(source, url, &branch, ctx);
+        }
+    }
+    if bootstrap || ctx.is_checkout_url(url) {
         if source.spec().get("verify").is_some() && ctx.checkout.signed_by.is_none() {
             return Err(source.problem(
                 &["spec", "verify"],
@@ -197,10 +203,7 @@ fn fetch_git(
         limits: ctx.checkout.tree_limits,
     };
     let fetched = crate::source::git::fetch(&spec).map_err(|e| {
-        source.problem(
-            &["spec", "url"],
-            format!("cannot fetch GitRepository {}: {e}", source.id),
-        )
+        source.problem(&["spec", "url"], format!("cannot fetch {}: {e}", source.id))
     })?;
     if let Some(signer) = verify_fetched(source, &fetched, (sources, ctx))? {
         tracing::info!("GitRepository {}: {signer}", source.id);

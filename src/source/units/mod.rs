@@ -61,6 +61,7 @@ mod argo_source;
 mod argo_template;
 mod flux;
 mod flux_artifacts;
+mod flux_checkout;
 mod flux_helm;
 mod flux_kustomize;
 mod flux_sources;

@@ -1,5 +1,6 @@
-//! Flux 2.7's ArtifactGenerator and ExternalArtifact (the layout of fluxcd/flux2-kustomize-
-//! helm-example): Kustomizations whose sourceRef is an artifact composed from the checkout.
+//! Layouts of Flux repositories beyond the bootstrap: Flux 2.7's ArtifactGenerator and
+//! ExternalArtifact (fluxcd/flux2-kustomize-helm-example), and a tenant's GitRepository on
+//! another branch of the same repository (fluxcd/flux2-multi-tenancy).
 
 use crate::common::*;
 use tend_testserver::TestCluster;
@@ -136,4 +137,72 @@ fn artifacts_that_cannot_be_built_are_refused_at_the_generators_line() {
         stderr.contains("no ArtifactGenerator of the desired state generates"),
         "{stderr}"
     );
+}
+
+/// A git repository (origin `https://git.example.com/fleet.git`) whose `main` bootstraps a
+/// tenant reading `tenant_branch` of the same repository, which holds `apps/`.
+fn tenant_repository(tenant_branch: &str) -> tempfile::TempDir {
+    let tenant = format!("apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: dev-team\n  namespace: flux-system\nspec:\n  interval: 1m\n  url: https://git.example.com/fleet.git\n  ref:\n    branch: {tenant_branch}\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: dev-team\n  namespace: flux-system\nspec:\n  interval: 5m\n  sourceRef:\n    kind: GitRepository\n    name: dev-team\n  path: ./apps\n  prune: true\n");
+    let dir = site(&[
+        (
+            "clusters/staging/flux-system/gotk-sync.yaml",
+            "# This file will be generated automatically by flux boostrap.\n",
+        ),
+        ("clusters/staging/tenant.yaml", &tenant),
+        ("apps/config.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: team\n  namespace: default\ndata:\n  from: main\n"),
+    ]);
+    let repo = git2::Repository::init(dir.path()).unwrap();
+    repo.remote("origin", "https://git.example.com/fleet.git")
+        .unwrap();
+    let sig = git2::Signature::now("Test", "test@example.com").unwrap();
+    let commit = |message: &str, parents: &[&git2::Commit]| {
+        let mut index = repo.index().unwrap();
+        index
+            .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
+            .unwrap();
+        index.write().unwrap();
+        let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+        repo.commit(None, &sig, &sig, message, &tree, parents)
+            .unwrap()
+    };
+    let main = commit("main", &[]);
+    repo.reference("refs/heads/main", main, true, "main")
+        .unwrap();
+    repo.set_head("refs/heads/main").unwrap();
+    // The tenant's branch: its own apps/.
+    std::fs::write(
+        dir.path().join("apps/config.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: team\n  namespace: default\ndata:\n  from: dev-team\n",
+    )
+    .unwrap();
+    let parent = repo.find_commit(main).unwrap();
+    let branch = commit("dev-team", &[&parent]);
+    repo.reference("refs/heads/dev-team", branch, true, "dev-team")
+        .unwrap();
+    // Back on main, its files as committed.
+    repo.checkout_head(Some(git2::build::CheckoutBuilder::new().force()))
+        .unwrap();
+    dir
+}
+
+#[test]
+fn a_git_repository_of_the_checkout_on_another_branch_reads_that_branch() {
+    let dir = tenant_repository("dev-team");
+    let (code, stdout, stderr) = run(tend()
+        .args(["render", "--path", "clusters/staging", "--repo"])
+        .arg(dir.path()));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("from: dev-team"), "{stdout}");
+    // The main line itself is the checkout under test (its work tree's content).
+    let dir = tenant_repository("main");
+    std::fs::write(
+        dir.path().join("apps/config.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: team\n  namespace: default\ndata:\n  from: work-tree\n",
+    )
+    .unwrap();
+    let (code, stdout, stderr) = run(tend()
+        .args(["render", "--path", "clusters/staging", "--repo"])
+        .arg(dir.path()));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("from: work-tree"), "{stdout}");
 }
