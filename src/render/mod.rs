@@ -171,7 +171,7 @@ fn parse_and_check<'f>(
                 parsed.problems.extend(doc_problems);
                 continue;
             }
-            if from_chart {
+            if from_chart || crate::source::units::made_by_argo(&file.path) {
                 helm_charts::as_tend_hook(&mut doc, after_pre_hooks);
                 if let Some(policies) = charted.unit_policies.get(&file.path) {
                     crate::source::units::apply_encoded_policies(&mut doc.value, policies);
@@ -485,6 +485,7 @@ fn parse_all(
             .into_iter()
             .map(|mut doc| {
                 file_modes::fix_octal_modes(&mut doc.value);
+                waves::name_generated_hook(&mut doc.value);
                 let problems = validate::check_document(&file.path, &doc);
                 (doc, problems)
             })

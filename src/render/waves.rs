@@ -102,7 +102,12 @@ fn hook_annotation(object: &Value) -> Option<(&'static str, &str)> {
 
 fn parse_phase(key: &str, value: &str) -> Option<Phase> {
     match (key, value) {
-        (HOOK_ANNOTATION, "pre-apply") | (ARGO_HOOK_ANNOTATION, "PreSync") => Some(Phase::PreApply),
+        // Argo CD's Sync hooks run in their wave's sync phase, once the waves before are
+        // healthy, and the next wave waits for them: tend runs them as its wave's pre-apply
+        // hooks, so they complete before (rather than beside) the wave's other objects.
+        (HOOK_ANNOTATION, "pre-apply") | (ARGO_HOOK_ANNOTATION, "PreSync" | "Sync") => {
+            Some(Phase::PreApply)
+        }
         (HOOK_ANNOTATION, "post-apply") | (ARGO_HOOK_ANNOTATION, "PostSync") => {
             Some(Phase::PostApply)
         }
@@ -113,6 +118,39 @@ fn parse_phase(key: &str, value: &str) -> Option<Phase> {
 /// When the object runs as a hook, if it is one.
 pub fn hook_of(object: &Value) -> Option<Phase> {
     hook_annotation(object).and_then(|(key, value)| parse_phase(key, value))
+}
+
+/// A hook named by `metadata.generateName` (Argo CD's and Helm's usual way: a new Job each
+/// sync) gets a stable name: the prefix and five characters of a digest of the object, as
+/// the API server would append five random ones. tend deletes the last run's copy and
+/// creates the hook anew on every run, so the name need not change to run it again; unlike
+/// Argo CD, the copies of past runs do not pile up. Other objects keep their generateName,
+/// which the name check refuses.
+pub fn name_generated_hook(object: &mut Value) {
+    let is_hook = hook_annotation(object).is_some() || annotation(object, "helm.sh/hook").is_some();
+    let Some(meta) = object.get("metadata").and_then(Value::as_object) else {
+        return;
+    };
+    let Some(prefix) = meta.get("generateName").and_then(Value::as_str) else {
+        return;
+    };
+    if !is_hook || meta.contains_key("name") {
+        return;
+    }
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(object.to_string().as_bytes());
+    // The API server's alphabet for generated names (no vowels, no look-alikes).
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let suffix: String = digest
+        .iter()
+        .take(5)
+        .map(|b| ALPHABET[usize::from(*b) % ALPHABET.len()] as char)
+        .collect();
+    let name = format!("{prefix}{suffix}");
+    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("generateName");
+        meta.insert("name".into(), Value::String(name));
+    }
 }
 
 /// Helm's `helm.sh/hook-weight`, which the objects of charts tend renders keep: hooks of one
@@ -156,7 +194,10 @@ pub fn problems(object: &Value) -> Vec<(&'static str, String)> {
     if let Some((key, value)) = hook_annotation(object) {
         let known = match key {
             HOOK_ANNOTATION => "\"pre-apply\" or \"post-apply\"",
-            _ => "\"PreSync\" or \"PostSync\" (the Argo CD hooks tend runs)",
+            _ => match value {
+                "SyncFail" | "PostDelete" | "Skip" => "\"PreSync\", \"Sync\" or \"PostSync\" (tend has no phase after a failed or deleted run, and applies every object it is given: remove the object, or run it yourself)",
+                _ => "\"PreSync\", \"Sync\" or \"PostSync\" (the Argo CD hooks tend runs)",
+            },
         };
         if parse_phase(key, value).is_none() {
             out.push((

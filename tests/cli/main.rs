@@ -2,6 +2,7 @@
 
 mod architecture;
 mod argo;
+mod argo_layouts;
 mod canary;
 mod chaos;
 mod common;

@@ -262,6 +262,13 @@ impl AppSources<'_, '_> {
                     self.unit.id.namespace, self.unit.id.name
                 ));
                 let values = self.values(&helm, Some(&dir), refs)?;
+                let release = super::argo_nested::release_name(&helm, &self.unit.id.name);
+                produced.files.extend(super::argo_nested::units_in_chart(
+                    &chart,
+                    &values,
+                    (release, &self.release_namespace(&helm)),
+                    &path,
+                ));
                 let mut spec = Map::new();
                 spec.insert("chart".into(), json!(key.display().to_string()));
                 produced.charts.push((key, chart));
@@ -332,11 +339,7 @@ impl AppSources<'_, '_> {
         values: Value,
         produced: &mut Produced,
     ) {
-        let release = helm
-            .get("releaseName")
-            .and_then(Value::as_str)
-            .filter(|r| !r.is_empty())
-            .unwrap_or(&self.unit.id.name);
+        let release = super::argo_nested::release_name(helm, &self.unit.id.name);
         spec.insert("releaseName".into(), json!(release));
         if values.as_object().is_some_and(|m| !m.is_empty()) {
             spec.insert("values".into(), values);
@@ -346,13 +349,7 @@ impl AppSources<'_, '_> {
             .and_then(Value::as_bool)
             .unwrap_or(false);
         spec.insert("includeCrds".into(), json!(!skip_crds));
-        let namespace = helm
-            .get("namespace")
-            .and_then(Value::as_str)
-            .filter(|n| !n.is_empty())
-            .map(str::to_string)
-            .or_else(|| self.namespace.clone())
-            .unwrap_or_else(|| self.ctx.default_namespace.to_string());
+        let namespace = self.release_namespace(helm);
         let mut chain = (*self.unit.chain).clone();
         chain.push(self.unit.id.clone());
         let name = if index == 0 {
@@ -383,6 +380,16 @@ impl AppSources<'_, '_> {
             text: crate::yaml::to_yaml(&helm_chart),
             unit: None,
         });
+    }
+
+    /// The release namespace of a Helm source: `helm.namespace`, else the destination's.
+    fn release_namespace(&self, helm: &Value) -> String {
+        helm.get("namespace")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+            .map(str::to_string)
+            .or_else(|| self.namespace.clone())
+            .unwrap_or_else(|| self.ctx.default_namespace.to_string())
     }
 
     /// A directory source: its YAML and JSON files (and below, with `recurse`), Jsonnet

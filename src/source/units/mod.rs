@@ -57,6 +57,7 @@ mod argo_app;
 mod argo_appset;
 mod argo_jsonnet;
 mod argo_match;
+mod argo_nested;
 mod argo_source;
 mod argo_template;
 mod flux;

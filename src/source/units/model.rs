@@ -63,6 +63,14 @@ pub fn chain_label(chain: &[UnitId]) -> String {
     out
 }
 
+/// Whether a file (by its label) is what an Argo CD unit produced: Argo CD reads Helm's hook
+/// annotations on every object it syncs, not only on a chart's.
+pub fn made_by_argo(label: &std::path::Path) -> bool {
+    label
+        .to_string_lossy()
+        .contains(&format!("({} ", Controller::ArgoCd.name()))
+}
+
 /// What a controller makes of one of its kinds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {

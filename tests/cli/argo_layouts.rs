@@ -1,0 +1,78 @@
+//! Layouts of Argo CD repositories beyond plain app of apps: an app of apps written as a
+//! Helm chart (argoproj/argocd-example-apps' `apps/`), and the hooks such repositories hold
+//! (`generateName`, Helm's hook annotations on plain manifests, `Sync` hooks).
+
+use crate::common::*;
+use tend_testserver::TestCluster;
+
+const URL: &str = "https://git.example.com/platform/examples.git";
+
+fn examples_repository() -> tempfile::TempDir {
+    let root = format!("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: apps\n  namespace: argocd\nspec:\n  project: default\n  source:\n    repoURL: {URL}\n    targetRevision: HEAD\n    path: apps\n  destination:\n    server: https://kubernetes.default.svc\n    namespace: argocd\n");
+    let values =
+        format!("config:\n  repoURL: {URL}\napplications:\n  - name: guestbook\n  - name: hooks\n");
+    let template = "{{- range .Values.applications }}\napiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: {{ printf \"example.%s\" .name | quote }}\n  namespace: argocd\nspec:\n  project: default\n  source:\n    path: {{ .name }}\n    repoURL: {{ $.Values.config.repoURL }}\n    targetRevision: HEAD\n  destination:\n    server: https://kubernetes.default.svc\n    namespace: {{ .name }}\n  syncPolicy:\n    syncOptions:\n      - CreateNamespace=true\n---\n{{ end -}}\n";
+    let hooks = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  generateName: migrate-\n  annotations:\n    helm.sh/hook: pre-install\nspec:\n  template:\n    spec:\n      containers:\n        - name: migrate\n          image: alpine:latest\n      restartPolicy: Never\n---\napiVersion: batch/v1\nkind: Job\nmetadata:\n  name: maint-page-up\n  annotations:\n    argocd.argoproj.io/hook: Sync\n    argocd.argoproj.io/sync-wave: \"1\"\nspec:\n  template:\n    spec:\n      containers:\n        - name: up\n          image: alpine:latest\n      restartPolicy: Never\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: frontend\n  annotations:\n    argocd.argoproj.io/sync-wave: \"2\"\ndata:\n  k: v\n";
+    let dir = site(&[
+        ("root/app.yaml", &root),
+        (
+            "apps/Chart.yaml",
+            "apiVersion: v2\nname: apps\nversion: 1.0.0\n",
+        ),
+        ("apps/values.yaml", &values),
+        ("apps/templates/applications.yaml", template),
+        (
+            "guestbook/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: guestbook\ndata:\n  k: v\n",
+        ),
+        ("hooks/manifests.yaml", hooks),
+    ]);
+    let repo = git2::Repository::init(dir.path()).unwrap();
+    repo.remote("origin", URL).unwrap();
+    commit_all(&repo, "initial");
+    dir
+}
+
+#[test]
+fn an_app_of_apps_chart_expands_the_applications_it_renders() {
+    let dir = examples_repository();
+    let (code, stdout, stderr) = run(tend()
+        .args(["render", "--path", "root", "--repo"])
+        .arg(dir.path()));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains(
+            "# Source: guestbook/cm.yaml (Argo CD Application argocd/apps → Application argocd/example.guestbook)"
+        ),
+        "{stdout}"
+    );
+    // Helm's hook annotation on a plain manifest makes it a hook, as Argo CD reads it, and
+    // its generateName a stable name.
+    let job = stdout
+        .split("---\n")
+        .find(|doc| doc.contains("helm.sh/hook: pre-install"))
+        .expect("the hook");
+    assert!(job.contains("tend.dev/hook: pre-apply"), "{job}");
+    assert!(job.contains("  name: migrate-"), "{job}");
+    assert!(!job.contains("generateName"), "{job}");
+    let (_, again, _) = run(tend()
+        .args(["render", "--path", "root", "--repo"])
+        .arg(dir.path()));
+    assert_eq!(stdout, again, "the generated name is stable");
+}
+
+#[test]
+fn sync_hooks_and_generated_names_run_as_hooks_in_their_wave() {
+    let cluster = TestCluster::start();
+    let dir = examples_repository();
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["diff", "--path", "root"]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(
+        stdout.contains("hook pre-apply (wave 1) Job hooks/maint-page-up: would run"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("hook pre-apply (wave 0) Job hooks/migrate-"),
+        "{stdout}"
+    );
+}
