@@ -137,7 +137,15 @@ pub async fn run(
         run.error = Some(format!("the cluster does not serve {}", key.kind));
         return run;
     };
-    let client = &session.client;
+    // A tenant's hook runs as its ServiceAccount.
+    let client = match session.writer(&key) {
+        Ok(client) => client,
+        Err(err) => {
+            run.error = Some(err.to_string());
+            return run;
+        }
+    };
+    let client = &client;
     let value = &hook.prepared.object.value;
     if let Err(error) = super::replace::replace(client, &resource, value, opts).await {
         run.error = Some(error);

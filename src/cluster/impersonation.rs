@@ -1,0 +1,105 @@
+//! Writing as a tenant: Flux's multi-tenancy lockdown applies a unit with
+//! `spec.serviceAccountName` as that ServiceAccount (kube-apiserver's impersonation,
+//! `Impersonate-User: system:serviceaccount:NS:NAME`), so RBAC bounds what a tenant's
+//! repository may write. A session holds one client per identity, made when first needed,
+//! and knows which objects are written as which ServiceAccount
+//! ([`Session::write_as`](super::Session::write_as)); every other request is tend's own.
+
+use super::{outage::OutageLayer, ClusterError, RequestStats};
+use crate::object::ObjectKey;
+use kube::{Client, Config};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// A ServiceAccount a tenant's objects are written as.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ServiceAccount {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl ServiceAccount {
+    /// The user the API server knows it as.
+    pub fn username(&self) -> String {
+        format!("system:serviceaccount:{}:{}", self.namespace, self.name)
+    }
+}
+
+impl std::fmt::Display for ServiceAccount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ServiceAccount {}/{}", self.namespace, self.name)
+    }
+}
+
+/// What a client of the run's credentials is made of: more of them (acting as
+/// ServiceAccounts) share its request counters and its budget for riding out outages.
+pub(super) struct Connector {
+    pub(super) config: Config,
+    pub(super) stats: Arc<RequestStats>,
+    pub(super) outages: OutageLayer,
+}
+
+impl Connector {
+    /// A client as tend (`None`) or as a ServiceAccount. Only the user is named, as Flux
+    /// names it: the server adds a ServiceAccount's groups itself.
+    pub(super) fn client(&self, as_: Option<&ServiceAccount>) -> Result<Client, ClusterError> {
+        let mut config = self.config.clone();
+        if let Some(account) = as_ {
+            config.auth_info.impersonate = Some(account.username());
+            config.auth_info.impersonate_groups = None;
+        }
+        let counter = self.stats.clone();
+        let counting =
+            tower::util::MapRequestLayer::new(move |req: http::Request<kube::client::Body>| {
+                counter.record(req.method(), req.uri());
+                req
+            });
+        Ok(kube::client::ClientBuilder::try_from(config)
+            .map_err(ClusterError::Client)?
+            .with_layer(&counting)
+            .with_layer(&self.outages)
+            .build())
+    }
+}
+
+/// The identities of a session: which objects are written as which ServiceAccount, and the
+/// clients made so far.
+pub(super) struct Identities {
+    connector: Connector,
+    writers: Mutex<HashMap<ObjectKey, ServiceAccount>>,
+    clients: Mutex<HashMap<ServiceAccount, Client>>,
+}
+
+impl Identities {
+    pub(super) fn new(connector: Connector) -> Identities {
+        Identities {
+            connector,
+            writers: Mutex::new(HashMap::new()),
+            clients: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub(super) fn set_writers(&self, writers: HashMap<ObjectKey, ServiceAccount>) {
+        if let Ok(mut known) = self.writers.lock() {
+            *known = writers;
+        }
+    }
+
+    pub(super) fn writer_of(&self, key: &ObjectKey) -> Option<ServiceAccount> {
+        self.writers.lock().ok()?.get(key).cloned()
+    }
+
+    /// The client acting as `account`, made on first use.
+    pub(super) fn client_as(&self, account: &ServiceAccount) -> Result<Client, ClusterError> {
+        let mut clients = self
+            .clients
+            .lock()
+            .map_err(|_| ClusterError::Config("a client lock was poisoned".into()))?;
+        if let Some(client) = clients.get(account) {
+            return Ok(client.clone());
+        }
+        let client = self.connector.client(Some(account))?;
+        clients.insert(account.clone(), client.clone());
+        Ok(client)
+    }
+}
