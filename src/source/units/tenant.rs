@@ -153,14 +153,24 @@ mod tests {
     #[test]
     fn units_are_written_as_their_service_account_or_the_one_around_them() {
         let platform = unit("platform", "flux-system", Some("kustomize-controller"), &[]);
-        let team = unit("team-a", "team-a", Some("team-a"), &[platform.id.clone()]);
+        let team = unit(
+            "team-a",
+            "team-a",
+            Some("team-a"),
+            std::slice::from_ref(&platform.id),
+        );
         let nested = unit(
             "nested",
             "team-a",
             None,
             &[platform.id.clone(), team.id.clone()],
         );
-        let plain = unit("plain", "flux-system", None, &[platform.id.clone()]);
+        let plain = unit(
+            "plain",
+            "flux-system",
+            None,
+            std::slice::from_ref(&platform.id),
+        );
         let units = [platform, team, nested, plain];
         let found = tenants(&units, None);
         let of = |f: &str| found.of_file(Path::new(f)).map(|t| t.account.clone());
