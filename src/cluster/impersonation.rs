@@ -103,3 +103,43 @@ impl Identities {
         Ok(client)
     }
 }
+
+/// Whether the client's user may `verb` `resource` in `namespace` (all of its objects; a
+/// SelfSubjectAccessReview, which every authenticated user may ask). Any failure to ask
+/// counts as no.
+pub async fn may(
+    client: &Client,
+    resource: &super::Resource,
+    verb: &str,
+    namespace: Option<&str>,
+) -> bool {
+    use k8s_openapi::api::authorization::v1::{
+        ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+    };
+    let review = SelfSubjectAccessReview {
+        spec: SelfSubjectAccessReviewSpec {
+            resource_attributes: Some(ResourceAttributes {
+                group: Some(resource.api.group.clone()),
+                resource: Some(resource.api.plural.clone()),
+                verb: Some(verb.into()),
+                namespace: Some(namespace.unwrap_or_default().to_string()),
+                ..ResourceAttributes::default()
+            }),
+            ..SelfSubjectAccessReviewSpec::default()
+        },
+        ..SelfSubjectAccessReview::default()
+    };
+    let api: kube::Api<SelfSubjectAccessReview> = kube::Api::all(client.clone());
+    let params = kube::api::PostParams::default();
+    let asked = super::retry::retry("access review", || api.create(&params, &review)).await;
+    match asked {
+        Ok(answer) => answer.status.is_some_and(|s| s.allowed),
+        Err(err) => {
+            tracing::debug!(
+                "cannot ask whether {verb} {} is allowed: {err}",
+                resource.api.plural
+            );
+            false
+        }
+    }
+}

@@ -1,12 +1,14 @@
 //! Tenants (README "Coming from Flux"): a Flux unit with `spec.serviceAccountName` is
 //! written as that ServiceAccount, so its repository cannot write outside what RBAC allows
 //! it (`source::units::tenants` says which unit is whose). Before the first write of the run
-//! (and in `diff`, which writes nothing), every object of a tenant is dry-run applied as the
-//! tenant, as it will be written: an object the server refuses (403) fails the run at its
-//! file:line, naming the unit, the ServiceAccount, the server's message and the way out.
-//! Reads of the cluster stay tend's own.
+//! (and in `diff`, which writes nothing), the tenant is asked, as itself, whether it may
+//! create and patch each kind in each namespace it writes (SelfSubjectAccessReviews, two per
+//! kind and namespace); the objects where it may not everywhere (a rule naming some objects,
+//! say) are dry-run applied as the tenant, as they will be written, and one the server
+//! refuses (403) fails the run at its file:line, naming the unit, the ServiceAccount, the
+//! server's message and the way out. Reads of the cluster stay tend's own.
 
-use crate::cluster::impersonation::ServiceAccount;
+use crate::cluster::impersonation::{may, ServiceAccount};
 use crate::cluster::{self, Session};
 use crate::object::{split_api_version, Object, ObjectKey};
 use crate::problem::{Problem, Problems};
@@ -14,7 +16,7 @@ use crate::source::units::{tenants, Expanded, Tenant};
 use crate::Error;
 use futures::stream::{self, StreamExt};
 use serde_json::Value;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Dry runs in flight at once.
 const CONCURRENCY: usize = 8;
@@ -40,7 +42,11 @@ pub async fn impersonate(
         .map(|(o, t)| (o.key(), account_of(t)))
         .collect();
     session.write_as(writers);
-    let results = stream::iter(owned.into_iter().map(|(object, tenant)| async move {
+    let allowed = allowed_everywhere(session, &owned).await;
+    let doubtful = owned
+        .into_iter()
+        .filter(|(object, tenant)| !allowed.contains(&scope_of(object, tenant)));
+    let results = stream::iter(doubtful.map(|(object, tenant)| async move {
         (object, tenant, refusal(session, object, tenant).await)
     }))
     .buffer_unordered(CONCURRENCY)
@@ -71,6 +77,43 @@ pub async fn impersonate(
     }
     problems.sort();
     Err(crate::render::RenderError::Invalid(Problems(problems)).into())
+}
+
+/// A tenant's right over a kind in a namespace: ServiceAccount, group, kind, namespace.
+type Scope = (ServiceAccount, String, String, Option<String>);
+
+fn scope_of(object: &Object, tenant: &Tenant) -> Scope {
+    let key = object.key();
+    (account_of(tenant), key.group, key.kind, key.namespace)
+}
+
+/// The scopes where the tenant may create and patch every object (two access reviews per
+/// scope, not one request per object); only the objects of other scopes are dry-run.
+async fn allowed_everywhere(session: &Session, owned: &[(&Object, &Tenant)]) -> BTreeSet<Scope> {
+    let scopes: BTreeMap<Scope, &Object> = owned
+        .iter()
+        .map(|(object, tenant)| (scope_of(object, tenant), *object))
+        .collect();
+    let answers = stream::iter(scopes.into_iter().map(|(scope, object)| async move {
+        let (group, version) = split_api_version(object.api_version());
+        let Some(resource) = session.resources.get(group, version, object.kind()) else {
+            return (scope, false);
+        };
+        let Ok(client) = session.client_as(&scope.0) else {
+            return (scope, false);
+        };
+        let namespace = scope.3.as_deref();
+        let allowed = may(&client, resource, "patch", namespace).await
+            && may(&client, resource, "create", namespace).await;
+        (scope, allowed)
+    }))
+    .buffer_unordered(CONCURRENCY)
+    .collect::<Vec<_>>()
+    .await;
+    answers
+        .into_iter()
+        .filter_map(|(scope, allowed)| allowed.then_some(scope))
+        .collect()
 }
 
 fn account_of(tenant: &Tenant) -> ServiceAccount {
