@@ -5,11 +5,11 @@
 //! and knows which objects are written as which ServiceAccount
 //! ([`Session::write_as`](super::Session::write_as)); every other request is tend's own.
 
-use super::{outage::OutageLayer, ClusterError, RequestStats};
+use super::{ClusterError, Connector};
 use crate::object::ObjectKey;
-use kube::{Client, Config};
+use kube::Client;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 /// A ServiceAccount a tenant's objects are written as.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -28,37 +28,6 @@ impl ServiceAccount {
 impl std::fmt::Display for ServiceAccount {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "ServiceAccount {}/{}", self.namespace, self.name)
-    }
-}
-
-/// What a client of the run's credentials is made of: more of them (acting as
-/// ServiceAccounts) share its request counters and its budget for riding out outages.
-pub(super) struct Connector {
-    pub(super) config: Config,
-    pub(super) stats: Arc<RequestStats>,
-    pub(super) outages: OutageLayer,
-}
-
-impl Connector {
-    /// A client as tend (`None`) or as a ServiceAccount. Only the user is named, as Flux
-    /// names it: the server adds a ServiceAccount's groups itself.
-    pub(super) fn client(&self, as_: Option<&ServiceAccount>) -> Result<Client, ClusterError> {
-        let mut config = self.config.clone();
-        if let Some(account) = as_ {
-            config.auth_info.impersonate = Some(account.username());
-            config.auth_info.impersonate_groups = None;
-        }
-        let counter = self.stats.clone();
-        let counting =
-            tower::util::MapRequestLayer::new(move |req: http::Request<kube::client::Body>| {
-                counter.record(req.method(), req.uri());
-                req
-            });
-        Ok(kube::client::ClientBuilder::try_from(config)
-            .map_err(ClusterError::Client)?
-            .with_layer(&counting)
-            .with_layer(&self.outages)
-            .build())
     }
 }
 
@@ -98,7 +67,7 @@ impl Identities {
         if let Some(client) = clients.get(account) {
             return Ok(client.clone());
         }
-        let client = self.connector.client(Some(account))?;
+        let client = self.connector.client(Some(account.username()))?;
         clients.insert(account.clone(), client.clone());
         Ok(client)
     }

@@ -183,7 +183,7 @@ pub async fn connect(access: &Access, stats: Arc<RequestStats>) -> Result<Client
 async fn connect_with_config(
     access: &Access,
     stats: Arc<RequestStats>,
-) -> Result<(Client, impersonation::Connector), ClusterError> {
+) -> Result<(Client, Connector), ClusterError> {
     let options = KubeConfigOptions {
         context: access.context.clone(),
         ..KubeConfigOptions::default()
@@ -235,12 +235,44 @@ async fn connect_with_config(
             .trim_end_matches('/')
             .to_string(),
     };
-    let connector = impersonation::Connector {
+    let connector = Connector {
         config,
         stats,
         outages,
     };
     Ok((connector.client(None)?, connector))
+}
+
+/// What a client of the run's credentials is made of: more of them (acting as a tenant's
+/// ServiceAccount, [`impersonation`]) share its request counters and its budget for riding
+/// out outages.
+pub(crate) struct Connector {
+    config: Config,
+    stats: Arc<RequestStats>,
+    outages: outage::OutageLayer,
+}
+
+impl Connector {
+    /// A client as tend (`None`) or impersonating `user`. Only the user is named, as Flux
+    /// names it: the server adds a ServiceAccount's groups itself.
+    fn client(&self, user: Option<String>) -> Result<Client, ClusterError> {
+        let mut config = self.config.clone();
+        if user.is_some() {
+            config.auth_info.impersonate = user;
+            config.auth_info.impersonate_groups = None;
+        }
+        let counter = self.stats.clone();
+        let counting =
+            tower::util::MapRequestLayer::new(move |req: http::Request<kube::client::Body>| {
+                counter.record(req.method(), req.uri());
+                req
+            });
+        Ok(kube::client::ClientBuilder::try_from(config)
+            .map_err(ClusterError::Client)?
+            .with_layer(&counting)
+            .with_layer(&self.outages)
+            .build())
+    }
 }
 
 /// Requests a run made, by kind: for the summary line and benchmarks (which can then count
