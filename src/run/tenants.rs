@@ -42,6 +42,14 @@ pub async fn impersonate(
         .map(|(o, t)| (o.key(), account_of(t)))
         .collect();
     session.write_as(writers);
+    let own_kinds: Vec<Problem> = owned
+        .iter()
+        .filter(|(object, _)| object.group() == crate::GROUP)
+        .map(|(object, tenant)| tend_kind_problem(object, tenant))
+        .collect();
+    if !own_kinds.is_empty() {
+        return Err(crate::render::RenderError::Invalid(Problems(own_kinds)).into());
+    }
     let allowed = allowed_everywhere(session, &owned).await;
     let doubtful = owned
         .into_iter()
@@ -239,4 +247,19 @@ fn binds(binding: &Value, account: &ServiceAccount) -> bool {
             _ => false,
         }
     })
+}
+
+/// tend's own kinds act with tend's rights, not the writer's (a CopyRule reads any
+/// namespace, a RegistryMirror runs on every node): a tenant's unit may not hold them.
+fn tend_kind_problem(object: &Object, tenant: &Tenant) -> Problem {
+    Problem::new(
+        &object.origin.file,
+        object.origin.line,
+        format!(
+            "{} is one of tend's kinds, in {} (written as {}): tend carries them out with its own rights, which would take the tenant past its RBAC; move it to a unit of the platform (one tend writes as itself)",
+            object.key().kind_and_name(),
+            tenant.unit,
+            account_of(tenant),
+        ),
+    )
 }

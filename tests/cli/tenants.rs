@@ -167,3 +167,23 @@ fn the_default_service_account_flag_locks_units_without_one_down() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_tenant_cannot_hold_tends_own_kinds() {
+    let cluster = TestCluster::start();
+    let dir = tenant_site();
+    add_files(
+        dir.path(),
+        &[(
+            "apps/team-a/immortal.yaml",
+            "apiVersion: tend.dev/v1alpha1\nkind: ImmortalContainer\nmetadata:\n  name: sleeper\n  namespace: team-a\nspec:\n  image: busybox:1.36\n  command: [sleep, infinity]\n",
+        )],
+    );
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &[&["apply"][..], &ARGS].concat());
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(
+        stderr.contains("ImmortalContainer team-a/sleeper is one of tend's kinds, in Flux Kustomization flux-system/tenants → Kustomization team-a/team-a (written as ServiceAccount team-a/team-a)"),
+        "{stderr}"
+    );
+    assert!(writes(&cluster).is_empty(), "{:?}", writes(&cluster));
+}
