@@ -119,6 +119,20 @@ pub fn prepare_hooks(
 /// Run one hook: delete the last run's copy, create it, wait until it succeeds or fails (within
 /// `--timeout`); on success delete it if its policy says so, on failure read the last lines of
 /// its pod's log (masking `secrets`).
+/// The hook's resource, and the client it runs with: a tenant's hook runs as its
+/// ServiceAccount.
+fn target(
+    session: &Session,
+    hook: &Hook,
+    key: &ObjectKey,
+) -> Result<(crate::cluster::Resource, kube::Client), String> {
+    let Some(resource) = hook.prepared.resource.clone() else {
+        return Err(format!("the cluster does not serve {}", key.kind));
+    };
+    let client = session.writer(key).map_err(|e| e.to_string())?;
+    Ok((resource, client))
+}
+
 pub async fn run(
     session: &Session,
     hook: &Hook,
@@ -133,11 +147,11 @@ pub async fn run(
         key.kind_and_name(),
         hook.wave
     );
-    let Some(resource) = hook.prepared.resource.clone() else {
-        run.error = Some(format!("the cluster does not serve {}", key.kind));
+    let target = target(session, hook, &key).map_err(|error| run.error = Some(error));
+    let Ok((resource, client)) = target else {
         return run;
     };
-    let client = &session.client;
+    let client = &client;
     let value = &hook.prepared.object.value;
     if let Err(error) = super::replace::replace(client, &resource, value, opts).await {
         run.error = Some(error);

@@ -255,19 +255,25 @@ pub async fn dry_runs(
         .collect();
     let bar = progress::bar(opts.progress, items.len(), "dry run");
     let results = stream::iter(items.into_iter().map(|(p, resource)| {
-        let client = session.client.clone();
+        // A tenant's object is dry-run as its ServiceAccount, as it will be written.
+        let client = session.writer(&p.object.key());
         let bar = bar.clone();
         async move {
             let _tick = Tick(&bar);
-            let result = cluster::apply(
-                &client,
-                resource,
-                &p.object.value,
-                crate::FIELD_MANAGER,
-                opts.force_conflicts,
-                true,
-            )
-            .await;
+            let result = match client {
+                Ok(client) => {
+                    cluster::apply(
+                        &client,
+                        resource,
+                        &p.object.value,
+                        crate::FIELD_MANAGER,
+                        opts.force_conflicts,
+                        true,
+                    )
+                    .await
+                }
+                Err(err) => Err(err),
+            };
             (p, result)
         }
     }))

@@ -29,6 +29,9 @@ pub struct EngineOptions {
     pub progress: bool,
     /// Set by the first SIGTERM/SIGINT: no write starts after it.
     pub interrupt: crate::interrupt::Interrupt,
+    /// Flux's lockdown flag (`--default-service-account`): Flux units without
+    /// `serviceAccountName` are written as this ServiceAccount of their namespace.
+    pub default_service_account: Option<String>,
 }
 
 impl EngineOptions {

@@ -69,7 +69,8 @@ pub async fn apply_stages(
         let count = items.len();
         let bar = progress::bar(opts.progress, count, &format!("{stage:?}").to_lowercase());
         let results = stream::iter(items.into_iter().map(|p| {
-            let client = session.client.clone();
+            // A tenant's object is written as its ServiceAccount.
+            let client = session.writer(&p.object.key()).map_err(|e| e.to_string());
             let bar = bar.clone();
             // Kinds whose CRD was created in an earlier stage of this run are served now.
             let resource = p.resource.clone().or_else(|| {
@@ -80,7 +81,7 @@ pub async fn apply_stages(
             async move {
                 let _tick = Tick(&bar);
                 let started = Instant::now();
-                let write = how.write(client, p, resource.as_ref());
+                let write = async { how.write(client?, p, resource.as_ref()).await };
                 let result = interrupted::write(&opts.interrupt, write).await;
                 (p, resource, started.elapsed(), result)
             }

@@ -4,6 +4,7 @@
 
 pub mod cause;
 mod discovery;
+pub mod impersonation;
 mod logs;
 pub mod outage;
 pub mod retry;
@@ -173,6 +174,16 @@ impl std::fmt::Debug for KubeconfigText {
 /// Build a client: an explicit kubeconfig file, else `$KUBECONFIG`/`~/.kube/config`, else
 /// the in-cluster service account (how the CronJob runs).
 pub async fn connect(access: &Access, stats: Arc<RequestStats>) -> Result<Client, ClusterError> {
+    let (client, _) = connect_with_config(access, stats).await?;
+    Ok(client)
+}
+
+/// [`connect`], with what it takes to build more clients of the same credentials (the
+/// clients acting as a tenant's ServiceAccount, [`impersonation`]).
+async fn connect_with_config(
+    access: &Access,
+    stats: Arc<RequestStats>,
+) -> Result<(Client, Connector), ClusterError> {
     let options = KubeConfigOptions {
         context: access.context.clone(),
         ..KubeConfigOptions::default()
@@ -224,17 +235,44 @@ pub async fn connect(access: &Access, stats: Arc<RequestStats>) -> Result<Client
             .trim_end_matches('/')
             .to_string(),
     };
-    let counter = stats.clone();
-    let counting =
-        tower::util::MapRequestLayer::new(move |req: http::Request<kube::client::Body>| {
-            counter.record(req.method(), req.uri());
-            req
-        });
-    Ok(kube::client::ClientBuilder::try_from(config)
-        .map_err(ClusterError::Client)?
-        .with_layer(&counting)
-        .with_layer(&outages)
-        .build())
+    let connector = Connector {
+        config,
+        stats,
+        outages,
+    };
+    Ok((connector.client(None)?, connector))
+}
+
+/// What a client of the run's credentials is made of: more of them (acting as a tenant's
+/// ServiceAccount, [`impersonation`]) share its request counters and its budget for riding
+/// out outages.
+pub(crate) struct Connector {
+    config: Config,
+    stats: Arc<RequestStats>,
+    outages: outage::OutageLayer,
+}
+
+impl Connector {
+    /// A client as tend (`None`) or impersonating `user`. Only the user is named, as Flux
+    /// names it: the server adds a ServiceAccount's groups itself.
+    fn client(&self, user: Option<String>) -> Result<Client, ClusterError> {
+        let mut config = self.config.clone();
+        if user.is_some() {
+            config.auth_info.impersonate = user;
+            config.auth_info.impersonate_groups = None;
+        }
+        let counter = self.stats.clone();
+        let counting =
+            tower::util::MapRequestLayer::new(move |req: http::Request<kube::client::Body>| {
+                counter.record(req.method(), req.uri());
+                req
+            });
+        Ok(kube::client::ClientBuilder::try_from(config)
+            .map_err(ClusterError::Client)?
+            .with_layer(&counting)
+            .with_layer(&self.outages)
+            .build())
+    }
 }
 
 /// Requests a run made, by kind: for the summary line and benchmarks (which can then count

@@ -1,6 +1,9 @@
 //! A run's connection to the cluster, and how a live object's identity is read.
 
-use super::{connect, discover, Access, ClusterError, RequestStats, Resource, Resources};
+use super::impersonation::{Identities, ServiceAccount};
+use super::{
+    connect_with_config, discover, Access, ClusterError, RequestStats, Resource, Resources,
+};
 use crate::object::ObjectKey;
 use kube::Client;
 use serde_json::Value;
@@ -15,19 +18,41 @@ pub struct Session {
     pub stats: Arc<RequestStats>,
     /// Answers of [`Session::may_list_cluster_wide`], by resource: asked once per run.
     list_rights: Mutex<HashMap<String, bool>>,
+    /// The tenants' ServiceAccounts objects are written as, and their clients.
+    identities: Identities,
 }
 
 impl Session {
     pub async fn connect(access: &Access) -> Result<Session, ClusterError> {
         let stats = Arc::new(RequestStats::default());
-        let client = connect(access, stats.clone()).await?;
+        let (client, connector) = connect_with_config(access, stats.clone()).await?;
         let resources = discover(&client).await?;
         Ok(Session {
             client,
             resources,
             stats,
             list_rights: Mutex::new(HashMap::new()),
+            identities: Identities::new(connector),
         })
+    }
+
+    /// Write these objects as these ServiceAccounts (a tenant unit's objects); every other
+    /// object is written as tend.
+    pub fn write_as(&self, writers: HashMap<crate::object::ObjectKey, ServiceAccount>) {
+        self.identities.set_writers(writers);
+    }
+
+    /// The client that writes `key`: its tenant's, or tend's own.
+    pub fn writer(&self, key: &crate::object::ObjectKey) -> Result<Client, ClusterError> {
+        match self.identities.writer_of(key) {
+            Some(account) => self.identities.client_as(&account),
+            None => Ok(self.client.clone()),
+        }
+    }
+
+    /// A client acting as `account` (one per ServiceAccount and session).
+    pub fn client_as(&self, account: &ServiceAccount) -> Result<Client, ClusterError> {
+        self.identities.client_as(account)
     }
 
     /// The decoded `data` entries of a Secret (decryption keys, `--decryption-secret`);

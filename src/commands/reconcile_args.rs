@@ -55,6 +55,9 @@ pub struct EngineArgs {
     /// In a run over several clusters, start no further cluster once one failed (by default every cluster runs).
     #[arg(long, env = "TEND_FAIL_FAST")]
     pub fail_fast: bool,
+    /// Flux's multi-tenancy lockdown (kustomize-controller's and helm-controller's --default-service-account): a Flux Kustomization or HelmRelease without spec.serviceAccountName is applied as this ServiceAccount of its own namespace.
+    #[arg(long, env = "TEND_DEFAULT_SERVICE_ACCOUNT", value_name = "NAME")]
+    pub default_service_account: Option<String>,
     /// Also write the report as one self-contained HTML page (no network needed to view it).
     #[arg(long, env = "TEND_REPORT_HTML", value_name = "FILE")]
     pub report_html: Option<PathBuf>,
@@ -141,6 +144,7 @@ impl EngineArgs {
                 cluster_name: global.cluster.clone(),
                 progress: std::io::stderr().is_terminal() && global.log_format == LogFormat::Text,
                 interrupt,
+                default_service_account: self.default_service_account.clone(),
             },
         })
     }

@@ -146,6 +146,14 @@ fn execute_cluster(
         }
         let rendered = render_connected(&session, (cluster, mode), &loaded, &render_opts, offline);
         let (rendered, new_seed) = rendered.await?;
+        let default_account = cluster.engine.default_service_account.as_deref();
+        super::tenants::impersonate(
+            &session,
+            &loaded.expanded,
+            &rendered.objects,
+            default_account,
+        )
+        .await?;
         let mut engine_opts = cluster.engine.clone();
         engine_opts.commit = loaded.checkout.commit.clone();
         engine_opts.signed_by = loaded.checkout.signed_by.clone();

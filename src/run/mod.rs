@@ -4,7 +4,8 @@
 //! they render: keys of encrypted files ([`keys`]), chart logins ([`chart_credentials`]),
 //! Helm's view of the cluster and its lookups ([`helm_cluster`]), the seed of random
 //! functions ([`helm_seed`]), kept renders ([`render_cache`]), keys trusted to sign the
-//! source ([`trusted_keys`]). See ARCHITECTURE.md for where this sits in the flow.
+//! source ([`trusted_keys`]), the tenants' ServiceAccounts and what they may write
+//! ([`tenants`]). See ARCHITECTURE.md for where this sits in the flow.
 
 pub mod chart_credentials;
 pub mod executor;
@@ -14,6 +15,7 @@ pub mod keys;
 pub mod load;
 pub mod plan;
 pub mod render_cache;
+mod tenants;
 mod trusted_keys;
 pub mod units_live;
 

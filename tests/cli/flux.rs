@@ -482,6 +482,15 @@ fn flux2_hub_spoke_example_applies_and_a_second_diff_is_in_sync() {
         assert!(get(&spoke, "", "serviceaccounts", env, "flux-restricted").is_some());
         let podinfo = get(&spoke, "apps", "deployments", "podinfo", "podinfo").expect("podinfo");
         assert_eq!(podinfo["metadata"]["namespace"], "podinfo");
+        // Its HelmRelease's serviceAccountName (patched in by the hub): written as that (the
+        // status writes are the played controllers').
+        let restricted = format!("system:serviceaccount:{env}:flux-restricted");
+        assert!(spoke
+            .requests()
+            .iter()
+            .filter(|r| is_write(r) && r.resource == "deployments" && r.subresource.is_none())
+            .filter(|r| r.name.as_deref() == Some("podinfo"))
+            .all(|r| r.impersonated.as_deref() == Some(restricted.as_str())));
         assert!(get(
             &spoke,
             "apps",

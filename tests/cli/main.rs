@@ -29,6 +29,7 @@ mod render;
 mod run;
 mod shipping;
 mod sops;
+mod tenants;
 mod verify;
 mod version;
 mod wait;

@@ -86,6 +86,8 @@ pub struct RequestRecord {
     pub faulted: bool,
     /// Bytes of the response body sent (for a watch: so far).
     pub response_bytes: u64,
+    /// The user the request impersonated (`Impersonate-User`), if any.
+    pub impersonated: Option<String>,
 }
 
 #[derive(Debug, Clone)]

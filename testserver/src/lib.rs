@@ -15,6 +15,7 @@ mod errors;
 mod http;
 mod negotiate;
 mod patch;
+mod rbac;
 mod schema;
 mod selectors;
 mod ssa;

@@ -308,6 +308,10 @@ macro_rules! conformance {
     };
 }
 
+// Impersonation and RBAC, in a file of their own.
+#[path = "conformance/impersonation.rs"]
+mod impersonation;
+
 // ------------------------------------------------------------------------------------
 // Discovery
 // ------------------------------------------------------------------------------------

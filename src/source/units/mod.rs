@@ -68,9 +68,11 @@ mod flux_kustomize;
 mod flux_sources;
 mod flux_substitute;
 mod model;
+mod tenant;
 
 pub use argo_app::{apply_encoded_policies, POLICIES_ANNOTATION};
 pub use model::*;
+pub use tenant::{tenants, Tenant};
 
 use super::walk::Walked;
 use super::SourceFile;
@@ -238,6 +240,7 @@ fn expand_one(
         live: produced.live,
         target,
         wave: 0,
+        service_account: tenant::service_account_name(unit),
     };
     (expanded, files)
 }
@@ -287,10 +290,15 @@ fn depth(
         return 0;
     }
     path.push(at);
-    // What a unit holds exists once the unit is applied: never before its wave.
+    // What a unit holds exists once the unit is applied: never before its wave. A tenant's
+    // unit starts after it: the Namespace, ServiceAccount and RoleBindings it is written
+    // with come first (see `tenant.rs`).
     let parent = unit.parents.last().and_then(|p| index.get(p)).copied();
     let mut wave = match parent {
-        Some(parent) => depth(parent, units, index, waves, path, problems),
+        Some(parent) => {
+            depth(parent, units, index, waves, path, problems)
+                + i64::from(tenant::starts_after_parent(unit, &units[parent]))
+        }
         None => 0,
     };
     for dependency in &unit.depends_on {

@@ -276,6 +276,8 @@ pub struct ExpandedUnit {
     /// Its depth in the `dependsOn` graph (0: depends on nothing): the wave its objects
     /// are applied in, so a unit starts when the units it depends on are ready.
     pub wave: i64,
+    /// A Flux unit's `spec.serviceAccountName` (see `tenant.rs`).
+    pub service_account: Option<String>,
 }
 
 impl ExpandedUnit {

@@ -64,7 +64,7 @@ pub(super) async fn answer(
             // `Retry-After` and http.Error's plain text.
             let out = Outcome {
                 code: 429,
-                payload: Payload::Text("Too many requests, please try again later.\n"),
+                payload: Payload::Text("Too many requests, please try again later.\n".into()),
                 content_type: "text/plain; charset=utf-8".into(),
                 headers: vec![
                     ("retry-after".into(), retry_after.to_string()),

@@ -46,6 +46,13 @@ async fn handle(
     let content_type = header("content-type");
     let accept = header("accept");
     let user_agent = header("user-agent");
+    let groups: Vec<String> = req
+        .headers()
+        .get_all("impersonate-group")
+        .iter()
+        .filter_map(|v| v.to_str().ok().map(str::to_string))
+        .collect();
+    let user = crate::rbac::User::impersonated(&header("impersonate-user"), &groups);
     let body = match req.into_body().collect().await {
         Ok(b) => b.to_bytes(),
         Err(_) => Bytes::new(),
@@ -63,6 +70,7 @@ async fn handle(
         content_type: &content_type,
         accept: &accept,
         user_agent: &user_agent,
+        user: user.as_ref().ok().and_then(Option::as_ref),
     };
     let record = request_log::record_of(&request, raw_query);
     let count = ByteCount {
@@ -79,7 +87,10 @@ async fn handle(
         Err(record) => record,
     };
 
-    let mut out = dispatch(&shared, &request, &count);
+    let mut out = match &user {
+        Ok(_) => dispatch(&shared, &request, &count),
+        Err(e) => response::internal_error(&path, e),
+    };
     // The ServiceAccount admission plugin looks a missing `default` ServiceAccount up
     // again, live, 10 times 100-200 ms apart (the controller is expected to create it any
     // moment) before it refuses the Pod.

@@ -66,6 +66,7 @@ pub(crate) fn record_of(request: &ApiRequest, raw_query: String) -> RequestRecor
         status: None,
         faulted: false,
         response_bytes: 0,
+        impersonated: request.user.map(|u| u.name.clone()),
     }
 }
 

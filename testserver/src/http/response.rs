@@ -66,7 +66,7 @@ pub(super) type Resp = Response<Body>;
 pub(super) enum Payload {
     Json(Value),
     /// A non-JSON body (the plain `404 page not found` of paths no API serves).
-    Text(&'static str),
+    Text(std::borrow::Cow<'static, str>),
     /// A watch's event stream.
     Stream(mpsc::Receiver<Bytes>),
 }
@@ -95,7 +95,7 @@ impl Outcome {
             }
             Payload::Text(t) => {
                 count.add(t.len());
-                Body::Full(Some(Bytes::from_static(t.as_bytes())))
+                Body::Full(Some(Bytes::from(t.into_owned())))
             }
             Payload::Stream(rx) => Body::Stream(rx),
         };
@@ -126,7 +126,18 @@ pub(super) fn json_outcome(r: Result<(u16, Value), ApiError>) -> Outcome {
 pub(super) fn page_not_found() -> Outcome {
     Outcome {
         code: 404,
-        payload: Payload::Text("404 page not found\n"),
+        payload: Payload::Text("404 page not found\n".into()),
+        content_type: "text/plain; charset=utf-8".into(),
+        headers: vec![],
+    }
+}
+
+/// Go's `http.Error` as kube-apiserver's `responsewriters.InternalError` writes it (a bad
+/// impersonation request, for one).
+pub(super) fn internal_error(uri: &str, error: &str) -> Outcome {
+    Outcome {
+        code: 500,
+        payload: Payload::Text(format!("Internal Server Error: {uri:?}: {error}\n").into()),
         content_type: "text/plain; charset=utf-8".into(),
         headers: vec![],
     }

@@ -8,6 +8,7 @@ use crate::discovery::{self, ResourceDef};
 use crate::errors::ApiError;
 use crate::faults::Verb;
 use crate::negotiate::{negotiate, represent};
+use crate::rbac::{self, Attributes, User};
 use crate::store::{Call, Query};
 use serde_json::Value;
 
@@ -121,6 +122,8 @@ pub(crate) struct ApiRequest<'a> {
     pub(crate) content_type: &'a str,
     pub(crate) accept: &'a str,
     pub(crate) user_agent: &'a str,
+    /// The impersonated user, `None` for the test server's admin.
+    pub(crate) user: Option<&'a User>,
 }
 
 fn discovery_doc(shared: &Shared, core: bool, accept: &str) -> Outcome {
@@ -153,8 +156,8 @@ fn discovery_doc(shared: &Shared, core: bool, accept: &str) -> Outcome {
 }
 
 /// `POST selfsubjectaccessreviews`: the requester may do everything, except LIST namespaced
-/// resources across all namespaces when [`Shared::deny_cluster_wide_lists`] is set. Nothing is
-/// stored (as on a real server).
+/// resources across all namespaces when [`Shared::deny_cluster_wide_lists`] is set; an
+/// impersonated user what RBAC allows it. Nothing is stored (as on a real server).
 fn access_review(shared: &Shared, r: &ApiRequest) -> Result<(u16, Value), ApiError> {
     if r.method != "POST" {
         return Err(ApiError::method_not_allowed());
@@ -172,12 +175,46 @@ fn access_review(shared: &Shared, r: &ApiRequest) -> Result<(u16, Value), ApiErr
             attrs["group"].as_str().unwrap_or(""),
             attrs["resource"].as_str().unwrap_or(""),
         );
-    let denied = cluster_wide_list
-        && shared
-            .deny_cluster_wide_lists
-            .load(std::sync::atomic::Ordering::Relaxed);
+    let denied = match r.user {
+        Some(user) => {
+            rbac::authorize(&shared.state.lock(), user, &Attributes::of_review(&attrs)).is_err()
+        }
+        None => {
+            cluster_wide_list
+                && shared
+                    .deny_cluster_wide_lists
+                    .load(std::sync::atomic::Ordering::Relaxed)
+        }
+    };
     review["status"] = serde_json::json!({"allowed": !denied});
     Ok((201, review))
+}
+
+/// The authorization filter's decision; a server-side apply that would create the object
+/// needs `create` as well (kube-apiserver's patch handler asks again before creating).
+fn authorized(
+    st: &crate::store::State,
+    user: &User,
+    attrs: &Attributes,
+    verb: Verb,
+) -> Result<(), ApiError> {
+    rbac::authorize(st, user, attrs).map_err(|reason| rbac::forbidden(user, attrs, &reason))?;
+    // A Namespace's attributes are in itself; it is stored without one.
+    let stored_in = match attrs.resource.as_str() {
+        "namespaces" => "",
+        _ => &attrs.namespace,
+    };
+    let creates = verb == Verb::Apply
+        && attrs.subresource.is_empty()
+        && st
+            .object(&attrs.group, &attrs.resource, stored_in, &attrs.name)
+            .is_none();
+    if creates {
+        let create = attrs.as_create();
+        rbac::authorize(st, user, &create)
+            .map_err(|reason| rbac::forbidden_create_on_patch(&create, &reason))?;
+    }
+    Ok(())
 }
 
 /// Whether a served resource (any version) is namespaced.
@@ -226,6 +263,19 @@ pub(super) fn dispatch(shared: &Shared, r: &ApiRequest, count: &ByteCount) -> Ou
                 Err(e) => return json_outcome(Err(e)),
             };
             let mut st = shared.state.lock();
+            if let Some(user) = r.user {
+                let attrs = Attributes::of_request(
+                    r.verb,
+                    group,
+                    plural,
+                    namespace.as_deref(),
+                    name.as_deref(),
+                    sub.as_deref(),
+                );
+                if let Err(e) = authorized(&st, user, &attrs, r.verb) {
+                    return json_outcome(Err(e));
+                }
+            }
             let Some(def) = st.find_def(group, version, plural) else {
                 return not_found(&st.defs, r.path);
             };

@@ -263,6 +263,17 @@ impl State {
             "spec": {"ports": [{"name": "https", "port": 443, "targetPort": 6443}], "clusterIP": "10.96.0.1"}
         });
         let _ = s.seed(svc, "kube-apiserver");
+        // The one bootstrap ClusterRole tenants' bindings commonly name (RBAC's bootstrap
+        // policy); the aggregated `admin`, `edit` and `view` are not modelled.
+        let cluster_admin = json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "cluster-admin",
+                         "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"},
+                         "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"}},
+            "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
+                      {"nonResourceURLs": ["*"], "verbs": ["*"]}]
+        });
+        let _ = s.seed(cluster_admin, "kube-apiserver");
         s.controllers = controllers;
         s
     }
