@@ -76,3 +76,55 @@ fn sync_hooks_and_generated_names_run_as_hooks_in_their_wave() {
         "{stdout}"
     );
 }
+
+#[test]
+fn directories_an_application_syncs_are_its_own_not_also_the_runs() {
+    // The whole app of apps in the directory tend runs on (christianh814/gitops-examples'
+    // app-of-apps/): the root Application, the Applications it syncs, their manifests, and
+    // a directory for another cluster.
+    let app = |name: &str, path: &str, server: &str| {
+        format!("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: {name}\n  namespace: argocd\nspec:\n  project: default\n  source:\n    repoURL: {URL}\n    targetRevision: main\n    path: {path}\n  destination:\n    server: {server}\n    namespace: shop\n")
+    };
+    let here = "https://kubernetes.default.svc";
+    let dir = site(&[
+        ("site/root.yaml", &app("root", "site/apps", here)),
+        (
+            "site/apps/frontend.yaml",
+            &app("frontend", "site/manifests/frontend", here),
+        ),
+        (
+            "site/apps/elsewhere.yaml",
+            &app(
+                "elsewhere",
+                "site/manifests/elsewhere",
+                "https://other.example.com:6443",
+            ),
+        ),
+        (
+            "site/manifests/frontend/kustomization.yaml",
+            "resources: [cm.yaml]\n",
+        ),
+        (
+            "site/manifests/frontend/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: frontend\n  namespace: shop\n",
+        ),
+        (
+            "site/manifests/elsewhere/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: elsewhere\n  namespace: shop\n",
+        ),
+    ]);
+    let repo = git2::Repository::init(dir.path()).unwrap();
+    repo.remote("origin", URL).unwrap();
+    commit_all(&repo, "initial");
+    let (code, stdout, stderr) = run(tend()
+        .args(["render", "--path", "site", "--repo"])
+        .arg(dir.path()));
+    assert_eq!(code, 0, "{stderr}");
+    // Once, through its Application; the other cluster's not at all.
+    assert_eq!(stdout.matches("name: frontend\n").count(), 1, "{stdout}");
+    assert!(
+        stdout.contains("(Argo CD Application argocd/frontend)"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("name: elsewhere"), "{stdout}");
+}

@@ -228,9 +228,12 @@ fn application(unit: &Found, sources: &Sources, ctx: &Context) -> Produced {
     match argo_app::target(spec, &clusters, ctx.cluster) {
         Err(e) => return Produced::failed(unit.problem(&["spec", "destination"], e)),
         Ok(Target::Other(cluster)) => {
-            return Produced::outcome(Outcome::NotExpanded(format!(
+            let mut produced = Produced::outcome(Outcome::NotExpanded(format!(
                 "it syncs to cluster {cluster}, not the one tend runs against (Argo CD's in-cluster one, or the one --cluster names); run tend against that cluster with --cluster naming it"
-            )))
+            )));
+            // Its directories are still its own, not this cluster's.
+            produced.claims = super::argo_nested::checkout_paths(spec, ctx);
+            return produced;
         }
         Ok(Target::ThisCluster) => {}
     }

@@ -3,6 +3,7 @@
 //! are units too, found here by rendering it once while units are expanded. The chart's
 //! objects themselves are rendered (again, with the cluster's facts) by the chart pipeline.
 
+use super::model::Context;
 use crate::helm::chart::{self, Chart, Release};
 use crate::source::SourceFile;
 use serde_json::Value;
@@ -62,4 +63,25 @@ pub fn units_in_chart(
         }
     }
     files
+}
+
+/// The directories of the checkout under test an Application's sources name (`path` of a
+/// `source` or `sources` entry whose `repoURL` is the checkout's), relative to its root.
+pub fn checkout_paths(spec: &Value, ctx: &Context) -> Vec<PathBuf> {
+    let single = spec.get("source").into_iter();
+    let many = spec
+        .get("sources")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten();
+    single
+        .chain(many)
+        .filter(|source| {
+            let url = source.get("repoURL").and_then(Value::as_str).unwrap_or("");
+            source.get("chart").is_none() && ctx.is_checkout_url(url)
+        })
+        .filter_map(|source| source.get("path").and_then(Value::as_str))
+        .map(|path| crate::source::paths::normalize(Path::new(path.trim_start_matches('/'))))
+        .filter(|path| !path.as_os_str().is_empty())
+        .collect()
 }

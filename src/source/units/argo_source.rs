@@ -232,6 +232,9 @@ impl AppSources<'_, '_> {
             return Err("path leaves the repository; write a path relative to its root".into());
         }
         let dir = tree.root.join(&path);
+        if tree.root == self.ctx.checkout.root {
+            produced.claims.push(path.clone());
+        }
         if !dir.is_dir() {
             return Err(format!(
                 "path {} is not a directory of the repository; fix the path (it is relative to the repository root)",

@@ -108,7 +108,9 @@ pub fn expand(walked: &mut Walked, ctx: &Context) -> Expanded {
     let mut out = Expanded::default();
     let mut sources = Sources::default();
     sources.default_namespace = ctx.default_namespace.to_string();
-    let mut seen: BTreeMap<UnitId, (PathBuf, usize)> = BTreeMap::new();
+    let mut seen: BTreeMap<UnitId, Seen> = BTreeMap::new();
+    let walked_own = walked.files.len();
+    let mut claims = Vec::new();
     let mut frontier: Vec<Pending> = walked
         .files
         .iter()
@@ -129,17 +131,22 @@ pub fn expand(walked: &mut Walked, ctx: &Context) -> Expanded {
             }
         }
         for (expander, unit) in units {
-            if let Err(problem) = first_sight(&unit, &mut seen) {
-                walked.problems.push(problem);
-                continue;
+            match first_sight(&unit, &mut seen) {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(problem) => {
+                    walked.problems.push(problem);
+                    continue;
+                }
             }
-            let (expanded, files) = expand_one(expander, &unit, &sources, ctx, walked);
+            let (expanded, files) = expand_one(expander, &unit, &sources, ctx, walked, &mut claims);
             next.extend(files);
             out.units.push(expanded);
         }
         walked.files.extend(next.iter().map(|(f, _, _)| f.clone()));
         frontier = next;
     }
+    drop_claimed(walked, walked_own, &claims, ctx);
     order_by_dependencies(&mut out.units, &mut walked.problems);
     if let Some(selected) = ctx.for_kubeconfig {
         let kept: std::collections::BTreeSet<&PathBuf> = out
@@ -153,8 +160,46 @@ pub fn expand(walked: &mut Walked, ctx: &Context) -> Expanded {
     out
 }
 
-/// A unit met again in its own chain is a cycle; one met twice, defined twice.
-fn first_sight(unit: &Found, seen: &mut BTreeMap<UnitId, (PathBuf, usize)>) -> Result<(), Problem> {
+/// Where a unit was first met, and its definition.
+type Seen = (PathBuf, usize, serde_json::Value);
+
+/// The walk's own files (the first `own` of `walked.files`) inside a directory a unit of the
+/// checkout syncs are that unit's: they leave the run's own files, but the file that holds
+/// a claiming unit itself (an app of apps in the directory it syncs is a cycle, said
+/// elsewhere).
+fn drop_claimed(walked: &mut Walked, own: usize, claims: &[(PathBuf, PathBuf)], ctx: &Context) {
+    let root = ctx.walked_dir();
+    let inside: Vec<(String, &PathBuf)> = claims
+        .iter()
+        .filter_map(|(dir, holder)| {
+            let rel = dir.strip_prefix(&root).ok()?;
+            (!rel.as_os_str().is_empty())
+                .then(|| (rel.to_string_lossy().replace('\\', "/"), holder))
+        })
+        .collect();
+    if inside.is_empty() {
+        return;
+    }
+    let mut index = 0;
+    walked.files.retain(|file| {
+        index += 1;
+        if index > own {
+            return true;
+        }
+        let label = file.path.to_string_lossy();
+        !inside.iter().any(|(dir, holder)| {
+            let under = label.strip_prefix(dir.as_str()).is_some_and(|rest| {
+                rest.is_empty() || rest.starts_with('/') || rest.starts_with(' ')
+            });
+            under && file.path != **holder
+        })
+    });
+}
+
+/// A unit met again in its own chain is a cycle; one met twice, defined twice, unless both
+/// are the same definition (an Application of the walked directory that its app of apps
+/// syncs too): then it is expanded once (`Ok(false)` the second time).
+fn first_sight(unit: &Found, seen: &mut BTreeMap<UnitId, Seen>) -> Result<bool, Problem> {
     let line = unit.doc.line;
     if unit.chain.contains(&unit.id) {
         return Err(Problem::new(
@@ -168,7 +213,10 @@ fn first_sight(unit: &Found, seen: &mut BTreeMap<UnitId, (PathBuf, usize)>) -> R
             ),
         ));
     }
-    if let Some((file, first)) = seen.get(&unit.id) {
+    if let Some((file, first, definition)) = seen.get(&unit.id) {
+        if *definition == unit.doc.value {
+            return Ok(false);
+        }
         return Err(Problem::new(
             &unit.file,
             line,
@@ -179,8 +227,11 @@ fn first_sight(unit: &Found, seen: &mut BTreeMap<UnitId, (PathBuf, usize)>) -> R
             ),
         ));
     }
-    seen.insert(unit.id.clone(), (unit.file.clone(), line));
-    Ok(())
+    seen.insert(
+        unit.id.clone(),
+        (unit.file.clone(), line, unit.doc.value.clone()),
+    );
+    Ok(true)
 }
 
 /// Expand one unit (unless it targets a cluster other than the run's), its files labelled
@@ -191,6 +242,7 @@ fn expand_one(
     sources: &Sources,
     ctx: &Context,
     walked: &mut Walked,
+    claims: &mut Vec<(PathBuf, PathBuf)>,
 ) -> (ExpandedUnit, Vec<Pending>) {
     let target = expander.kube_config(unit).or_else(|| unit.target.clone());
     let produced = match &target {
@@ -227,6 +279,12 @@ fn expand_one(
     }
     walked.problems.extend(produced.problems);
     walked.charts.dirs.extend(produced.charts);
+    claims.extend(
+        produced
+            .claims
+            .into_iter()
+            .map(|dir| (dir, unit.file.clone())),
+    );
     let expanded = ExpandedUnit {
         id: unit.id.clone(),
         file: unit.file.clone(),

@@ -231,6 +231,10 @@ pub struct Produced {
     pub problems: Vec<Problem>,
     /// The namespace its files' namespaced objects without one get (else `--namespace`).
     pub namespace: Option<String>,
+    /// Directories of the checkout under test (relative to its root) the unit syncs: files
+    /// the walk found there are the unit's, not also the run's own (an Argo CD app of apps
+    /// run from the directory that holds all of it).
+    pub claims: Vec<PathBuf>,
 }
 
 impl Produced {
@@ -245,6 +249,7 @@ impl Produced {
             live: None,
             problems: Vec::new(),
             namespace: None,
+            claims: Vec::new(),
         }
     }
 
