@@ -112,6 +112,7 @@ pub fn load(source_opts: &SourceOptions, render_opts: &RenderOptions) -> Result<
             cluster: render_opts.cluster.as_deref(),
             for_kubeconfig: source_opts.units_for_kubeconfig_secret.as_ref(),
             trusted_keys: &source_opts.trusted_keys,
+            cluster_objects: source_opts.cluster_objects.as_deref(),
         };
         let expanded = source::units::expand(&mut walked, &context);
         if !expanded.units.is_empty() {

@@ -45,6 +45,9 @@ pub struct SourceOptions {
     /// How large a git checkout may be (`--max-source-bytes`, `--max-source-files`,
     /// `--max-source-blob-bytes`).
     pub tree_limits: git::TreeLimits,
+    /// ConfigMaps and Secrets units read that only the cluster holds, as read so far (a run
+    /// that connects); `None` for a run with no cluster.
+    pub cluster_objects: Option<std::sync::Arc<units::ClusterObjects>>,
 }
 
 /// Desired state on disk, ready to walk.

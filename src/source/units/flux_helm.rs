@@ -10,6 +10,7 @@
 //! namespace when `install.createNamespace`.
 
 use super::flux_sources;
+use super::lookup::{self, Blocked, Lookup};
 use super::model::{
     active_spec, chain_label, Context, Found, Outcome, Produced, Sources, EXPANDED_ANNOTATION,
 };
@@ -80,11 +81,11 @@ pub fn expand(unit: &Found, sources: &Sources, ctx: &Context) -> Produced {
     }
     match release(unit, sources, ctx) {
         Ok(produced) => produced,
-        Err(problem) => Produced::failed(problem),
+        Err(blocked) => lookup::produced(blocked),
     }
 }
 
-fn release(unit: &Found, sources: &Sources, ctx: &Context) -> Result<Produced, Problem> {
+fn release(unit: &Found, sources: &Sources, ctx: &Context) -> Result<Produced, Blocked> {
     let spec = unit.spec();
     let target = spec.get("targetNamespace").and_then(Value::as_str);
     let namespace = target.unwrap_or(&unit.id.namespace).to_string();
@@ -99,7 +100,7 @@ fn release(unit: &Found, sources: &Sources, ctx: &Context) -> Result<Produced, P
     let mut produced = Produced::outcome(Outcome::Expanded);
     chart_source(unit, sources, ctx, &mut chart_spec, &mut produced)?;
     chart_spec.insert("releaseName".into(), json!(release_name));
-    let values = values(unit, sources)?;
+    let values = values(unit, sources, ctx)?;
     if values.as_object().is_some_and(|m| !m.is_empty()) {
         chart_spec.insert("values".into(), values);
     }
@@ -350,7 +351,7 @@ fn cosign_verify(
 
 /// `valuesFrom` in order, then `spec.values` over them (fluxcd/pkg
 /// `ChartValuesFromReferences`).
-fn values(unit: &Found, sources: &Sources) -> Result<Value, Problem> {
+fn values(unit: &Found, sources: &Sources, ctx: &Context) -> Result<Value, Blocked> {
     let spec = unit.spec();
     let own = spec.get("values").cloned().unwrap_or(json!({}));
     let mut result = json!({});
@@ -366,24 +367,30 @@ fn values(unit: &Found, sources: &Sources) -> Result<Value, Problem> {
         if !matches!(kind, "ConfigMap" | "Secret") {
             return Err(at(format!(
                 "valuesFrom kind {kind:?} is neither ConfigMap nor Secret"
-            )));
+            ))
+            .into());
         }
-        let data = sources
-            .config_data(kind, &unit.id.namespace, name)
-            .map_err(&at)?;
+        let found = lookup::lookup(sources, ctx, kind, &unit.id.namespace, name).map_err(&at)?;
+        if matches!(found, Lookup::Pending) {
+            return Err(Blocked::Pending);
+        }
+        let data = found.entries();
         if kind == "Secret" && data.is_some() {
             return Err(at(format!(
                 "valuesFrom names Secret {name}: what a chart makes of a Secret's values cannot be traced back to mask them (tend masks Secret data only), so tend does not render them yet; read the values from a ConfigMap, or keep the secret in a Secret the chart references by name"
-            )));
+            ))
+            .into());
         }
         let Some(data) = data.and_then(|d| d.get(key).cloned()) else {
             if optional {
                 continue;
             }
             return Err(at(format!(
-                "valuesFrom names key {key:?} of {kind} {}/{name}, which the desired state does not hold (tend reads it from the desired state); define it, or mark it optional: true",
-                unit.id.namespace
-            )));
+                "valuesFrom names key {key:?} of {kind} {}/{name}, which {}; create it, or mark it optional: true",
+                unit.id.namespace,
+                lookup::looked_in(ctx)
+            ))
+            .into());
         };
         let target = text("targetPath");
         if !target.is_empty() {

@@ -59,14 +59,19 @@ mod argo_jsonnet;
 mod argo_match;
 mod argo_source;
 mod argo_template;
+mod cluster_objects;
 mod flux;
+mod flux_decrypt;
 mod flux_helm;
 mod flux_kustomize;
 mod flux_sources;
 mod flux_substitute;
+mod lookup;
 mod model;
 
 pub use argo_app::{apply_encoded_policies, POLICIES_ANNOTATION};
+pub use cluster_objects::{ClusterObjects, Entries, ObjectRef};
+pub use lookup::live_entries;
 pub use model::*;
 
 use super::walk::Walked;

@@ -286,6 +286,9 @@ pub struct Context<'a> {
     /// The run's trusted keys (`--trusted-keys`, `--trusted-keys-secret`), for the sources'
     /// `spec.verify`.
     pub trusted_keys: &'a crate::source::verify::TrustedKeys,
+    /// ConfigMaps and Secrets read from the cluster for units (`None`: a run with no
+    /// cluster, `tend render`); see `cluster_objects.rs`.
+    pub cluster_objects: Option<&'a super::cluster_objects::ClusterObjects>,
 }
 
 /// A kubeconfig Secret a unit names for its target cluster (hub and spoke): namespace, name.
