@@ -10,6 +10,7 @@ mod engine;
 mod faults;
 mod fleet;
 mod flux;
+mod flux_charts;
 mod flux_cluster;
 mod git;
 mod helm;

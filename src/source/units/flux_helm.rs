@@ -10,6 +10,7 @@
 //! namespace when `install.createNamespace`.
 
 use super::flux_sources;
+use super::flux_values_files::VALUES_FILES_ANNOTATION;
 use super::lookup::{self, Blocked, Lookup};
 use super::model::{
     active_spec, chain_label, Context, Found, Outcome, Produced, Sources, EXPANDED_ANNOTATION,
@@ -97,8 +98,13 @@ fn release(unit: &Found, sources: &Sources, ctx: &Context) -> Result<Produced, B
         },
     );
     let mut chart_spec = Map::new();
+    let mut chain = (*unit.chain).clone();
+    chain.push(unit.id.clone());
+    let mut annotations = Map::new();
+    annotations.insert(EXPANDED_ANNOTATION.into(), json!(chain_label(&chain)));
     let mut produced = Produced::outcome(Outcome::Expanded);
-    chart_source(unit, sources, ctx, &mut chart_spec, &mut produced)?;
+    let spec_and_annotations = (&mut chart_spec, &mut annotations);
+    chart_source(unit, sources, ctx, spec_and_annotations, &mut produced)?;
     chart_spec.insert("releaseName".into(), json!(release_name));
     let values = values(unit, sources, ctx)?;
     if values.as_object().is_some_and(|m| !m.is_empty()) {
@@ -109,15 +115,13 @@ fn release(unit: &Found, sources: &Sources, ctx: &Context) -> Result<Produced, B
         .and_then(Value::as_str)
         .unwrap_or("Create");
     chart_spec.insert("includeCrds".into(), json!(crds != "Skip"));
-    let mut chain = (*unit.chain).clone();
-    chain.push(unit.id.clone());
     let helm_chart = json!({
         "apiVersion": crate::API_VERSION,
         "kind": "HelmChart",
         "metadata": {
             "name": unit.id.name,
             "namespace": namespace,
-            "annotations": {EXPANDED_ANNOTATION: chain_label(&chain)},
+            "annotations": Value::Object(annotations),
         },
         "spec": Value::Object(chart_spec),
     });
@@ -156,7 +160,7 @@ fn chart_source(
     unit: &Found,
     sources: &Sources,
     ctx: &Context,
-    chart_spec: &mut Map<String, Value>,
+    (chart_spec, annotations): (&mut Map<String, Value>, &mut Map<String, Value>),
     produced: &mut Produced,
 ) -> Result<(), Problem> {
     let spec = unit.spec();
@@ -171,17 +175,7 @@ fn chart_source(
     };
     let field = |k: &str| template.get(k).and_then(Value::as_str);
     let chart = field("chart").unwrap_or("");
-    if template
-        .get("valuesFiles")
-        .and_then(Value::as_array)
-        .is_some_and(|l| !l.is_empty())
-        || template.get("valuesFile").is_some()
-    {
-        return Err(unit.problem(
-            &["spec", "chart", "spec"],
-            "spec.chart.spec.valuesFiles is not supported by tend yet; move the values into spec.values",
-        ));
-    }
+    let values_files = super::flux_values_files::listed(unit, template)?;
     let source_ref = template.get("sourceRef").unwrap_or(&Value::Null);
     let kind = source_ref.get("kind").and_then(Value::as_str).unwrap_or("");
     let name = source_ref.get("name").and_then(Value::as_str).unwrap_or("");
@@ -217,6 +211,9 @@ fn chart_source(
                 let at = (unit, &["spec", "chart", "spec", "verify"][..]);
                 chart_spec.insert("verify".into(), cosign_verify(verify, at, oci)?);
             }
+            if let Some(listed) = &values_files {
+                annotations.insert(VALUES_FILES_ANNOTATION.into(), json!(listed.to_string()));
+            }
             chart_spec.insert("repository".into(), json!(url));
             chart_spec.insert("name".into(), json!(chart));
             chart_spec.insert("version".into(), json!(version));
@@ -242,7 +239,12 @@ fn chart_source(
                     ),
                 ));
             }
-            let chart = crate::source::charts::read_chart(&tree.root, &tree.root.join(&dir), &dir)?;
+            let mut chart =
+                crate::source::charts::read_chart(&tree.root, &tree.root.join(&dir), &dir)?;
+            if let Some(listed) = &values_files {
+                let at = (unit, &["spec", "chart", "spec"][..]);
+                chart.values = super::flux_values_files::merged_from_tree(&tree.root, listed, at)?;
+            }
             let key = PathBuf::from(format!(
                 "{CHART_KEYS}/{}/{}",
                 unit.id.namespace, unit.id.name

@@ -66,11 +66,13 @@ mod flux_helm;
 mod flux_kustomize;
 mod flux_sources;
 mod flux_substitute;
+mod flux_values_files;
 mod lookup;
 mod model;
 
 pub use argo_app::{apply_encoded_policies, POLICIES_ANNOTATION};
 pub use cluster_objects::{ClusterObjects, Entries, ObjectRef};
+pub use flux_values_files::{merged_from_chart, Listed, VALUES_FILES_ANNOTATION};
 pub use lookup::live_entries;
 pub use model::*;
 

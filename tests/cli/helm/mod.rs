@@ -455,7 +455,7 @@ mod hooks;
 mod oci;
 mod registry;
 pub mod remote;
-mod subcharts;
+pub(crate) mod subcharts;
 mod template_text;
 mod values_files;
 
