@@ -12,6 +12,7 @@ mod fleet;
 mod flux;
 mod flux_charts;
 mod flux_cluster;
+mod flux_git;
 mod git;
 mod helm;
 mod hostile;
