@@ -140,3 +140,86 @@ fn values_files_of_a_repository_chart_name_files_of_the_chart() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_helm_repository_secret_ref_logs_in_to_the_repository() {
+    use crate::helm::registry::{chart, serve, sha};
+    let archive = chart("1.0.0");
+    let digest = sha(&archive);
+    let expected = format!(
+        "Basic {}",
+        base64::Engine::encode(
+            &base64::engine::general_purpose::STANDARD,
+            "flux:s3cret-login"
+        )
+    );
+    let (base, _) = serve(move |request| {
+        if request.header("Authorization") != Some(expected.as_str()) {
+            return (401, vec![], b"unauthorized".to_vec());
+        }
+        match request.path.as_str() {
+            "/charts/index.yaml" => (200, vec![], format!("apiVersion: v1\nentries:\n  shop:\n    - name: shop\n      version: 1.0.0\n      digest: {digest}\n      urls:\n        - shop-1.0.0.tgz\n").into_bytes()),
+            "/charts/shop-1.0.0.tgz" => (200, vec![], archive.clone()),
+            _ => crate::helm::registry::not_found(),
+        }
+    });
+    let units = format!(
+        "apiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata:\n  name: charts\n  namespace: flux-system\nspec:\n  interval: 1h\n  url: {base}/charts\n  secretRef:\n    name: charts-login\n---\n{}",
+        release("      chart: shop\n      sourceRef:\n        kind: HelmRepository\n        name: charts\n")
+    );
+    let login = |password: &str| {
+        format!("apiVersion: v1\nkind: Secret\nmetadata:\n  name: charts-login\n  namespace: flux-system\nstringData:\n  username: flux\n  password: {password}\n")
+    };
+    let cache = tempfile::tempdir().unwrap();
+    let render = |files: &[(&str, &str)]| {
+        let dir = site(files);
+        run(tend()
+            .args(["render", "--cache-dir"])
+            .arg(cache.path())
+            .arg("--repo")
+            .arg(dir.path()))
+    };
+    // The login in the desired state.
+    let (code, stdout, stderr) = render(&[
+        ("units.yaml", &units),
+        ("login.yaml", &login("s3cret-login")),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("name: web-shop\n"), "{stdout}");
+    assert!(
+        !stdout.contains("s3cret-login") || stdout.contains("kind: Secret"),
+        "{stdout}"
+    );
+    // A wrong one: refused by the repository, the login never shown.
+    let (code, _, stderr) = render(&[
+        ("units.yaml", &units),
+        ("login.yaml", &login("wrong-password")),
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("Secret flux-system/charts-login of HelmRepository"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("wrong-password"), "{stderr}");
+    // Only in the cluster: read by diff.
+    let cluster = tend_testserver::TestCluster::start();
+    cluster
+        .seed(serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "flux-system"}}))
+        .unwrap();
+    cluster
+        .seed(serde_json::json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "charts-login", "namespace": "flux-system"}, "data": {"username": "Zmx1eA==", "password": "czNjcmV0LWxvZ2lu"}}))
+        .unwrap();
+    let dir = site(&[
+        ("units.yaml", &units),
+        ("namespace.yaml", &ns_yaml("flux-system")),
+    ]);
+    let (code, stdout, stderr) = run(tend()
+        .args(["diff", "--cache-dir"])
+        .arg(tempfile::tempdir().unwrap().path())
+        .arg("--kubeconfig")
+        .arg(cluster.kubeconfig_path())
+        .arg("--repo")
+        .arg(dir.path()));
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(stdout.contains("web-shop"), "{stdout}");
+}

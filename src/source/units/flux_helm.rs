@@ -103,6 +103,7 @@ fn release(unit: &Found, sources: &Sources, ctx: &Context) -> Result<Produced, B
     let mut annotations = Map::new();
     annotations.insert(EXPANDED_ANNOTATION.into(), json!(chain_label(&chain)));
     let mut produced = Produced::outcome(Outcome::Expanded);
+    super::flux_credentials::release_login(unit, sources, ctx)?;
     let spec_and_annotations = (&mut chart_spec, &mut annotations);
     chart_source(unit, sources, ctx, spec_and_annotations, &mut produced)?;
     chart_spec.insert("releaseName".into(), json!(release_name));
@@ -198,12 +199,6 @@ fn chart_source(
                 return Err(repository.problem(
                     &["spec", "url"],
                     "spec.type oci goes with an oci:// URL, and an oci:// URL with spec.type oci",
-                ));
-            }
-            if repository.spec().get("secretRef").is_some() {
-                return Err(repository.problem(
-                    &["spec", "secretRef"],
-                    "a HelmRepository with credentials (secretRef) is not supported by tend yet; give tend the login with --helm-credentials",
                 ));
             }
             let version = field("version").filter(|v| !v.is_empty()).unwrap_or("*");

@@ -61,6 +61,7 @@ mod argo_source;
 mod argo_template;
 mod cluster_objects;
 mod flux;
+mod flux_credentials;
 mod flux_decrypt;
 mod flux_helm;
 mod flux_kustomize;

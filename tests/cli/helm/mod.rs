@@ -453,7 +453,7 @@ mod cluster;
 mod crypto;
 mod hooks;
 mod oci;
-mod registry;
+pub(crate) mod registry;
 pub mod remote;
 pub(crate) mod subcharts;
 mod template_text;
