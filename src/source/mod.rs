@@ -99,6 +99,7 @@ pub fn resolve(opts: &SourceOptions) -> Result<Checkout, SourceError> {
             url: opts.repo.clone(),
             git_ref: opts.git_ref.clone(),
             semver: None,
+            login: None,
             cache_dir: opts.cache_dir.clone().unwrap_or_else(default_cache_dir),
             ssh_key: opts.ssh_key.clone(),
             known_hosts: opts.known_hosts.clone(),

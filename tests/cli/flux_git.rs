@@ -77,3 +77,65 @@ fn a_semver_ref_checks_out_the_highest_tag_in_its_range() {
         "{stderr}"
     );
 }
+
+/// A loopback HTTP server answering every request with 401 (Basic auth), recording the
+/// `Authorization` headers it received.
+fn rejecting_git_server() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use crate::helm::registry::serve;
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = seen.clone();
+    let (base, _) = serve(move |request| {
+        let auth = request.header("Authorization").unwrap_or("").to_string();
+        record.lock().unwrap().push(auth);
+        (
+            401,
+            vec![("WWW-Authenticate".into(), "Basic realm=\"git\"".into())],
+            Vec::new(),
+        )
+    });
+    (base, seen)
+}
+
+#[test]
+fn a_git_repository_secret_ref_is_its_login_and_is_never_shown() {
+    let (base, seen) = rejecting_git_server();
+    let password = "s3cret-git-password";
+    let units = format!(
+        "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: apps\n  namespace: flux-system\nspec:\n  interval: 1h\n  url: {base}/org/apps.git\n  ref:\n    branch: main\n  secretRef:\n    name: git-login\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: apps\n  namespace: flux-system\nspec:\n  interval: 1h\n  path: ./apps\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: apps\n"
+    );
+    let login = format!(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: git-login\n  namespace: flux-system\nstringData:\n  username: flux\n  password: {password}\n"
+    );
+    let cache = tempfile::tempdir().unwrap();
+    let dir = site(&[("units.yaml", &units), ("login.yaml", &login)]);
+    let (code, _, stderr) = render(&dir, &cache);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains(
+            "the remote rejected the login of Secret flux-system/git-login of GitRepository"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(password), "{stderr}");
+    let basic = format!(
+        "Basic {}",
+        base64::Engine::encode(
+            &base64::engine::general_purpose::STANDARD,
+            format!("flux:{password}")
+        )
+    );
+    assert!(
+        seen.lock().unwrap().contains(&basic),
+        "{:?}",
+        seen.lock().unwrap()
+    );
+
+    // Named but nowhere: refused at the GitRepository, with the way out.
+    let dir = site(&[("units.yaml", &units)]);
+    let (code, _, stderr) = render(&dir, &cache);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("secretRef names Secret flux-system/git-login"),
+        "{stderr}"
+    );
+}

@@ -85,6 +85,10 @@ pub struct GitSpec {
     pub known_hosts: Option<PathBuf>,
     /// HTTPS token (from `TEND_GIT_TOKEN`); never printed.
     pub token: Option<String>,
+    /// A login other than `TEND_GIT_TOKEN` (a Flux GitRepository's `secretRef`): the
+    /// username sent with `token` as its password, and where the login came from (for
+    /// messages; the login itself is never printed).
+    pub login: Option<(String, String)>,
     /// How large a checked-out tree may be.
     pub limits: TreeLimits,
 }
@@ -125,6 +129,7 @@ impl fmt::Debug for GitSpec {
             .field("ssh_key", &self.ssh_key)
             .field("known_hosts", &self.known_hosts)
             .field("token", &self.token.as_ref().map(|_| "***"))
+            .field("login", &self.login.as_ref().map(|(_, origin)| origin))
             .field("limits", &self.limits)
             .finish()
     }

@@ -69,3 +69,80 @@ fn repository_login(repository: &Found, sources: &Sources, ctx: &Context) -> Res
         .into()),
     }
 }
+
+/// A GitRepository's `secretRef` as tend's git source takes it: HTTP basic auth
+/// (`username`, `password`) or SSH (`identity`, `known_hosts`, written to private temporary
+/// files that live as long as this).
+#[derive(Default)]
+pub struct GitLogin {
+    pub basic: Option<(String, String)>,
+    pub identity: Option<tempfile::NamedTempFile>,
+    pub known_hosts: Option<tempfile::NamedTempFile>,
+    /// `Secret ns/name of GitRepository ns/name`, for messages.
+    pub origin: String,
+}
+
+/// The login of `source`'s `secretRef`, `None` without one. A Secret only the cluster holds,
+/// not read yet, is a problem here that the run never shows: it reads the Secret and reads
+/// the source again (see `lookup.rs`).
+pub fn git_login(
+    source: &Found,
+    sources: &Sources,
+    ctx: &Context,
+) -> Result<Option<GitLogin>, crate::problem::Problem> {
+    let Some(name) = source
+        .spec()
+        .pointer("/secretRef/name")
+        .and_then(Value::as_str)
+    else {
+        return Ok(None);
+    };
+    let namespace = &source.id.namespace;
+    let at = |message: String| source.problem(&["spec", "secretRef"], message);
+    let origin = format!("Secret {namespace}/{name} of GitRepository {}", source.id);
+    let entries = match lookup::lookup(sources, ctx, "Secret", namespace, name).map_err(at)? {
+        Lookup::Pending => {
+            return Err(at(format!(
+                "{origin} is only in the cluster; it is read once connected"
+            )))
+        }
+        Lookup::Absent => {
+            return Err(at(format!(
+                "secretRef names Secret {namespace}/{name}, which {}; create it with the repository's credentials (username and password, or identity and known_hosts)",
+                lookup::looked_in(ctx)
+            )))
+        }
+        found => found.entries().unwrap_or_default(),
+    };
+    let mut login = GitLogin {
+        origin: origin.clone(),
+        ..GitLogin::default()
+    };
+    if entries.contains_key("bearerToken") {
+        return Err(at(format!(
+            "{origin}: bearerToken is not supported by tend's git source; give the token as password (with a username) instead"
+        )));
+    }
+    if let (Some(user), Some(password)) = (entries.get("username"), entries.get("password")) {
+        login.basic = Some((user.clone(), password.clone()));
+    }
+    let private_file = |text: &str| -> Result<tempfile::NamedTempFile, crate::problem::Problem> {
+        let mut file = tempfile::NamedTempFile::new()
+            .map_err(|e| at(format!("{origin}: cannot write a private file: {e}")))?;
+        std::io::Write::write_all(&mut file, text.as_bytes())
+            .map_err(|e| at(format!("{origin}: cannot write a private file: {e}")))?;
+        Ok(file)
+    };
+    if let Some(identity) = entries.get("identity") {
+        login.identity = Some(private_file(identity)?);
+    }
+    if let Some(known_hosts) = entries.get("known_hosts") {
+        login.known_hosts = Some(private_file(known_hosts)?);
+    }
+    if login.basic.is_none() && login.identity.is_none() {
+        return Err(at(format!(
+            "{origin} holds neither username and password nor identity; put the repository's credentials in it"
+        )));
+    }
+    Ok(Some(login))
+}
