@@ -84,6 +84,18 @@ impl Session {
         Ok(Some(entries))
     }
 
+    /// A core (`v1`) object, `None` when it does not exist: a ConfigMap or Secret a Flux
+    /// unit reads (`run::cluster_objects`). A Secret's values are never logged.
+    pub async fn read_core_object(
+        &self,
+        kind: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Value>, ClusterError> {
+        let resource = self.core(kind)?;
+        super::verbs::get(&self.client, &resource, Some(namespace), name).await
+    }
+
     /// The server's version (`GET /version`), as `v1.36.0` or the vendor's longer form.
     pub async fn kube_version(&self) -> Result<String, ClusterError> {
         let info = super::retry::retry("version", || self.client.apiserver_version())

@@ -260,6 +260,8 @@ impl GlobalArgs {
                 files: self.max_source_files,
                 blob_bytes: self.max_source_blob_bytes,
             },
+            // A run that connects reads them (`run::executor`).
+            cluster_objects: None,
         })
     }
 }

@@ -239,3 +239,32 @@ pub(super) fn exposing(text: &str, forms: &[String], template: &str) -> Vec<Stri
     }
     out
 }
+
+/// The chart a release renders: `chart`, or, for a Flux HelmRelease's `valuesFiles` of a
+/// chart from a repository (the expanded HelmChart's annotation), a copy whose default
+/// values are those files merged, as source-controller packages it.
+pub(super) fn with_flux_values_files<'c>(
+    helm_chart: &crate::kinds::helm_chart::HelmChart,
+    chart: &'c crate::helm::chart::Chart,
+) -> Result<std::borrow::Cow<'c, crate::helm::chart::Chart>, String> {
+    use crate::source::units::{merged_from_chart, Listed, VALUES_FILES_ANNOTATION};
+    let listed = helm_chart
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(VALUES_FILES_ANNOTATION))
+        .and_then(|text| Listed::parse(text));
+    let Some(listed) = listed else {
+        return Ok(std::borrow::Cow::Borrowed(chart));
+    };
+    let values = merged_from_chart(chart, &listed)?;
+    // A chart without values.yaml keeps none, as source-controller leaves it.
+    if chart.values.is_null() {
+        return Ok(std::borrow::Cow::Borrowed(chart));
+    }
+    Ok(std::borrow::Cow::Owned(crate::helm::chart::Chart {
+        values,
+        digest: std::sync::OnceLock::new(),
+        ..chart.clone()
+    }))
+}

@@ -146,7 +146,7 @@ fn releases<'f>(
 /// A release ready to render: its chart, its release, the user's values, and where its
 /// HelmChart says so.
 struct ReleaseInput<'c> {
-    chart: &'c Chart,
+    chart: std::borrow::Cow<'c, Chart>,
     /// The line of `spec.chart` or `spec.repository`.
     chart_line: usize,
     /// For a chart from a repository: the version its range resolved to, and its digest.
@@ -226,6 +226,14 @@ fn release_input<'c>(
         }
         _ => return None, // refused by the kind's own checks
     };
+    let chart = match super::chart_values::with_flux_values_files(helm_chart, chart) {
+        Ok(chart) => chart,
+        Err(message) => {
+            out.problems
+                .push(Problem::new(&file.path, chart_line, message));
+            return None;
+        }
+    };
     let namespace = helm_chart
         .metadata
         .namespace
@@ -287,7 +295,7 @@ pub fn kept_render_keys(
             } = input;
             let seed = opts.helm_seed_kept.then_some(release.seed);
             user.secrets.is_empty().then(|| {
-                let key = super::helm_cache::key(chart, &user.values, &release);
+                let key = super::helm_cache::key(&chart, &user.values, &release);
                 super::helm_cache::KeptKey::both(&key, seed)
             })
         })
@@ -520,7 +528,7 @@ fn add_release(
         ..
     } = input;
     let name = chart.name();
-    let mut outcome = release_outcome(at, chart, resolved, &namespace, &release);
+    let mut outcome = release_outcome(at, &chart, resolved, &namespace, &release);
     for (template, text, crd) in made.files {
         // A template that rendered nothing (a feature turned off) holds no object: not
         // parsed at all.

@@ -43,7 +43,9 @@ use crate::cluster::{Access, ClusterError, KubeconfigText, Session};
 use crate::interrupt::Interrupt;
 use crate::render::{RenderOptions, Rendered};
 use crate::report::run::{Mode, RunReport};
+use crate::source::units::ObjectRef;
 use crate::Error;
+use std::collections::BTreeSet;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -120,9 +122,15 @@ fn execute_cluster(
     let mut connecting = Connecting::start(runtime, mode, cluster);
     // Read (and, where no unit needs the cluster, render) the source while connecting;
     // with secrets to read first, it is read once connected.
+    let mut wanted = BTreeSet::new();
     let offline = if cluster.before_source.is_empty() {
         match read_and_render_offline(cluster, reading) {
-            Ok(offline) => Some(offline),
+            Ok(Ok(offline)) => Some(offline),
+            // Units read objects only the cluster holds: read once connected.
+            Ok(Err(asked)) => {
+                wanted = asked;
+                None
+            }
             Err(err) => {
                 // A problem in the desired state wins over whatever connecting comes to.
                 connecting.task.abort();
@@ -139,7 +147,7 @@ fn execute_cluster(
         let (session, opted_in) = connecting.session().await?;
         let (loaded, render_opts, offline) = match offline {
             Some((loaded, render)) => (loaded, cluster.render.clone(), render),
-            None => read_source_connected(&session, cluster, reading).await?,
+            None => read_source_connected(&session, cluster, reading, wanted).await?,
         };
         if cluster.writes(mode) {
             super::units_live::refuse_live_controllers(&session, &loaded.expanded).await?;
@@ -291,14 +299,20 @@ enum OfflineRender {
     NeedsCluster(Option<Speculative>),
 }
 
-/// The source read, and rendered as far as it can be without the cluster.
+/// The source read, and rendered as far as it can be without the cluster; or the objects
+/// only the cluster holds that its units read.
 fn read_and_render_offline(
     cluster: &ClusterRun,
     reading: &Mutex<()>,
-) -> Result<(Loaded, OfflineRender), Error> {
-    let loaded = load_one_at_a_time(&cluster.source, &cluster.render, reading)?;
+) -> Result<Result<(Loaded, OfflineRender), BTreeSet<ObjectRef>>, Error> {
+    let source = super::cluster_objects::reading(&cluster.source);
+    let loaded = load_one_at_a_time(&source, &cluster.render, reading)?;
+    let wanted = super::cluster_objects::wanted(&source);
+    if !wanted.is_empty() {
+        return Ok(Err(wanted));
+    }
     let render = render_offline(&loaded, cluster, &cluster.render, true)?;
-    Ok((loaded, render))
+    Ok(Ok((loaded, render)))
 }
 
 /// Read the source while no other cluster of the run reads it.
@@ -357,11 +371,13 @@ async fn read_source_connected(
     session: &Session,
     cluster: &ClusterRun,
     reading: &Mutex<()>,
+    wanted: BTreeSet<ObjectRef>,
 ) -> Result<(Loaded, RenderOptions, OfflineRender), Error> {
     let render_opts = read_secrets(session, cluster).await?;
     let secret = &cluster.before_source.trusted_keys;
     let source = super::trusted_keys::with_secret(session, &cluster.source, secret).await?;
-    let loaded = load_one_at_a_time(&source, &render_opts, reading)?;
+    let load = |source: &_| load_one_at_a_time(source, &render_opts, reading);
+    let loaded = super::cluster_objects::load_reading(session, &source, wanted, load).await?;
     let render = render_offline(&loaded, cluster, &render_opts, false)?;
     Ok((loaded, render_opts, render))
 }

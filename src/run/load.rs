@@ -101,6 +101,7 @@ pub fn load(source_opts: &SourceOptions, render_opts: &RenderOptions) -> Result<
         .cache_dir
         .clone()
         .unwrap_or_else(source::default_cache_dir);
+    let chart_logins = std::sync::Mutex::new(Default::default());
     let expanded = if render_opts.apply_controller_objects {
         source::units::Expanded::default()
     } else {
@@ -112,6 +113,8 @@ pub fn load(source_opts: &SourceOptions, render_opts: &RenderOptions) -> Result<
             cluster: render_opts.cluster.as_deref(),
             for_kubeconfig: source_opts.units_for_kubeconfig_secret.as_ref(),
             trusted_keys: &source_opts.trusted_keys,
+            cluster_objects: source_opts.cluster_objects.as_deref(),
+            chart_logins: &chart_logins,
         };
         let expanded = source::units::expand(&mut walked, &context);
         if !expanded.units.is_empty() {
@@ -120,10 +123,11 @@ pub fn load(source_opts: &SourceOptions, render_opts: &RenderOptions) -> Result<
         }
         expanded
     };
+    let credentials = with_unit_logins(&render_opts.chart_credentials, chart_logins);
     walked.charts.remote = source::charts::remote::fetch_all(
         &walked.charts.helm_chart_docs,
         &cache_dir,
-        &render_opts.chart_credentials,
+        &credentials,
         &source_opts.trusted_keys,
         &mut walked.problems,
     );
@@ -135,6 +139,23 @@ pub fn load(source_opts: &SourceOptions, render_opts: &RenderOptions) -> Result<
         cache_dir,
         expanded,
     })
+}
+
+/// The run's chart logins, then those of the units' chart repositories (Flux's
+/// HelmRepository `secretRef`), which win.
+fn with_unit_logins(
+    run: &std::sync::Arc<source::charts::credentials::Credentials>,
+    units: std::sync::Mutex<source::charts::credentials::Credentials>,
+) -> std::sync::Arc<source::charts::credentials::Credentials> {
+    let units = units
+        .into_inner()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if units.is_empty() {
+        return run.clone();
+    }
+    let mut all = (**run).clone();
+    all.extend(&units);
+    std::sync::Arc::new(all)
 }
 
 /// A release's revision: the chart version its range resolved to.

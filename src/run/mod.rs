@@ -5,9 +5,11 @@
 //! Helm's view of the cluster and its lookups ([`helm_cluster`]), the seed of random
 //! functions ([`helm_seed`]), kept renders ([`render_cache`]), keys trusted to sign the
 //! source ([`trusted_keys`]), the tenants' ServiceAccounts and what they may write
-//! ([`tenants`]). See ARCHITECTURE.md for where this sits in the flow.
+//! ([`tenants`]), ConfigMaps and Secrets only the cluster holds that Flux units read
+//! ([`cluster_objects`]). See ARCHITECTURE.md for where this sits in the flow.
 
 pub mod chart_credentials;
+mod cluster_objects;
 pub mod executor;
 pub mod helm_cluster;
 pub mod helm_seed;

@@ -128,6 +128,16 @@ impl Keys {
         self.cache = Some(Arc::new(DataKeyCache::new(secrets, file)));
     }
 
+    /// The same keys without the data-key cache: for keys about to be joined by others (a
+    /// Flux unit's own decryption Secret), whose opened data keys must not be remembered
+    /// under the run's keys alone.
+    pub fn without_cache(&self) -> Keys {
+        Keys {
+            cache: None,
+            ..self.clone()
+        }
+    }
+
     pub fn cache(&self) -> Option<&DataKeyCache> {
         self.cache.as_deref()
     }

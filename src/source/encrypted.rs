@@ -245,6 +245,52 @@ pub fn decrypt_inputs(
     }
 }
 
+/// The decrypted inputs of the build of `reached` (the units of one build,
+/// [`reachable_units`]), none when it reads no encrypted file; or why they cannot be given to
+/// the build: tend masks Secret data only, so decrypted values must not become a ConfigMap's
+/// or a chart's values, nor a decrypted YAML or JSON input an object other than a Secret.
+/// Each problem is named by the kustomization that reads the file.
+pub fn decrypt_for_build(
+    root: &Path,
+    reached: &[Unit],
+    keys: &Keys,
+    unit_file: &Path,
+) -> Result<Vec<Decrypted>, Vec<Problem>> {
+    let inputs = encrypted_inputs(root, reached);
+    if inputs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let into_config_maps: Vec<Problem> = inputs
+        .iter()
+        .filter_map(|(file, line)| {
+            let owner = reached.iter().find(|u| u.config_map_inputs.contains(file));
+            if let Some(owner) = owner {
+                return Some(feeds_a_config_map(file, *line, &owner.file));
+            }
+            let owner = reached
+                .iter()
+                .find(|u| u.helm_values_inputs.contains(file))?;
+            Some(feeds_a_helm_chart(file, *line, &owner.file))
+        })
+        .collect();
+    if !into_config_maps.is_empty() {
+        return Err(into_config_maps);
+    }
+    let secret_inputs: BTreeSet<&PathBuf> = reached.iter().flat_map(|u| &u.secret_inputs).collect();
+    let files = decrypt_inputs(root, &inputs, keys, unit_file)?;
+    let exposed: Vec<Problem> = files
+        .iter()
+        .zip(&inputs)
+        .filter(|((file, _), _)| !secret_inputs.contains(file))
+        .filter_map(|((file, plain), (_, line))| exposes_values(file, *line, plain, unit_file))
+        .collect();
+    if exposed.is_empty() {
+        Ok(files)
+    } else {
+        Err(exposed)
+    }
+}
+
 /// The line where `file` shows SOPS encryption, if it is a readable file that does.
 fn encrypted_line(file: &Path) -> Option<usize> {
     let meta = std::fs::metadata(file).ok()?;

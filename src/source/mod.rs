@@ -45,6 +45,9 @@ pub struct SourceOptions {
     /// How large a git checkout may be (`--max-source-bytes`, `--max-source-files`,
     /// `--max-source-blob-bytes`).
     pub tree_limits: git::TreeLimits,
+    /// ConfigMaps and Secrets units read that only the cluster holds, as read so far (a run
+    /// that connects); `None` for a run with no cluster.
+    pub cluster_objects: Option<std::sync::Arc<units::ClusterObjects>>,
 }
 
 /// Desired state on disk, ready to walk.
@@ -95,6 +98,8 @@ pub fn resolve(opts: &SourceOptions) -> Result<Checkout, SourceError> {
         let spec = GitSpec {
             url: opts.repo.clone(),
             git_ref: opts.git_ref.clone(),
+            semver: None,
+            login: None,
             cache_dir: opts.cache_dir.clone().unwrap_or_else(default_cache_dir),
             ssh_key: opts.ssh_key.clone(),
             known_hosts: opts.known_hosts.clone(),

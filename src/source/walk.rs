@@ -85,56 +85,9 @@ pub fn walk_with(dir: &Path, kustomize: &KustomizeOptions) -> std::io::Result<Wa
             walked.problems.extend(outside);
             continue;
         }
-        let secret_inputs: BTreeSet<&PathBuf> =
-            reached.iter().flat_map(|u| &u.secret_inputs).collect();
-        let inputs = super::encrypted::encrypted_inputs(&root, &reached);
-        if inputs.is_empty() {
-            plain.push(unit);
-            continue;
-        }
-        // tend masks Secret data only: decrypted values must not become a ConfigMap's, nor
-        // a chart's output. Each is named by the kustomization that reads it.
-        let into_config_maps: Vec<Problem> = inputs
-            .iter()
-            .filter_map(|(file, line)| {
-                let owner = reached.iter().find(|u| u.config_map_inputs.contains(file));
-                if let Some(owner) = owner {
-                    return Some(super::encrypted::feeds_a_config_map(
-                        file,
-                        *line,
-                        &owner.file,
-                    ));
-                }
-                let owner = reached
-                    .iter()
-                    .find(|u| u.helm_values_inputs.contains(file))?;
-                Some(super::encrypted::feeds_a_helm_chart(
-                    file,
-                    *line,
-                    &owner.file,
-                ))
-            })
-            .collect();
-        if !into_config_maps.is_empty() {
-            walked.problems.extend(into_config_maps);
-            continue;
-        }
-        match super::encrypted::decrypt_inputs(&root, &inputs, &kustomize.keys, &unit.file) {
-            Ok(files) => {
-                let exposed: Vec<Problem> = files
-                    .iter()
-                    .zip(&inputs)
-                    .filter(|((file, _), _)| !secret_inputs.contains(file))
-                    .filter_map(|((file, plain), (_, line))| {
-                        super::encrypted::exposes_values(file, *line, plain, &unit.file)
-                    })
-                    .collect();
-                if exposed.is_empty() {
-                    decrypting.push((unit, files));
-                } else {
-                    walked.problems.extend(exposed);
-                }
-            }
+        match super::encrypted::decrypt_for_build(&root, &reached, &kustomize.keys, &unit.file) {
+            Ok(files) if files.is_empty() => plain.push(unit),
+            Ok(files) => decrypting.push((unit, files)),
             Err(problems) => walked.problems.extend(problems),
         }
     }

@@ -121,6 +121,29 @@ impl Credentials {
         Ok(())
     }
 
+    /// Add the login of one repository (`url`'s host), e.g. the Secret a Flux
+    /// HelmRepository's `secretRef` names; later sources win.
+    pub fn add_login(&mut self, origin: &str, url: &str, username: &str, password: &str) {
+        let host = host_of(url);
+        self.looked.push(format!("{origin} ({host})"));
+        self.entries.push(Entry {
+            host,
+            username: username.to_string(),
+            password: Zeroizing::new(password.to_string()),
+            origin: origin.to_string(),
+        });
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The logins of `other` after these (they win).
+    pub fn extend(&mut self, other: &Credentials) {
+        self.entries.extend(other.entries.iter().cloned());
+        self.looked.extend(other.looked.iter().cloned());
+    }
+
     /// The login for `host` (`host[:port]`, as in a URL), the last source's if several.
     pub fn for_host(&self, host: &str) -> Option<Login<'_>> {
         let host = host.to_ascii_lowercase();

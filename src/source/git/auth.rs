@@ -134,21 +134,30 @@ impl<'a> Auth<'a> {
             ));
         }
         if allowed.contains(CredentialType::USER_PASS_PLAINTEXT) {
+            let login = spec.login.as_ref();
             let Some(token) = self.ctx.token() else {
-                return Err(self.auth_failed(
-                    "the remote asks for credentials (or the repository does not exist); set \
+                return Err(self.auth_failed(match login {
+                    Some((_, origin)) => format!("the remote asks for credentials {origin} does not hold (or the repository does not exist)"),
+                    None => "the remote asks for credentials (or the repository does not exist); set \
                      TEND_GIT_TOKEN to a token with read access"
                         .into(),
-                ));
+                }));
             };
             if !first_try(CredentialType::USER_PASS_PLAINTEXT) {
-                return Err(self.auth_failed(
-                    "the remote rejected the token in TEND_GIT_TOKEN (expired, revoked, or \
+                return Err(self.auth_failed(match login {
+                    Some((_, origin)) => format!("the remote rejected the login of {origin}"),
+                    None => {
+                        "the remote rejected the token in TEND_GIT_TOKEN (expired, revoked, or \
                      without read access to this repository?)"
-                        .into(),
-                ));
+                            .into()
+                    }
+                }));
             }
-            return Cred::userpass_plaintext(username.unwrap_or(TOKEN_USERNAME), token);
+            let user = match login {
+                Some((user, _)) => user.as_str(),
+                None => username.unwrap_or(TOKEN_USERNAME),
+            };
+            return Cred::userpass_plaintext(user, token);
         }
         if allowed.contains(CredentialType::DEFAULT) && first_try(CredentialType::DEFAULT) {
             return Cred::default();

@@ -299,6 +299,9 @@ pub(super) fn resolve(
     default_branch: Option<&str>,
 ) -> Result<Plan, GitError> {
     let lookup = |name: &str| heads.iter().find(|(n, _)| n == name).map(|(_, oid)| *oid);
+    if let Some(range) = &ctx.spec.semver {
+        return highest_tag(ctx, heads, range);
+    }
     let wanted = ctx.spec.git_ref.as_deref().filter(|r| *r != "HEAD");
     let Some(r) = wanted else {
         return default_plan(ctx, heads, default_branch);
@@ -339,6 +342,43 @@ pub(super) fn resolve(
         return Ok(Plan::Sha(prefix));
     }
     Err(ctx.unknown_ref())
+}
+
+/// The highest tag whose name is a version in `range` (source-controller's `CheckoutSemVer`:
+/// tags parsed as Masterminds versions, a leading `v` allowed, prereleases only for a range
+/// that names one).
+fn highest_tag(ctx: &Ctx<'_>, heads: &[(String, Oid)], range: &str) -> Result<Plan, GitError> {
+    use crate::helm::funcs::{semver_compare, semver_order};
+    let no_match = |why: &str| GitError::UnknownRef {
+        git_ref: format!("semver {range} ({why})"),
+        url: ctx.url.clone(),
+    };
+    if semver_compare(range, "0.0.0").is_err() {
+        return Err(no_match("not a semver range"));
+    }
+    let mut best: Option<(&str, Oid)> = None;
+    for (name, oid) in heads {
+        let Some(tag) = name.strip_prefix("refs/tags/") else {
+            continue;
+        };
+        if tag.ends_with("^{}") || !semver_compare(range, tag).unwrap_or(false) {
+            continue;
+        }
+        let higher = best.is_none_or(|(b, _)| {
+            let b = b.trim_start_matches("refs/tags/");
+            semver_order(tag, b) == Some(std::cmp::Ordering::Greater)
+        });
+        if higher {
+            best = Some((name, *oid));
+        }
+    }
+    match best {
+        Some((name, oid)) => Ok(Plan::Ref {
+            name: name.to_string(),
+            oid,
+        }),
+        None => Err(no_match("no tag matches it")),
+    }
 }
 
 pub(super) fn default_plan(

@@ -73,6 +73,9 @@ pub struct GitSpec {
     pub url: String,
     /// Branch, tag, or full/short commit SHA; `None` = the remote's default branch (HEAD).
     pub git_ref: Option<String>,
+    /// A semver range (Masterminds/semver, as Flux's `ref.semver`): the highest tag that is
+    /// a version in it, instead of `git_ref`.
+    pub semver: Option<String>,
     /// Root of tend's cache; each remote gets its own subdirectory.
     pub cache_dir: PathBuf,
     /// Private key for SSH remotes.
@@ -82,6 +85,10 @@ pub struct GitSpec {
     pub known_hosts: Option<PathBuf>,
     /// HTTPS token (from `TEND_GIT_TOKEN`); never printed.
     pub token: Option<String>,
+    /// A login other than `TEND_GIT_TOKEN` (a Flux GitRepository's `secretRef`): the
+    /// username sent with `token` as its password, and where the login came from (for
+    /// messages; the login itself is never printed).
+    pub login: Option<(String, String)>,
     /// How large a checked-out tree may be.
     pub limits: TreeLimits,
 }
@@ -126,10 +133,12 @@ impl fmt::Debug for GitSpec {
         f.debug_struct("GitSpec")
             .field("url", &redact_url(&self.url))
             .field("git_ref", &self.git_ref)
+            .field("semver", &self.semver)
             .field("cache_dir", &self.cache_dir)
             .field("ssh_key", &self.ssh_key)
             .field("known_hosts", &self.known_hosts)
             .field("token", &self.token.as_ref().map(|_| "***"))
+            .field("login", &self.login.as_ref().map(|(_, origin)| origin))
             .field("limits", &self.limits)
             .finish()
     }

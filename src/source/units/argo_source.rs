@@ -44,6 +44,8 @@ pub fn git_tree(ctx: &Context, repo_url: &str, revision: &str) -> Result<Tree, S
     let spec = crate::source::git::GitSpec {
         url: repo_url.to_string(),
         git_ref,
+        semver: None,
+        login: None,
         cache_dir: ctx.cache_dir.to_path_buf(),
         ssh_key: None,
         known_hosts: None,

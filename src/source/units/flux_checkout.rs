@@ -65,10 +65,12 @@ pub fn branch_tree(
     let spec = crate::source::git::GitSpec {
         url: from,
         git_ref: Some(git_ref),
+        semver: None,
         cache_dir: ctx.cache_dir.to_path_buf(),
         ssh_key: None,
         known_hosts: None,
         token: None,
+        login: None,
         limits: ctx.checkout.tree_limits,
     };
     let fetched = crate::source::git::fetch(&spec).map_err(|e| {

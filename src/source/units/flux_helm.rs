@@ -10,6 +10,8 @@
 //! namespace when `install.createNamespace`.
 
 use super::flux_sources;
+use super::flux_values_files::VALUES_FILES_ANNOTATION;
+use super::lookup::{self, Blocked, Lookup};
 use super::model::{
     active_spec, chain_label, Context, Found, Outcome, Produced, Sources, EXPANDED_ANNOTATION,
 };
@@ -80,11 +82,11 @@ pub fn expand(unit: &Found, sources: &Sources, ctx: &Context) -> Produced {
     }
     match release(unit, sources, ctx) {
         Ok(produced) => produced,
-        Err(problem) => Produced::failed(problem),
+        Err(blocked) => lookup::produced(blocked),
     }
 }
 
-fn release(unit: &Found, sources: &Sources, ctx: &Context) -> Result<Produced, Problem> {
+fn release(unit: &Found, sources: &Sources, ctx: &Context) -> Result<Produced, Blocked> {
     let spec = unit.spec();
     let target = spec.get("targetNamespace").and_then(Value::as_str);
     let namespace = target.unwrap_or(&unit.id.namespace).to_string();
@@ -96,10 +98,16 @@ fn release(unit: &Found, sources: &Sources, ctx: &Context) -> Result<Produced, P
         },
     );
     let mut chart_spec = Map::new();
+    let mut chain = (*unit.chain).clone();
+    chain.push(unit.id.clone());
+    let mut annotations = Map::new();
+    annotations.insert(EXPANDED_ANNOTATION.into(), json!(chain_label(&chain)));
     let mut produced = Produced::outcome(Outcome::Expanded);
-    chart_source(unit, sources, ctx, &mut chart_spec, &mut produced)?;
+    super::flux_credentials::release_login(unit, sources, ctx)?;
+    let spec_and_annotations = (&mut chart_spec, &mut annotations);
+    chart_source(unit, sources, ctx, spec_and_annotations, &mut produced)?;
     chart_spec.insert("releaseName".into(), json!(release_name));
-    let values = values(unit, sources)?;
+    let values = values(unit, sources, ctx)?;
     if values.as_object().is_some_and(|m| !m.is_empty()) {
         chart_spec.insert("values".into(), values);
     }
@@ -108,15 +116,13 @@ fn release(unit: &Found, sources: &Sources, ctx: &Context) -> Result<Produced, P
         .and_then(Value::as_str)
         .unwrap_or("Create");
     chart_spec.insert("includeCrds".into(), json!(crds != "Skip"));
-    let mut chain = (*unit.chain).clone();
-    chain.push(unit.id.clone());
     let helm_chart = json!({
         "apiVersion": crate::API_VERSION,
         "kind": "HelmChart",
         "metadata": {
             "name": unit.id.name,
             "namespace": namespace,
-            "annotations": {EXPANDED_ANNOTATION: chain_label(&chain)},
+            "annotations": Value::Object(annotations),
         },
         "spec": Value::Object(chart_spec),
     });
@@ -155,7 +161,7 @@ fn chart_source(
     unit: &Found,
     sources: &Sources,
     ctx: &Context,
-    chart_spec: &mut Map<String, Value>,
+    (chart_spec, annotations): (&mut Map<String, Value>, &mut Map<String, Value>),
     produced: &mut Produced,
 ) -> Result<(), Problem> {
     let spec = unit.spec();
@@ -170,17 +176,7 @@ fn chart_source(
     };
     let field = |k: &str| template.get(k).and_then(Value::as_str);
     let chart = field("chart").unwrap_or("");
-    if template
-        .get("valuesFiles")
-        .and_then(Value::as_array)
-        .is_some_and(|l| !l.is_empty())
-        || template.get("valuesFile").is_some()
-    {
-        return Err(unit.problem(
-            &["spec", "chart", "spec"],
-            "spec.chart.spec.valuesFiles is not supported by tend yet; move the values into spec.values",
-        ));
-    }
+    let values_files = super::flux_values_files::listed(unit, template)?;
     let source_ref = template.get("sourceRef").unwrap_or(&Value::Null);
     let kind = source_ref.get("kind").and_then(Value::as_str).unwrap_or("");
     let name = source_ref.get("name").and_then(Value::as_str).unwrap_or("");
@@ -205,16 +201,13 @@ fn chart_source(
                     "spec.type oci goes with an oci:// URL, and an oci:// URL with spec.type oci",
                 ));
             }
-            if repository.spec().get("secretRef").is_some() {
-                return Err(repository.problem(
-                    &["spec", "secretRef"],
-                    "a HelmRepository with credentials (secretRef) is not supported by tend yet; give tend the login with --helm-credentials",
-                ));
-            }
             let version = field("version").filter(|v| !v.is_empty()).unwrap_or("*");
             if let Some(verify) = template.get("verify") {
                 let at = (unit, &["spec", "chart", "spec", "verify"][..]);
                 chart_spec.insert("verify".into(), cosign_verify(verify, at, oci)?);
+            }
+            if let Some(listed) = &values_files {
+                annotations.insert(VALUES_FILES_ANNOTATION.into(), json!(listed.to_string()));
             }
             chart_spec.insert("repository".into(), json!(url));
             chart_spec.insert("name".into(), json!(chart));
@@ -241,7 +234,12 @@ fn chart_source(
                     ),
                 ));
             }
-            let chart = crate::source::charts::read_chart(&tree.root, &tree.root.join(&dir), &dir)?;
+            let mut chart =
+                crate::source::charts::read_chart(&tree.root, &tree.root.join(&dir), &dir)?;
+            if let Some(listed) = &values_files {
+                let at = (unit, &["spec", "chart", "spec"][..]);
+                chart.values = super::flux_values_files::merged_from_tree(&tree.root, listed, at)?;
+            }
             let key = PathBuf::from(format!(
                 "{CHART_KEYS}/{}/{}",
                 unit.id.namespace, unit.id.name
@@ -350,7 +348,7 @@ fn cosign_verify(
 
 /// `valuesFrom` in order, then `spec.values` over them (fluxcd/pkg
 /// `ChartValuesFromReferences`).
-fn values(unit: &Found, sources: &Sources) -> Result<Value, Problem> {
+fn values(unit: &Found, sources: &Sources, ctx: &Context) -> Result<Value, Blocked> {
     let spec = unit.spec();
     let own = spec.get("values").cloned().unwrap_or(json!({}));
     let mut result = json!({});
@@ -366,24 +364,30 @@ fn values(unit: &Found, sources: &Sources) -> Result<Value, Problem> {
         if !matches!(kind, "ConfigMap" | "Secret") {
             return Err(at(format!(
                 "valuesFrom kind {kind:?} is neither ConfigMap nor Secret"
-            )));
+            ))
+            .into());
         }
-        let data = sources
-            .config_data(kind, &unit.id.namespace, name)
-            .map_err(&at)?;
+        let found = lookup::lookup(sources, ctx, kind, &unit.id.namespace, name).map_err(&at)?;
+        if matches!(found, Lookup::Pending) {
+            return Err(Blocked::Pending);
+        }
+        let data = found.entries();
         if kind == "Secret" && data.is_some() {
             return Err(at(format!(
                 "valuesFrom names Secret {name}: what a chart makes of a Secret's values cannot be traced back to mask them (tend masks Secret data only), so tend does not render them yet; read the values from a ConfigMap, or keep the secret in a Secret the chart references by name"
-            )));
+            ))
+            .into());
         }
         let Some(data) = data.and_then(|d| d.get(key).cloned()) else {
             if optional {
                 continue;
             }
             return Err(at(format!(
-                "valuesFrom names key {key:?} of {kind} {}/{name}, which the desired state does not hold (tend reads it from the desired state); define it, or mark it optional: true",
-                unit.id.namespace
-            )));
+                "valuesFrom names key {key:?} of {kind} {}/{name}, which {}; create it, or mark it optional: true",
+                unit.id.namespace,
+                lookup::looked_in(ctx)
+            ))
+            .into());
         };
         let target = text("targetPath");
         if !target.is_empty() {

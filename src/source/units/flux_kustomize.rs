@@ -9,6 +9,7 @@
 //! (`tend.dev/prune: disabled`, `tend.dev/replace: on-immutable`).
 
 use super::flux_sources::{self, Tree};
+use super::lookup::Blocked;
 use super::model::{active_spec, Context, Found, Outcome, Produced, Sources};
 use crate::problem::Problem;
 use crate::source::kustomize::{self, KUSTOMIZATION_FILES};
@@ -128,7 +129,11 @@ pub fn expand(unit: &Found, sources: &Sources, ctx: &Context) -> Produced {
             ),
         ));
     }
-    let mut produced = match build(unit, &tree, &path, ctx) {
+    let keys = match super::flux_decrypt::keys(unit, sources, ctx) {
+        Ok(keys) => keys,
+        Err(blocked) => return super::lookup::produced(blocked),
+    };
+    let mut produced = match build(unit, &tree, &path, ctx, keys.as_ref()) {
         Ok(files) => {
             let mut produced = Produced::outcome(Outcome::Expanded);
             produced.files = files;
@@ -144,9 +149,15 @@ pub fn expand(unit: &Found, sources: &Sources, ctx: &Context) -> Produced {
     if !produced.problems.is_empty() {
         return produced;
     }
-    match post_build(unit, &mut produced.files, sources) {
+    if let Some(keys) = &keys {
+        let decrypted = super::flux_decrypt::decrypt_secret_values(&mut produced.files, keys, unit);
+        if let Err(problem) = decrypted {
+            return Produced::failed(problem);
+        }
+    }
+    match post_build(unit, &mut produced.files, sources, ctx) {
         Ok(()) => produced,
-        Err(problem) => Produced::failed(problem),
+        Err(blocked) => super::lookup::produced(blocked),
     }
 }
 
@@ -163,6 +174,7 @@ fn build(
     tree: &Tree,
     path: &Path,
     ctx: &Context,
+    keys: Option<&crate::sops::Keys>,
 ) -> Result<Vec<SourceFile>, Vec<Problem>> {
     let fail = |message: String| vec![unit.problem(&["spec", "path"], message)];
     let copy = crate::source::private_copy::PrivateCopy::of(&tree.root)
@@ -177,12 +189,23 @@ fn build(
     let Some(built) = kustomize::detect(copy.path(), path, &file, &text) else {
         return Err(fail("cannot build spec.path as a kustomization".into()));
     };
-    let (files, problems) = kustomize::build_all(
-        copy.path(),
-        &[&built],
-        ctx.kustomize,
-        kustomize::Inputs::AsCommitted,
-    );
+    let decrypted = match keys {
+        Some(keys) => decrypt_inputs(unit, &copy, &built, keys)?,
+        None => Vec::new(),
+    };
+    let inputs = match decrypted.is_empty() {
+        true => kustomize::Inputs::AsCommitted,
+        false => kustomize::Inputs::Decrypted,
+    };
+    let (files, problems) = kustomize::build_all(copy.path(), &[&built], ctx.kustomize, inputs);
+    if problems.is_empty() && !decrypted.is_empty() {
+        let plain = crate::source::encrypted::plaintexts(&decrypted);
+        let forms = crate::sops::leaks::all_forms(&plain);
+        let exposed = crate::source::encrypted::exposed_in_build(&files, &forms);
+        if !exposed.is_empty() {
+            return Err(exposed);
+        }
+    }
     if !problems.is_empty() {
         // The builder's message names the copy's kustomization: name the unit too.
         return Err(problems
@@ -194,6 +217,35 @@ fn build(
                 )
             })
             .collect());
+    }
+    Ok(files)
+}
+
+/// `spec.decryption`: the build's SOPS-encrypted inputs decrypted into its private copy
+/// (none when it reads none).
+fn decrypt_inputs(
+    unit: &Found,
+    copy: &crate::source::private_copy::PrivateCopy,
+    built: &kustomize::Unit,
+    keys: &crate::sops::Keys,
+) -> Result<Vec<crate::source::encrypted::Decrypted>, Vec<Problem>> {
+    use crate::source::encrypted;
+    let reached = encrypted::reachable_units(copy.path(), built, &[]);
+    let relabel = |p: Problem| {
+        unit.problem(
+            &["spec", "decryption"],
+            format!("decrypting {}:{}: {}", p.file.display(), p.line, p.message),
+        )
+    };
+    let files = encrypted::decrypt_for_build(copy.path(), &reached, keys, &built.file)
+        .map_err(|problems| problems.into_iter().map(relabel).collect::<Vec<_>>())?;
+    for (file, bytes) in &files {
+        copy.write(file, bytes).map_err(|e| {
+            vec![unit.problem(
+                &["spec", "decryption"],
+                format!("cannot write a decrypted input into the build's private copy: {e}"),
+            )]
+        })?;
     }
     Ok(files)
 }
@@ -331,10 +383,15 @@ fn scan(base: &Path, dir: &Path, out: &mut Vec<String>) -> Result<(), String> {
 }
 
 /// `commonMetadata` and `postBuild` substitution, object by object, on the built files.
-fn post_build(unit: &Found, files: &mut [SourceFile], sources: &Sources) -> Result<(), Problem> {
+fn post_build(
+    unit: &Found,
+    files: &mut [SourceFile],
+    sources: &Sources,
+    ctx: &Context,
+) -> Result<(), Blocked> {
     let spec = unit.spec();
     let common = spec.get("commonMetadata");
-    let vars = super::flux_substitute::variables(unit, sources)?;
+    let vars = super::flux_substitute::variables(unit, sources, ctx)?;
     let mut policies = Vec::new();
     if spec.get("prune").and_then(Value::as_bool) == Some(false) {
         policies.push(("tend.dev/prune", "disabled"));

@@ -176,18 +176,12 @@ fn fetch_git(
 ) -> Result<Tree, crate::problem::Problem> {
     let git_ref = source.spec().get("ref");
     let field = |k: &str| git_ref.and_then(|r| r.get(k)).and_then(Value::as_str);
-    if field("semver").is_some() {
-        return Err(source.problem(
-            &["spec", "ref", "semver"],
-            "a semver ref is not supported by tend yet; name a tag, branch or commit",
-        ));
-    }
-    if source.spec().get("secretRef").is_some() {
-        return Err(source.problem(
-            &["spec", "secretRef"],
-            "a GitRepository with credentials (secretRef) is not supported by tend yet; give tend the repository with --repo, or make it readable without credentials",
-        ));
-    }
+    let login = super::flux_credentials::git_login(source, sources, ctx)?.unwrap_or_default();
+    // source-controller's precedence: commit, name, semver, tag, branch.
+    let semver = match field("commit").or(field("name")) {
+        Some(_) => None,
+        None => field("semver").map(str::to_string),
+    };
     let chosen = field("commit")
         .or(field("name"))
         .or(field("tag"))
@@ -196,10 +190,15 @@ fn fetch_git(
     let spec = crate::source::git::GitSpec {
         url: url.to_string(),
         git_ref: chosen,
+        semver,
         cache_dir: ctx.cache_dir.to_path_buf(),
-        ssh_key: None,
-        known_hosts: None,
-        token: None,
+        ssh_key: login.identity.as_ref().map(|f| f.path().to_path_buf()),
+        known_hosts: login.known_hosts.as_ref().map(|f| f.path().to_path_buf()),
+        token: login.basic.as_ref().map(|(_, password)| password.clone()),
+        login: login
+            .basic
+            .as_ref()
+            .map(|(user, _)| (user.clone(), login.origin.clone())),
         limits: ctx.checkout.tree_limits,
     };
     let fetched = crate::source::git::fetch(&spec).map_err(|e| {

@@ -6,7 +6,8 @@
 //! `kustomize.toolkit.fluxcd.io/substitute: disabled` is left alone. A variable read from a
 //! Secret may only land in a Secret: tend masks Secret data, not what other kinds hold.
 
-use super::model::{Found, Sources};
+use super::lookup::{self as objects, Blocked, Lookup};
+use super::model::{Context, Found, Sources};
 use crate::problem::Problem;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -21,7 +22,11 @@ pub struct Variables {
     pub from_secrets: BTreeSet<String>,
 }
 
-pub fn variables(unit: &Found, sources: &Sources) -> Result<Option<Variables>, Problem> {
+pub fn variables(
+    unit: &Found,
+    sources: &Sources,
+    ctx: &Context,
+) -> Result<Option<Variables>, Blocked> {
     let post_build = unit.spec().get("postBuild");
     let mut vars = BTreeMap::new();
     let mut from_secrets = BTreeSet::new();
@@ -50,9 +55,14 @@ pub fn variables(unit: &Found, sources: &Sources) -> Result<Option<Variables>, P
         if !matches!(kind, "ConfigMap" | "Secret") {
             return Err(at(format!(
                 "substituteFrom kind {kind:?} is neither ConfigMap nor Secret"
-            )));
+            ))
+            .into());
         }
-        match sources.config_data(kind, &unit.id.namespace, name).map_err(&at)? {
+        let found = objects::lookup(sources, ctx, kind, &unit.id.namespace, name).map_err(&at)?;
+        if matches!(found, Lookup::Pending) {
+            return Err(Blocked::Pending);
+        }
+        match found.entries() {
             Some(data) => {
                 for (k, v) in data {
                     if kind == "Secret" {
@@ -66,9 +76,11 @@ pub fn variables(unit: &Found, sources: &Sources) -> Result<Option<Variables>, P
             None if optional => {}
             None => {
                 return Err(at(format!(
-                    "substituteFrom names {kind} {}/{name}, which the desired state does not define (tend reads it from the desired state); define it, or mark it optional: true",
-                    unit.id.namespace
-                )))
+                    "substituteFrom names {kind} {}/{name}, which {}; create it, or mark it optional: true",
+                    unit.id.namespace,
+                    objects::looked_in(ctx)
+                ))
+                .into())
             }
         }
     }
@@ -86,12 +98,14 @@ pub fn variables(unit: &Found, sources: &Sources) -> Result<Option<Variables>, P
         *value = value.replace('\n', "");
     }
     if let Some(bad) = vars.keys().find(|k| !is_name(k)) {
-        return Err(unit.problem(
-            &["spec", "postBuild"],
-            format!(
-                "{bad:?} is not a valid variable name: a letter or _, then letters, digits or _"
-            ),
-        ));
+        return Err(unit
+            .problem(
+                &["spec", "postBuild"],
+                format!(
+                    "{bad:?} is not a valid variable name: a letter or _, then letters, digits or _"
+                ),
+            )
+            .into());
     }
     Ok((!vars.is_empty()).then_some(Variables {
         values: vars,

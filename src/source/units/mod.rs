@@ -60,17 +60,25 @@ mod argo_match;
 mod argo_nested;
 mod argo_source;
 mod argo_template;
+mod cluster_objects;
 mod flux;
 mod flux_artifacts;
 mod flux_checkout;
+mod flux_credentials;
+mod flux_decrypt;
 mod flux_helm;
 mod flux_kustomize;
 mod flux_sources;
 mod flux_substitute;
+mod flux_values_files;
+mod lookup;
 mod model;
 mod tenant;
 
 pub use argo_app::{apply_encoded_policies, POLICIES_ANNOTATION};
+pub use cluster_objects::{ClusterObjects, Entries, ObjectRef};
+pub use flux_values_files::{merged_from_chart, Listed, VALUES_FILES_ANNOTATION};
+pub use lookup::live_entries;
 pub use model::*;
 pub use tenant::{tenants, Tenant};
 

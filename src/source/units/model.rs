@@ -309,6 +309,12 @@ pub struct Context<'a> {
     /// The run's trusted keys (`--trusted-keys`, `--trusted-keys-secret`), for the sources'
     /// `spec.verify`.
     pub trusted_keys: &'a crate::source::verify::TrustedKeys,
+    /// ConfigMaps and Secrets read from the cluster for units (`None`: a run with no
+    /// cluster, `tend render`); see `cluster_objects.rs`.
+    pub cluster_objects: Option<&'a super::cluster_objects::ClusterObjects>,
+    /// Logins of chart repositories units found (a HelmRepository's `secretRef`), added to
+    /// the run's own for fetching charts.
+    pub chart_logins: &'a std::sync::Mutex<crate::source::charts::credentials::Credentials>,
 }
 
 /// A kubeconfig Secret a unit names for its target cluster (hub and spoke): namespace, name.

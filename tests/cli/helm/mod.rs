@@ -453,9 +453,9 @@ mod cluster;
 mod crypto;
 mod hooks;
 mod oci;
-mod registry;
+pub(crate) mod registry;
 pub mod remote;
-mod subcharts;
+pub(crate) mod subcharts;
 mod template_text;
 mod values_files;
 

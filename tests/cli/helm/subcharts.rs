@@ -92,7 +92,7 @@ fn release(values: &str) -> String {
 }
 
 /// A .tgz as `helm package` writes it: every file under the chart's directory.
-pub(super) fn tgz(files: &[(&str, &str)]) -> Vec<u8> {
+pub(crate) fn tgz(files: &[(&str, &str)]) -> Vec<u8> {
     let mut tar = Vec::new();
     for (name, text) in files {
         let mut header = [0u8; 512];
