@@ -23,7 +23,9 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TEND = os.path.join(ROOT, "target", "release", "tend")
+# The release binaries where cargo puts them (`CARGO_TARGET_DIR`, else `target/`).
+TARGET = os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target")
+TEND = os.path.join(TARGET, "release", "tend")
 
 
 class Server:
@@ -34,7 +36,7 @@ class Server:
         env.setdefault("TEND_TESTSERVER_LATENCY_MS", "2")
         self.latency = env["TEND_TESTSERVER_LATENCY_MS"]
         self.proc = subprocess.Popen(
-            [os.path.join(ROOT, "target", "release", "tend-testserver")],
+            [os.path.join(TARGET, "release", "tend-testserver")],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
         )
         hello = json.loads(self.proc.stdout.readline())

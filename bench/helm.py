@@ -25,7 +25,8 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TEND = os.path.join(ROOT, "target", "release", "tend")
+TEND = os.path.join(os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target"),
+                    "release", "tend")
 CHARTS = os.environ.get("CHARTS", os.path.join(ROOT, "..", "shared", "helm-corpus", "charts"))
 RUNS = int(os.environ.get("RUNS", "21"))
 RELEASES = int(os.environ.get("RELEASES", "10"))
@@ -89,7 +90,7 @@ class Server:
     def __init__(self):
         env = dict(os.environ)
         env.setdefault("TEND_TESTSERVER_LATENCY_MS", "2")
-        self.proc = subprocess.Popen([os.path.join(ROOT, "target", "release", "tend-testserver")],
+        self.proc = subprocess.Popen([os.path.join(os.path.dirname(TEND), "tend-testserver")],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
         self.kubeconfig = json.loads(self.proc.stdout.readline())["kubeconfig"]
 

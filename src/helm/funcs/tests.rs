@@ -417,6 +417,23 @@ fn nil_map_parameters_follow_go_argument_rules() {
     assert!(err.contains("assignment to entry in nil map"), "{err}");
     // A field chain that starts from an invalid nil stays invalid: no error.
     assert_eq!(ok(r#"{{ hasKey (index . "missing").x "a" }}"#), "false");
+    // A nil element `range` bound (as `$v` or dot) is a nil interface; piped, or through
+    // `include`, it is unwrapped first.
+    for src in [
+        r#"{{ range $v := .l }}{{ merge (dict "a" 1) $v }}{{ end }}"#,
+        r#"{{ range .l }}{{ hasKey . "a" }}{{ end }}"#,
+    ] {
+        let err = render(src, serde_json::json!({"l": [null]})).unwrap_err();
+        assert!(err.contains(wrong), "{src}: {err}");
+    }
+    assert_eq!(
+        render(
+            r#"{{ define "x" }}{{ .a }}{{ end }}{{ range .l }}{{ . | merge (dict "a" 1) | toJson }} {{ include "x" . }}{{ end }}"#,
+            serde_json::json!({"l": [null]})
+        )
+        .unwrap(),
+        r#"{"a":1} <no value>"#
+    );
 }
 
 /// Sprig's regex functions take Go's RE2 syntax; `regexMatch` swallows Go's parse error

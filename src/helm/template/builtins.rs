@@ -40,7 +40,12 @@ pub fn register(engine: &mut Engine) {
         let mut item = args
             .next()
             .ok_or("wrong number of args for index: want at least 1 got 0")?;
-        for key in args {
+        for (i, key) in args.enumerate() {
+            // After the first step the item is an element as its map or list holds it: a
+            // nil one is a nil interface, which Go's `index` reports apart from nil data.
+            if i > 0 && matches!(item, Value::Nil) {
+                return Err("index of nil pointer".into());
+            }
             item = index(&item, &key)?;
         }
         Ok(item)

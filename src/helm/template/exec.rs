@@ -22,7 +22,10 @@ enum Flow {
 /// One execution: the engine's templates, the variables in scope, where we are.
 pub struct Exec<'e> {
     engine: &'e Engine,
-    vars: Vec<(String, Value)>,
+    vars: Vec<Binding>,
+    /// Whether dot, when nil, is a nil `interface{}` (see [`Binding::nil_interface`]): an
+    /// element `range` gave, never unwrapped by a pipeline.
+    dot_nil_interface: bool,
     /// The template being executed and the line of the action being evaluated, for errors.
     name: Rc<str>,
     line: usize,
@@ -39,11 +42,34 @@ pub struct Exec<'e> {
 
 type Res<T> = Result<T, TemplateError>;
 
+/// A variable in scope.
+struct Binding {
+    name: String,
+    value: Value,
+    /// Whether a nil value is Go's nil `interface{}` rather than its invalid value. A
+    /// pipeline unwraps the interface of what it gives (`$x := .missing` holds the invalid
+    /// value, so `$x.y` is empty), but `range` binds each element as the slice or map holds
+    /// it, so of a nil element `$v.y` is "nil pointer evaluating interface {}.y" and a map
+    /// parameter refuses `$v` (Go's exec.go: walkRange, evalPipeline, evalField).
+    nil_interface: bool,
+}
+
+impl Binding {
+    fn new(name: &str, value: Value) -> Self {
+        Binding {
+            name: name.to_string(),
+            value,
+            nil_interface: false,
+        }
+    }
+}
+
 impl<'e> Exec<'e> {
     pub(super) fn new(engine: &'e Engine, name: &str) -> Self {
         Exec {
             engine,
             vars: Vec::new(),
+            dot_nil_interface: false,
             name: name.into(),
             line: 0,
             depth: 0,
@@ -155,12 +181,15 @@ impl<'e> Exec<'e> {
                 "exceeded max template depth ({MAX_DEPTH}) executing {name:?}"
             )));
         }
-        let saved_vars = std::mem::replace(&mut self.vars, vec![("$".into(), dot.clone())]);
+        let saved_vars = std::mem::replace(&mut self.vars, vec![Binding::new("$", dot.clone())]);
         let saved_name = std::mem::replace(&mut self.name, name.into());
         let saved_line = self.line;
+        // A template's data comes unwrapped from a pipeline or a function argument.
+        let saved_dot_nil = std::mem::replace(&mut self.dot_nil_interface, false);
         self.depth += 1;
         let result = self.walk_list(&dot, body, out);
         self.depth -= 1;
+        self.dot_nil_interface = saved_dot_nil;
         self.vars = saved_vars;
         self.name = saved_name;
         self.line = saved_line;
@@ -168,7 +197,8 @@ impl<'e> Exec<'e> {
     }
 
     pub(super) fn run(&mut self, dot: Value, body: &[Node], out: &mut String) -> Res<()> {
-        self.vars = vec![("$".into(), dot.clone())];
+        self.vars = vec![Binding::new("$", dot.clone())];
+        self.dot_nil_interface = false;
         self.walk_list(&dot, body, out).map(|_| ())
     }
 
@@ -291,6 +321,8 @@ impl<'e> Exec<'e> {
                 .collect(),
             _ => Vec::new(),
         };
+        // (An error ends the whole execution: nothing to restore then.)
+        let saved_dot_nil = self.dot_nil_interface;
         for i in 0..count {
             self.spend_steps(1)?;
             let (key, item) = match &value {
@@ -298,20 +330,33 @@ impl<'e> Exec<'e> {
                 Value::Map(_) => (Value::str(entries[i].0.as_str()), entries[i].1.clone()),
                 _ => (Value::Int(i as i64), Value::Int(i as i64)),
             };
+            // The element as the list or map holds it: a nil one is a nil interface.
+            let element = Binding {
+                nil_interface: matches!(value, Value::List(_) | Value::Map(_)),
+                ..Binding::new("", item.clone())
+            };
             match c.pipe.decl.as_slice() {
                 [] => {}
-                [elem] => self.vars.push((elem.clone(), item.clone())),
+                [elem] => self.vars.push(Binding {
+                    name: elem.clone(),
+                    ..element
+                }),
                 [k, elem, ..] => {
-                    self.vars.push((k.clone(), key));
-                    self.vars.push((elem.clone(), item.clone()));
+                    self.vars.push(Binding::new(k, key));
+                    self.vars.push(Binding {
+                        name: elem.clone(),
+                        ..element
+                    });
                 }
             }
+            self.dot_nil_interface = matches!(value, Value::List(_) | Value::Map(_));
             let flow = self.walk_list(&item, &c.body, out)?;
             self.vars.truncate(mark);
             if let Flow::Break = flow {
                 break;
             }
         }
+        self.dot_nil_interface = saved_dot_nil;
         Ok(Flow::Normal)
     }
 
@@ -324,23 +369,24 @@ impl<'e> Exec<'e> {
         let value = value.unwrap_or_default();
         for name in &pipe.decl {
             if pipe.assign {
-                match self.vars.iter_mut().rev().find(|(n, _)| n == name) {
-                    Some(slot) => slot.1 = value.clone(),
+                match self.vars.iter_mut().rev().find(|b| &b.name == name) {
+                    Some(slot) => *slot = Binding::new(name, value.clone()),
                     None => return Err(self.error(format!("undefined variable: {name}"))),
                 }
             } else {
-                self.vars.push((name.clone(), value.clone()));
+                self.vars.push(Binding::new(name, value.clone()));
             }
         }
         Ok(value)
     }
 
-    fn variable(&self, name: &str) -> Res<Value> {
+    /// A variable's value, and whether a nil one is a nil interface.
+    fn variable(&self, name: &str) -> Res<(Value, bool)> {
         self.vars
             .iter()
             .rev()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.clone())
+            .find(|b| b.name == name)
+            .map(|b| (b.value.clone(), b.nil_interface))
             .ok_or_else(|| self.error(format!("undefined variable: {name}")))
     }
 
@@ -350,9 +396,15 @@ impl<'e> Exec<'e> {
     ///
     /// A nil start (a nil variable, `(pipeline)` or dot) gives nil, as Go's invalid
     /// `reflect.Value` does, so `((.Values.global).x).y` is safe; a nil a map lookup gave is
-    /// a nil interface, and a field of it is Go's "nil pointer" error.
-    fn fields(&mut self, value: Value, fields: &[String], args: Vec<Value>) -> Res<Value> {
-        let mut invalid = true;
+    /// a nil interface, and a field of it is Go's "nil pointer" error. So is a nil start
+    /// that `range` bound (`nil_interface`: a nil element as dot or `$v`).
+    fn fields(
+        &mut self,
+        (value, nil_interface): (Value, bool),
+        fields: &[String],
+        args: Vec<Value>,
+    ) -> Res<Value> {
+        let mut invalid = !nil_interface;
         let result = self.follow(value, fields, args, &mut invalid);
         self.looked_up_nil = !invalid && matches!(result, Ok(Value::Nil));
         result
@@ -442,7 +494,7 @@ impl<'e> Exec<'e> {
             Operand::Function(name) => return self.call(dot, name, &cmd.args[1..], fin),
             Operand::Field(fields) => {
                 let args = self.args(dot, &cmd.args[1..], fin)?;
-                return self.fields(dot.clone(), fields, args);
+                return self.fields((dot.clone(), self.dot_nil_interface), fields, args);
             }
             Operand::Variable(name, fields) => {
                 let value = self.variable(name)?;
@@ -453,7 +505,7 @@ impl<'e> Exec<'e> {
                 self.check_stack()?;
                 let value = self.pipeline(dot, pipe)?;
                 let args = self.args(dot, &cmd.args[1..], fin)?;
-                return self.fields(value, fields, args);
+                return self.fields((value, false), fields, args);
             }
             _ => {}
         }
@@ -474,7 +526,9 @@ impl<'e> Exec<'e> {
             Operand::Int(i) => Value::Int(*i),
             Operand::Float(f) => Value::Float(*f),
             Operand::Str(s) => Value::Str(s.clone()),
-            Operand::Field(fields) => self.fields(dot.clone(), fields, Vec::new())?,
+            Operand::Field(fields) => {
+                self.fields((dot.clone(), self.dot_nil_interface), fields, Vec::new())?
+            }
             Operand::Variable(name, fields) => {
                 let value = self.variable(name)?;
                 self.fields(value, fields, Vec::new())?
@@ -482,7 +536,7 @@ impl<'e> Exec<'e> {
             Operand::Chain(pipe, fields) => {
                 self.check_stack()?;
                 let value = self.pipeline(dot, pipe)?;
-                self.fields(value, fields, Vec::new())?
+                self.fields((value, false), fields, Vec::new())?
             }
             Operand::Pipe(pipe) => {
                 self.check_stack()?;
@@ -533,12 +587,14 @@ impl<'e> Exec<'e> {
         for operand in args {
             self.looked_up_nil = false;
             values.push(self.arg(dot, operand)?);
-            let chain = match operand {
-                Operand::Field(f) => !f.is_empty(),
-                Operand::Variable(_, f) | Operand::Chain(_, f) => !f.is_empty(),
+            let nil_interface = match operand {
+                Operand::Field(f) | Operand::Chain(_, f) => !f.is_empty() && self.looked_up_nil,
+                // A variable `range` bound to a nil element, or a field chain from one.
+                Operand::Variable(..) => self.looked_up_nil,
+                Operand::Dot => self.dot_nil_interface && matches!(values.last(), Some(Value::Nil)),
                 _ => false,
             };
-            nil_interfaces.push(chain && self.looked_up_nil);
+            nil_interfaces.push(nil_interface);
         }
         // The piped value was unwrapped by its pipeline: never a nil interface.
         values.extend(fin);

@@ -282,3 +282,129 @@ fn runaway_recursion_is_an_error_not_a_crash() {
     let err = result.unwrap_err();
     assert!(err.message.contains("exceeded max template depth"), "{err}");
 }
+
+/// Go's text/template tells a nil `interface{}` (what a map or list holds, and what `range`
+/// binds each element as) from its invalid value (what every pipeline gives after it unwraps
+/// the interface): a field of the first is "nil pointer evaluating interface {}.x", a field
+/// of the second is nothing (exec.go: walkRange, evalPipeline, evalField). Helm runs with
+/// `missingkey=zero`, so a missing key of a `map[string]interface{}` is a nil interface too.
+#[test]
+fn a_field_of_a_nil_range_element_is_a_nil_pointer_error() {
+    let nil_x = "nil pointer evaluating interface {}.x";
+    for src in [
+        // Through the range variable, of a map and of a list, one and two variables.
+        "{{ range $k, $v := .m }}{{ $v.x }}{{ end }}",
+        "{{ range $v := .m }}{{ $v.x }}{{ end }}",
+        "{{ range $i, $v := .l }}{{ $v.x }}{{ end }}",
+        // Through dot.
+        "{{ range .m }}{{ .x }}{{ end }}",
+        "{{ range .l }}{{ .x.y }}{{ end }}",
+        // `with` of a nil is false: its else branch keeps the nil element as dot.
+        "{{ range .l }}{{ with . }}y{{ else }}{{ .x }}{{ end }}{{ end }}",
+        // As a function's argument, and inside `if`.
+        "{{ range $v := .l }}{{ print $v.x }}{{ end }}",
+        "{{ range $v := .l }}{{ if $v.x }}y{{ end }}{{ end }}",
+    ] {
+        let err = try_render_with(src, nil_values()).unwrap_err();
+        assert_eq!(err.message, nil_x, "{src}");
+    }
+    // One level down a map element: a missing key is a nil interface as well.
+    let err = try_render_with("{{ range .l2 }}{{ .a.x }}{{ end }}", nil_values()).unwrap_err();
+    assert_eq!(err.message, nil_x);
+    let err =
+        try_render_with("{{ range $v := .l2 }}{{ $v.b.x }}{{ end }}", nil_values()).unwrap_err();
+    assert_eq!(err.message, nil_x);
+}
+
+#[test]
+fn a_nil_range_element_unwrapped_by_a_pipeline_is_go_s_invalid_value() {
+    for (src, want) in [
+        // Printing a nil element: the action's pipeline unwraps it.
+        ("{{ range $v := .l }}{{ $v }}{{ end }}", "<no value>"),
+        ("{{ range .m }}{{ . }}{{ end }}", "<no value>"),
+        // A field of the element that is there, and one that is not.
+        (
+            "{{ range .l2 }}{{ .a }}|{{ .b }}{{ end }}",
+            "<no value>|<no value>",
+        ),
+        // `($v)` and `$w := $v` are pipelines: their result is the invalid value.
+        ("{{ range $v := .l }}{{ ($v).x }}{{ end }}", "<no value>"),
+        (
+            "{{ range $v := .l }}{{ $w := $v }}{{ $w.x.y }}{{ end }}",
+            "<no value>",
+        ),
+        ("{{ range .l }}{{ (.).x }}{{ end }}", "<no value>"),
+        // A template's data comes through a pipeline too.
+        (
+            "{{ define \"t2\" }}{{ .x }}{{ end }}{{ range .l }}{{ template \"t2\" . }}{{ end }}",
+            "<no value>",
+        ),
+        // Assigning a nil element to an outer variable stores the unwrapped value.
+        (
+            "{{ $w := 1 }}{{ range .l }}{{ $w = . }}{{ end }}{{ $w.x }}",
+            "<no value>",
+        ),
+        // Elements that are not nil, and keys, are untouched.
+        (
+            "{{ range $k, $v := .m2 }}{{ $k }}={{ $v.x }};{{ end }}",
+            "a=1;",
+        ),
+    ] {
+        assert_eq!(
+            try_render_with(src, nil_values()).unwrap_or_else(|e| panic!("{src}: {e}")),
+            want,
+            "{src}"
+        );
+    }
+}
+
+/// Go's `index` reports a nil first argument (either kind) as "index of untyped nil" and a
+/// nil met after a step (a nil or missing element, a nil interface) as "index of nil
+/// pointer" (funcs.go: index, indirectInterface, indirect).
+#[test]
+fn index_tells_untyped_nil_from_a_nil_element() {
+    for (src, want) in [
+        ("{{ index .m \"a\" \"x\" }}", "index of nil pointer"),
+        ("{{ index .m \"missing\" \"x\" }}", "index of nil pointer"),
+        ("{{ index .l 0 \"x\" }}", "index of nil pointer"),
+        ("{{ index .nothing \"x\" }}", "index of untyped nil"),
+        (
+            "{{ range $v := .l }}{{ index $v \"x\" }}{{ end }}",
+            "index of untyped nil",
+        ),
+        (
+            "{{ range .l }}{{ index . \"x\" }}{{ end }}",
+            "index of untyped nil",
+        ),
+    ] {
+        let err = try_render_with(src, nil_values()).unwrap_err();
+        assert_eq!(err.message, format!("error calling index: {want}"), "{src}");
+    }
+    assert_eq!(
+        try_render_with(
+            "{{ index .m \"a\" }}|{{ index .m2 \"a\" \"x\" }}",
+            nil_values()
+        )
+        .unwrap(),
+        "<no value>|1"
+    );
+}
+
+fn nil_values() -> Value {
+    Value::from_json(
+        &serde_json::json!({
+            "m": {"a": null},
+            "l": [null],
+            "l2": [{"a": null}],
+            "m2": {"a": {"x": 1}},
+            "nothing": null
+        }),
+        false,
+    )
+}
+
+fn try_render_with(src: &str, data: Value) -> Result<String, super::TemplateError> {
+    let mut engine = Engine::new();
+    engine.add("t", src)?;
+    engine.execute("t", data)
+}

@@ -54,3 +54,38 @@ fn a_release_with_a_secret_prints_only_with_show_secrets() {
         "---\n# Source: app/templates/secret.yaml\napiVersion: v1\nkind: Secret\nmetadata:\n  name: rel-creds\nstringData:\n  password: hunter2-canary\n"
     );
 }
+
+/// Go's nil rules through `range` (issue 33): a field of a nil element is an error, as
+/// `helm template` gives it, and nothing is rendered; the same element unwrapped by a
+/// pipeline (`($v).x`) is empty.
+#[test]
+fn a_field_of_a_nil_range_element_fails_as_helm_fails() {
+    let chart = |template: &str| {
+        site(&[
+            (
+                "release.yaml",
+                "apiVersion: tend.dev/v1alpha1\nkind: HelmChart\nmetadata:\n  name: rel\n  namespace: ns1\nspec:\n  chart: charts/app\n  values:\n    ports: {web: null}\n",
+            ),
+            ("charts/app/Chart.yaml", "apiVersion: v2\nname: app\nversion: 1.0.0\n"),
+            ("charts/app/templates/cm.yaml", template),
+        ])
+    };
+    let head = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n";
+    let dir = chart(&format!(
+        "{head}{{{{- range $name, $port := .Values.ports }}}}\n  {{{{ $name }}}}: \"{{{{ $port.number }}}}\"\n{{{{- end }}}}\n"
+    ));
+    let (code, stdout, stderr) = run(tend().args(["render", "--repo"]).arg(dir.path()));
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(
+        stderr.contains("templates/cm.yaml")
+            && stderr.contains("nil pointer evaluating interface {}.number"),
+        "{stderr}"
+    );
+    assert!(!stdout.contains("kind: ConfigMap"), "{stdout}");
+    let dir = chart(&format!(
+        "{head}{{{{- range $name, $port := .Values.ports }}}}\n  {{{{ $name }}}}: \"{{{{ ($port).number }}}}\"\n{{{{- end }}}}\n"
+    ));
+    let (code, stdout, stderr) = run(tend().args(["render", "--repo"]).arg(dir.path()));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("web: ''"), "{stdout}");
+}
