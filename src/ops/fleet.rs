@@ -66,7 +66,7 @@ pub fn reach(base: &Access, member: &FleetCluster) -> (Access, Option<Kubeconfig
         hub: base.clone(),
         namespace: secret.namespace.clone(),
         name: secret.name.clone(),
-        key: secret.key.clone(),
+        keys: vec![secret.key.clone()],
     };
     (access, Some(secret))
 }

@@ -8,7 +8,7 @@ use crate::ops::Verdict;
 use crate::render::RenderOptions;
 use crate::report::fleet::{ClusterEntry, ClusterState, FleetReport};
 use crate::report::run::{Mode, RunReport};
-use crate::run::{ClusterRun, Run, SecretReads};
+use crate::run::{ClusterRun, SecretReads};
 use crate::source::SourceOptions;
 use crate::Error;
 
@@ -81,26 +81,36 @@ fn single_cluster(opts: &ReconcileOptions) -> ClusterRun {
     }
 }
 
-/// Run a diff or an apply of one cluster.
-pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
-    let run = Run {
-        mode: opts.mode,
-        clusters: vec![single_cluster(opts)],
-        parallel: 1,
-        fail_fast: false,
-    };
-    let outcome = crate::run::execute(&run)
-        .into_iter()
-        .next()
-        .flatten()
-        .ok_or_else(|| {
-            Error::Runtime(std::io::Error::other("the run ended without an outcome"))
-        })??;
-    Ok(Reconciled {
+/// A run of the one cluster the flags reach: as it always was, unless its units target
+/// other clusters through kubeconfig Secrets (hub and spoke), which make it a run over the
+/// hub, `name`, and its spokes.
+#[derive(Debug)]
+pub enum HubReconciled {
+    One(Box<Result<Reconciled, Error>>),
+    Several(FleetReconciled),
+}
+
+/// Run a diff or an apply of one cluster, named `name` in reports, and of the spokes its
+/// units target.
+pub fn reconcile_hub(opts: &ReconcileOptions, name: &str) -> HubReconciled {
+    let members = vec![(name.to_string(), single_cluster(opts))];
+    let mut ran = super::spokes::run_with_spokes(opts.mode, members, 2, false);
+    if ran.len() > 1 {
+        return HubReconciled::Several(fleet_reconciled(opts, ran));
+    }
+    let result = ran
+        .pop()
+        .and_then(|(_, outcome)| outcome)
+        .unwrap_or_else(|| {
+            Err(Error::Runtime(std::io::Error::other(
+                "the run ended without an outcome",
+            )))
+        });
+    HubReconciled::One(Box::new(result.map(|outcome| Reconciled {
         mode: opts.mode,
         report: outcome.report,
         requests: outcome.requests,
-    })
+    })))
 }
 
 /// `member`'s part of a fleet run: its name for targeting and reports, its path, and how it
@@ -151,22 +161,26 @@ impl FleetReconciled {
     }
 }
 
-/// Run a diff or an apply of every cluster of `fleet`, `fleet.parallel` at a time; each
-/// cluster's failure is its own.
+/// Run a diff or an apply of every cluster of `fleet` (and of the spokes their units
+/// target), `fleet.parallel` at a time; each cluster's failure is its own.
 pub fn reconcile_fleet(opts: &ReconcileOptions, fleet: &FleetOptions) -> FleetReconciled {
-    let run = Run {
-        mode: opts.mode,
-        clusters: fleet.clusters.iter().map(|m| member_run(opts, m)).collect(),
-        parallel: fleet.parallel,
-        fail_fast: fleet.fail_fast,
-    };
-    let outcomes = crate::run::execute(&run);
+    let members = fleet
+        .clusters
+        .iter()
+        .map(|m| (m.name.clone(), member_run(opts, m)))
+        .collect();
+    let ran = super::spokes::run_with_spokes(opts.mode, members, fleet.parallel, fleet.fail_fast);
+    fleet_reconciled(opts, ran)
+}
+
+/// The report of clusters run, in order.
+fn fleet_reconciled(opts: &ReconcileOptions, ran: Vec<super::spokes::Ran>) -> FleetReconciled {
     let mut requests = Vec::new();
     let mut clusters = Vec::new();
-    for (member, outcome) in fleet.clusters.iter().zip(outcomes) {
+    for (name, outcome) in ran {
         let state = match outcome {
             Some(Ok(outcome)) => {
-                requests.push((member.name.clone(), outcome.requests));
+                requests.push((name.clone(), outcome.requests));
                 ClusterState::Ran(Box::new(outcome.report))
             }
             Some(Err(err)) => ClusterState::Error(message(&err)),
@@ -174,10 +188,7 @@ pub fn reconcile_fleet(opts: &ReconcileOptions, fleet: &FleetOptions) -> FleetRe
                 ClusterState::NotRun("not started: --fail-fast after another cluster failed".into())
             }
         };
-        clusters.push(ClusterEntry {
-            name: member.name.clone(),
-            state,
-        });
+        clusters.push(ClusterEntry { name, state });
     }
     FleetReconciled {
         report: FleetReport {

@@ -57,6 +57,9 @@ pub struct ClusterOutcome {
     pub report: RunReport,
     /// `N API requests (r reads, w writes, d dry runs)`.
     pub requests: String,
+    /// The kubeconfig Secrets of this cluster its units target other clusters through (hub
+    /// and spoke): each is a cluster the run goes on to.
+    pub spokes: Vec<crate::source::units::KubeConfigRef>,
 }
 
 /// Run every cluster of `run`, `run.parallel` at a time, each to its own outcome, in the
@@ -168,6 +171,7 @@ fn execute_cluster(
         Ok(ClusterOutcome {
             report,
             requests: session.stats.to_string(),
+            spokes: loaded.expanded.spokes(),
         })
     })
 }
@@ -246,23 +250,29 @@ pub async fn with_kubeconfig_of(
 ) -> Result<Access, ClusterError> {
     let origin = format!(
         "Secret {}/{} key {}",
-        secret.namespace, secret.name, secret.key
+        secret.namespace,
+        secret.name,
+        secret.keys.join(" or ")
     );
     let hub = Session::connect(&secret.hub).await?;
     let missing = |what: &str| {
         ClusterError::Config(format!(
             "{origin}: {what} in the cluster tend runs in; create it with the cluster's kubeconfig (kubectl create secret generic {} -n {} --from-file={}=KUBECONFIG)",
-            secret.name, secret.namespace, secret.key
+            secret.name,
+            secret.namespace,
+            secret.keys.first().map_or("value", String::as_str)
         ))
     };
-    let entries = hub
+    let mut entries = hub
         .read_secret(&secret.namespace, &secret.name)
         .await?
         .ok_or_else(|| missing("no such Secret"))?;
-    let (_, value) = entries
-        .into_iter()
-        .find(|(key, _)| *key == secret.key)
+    let at = secret
+        .keys
+        .iter()
+        .find_map(|wanted| entries.iter().position(|(key, _)| key == wanted))
         .ok_or_else(|| missing("no such key"))?;
+    let (_, value) = entries.swap_remove(at);
     let text = String::from_utf8(value.to_vec())
         .map_err(|_| ClusterError::Config(format!("{origin}: not UTF-8 text")))?;
     Ok(Access {

@@ -101,6 +101,15 @@ pub fn load(source_opts: &SourceOptions, render_opts: &RenderOptions) -> Result<
         .cache_dir
         .clone()
         .unwrap_or_else(source::default_cache_dir);
+    let for_kubeconfig =
+        source_opts
+            .units_for_kubeconfig_secret
+            .as_ref()
+            .map(|(namespace, name)| source::units::KubeConfigRef {
+                namespace: namespace.clone(),
+                name: name.clone(),
+                key: None,
+            });
     let expanded = if render_opts.apply_controller_objects {
         source::units::Expanded::default()
     } else {
@@ -110,7 +119,7 @@ pub fn load(source_opts: &SourceOptions, render_opts: &RenderOptions) -> Result<
             default_namespace: &render_opts.default_namespace,
             kustomize: &checkout.kustomize,
             cluster: render_opts.cluster.as_deref(),
-            for_kubeconfig: source_opts.units_for_kubeconfig_secret.as_ref(),
+            for_kubeconfig: for_kubeconfig.as_ref(),
             trusted_keys: &source_opts.trusted_keys,
         };
         let expanded = source::units::expand(&mut walked, &context);

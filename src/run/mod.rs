@@ -17,5 +17,5 @@ pub mod render_cache;
 mod trusted_keys;
 pub mod units_live;
 
-pub use executor::{block_on, execute};
+pub use executor::{block_on, execute, ClusterOutcome};
 pub use plan::{ClusterRun, KubeconfigSecret, Run, SecretReads};

@@ -288,8 +288,36 @@ pub struct Context<'a> {
     pub trusted_keys: &'a crate::source::verify::TrustedKeys,
 }
 
-/// A kubeconfig Secret a unit names for its target cluster (hub and spoke): namespace, name.
-pub type KubeConfigRef = (String, String);
+/// A kubeconfig Secret a unit names for its target cluster (hub and spoke), in the hub
+/// cluster: Flux's `spec.kubeConfig.secretRef` in the unit's namespace.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct KubeConfigRef {
+    pub namespace: String,
+    pub name: String,
+    /// `secretRef.key`; none: Flux's `value`, else `value.yaml`.
+    pub key: Option<String>,
+}
+
+impl KubeConfigRef {
+    /// Whether both name the same Secret (the key aside: a Secret is one cluster).
+    pub fn same_secret(&self, other: &KubeConfigRef) -> bool {
+        self.namespace == other.namespace && self.name == other.name
+    }
+
+    /// The keys to read the kubeconfig from, in Flux's order.
+    pub fn keys(&self) -> Vec<String> {
+        match &self.key {
+            Some(key) => vec![key.clone()],
+            None => vec!["value".into(), "value.yaml".into()],
+        }
+    }
+}
+
+impl std::fmt::Display for KubeConfigRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
 
 impl Context<'_> {
     /// The walked directory relative to the repository root (`clusters/staging`), `` for the
