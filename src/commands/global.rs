@@ -249,6 +249,8 @@ impl GlobalArgs {
             known_hosts: self.known_hosts.clone(),
             kustomize_command: self.kustomize_command.clone(),
             units_for_kubeconfig_secret: self.units_for_kubeconfig_secret.clone(),
+            // A run over several clusters sets them per cluster (ops::reconcile).
+            run_clusters: Default::default(),
             // Environment only: a token on the command line would show up in `ps`.
             token: std::env::var("TEND_GIT_TOKEN")
                 .ok()

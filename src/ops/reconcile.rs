@@ -9,6 +9,7 @@ use crate::render::RenderOptions;
 use crate::report::fleet::{ClusterEntry, ClusterState, FleetReport};
 use crate::report::run::{Mode, RunReport};
 use crate::run::{ClusterRun, SecretReads};
+use crate::source::units::RunCluster;
 use crate::source::SourceOptions;
 use crate::Error;
 
@@ -164,10 +165,25 @@ impl FleetReconciled {
 /// Run a diff or an apply of every cluster of `fleet` (and of the spokes their units
 /// target), `fleet.parallel` at a time; each cluster's failure is its own.
 pub fn reconcile_fleet(opts: &ReconcileOptions, fleet: &FleetOptions) -> FleetReconciled {
+    let servers = crate::cluster::context_servers(opts.access.kubeconfig.as_deref());
+    let run_clusters: Vec<RunCluster> = fleet
+        .clusters
+        .iter()
+        .map(|m| RunCluster {
+            name: m.name.clone(),
+            server: m.context().and_then(|c| servers.get(c)).cloned(),
+            labels: m.labels.clone(),
+        })
+        .collect();
+    let run_clusters = std::sync::Arc::new(run_clusters);
     let members = fleet
         .clusters
         .iter()
-        .map(|m| (m.name.clone(), member_run(opts, m)))
+        .map(|m| {
+            let mut run = member_run(opts, m);
+            run.source.run_clusters = run_clusters.clone();
+            (m.name.clone(), run)
+        })
         .collect();
     let ran = super::spokes::run_with_spokes(opts.mode, members, fleet.parallel, fleet.fail_fast);
     fleet_reconciled(opts, ran)

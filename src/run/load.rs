@@ -120,6 +120,7 @@ pub fn load(source_opts: &SourceOptions, render_opts: &RenderOptions) -> Result<
             kustomize: &checkout.kustomize,
             cluster: render_opts.cluster.as_deref(),
             for_kubeconfig: for_kubeconfig.as_ref(),
+            run_clusters: &source_opts.run_clusters,
             trusted_keys: &source_opts.trusted_keys,
         };
         let expanded = source::units::expand(&mut walked, &context);

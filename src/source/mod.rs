@@ -42,6 +42,9 @@ pub struct SourceOptions {
     /// `--units-for-kubeconfig-secret`: the run is for the cluster this kubeconfig Secret
     /// (`namespace`, `name`) of the repository's units names (see [`units`]).
     pub units_for_kubeconfig_secret: Option<(String, String)>,
+    /// The clusters of a run over several, as controllers' units see them (Argo CD
+    /// destinations and the clusters generator).
+    pub run_clusters: std::sync::Arc<Vec<units::RunCluster>>,
     /// How large a git checkout may be (`--max-source-bytes`, `--max-source-files`,
     /// `--max-source-blob-bytes`).
     pub tree_limits: git::TreeLimits,

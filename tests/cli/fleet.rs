@@ -24,7 +24,7 @@ fn fleet_site() -> tempfile::TempDir {
 }
 
 /// A kubeconfig with one context per `(name, server URL)`.
-fn kubeconfig(dir: &Path, servers: &[(&str, String)]) -> PathBuf {
+pub fn kubeconfig(dir: &Path, servers: &[(&str, String)]) -> PathBuf {
     let mut text = String::from("apiVersion: v1\nkind: Config\nclusters:\n");
     for (name, url) in servers {
         text.push_str(&format!("- name: {name}\n  cluster:\n    server: {url}\n"));
