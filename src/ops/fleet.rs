@@ -48,6 +48,7 @@ pub fn clusters(choice: &FleetChoice) -> Result<Option<Vec<FleetCluster>>, Error
                 kubeconfig_secret_ref: None,
                 labels: Default::default(),
                 path: None,
+                paths: Vec::new(),
             })
             .collect(),
     ))

@@ -9,7 +9,7 @@ use crate::render::RenderOptions;
 use crate::report::fleet::{ClusterEntry, ClusterState, FleetReport};
 use crate::report::run::{Mode, RunReport};
 use crate::run::{ClusterRun, SecretReads};
-use crate::source::units::RunCluster;
+use crate::source::run_cluster::RunCluster;
 use crate::source::SourceOptions;
 use crate::Error;
 
@@ -122,8 +122,9 @@ fn member_run(opts: &ReconcileOptions, member: &FleetCluster) -> ClusterRun {
     run.engine.cluster_name = Some(member.name.clone());
     // Several clusters' progress bars on one terminal would overwrite each other.
     run.engine.progress = false;
-    if let Some(path) = &member.path {
-        run.source.path = Some(path.into());
+    if let Some((first, more)) = member.directories().split_first() {
+        run.source.path = Some(first.into());
+        run.source.more_paths = more.iter().map(Into::into).collect();
     }
     (run.target, run.kubeconfig_secret) = super::fleet::reach(&opts.access, member);
     run

@@ -92,11 +92,16 @@ pub fn load(source_opts: &SourceOptions, render_opts: &RenderOptions) -> Result<
     let mut checkout = source::resolve(source_opts)?;
     checkout.kustomize.keys = render_opts.keys.clone();
     tracing::debug!("reading desired state from {}", checkout.dir.display());
-    let mut walked =
+    let mut walked = if source_opts.more_paths.is_empty() {
         walk::walk_with(&checkout.dir, &checkout.kustomize).map_err(|source| Error::Walk {
             path: checkout.dir.clone(),
             source,
-        })?;
+        })?
+    } else {
+        let mut paths = vec![source_opts.path.clone().unwrap_or_default()];
+        paths.extend(source_opts.more_paths.iter().cloned());
+        source::walk_paths::walk_paths(&checkout, &paths)?
+    };
     let cache_dir = source_opts
         .cache_dir
         .clone()

@@ -631,3 +631,57 @@ fn status_exits_1_when_a_last_run_failed() {
     // One LIST, no discovery.
     assert_eq!(cluster.requests().len(), 1, "{:?}", cluster.requests());
 }
+
+/// A Fleet cluster's `paths`: several directories of the repository read as its one desired
+/// state (files of the same name in each are distinct); `path` still reads one.
+#[test]
+fn a_fleet_cluster_gets_every_directory_its_paths_name() {
+    let (a, b) = (TestCluster::start(), TestCluster::start());
+    let configmap = |name: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: default\ndata:\n  x: \"1\"\n")
+    };
+    let dir = site(&[
+        ("common/app.yaml", &configmap("common")),
+        ("clusters/a/app.yaml", &configmap("only-a")),
+        ("clusters/b/app.yaml", &configmap("only-b")),
+    ]);
+    let config = tempfile::tempdir().unwrap();
+    let kubeconfig = kubeconfig(config.path(), &[("a", a.url()), ("b", b.url())]);
+    let fleet = config.path().join("fleet.yaml");
+    let write_fleet = |b_entry: &str| {
+        std::fs::write(
+            &fleet,
+            format!("apiVersion: tend.dev/v1alpha1\nkind: Fleet\nmetadata:\n  name: two\nspec:\n  clusters:\n  - name: a\n    paths: [common, clusters/a]\n  - name: b\n{b_entry}"),
+        )
+        .unwrap();
+    };
+    let tend_fleet = |command: &str| {
+        run(tend()
+            .args([command, "--fleet"])
+            .arg(&fleet)
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .arg("--repo")
+            .arg(dir.path()))
+    };
+    write_fleet("    path: clusters/b\n");
+    let (code, out, err) = tend_fleet("apply");
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(configmaps(&a), ["common", "only-a"], "{out}");
+    assert_eq!(configmaps(&b), ["only-b"], "{out}");
+    let (code, out, err) = tend_fleet("diff");
+    assert_eq!(code, 0, "{out}\n{err}");
+
+    // A directory that is not there, and path with paths: exit 2, nothing written.
+    write_fleet("    paths: [clusters/b, clusters/c]\n");
+    let (code, out, err) = tend_fleet("diff");
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(
+        out.contains("--path clusters/c does not exist"),
+        "{out}\n{err}"
+    );
+    write_fleet("    path: clusters/b\n    paths: [common]\n");
+    let (code, out, err) = tend_fleet("diff");
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(err.contains("give either path or paths, not both"), "{err}");
+}

@@ -8,9 +8,8 @@
 use super::argo_app::{self, Target};
 use super::argo_appset::{self, ArgoCluster, GenerateContext, RepoTree};
 use super::argo_source::{self, unit_line, AppSources};
-use super::{
-    Context, Controller, Expander, Found, LiveRule, Outcome, Produced, Role, RunCluster, Sources,
-};
+use super::{Context, Controller, Expander, Found, LiveRule, Outcome, Produced, Role, Sources};
+use crate::source::run_cluster::RunCluster;
 use crate::source::SourceFile;
 use serde_json::Value;
 use std::collections::BTreeMap;

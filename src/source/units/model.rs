@@ -286,22 +286,10 @@ pub struct Context<'a> {
     /// The clusters of a run over several (none for a run of one): Argo CD destinations
     /// naming one are applied in that cluster's part of the run, and the clusters generator
     /// selects from them.
-    pub run_clusters: &'a [RunCluster],
+    pub run_clusters: &'a [crate::source::run_cluster::RunCluster],
     /// The run's trusted keys (`--trusted-keys`, `--trusted-keys-secret`), for the sources'
     /// `spec.verify`.
     pub trusted_keys: &'a crate::source::verify::TrustedKeys,
-}
-
-/// A cluster of a run over several (`--context` more than once, `--all-contexts`, a
-/// `Fleet`), as controllers' units see it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RunCluster {
-    /// Its name in the run (`tend.dev/clusters`, reports).
-    pub name: String,
-    /// The API server URL its kubeconfig context names, when known before connecting.
-    pub server: Option<String>,
-    /// The Fleet's `labels` of it.
-    pub labels: std::collections::BTreeMap<String, String>,
 }
 
 /// A kubeconfig Secret a unit names for its target cluster (hub and spoke), in the hub
