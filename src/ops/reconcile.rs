@@ -30,16 +30,16 @@ pub struct ReconcileOptions {
     /// Several clusters (`--context` more than once, `--all-contexts`, `--fleet`); `None`
     /// runs the one cluster `access` reaches, as tend always did.
     pub fleet: Option<FleetOptions>,
-}
-
-/// The clusters of a run over several, and how they run.
-#[derive(Debug, Clone)]
-pub struct FleetOptions {
-    pub clusters: Vec<FleetCluster>,
-    /// Clusters run at once (`--parallel`).
+    /// Clusters run at once (`--parallel`), of a fleet or of a hub's spokes.
     pub parallel: usize,
     /// Start no further cluster once one failed (`--fail-fast`).
     pub fail_fast: bool,
+}
+
+/// The clusters of a run over several.
+#[derive(Debug, Clone)]
+pub struct FleetOptions {
+    pub clusters: Vec<FleetCluster>,
 }
 
 /// The result of a reconcile.
@@ -95,7 +95,7 @@ pub enum HubReconciled {
 /// units target.
 pub fn reconcile_hub(opts: &ReconcileOptions, name: &str) -> HubReconciled {
     let members = vec![(name.to_string(), single_cluster(opts))];
-    let mut ran = super::spokes::run_with_spokes(opts.mode, members, 2, false);
+    let mut ran = super::spokes::run_with_spokes(opts.mode, members, opts.parallel, opts.fail_fast);
     if ran.len() > 1 {
         return HubReconciled::Several(fleet_reconciled(opts, ran));
     }
@@ -164,7 +164,7 @@ impl FleetReconciled {
 }
 
 /// Run a diff or an apply of every cluster of `fleet` (and of the spokes their units
-/// target), `fleet.parallel` at a time; each cluster's failure is its own.
+/// target), `opts.parallel` at a time; each cluster's failure is its own.
 pub fn reconcile_fleet(opts: &ReconcileOptions, fleet: &FleetOptions) -> FleetReconciled {
     let servers = crate::cluster::context_servers(opts.access.kubeconfig.as_deref());
     let run_clusters: Vec<RunCluster> = fleet
@@ -186,7 +186,7 @@ pub fn reconcile_fleet(opts: &ReconcileOptions, fleet: &FleetOptions) -> FleetRe
             (m.name.clone(), run)
         })
         .collect();
-    let ran = super::spokes::run_with_spokes(opts.mode, members, fleet.parallel, fleet.fail_fast);
+    let ran = super::spokes::run_with_spokes(opts.mode, members, opts.parallel, opts.fail_fast);
     fleet_reconciled(opts, ran)
 }
 
