@@ -74,6 +74,7 @@ pub fn execute(run: &Run) -> Vec<Option<Result<ClusterOutcome, Error>>> {
     let shared = Shared {
         // Clusters reading one repository share its cache (git clones, charts): one at a time.
         reading: Mutex::new(()),
+        rendered: Mutex::new(Vec::new()),
         listening: AtomicBool::new(false),
     };
     crate::parallel::map(&run.clusters, run.parallel.max(1), 1, |cluster| {
@@ -108,6 +109,9 @@ fn runtime() -> Result<tokio::runtime::Runtime, Error> {
 /// What the clusters of a run share.
 struct Shared {
     reading: Mutex<()>,
+    /// Sources read and rendered offline that render the same for every cluster, by their
+    /// paths (the clusters of a run differ in nothing else that reading the source sees).
+    rendered: Mutex<Vec<(PathsKey, Arc<Loaded>, Rendered)>>,
     /// Whether the run listens for signals already: one listener sets the one stop request
     /// every cluster shares.
     listening: AtomicBool,
@@ -124,7 +128,7 @@ fn execute_cluster(
     // Read (and, where no unit needs the cluster, render) the source while connecting;
     // with secrets to read first, it is read once connected.
     let offline = if cluster.before_source.is_empty() {
-        match read_and_render_offline(cluster, reading) {
+        match read_and_render_offline(cluster, shared) {
             Ok(offline) => Some(offline),
             Err(err) => {
                 // A problem in the desired state wins over whatever connecting comes to.
@@ -142,7 +146,11 @@ fn execute_cluster(
         let (session, opted_in) = connecting.session().await?;
         let (loaded, render_opts, offline) = match offline {
             Some((loaded, render)) => (loaded, cluster.render.clone(), render),
-            None => read_source_connected(&session, cluster, reading).await?,
+            None => {
+                let (loaded, opts, render) =
+                    read_source_connected(&session, cluster, reading).await?;
+                (Arc::new(loaded), opts, render)
+            }
         };
         if cluster.writes(mode) {
             super::units_live::refuse_live_controllers(&session, &loaded.expanded).await?;
@@ -293,13 +301,51 @@ enum OfflineRender {
     NeedsCluster(Option<Speculative>),
 }
 
-/// The source read, and rendered as far as it can be without the cluster.
+/// `--path` and a Fleet cluster's other `paths`, and the spoke a run is for.
+type PathsKey = (
+    Option<std::path::PathBuf>,
+    Vec<std::path::PathBuf>,
+    Option<(String, String)>,
+);
+
+/// The source read, and rendered as far as it can be without the cluster: once for the
+/// clusters of the run that read the same paths, when the render is the same for every
+/// cluster (the others wait for it, then take a copy).
 fn read_and_render_offline(
     cluster: &ClusterRun,
-    reading: &Mutex<()>,
-) -> Result<(Loaded, OfflineRender), Error> {
-    let loaded = load_one_at_a_time(&cluster.source, &cluster.render, reading)?;
+    shared: &Shared,
+) -> Result<(Arc<Loaded>, OfflineRender), Error> {
+    // A poisoned lock only means another cluster's read panicked: the cache is still usable.
+    let turn = shared
+        .reading
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let source = &cluster.source;
+    let key: PathsKey = (
+        source.path.clone(),
+        source.more_paths.clone(),
+        source.units_for_kubeconfig_secret.clone(),
+    );
+    let rendered = || {
+        shared
+            .rendered
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    };
+    if let Some((_, loaded, done)) = rendered().iter().find(|(k, _, _)| *k == key) {
+        tracing::debug!("the source as another cluster of the run read and rendered it");
+        return Ok((loaded.clone(), OfflineRender::Done(done.clone())));
+    }
+    let loaded = Arc::new(load::load(source, &cluster.render)?);
+    if !loaded.renders_the_same_for_every_cluster() {
+        drop(turn);
+        let render = render_offline(&loaded, cluster, &cluster.render, true)?;
+        return Ok((loaded, render));
+    }
     let render = render_offline(&loaded, cluster, &cluster.render, true)?;
+    if let OfflineRender::Done(done) = &render {
+        rendered().push((key, loaded.clone(), done.clone()));
+    }
     Ok((loaded, render))
 }
 

@@ -73,6 +73,18 @@ impl Loaded {
     pub fn units(&self) -> Vec<Unit> {
         super::plan::units(&self.walked, &self.expanded)
     }
+
+    /// Whether rendering it gives the same for every cluster of a run: no controller's unit
+    /// (Argo CD destinations name clusters) and no text naming clusters (`tend.dev/clusters`,
+    /// a kind's or a HelmChart's `spec.clusters`), so targeting has nothing to decide.
+    pub fn renders_the_same_for_every_cluster(&self) -> bool {
+        self.expanded.units.is_empty()
+            && !self
+                .walked
+                .files
+                .iter()
+                .any(|f| f.text.contains("clusters"))
+    }
 }
 
 /// Resolve, walk and render, offline (`tend render`). Walk problems (unreadable files,

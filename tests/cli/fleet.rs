@@ -685,3 +685,35 @@ fn a_fleet_cluster_gets_every_directory_its_paths_name() {
     assert_eq!(code, 2, "{out}\n{err}");
     assert!(err.contains("give either path or paths, not both"), "{err}");
 }
+
+/// Clusters of a run that read the same paths share one read and render of the source when
+/// nothing in it depends on the cluster; targeting (`tend.dev/clusters`) renders per cluster.
+#[test]
+fn clusters_reading_the_same_paths_share_one_render_unless_targeting_decides() {
+    let (a, b) = (TestCluster::start(), TestCluster::start());
+    let config = tempfile::tempdir().unwrap();
+    let kubeconfig = kubeconfig(config.path(), &[("a", a.url()), ("b", b.url())]);
+    let apply = |dir: &Path| {
+        run(tend()
+            .args(["apply", "-v", "--context", "a", "--context", "b", "--repo"])
+            .arg(dir)
+            .arg("--kubeconfig")
+            .arg(&kubeconfig))
+    };
+    const SHARED: &str = "the source as another cluster of the run read and rendered it";
+    let plain = site(&[(
+        "app.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: default\ndata:\n  x: \"1\"\n",
+    )]);
+    let (code, out, err) = apply(plain.path());
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(err.matches(SHARED).count(), 1, "{err}");
+    assert_eq!(configmaps(&a), ["app"]);
+    assert_eq!(configmaps(&b), ["app"]);
+    let targeted = fleet_site();
+    let (code, out, err) = apply(targeted.path());
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(!err.contains(SHARED), "{err}");
+    assert_eq!(configmaps(&a), ["app"]);
+    assert_eq!(configmaps(&b), ["app", "only-b"]);
+}
