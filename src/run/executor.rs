@@ -337,7 +337,9 @@ fn read_and_render_offline(
         return Ok((loaded.clone(), OfflineRender::Done(done.clone())));
     }
     let loaded = Arc::new(load::load(source, &cluster.render)?);
-    if !loaded.renders_the_same_for_every_cluster() {
+    // A render that needs the cluster is not shared: render it side by side with the others.
+    let needs_cluster = loaded.units().iter().any(|unit| unit.needs.cluster);
+    if needs_cluster || !loaded.renders_the_same_for_every_cluster() {
         drop(turn);
         let render = render_offline(&loaded, cluster, &cluster.render, true)?;
         return Ok((loaded, render));
