@@ -354,6 +354,37 @@ pub fn context_names(kubeconfig: Option<&std::path::Path>) -> Result<Vec<String>
     Ok(config.contexts.into_iter().map(|c| c.name).collect())
 }
 
+/// The API server URL of each context of the kubeconfig (`--kubeconfig`, else the
+/// default), by context name; none where the kubeconfig cannot be read (connecting says
+/// why).
+pub fn context_servers(
+    kubeconfig: Option<&std::path::Path>,
+) -> std::collections::BTreeMap<String, String> {
+    let config = match kubeconfig {
+        Some(path) => Kubeconfig::read_from(path),
+        None => Kubeconfig::read(),
+    };
+    let Ok(config) = config else {
+        return Default::default();
+    };
+    config
+        .contexts
+        .iter()
+        .filter_map(|named| {
+            let cluster = &named.context.as_ref()?.cluster;
+            let server = config
+                .clusters
+                .iter()
+                .find(|c| &c.name == cluster)?
+                .cluster
+                .as_ref()?
+                .server
+                .clone()?;
+            Some((named.name.clone(), server))
+        })
+        .collect()
+}
+
 /// The metadata of the Secrets in `namespace` that carry the label `label` (ApplySet
 /// parents): one LIST of metadata, without discovery, for `tend status`.
 pub async fn labelled_secrets(

@@ -137,7 +137,7 @@ pub struct GlobalArgs {
     /// Apply Flux's and Argo CD's own objects (Kustomization, HelmRelease, GitRepository, Application, ...) as ordinary objects instead of expanding them into what their controllers would apply: for a repository that installs Flux or Argo CD itself.
     #[arg(long, global = true, env = "TEND_APPLY_CONTROLLER_OBJECTS")]
     pub apply_controller_objects: bool,
-    /// Hub and spoke: expand only the Flux units whose spec.kubeConfig.secretRef is this Secret (and what they contain), and apply nothing else: run once per spoke, with that spoke's --kubeconfig. Without it, such units are reported as not expanded.
+    /// Hub and spoke, one spoke alone: expand only the Flux units whose spec.kubeConfig.secretRef is this Secret (and what they contain), and apply nothing else, with that spoke's --kubeconfig. Without it, a run against the hub applies each spoke's units to that spoke, reading its kubeconfig from the hub.
     #[arg(long, global = true, env = "TEND_UNITS_FOR_KUBECONFIG_SECRET", value_name = "NAMESPACE/NAME", value_parser = secret_ref)]
     pub units_for_kubeconfig_secret: Option<(String, String)>,
 }
@@ -249,6 +249,9 @@ impl GlobalArgs {
             known_hosts: self.known_hosts.clone(),
             kustomize_command: self.kustomize_command.clone(),
             units_for_kubeconfig_secret: self.units_for_kubeconfig_secret.clone(),
+            // A run over several clusters sets them per cluster (ops::reconcile).
+            run_clusters: Default::default(),
+            more_paths: Vec::new(),
             // Environment only: a token on the command line would show up in `ps`.
             token: std::env::var("TEND_GIT_TOKEN")
                 .ok()

@@ -49,10 +49,10 @@ pub struct EngineArgs {
     /// Print the full body of each created object (text and markdown show one line per create; -o json always has them).
     #[arg(long, env = "TEND_SHOW_CREATES")]
     pub show_creates: bool,
-    /// Clusters run at once in a run over several (--context given more than once, --all-contexts, --fleet).
+    /// Clusters run at once in a run over several (--context given more than once, --all-contexts, --fleet, a hub's spokes).
     #[arg(long, env = "TEND_PARALLEL", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub parallel: u16,
-    /// In a run over several clusters, start no further cluster once one failed (by default every cluster runs).
+    /// In a run over several clusters (a hub's spokes too), start no further cluster once one failed (by default every cluster runs).
     #[arg(long, env = "TEND_FAIL_FAST")]
     pub fail_fast: bool,
     /// Flux's multi-tenancy lockdown (kustomize-controller's and helm-controller's --default-service-account): a Flux Kustomization or HelmRelease without spec.serviceAccountName is applied as this ServiceAccount of its own namespace.
@@ -101,11 +101,9 @@ impl EngineArgs {
             )));
         }
         Ok(ReconcileOptions {
-            fleet: fleet.map(|clusters| FleetOptions {
-                clusters,
-                parallel: self.parallel as usize,
-                fail_fast: self.fail_fast,
-            }),
+            fleet: fleet.map(|clusters| FleetOptions { clusters }),
+            parallel: self.parallel as usize,
+            fail_fast: self.fail_fast,
             mode,
             source: global.source_options(self.trusted_keys_secret.is_some())?,
             render: global.render_options()?,

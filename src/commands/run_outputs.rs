@@ -4,7 +4,9 @@
 
 use super::reconcile_args::{finish, EngineArgs};
 use super::GlobalArgs;
-use crate::ops::reconcile::{reconcile, reconcile_fleet, ReconcileOptions};
+use crate::ops::reconcile::{
+    reconcile_fleet, reconcile_hub, HubReconciled, ReconcileOptions, Reconciled,
+};
 use crate::ops::Verdict;
 use crate::report::fleet::{self, ClusterEntry, ClusterState, FleetReport};
 use crate::report::ReportFormat;
@@ -19,35 +21,23 @@ pub fn run(
     format: ReportFormat,
 ) -> Result<Verdict, Error> {
     let started = Instant::now();
-    let Some(fleet_opts) = &opts.fleet else {
-        let result = reconcile(opts);
-        let name = global
-            .cluster
-            .clone()
-            .or_else(|| global.context.first().cloned())
-            .unwrap_or_else(|| "default".to_string());
-        let state = match &result {
-            Ok(done) => ClusterState::Ran(Box::new(done.report.clone())),
-            Err(err) => ClusterState::Error(crate::ops::reconcile::message(err)),
-        };
-        let one = FleetReport {
-            command: opts.mode,
-            dry_run: opts.engine.dry_run,
-            clusters: vec![ClusterEntry { name, state }],
-        };
-        // The report first: a file or a gateway that cannot be written does not hide it.
-        let verdict = result.and_then(|done| finish(&done, format));
-        let extras = write_extras(engine, &one, &opts.engine.applyset, started);
-        return match (verdict, extras) {
-            (Err(err), Err(extra)) => {
-                tracing::error!("{extra}");
-                Err(err)
+    let result = match &opts.fleet {
+        Some(fleet_opts) => reconcile_fleet(opts, fleet_opts),
+        None => {
+            let name = global
+                .cluster
+                .clone()
+                .or_else(|| global.context.first().cloned())
+                .unwrap_or_else(|| "default".to_string());
+            match reconcile_hub(opts, &name) {
+                HubReconciled::One(result) => {
+                    return one_cluster(engine, opts, format, (name, *result), started)
+                }
+                // A hub whose units target spokes: a run over several clusters.
+                HubReconciled::Several(result) => result,
             }
-            (Err(err), Ok(())) | (Ok(_), Err(err)) => Err(err),
-            (Ok(verdict), Ok(())) => Ok(verdict),
-        };
+        }
     };
-    let result = reconcile_fleet(opts, fleet_opts);
     let text = match format {
         ReportFormat::Text { color, shown } => fleet::text(&result.report, color, shown),
         ReportFormat::Json => fleet::json(&result.report),
@@ -65,6 +55,36 @@ pub fn run(
     );
     write_extras(engine, &result.report, &opts.engine.applyset, started)?;
     Ok(result.verdict())
+}
+
+/// A run of one cluster, reported as it always was.
+fn one_cluster(
+    engine: &EngineArgs,
+    opts: &ReconcileOptions,
+    format: ReportFormat,
+    (name, result): (String, Result<Reconciled, Error>),
+    started: Instant,
+) -> Result<Verdict, Error> {
+    let state = match &result {
+        Ok(done) => ClusterState::Ran(Box::new(done.report.clone())),
+        Err(err) => ClusterState::Error(crate::ops::reconcile::message(err)),
+    };
+    let one = FleetReport {
+        command: opts.mode,
+        dry_run: opts.engine.dry_run,
+        clusters: vec![ClusterEntry { name, state }],
+    };
+    // The report first: a file or a gateway that cannot be written does not hide it.
+    let verdict = result.and_then(|done| finish(&done, format));
+    let extras = write_extras(engine, &one, &opts.engine.applyset, started);
+    match (verdict, extras) {
+        (Err(err), Err(extra)) => {
+            tracing::error!("{extra}");
+            Err(err)
+        }
+        (Err(err), Ok(())) | (Ok(_), Err(err)) => Err(err),
+        (Ok(verdict), Ok(())) => Ok(verdict),
+    }
 }
 
 /// `--report-html`, `--metrics-file`, `--pushgateway`.

@@ -48,6 +48,7 @@ pub fn clusters(choice: &FleetChoice) -> Result<Option<Vec<FleetCluster>>, Error
                 kubeconfig_secret_ref: None,
                 labels: Default::default(),
                 path: None,
+                paths: Vec::new(),
             })
             .collect(),
     ))
@@ -66,7 +67,7 @@ pub fn reach(base: &Access, member: &FleetCluster) -> (Access, Option<Kubeconfig
         hub: base.clone(),
         namespace: secret.namespace.clone(),
         name: secret.name.clone(),
-        key: secret.key.clone(),
+        keys: vec![secret.key.clone()],
     };
     (access, Some(secret))
 }

@@ -7,6 +7,7 @@ pub mod chaos;
 pub mod fleet;
 pub mod pushgateway;
 pub mod reconcile;
+mod spokes;
 pub mod status;
 
 /// How a command ended, for [`crate::cli`] to turn into an exit code.

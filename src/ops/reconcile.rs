@@ -8,7 +8,8 @@ use crate::ops::Verdict;
 use crate::render::RenderOptions;
 use crate::report::fleet::{ClusterEntry, ClusterState, FleetReport};
 use crate::report::run::{Mode, RunReport};
-use crate::run::{ClusterRun, Run, SecretReads};
+use crate::run::{ClusterRun, SecretReads};
+use crate::source::run_cluster::RunCluster;
 use crate::source::SourceOptions;
 use crate::Error;
 
@@ -29,16 +30,16 @@ pub struct ReconcileOptions {
     /// Several clusters (`--context` more than once, `--all-contexts`, `--fleet`); `None`
     /// runs the one cluster `access` reaches, as tend always did.
     pub fleet: Option<FleetOptions>,
-}
-
-/// The clusters of a run over several, and how they run.
-#[derive(Debug, Clone)]
-pub struct FleetOptions {
-    pub clusters: Vec<FleetCluster>,
-    /// Clusters run at once (`--parallel`).
+    /// Clusters run at once (`--parallel`), of a fleet or of a hub's spokes.
     pub parallel: usize,
     /// Start no further cluster once one failed (`--fail-fast`).
     pub fail_fast: bool,
+}
+
+/// The clusters of a run over several.
+#[derive(Debug, Clone)]
+pub struct FleetOptions {
+    pub clusters: Vec<FleetCluster>,
 }
 
 /// The result of a reconcile.
@@ -81,26 +82,36 @@ fn single_cluster(opts: &ReconcileOptions) -> ClusterRun {
     }
 }
 
-/// Run a diff or an apply of one cluster.
-pub fn reconcile(opts: &ReconcileOptions) -> Result<Reconciled, Error> {
-    let run = Run {
-        mode: opts.mode,
-        clusters: vec![single_cluster(opts)],
-        parallel: 1,
-        fail_fast: false,
-    };
-    let outcome = crate::run::execute(&run)
-        .into_iter()
-        .next()
-        .flatten()
-        .ok_or_else(|| {
-            Error::Runtime(std::io::Error::other("the run ended without an outcome"))
-        })??;
-    Ok(Reconciled {
+/// A run of the one cluster the flags reach: as it always was, unless its units target
+/// other clusters through kubeconfig Secrets (hub and spoke), which make it a run over the
+/// hub, `name`, and its spokes.
+#[derive(Debug)]
+pub enum HubReconciled {
+    One(Box<Result<Reconciled, Error>>),
+    Several(FleetReconciled),
+}
+
+/// Run a diff or an apply of one cluster, named `name` in reports, and of the spokes its
+/// units target.
+pub fn reconcile_hub(opts: &ReconcileOptions, name: &str) -> HubReconciled {
+    let members = vec![(name.to_string(), single_cluster(opts))];
+    let mut ran = super::spokes::run_with_spokes(opts.mode, members, opts.parallel, opts.fail_fast);
+    if ran.len() > 1 {
+        return HubReconciled::Several(fleet_reconciled(opts, ran));
+    }
+    let result = ran
+        .pop()
+        .and_then(|(_, outcome)| outcome)
+        .unwrap_or_else(|| {
+            Err(Error::Runtime(std::io::Error::other(
+                "the run ended without an outcome",
+            )))
+        });
+    HubReconciled::One(Box::new(result.map(|outcome| Reconciled {
         mode: opts.mode,
         report: outcome.report,
         requests: outcome.requests,
-    })
+    })))
 }
 
 /// `member`'s part of a fleet run: its name for targeting and reports, its path, and how it
@@ -111,8 +122,9 @@ fn member_run(opts: &ReconcileOptions, member: &FleetCluster) -> ClusterRun {
     run.engine.cluster_name = Some(member.name.clone());
     // Several clusters' progress bars on one terminal would overwrite each other.
     run.engine.progress = false;
-    if let Some(path) = &member.path {
-        run.source.path = Some(path.into());
+    if let Some((first, more)) = member.directories().split_first() {
+        run.source.path = Some(first.into());
+        run.source.more_paths = more.iter().map(Into::into).collect();
     }
     (run.target, run.kubeconfig_secret) = super::fleet::reach(&opts.access, member);
     run
@@ -151,22 +163,41 @@ impl FleetReconciled {
     }
 }
 
-/// Run a diff or an apply of every cluster of `fleet`, `fleet.parallel` at a time; each
-/// cluster's failure is its own.
+/// Run a diff or an apply of every cluster of `fleet` (and of the spokes their units
+/// target), `opts.parallel` at a time; each cluster's failure is its own.
 pub fn reconcile_fleet(opts: &ReconcileOptions, fleet: &FleetOptions) -> FleetReconciled {
-    let run = Run {
-        mode: opts.mode,
-        clusters: fleet.clusters.iter().map(|m| member_run(opts, m)).collect(),
-        parallel: fleet.parallel,
-        fail_fast: fleet.fail_fast,
-    };
-    let outcomes = crate::run::execute(&run);
+    let servers = crate::cluster::context_servers(opts.access.kubeconfig.as_deref());
+    let run_clusters: Vec<RunCluster> = fleet
+        .clusters
+        .iter()
+        .map(|m| RunCluster {
+            name: m.name.clone(),
+            server: m.context().and_then(|c| servers.get(c)).cloned(),
+            labels: m.labels.clone(),
+        })
+        .collect();
+    let run_clusters = std::sync::Arc::new(run_clusters);
+    let members = fleet
+        .clusters
+        .iter()
+        .map(|m| {
+            let mut run = member_run(opts, m);
+            run.source.run_clusters = run_clusters.clone();
+            (m.name.clone(), run)
+        })
+        .collect();
+    let ran = super::spokes::run_with_spokes(opts.mode, members, opts.parallel, opts.fail_fast);
+    fleet_reconciled(opts, ran)
+}
+
+/// The report of clusters run, in order.
+fn fleet_reconciled(opts: &ReconcileOptions, ran: Vec<super::spokes::Ran>) -> FleetReconciled {
     let mut requests = Vec::new();
     let mut clusters = Vec::new();
-    for (member, outcome) in fleet.clusters.iter().zip(outcomes) {
+    for (name, outcome) in ran {
         let state = match outcome {
             Some(Ok(outcome)) => {
-                requests.push((member.name.clone(), outcome.requests));
+                requests.push((name.clone(), outcome.requests));
                 ClusterState::Ran(Box::new(outcome.report))
             }
             Some(Err(err)) => ClusterState::Error(message(&err)),
@@ -174,10 +205,7 @@ pub fn reconcile_fleet(opts: &ReconcileOptions, fleet: &FleetOptions) -> FleetRe
                 ClusterState::NotRun("not started: --fail-fast after another cluster failed".into())
             }
         };
-        clusters.push(ClusterEntry {
-            name: member.name.clone(),
-            state,
-        });
+        clusters.push(ClusterEntry { name, state });
     }
     FleetReconciled {
         report: FleetReport {

@@ -59,6 +59,9 @@ pub struct ClusterOutcome {
     pub report: RunReport,
     /// `N API requests (r reads, w writes, d dry runs)`.
     pub requests: String,
+    /// The kubeconfig Secrets of this cluster its units target other clusters through (hub
+    /// and spoke): each is a cluster the run goes on to.
+    pub spokes: Vec<crate::source::units::KubeConfigRef>,
 }
 
 /// Run every cluster of `run`, `run.parallel` at a time, each to its own outcome, in the
@@ -73,6 +76,7 @@ pub fn execute(run: &Run) -> Vec<Option<Result<ClusterOutcome, Error>>> {
     let shared = Shared {
         // Clusters reading one repository share its cache (git clones, charts): one at a time.
         reading: Mutex::new(()),
+        rendered: Mutex::new(Vec::new()),
         listening: AtomicBool::new(false),
     };
     crate::parallel::map(&run.clusters, run.parallel.max(1), 1, |cluster| {
@@ -107,6 +111,9 @@ fn runtime() -> Result<tokio::runtime::Runtime, Error> {
 /// What the clusters of a run share.
 struct Shared {
     reading: Mutex<()>,
+    /// Sources read and rendered offline that render the same for every cluster, by their
+    /// paths (the clusters of a run differ in nothing else that reading the source sees).
+    rendered: Mutex<Vec<(PathsKey, Arc<Loaded>, Rendered)>>,
     /// Whether the run listens for signals already: one listener sets the one stop request
     /// every cluster shares.
     listening: AtomicBool,
@@ -120,25 +127,13 @@ fn execute_cluster(
 ) -> Result<ClusterOutcome, Error> {
     let reading = &shared.reading;
     let mut connecting = Connecting::start(runtime, mode, cluster);
-    // Read (and, where no unit needs the cluster, render) the source while connecting;
-    // with secrets to read first, it is read once connected.
-    let mut wanted = BTreeSet::new();
-    let offline = if cluster.before_source.is_empty() {
-        match read_and_render_offline(cluster, reading) {
-            Ok(Ok(offline)) => Some(offline),
-            // Units read objects only the cluster holds: read once connected.
-            Ok(Err(asked)) => {
-                wanted = asked;
-                None
-            }
-            Err(err) => {
-                // A problem in the desired state wins over whatever connecting comes to.
-                connecting.task.abort();
-                return Err(err);
-            }
+    let (offline, wanted) = match read_while_connecting(cluster, shared) {
+        Ok(read) => read,
+        Err(err) => {
+            // A problem in the desired state wins over whatever connecting comes to.
+            connecting.task.abort();
+            return Err(err);
         }
-    } else {
-        None
     };
     runtime.block_on(async {
         if cluster.writes(mode) && !shared.listening.swap(true, Ordering::SeqCst) {
@@ -147,7 +142,11 @@ fn execute_cluster(
         let (session, opted_in) = connecting.session().await?;
         let (loaded, render_opts, offline) = match offline {
             Some((loaded, render)) => (loaded, cluster.render.clone(), render),
-            None => read_source_connected(&session, cluster, reading, wanted).await?,
+            None => {
+                let (loaded, opts, render) =
+                    read_source_connected(&session, cluster, reading, wanted).await?;
+                (Arc::new(loaded), opts, render)
+            }
         };
         if cluster.writes(mode) {
             super::units_live::refuse_live_controllers(&session, &loaded.expanded).await?;
@@ -184,6 +183,7 @@ fn execute_cluster(
         Ok(ClusterOutcome {
             report,
             requests: session.stats.to_string(),
+            spokes: loaded.expanded.spokes(),
         })
     })
 }
@@ -262,23 +262,29 @@ pub async fn with_kubeconfig_of(
 ) -> Result<Access, ClusterError> {
     let origin = format!(
         "Secret {}/{} key {}",
-        secret.namespace, secret.name, secret.key
+        secret.namespace,
+        secret.name,
+        secret.keys.join(" or ")
     );
     let hub = Session::connect(&secret.hub).await?;
     let missing = |what: &str| {
         ClusterError::Config(format!(
             "{origin}: {what} in the cluster tend runs in; create it with the cluster's kubeconfig (kubectl create secret generic {} -n {} --from-file={}=KUBECONFIG)",
-            secret.name, secret.namespace, secret.key
+            secret.name,
+            secret.namespace,
+            secret.keys.first().map_or("value", String::as_str)
         ))
     };
-    let entries = hub
+    let mut entries = hub
         .read_secret(&secret.namespace, &secret.name)
         .await?
         .ok_or_else(|| missing("no such Secret"))?;
-    let (_, value) = entries
-        .into_iter()
-        .find(|(key, _)| *key == secret.key)
+    let at = secret
+        .keys
+        .iter()
+        .find_map(|wanted| entries.iter().position(|(key, _)| key == wanted))
         .ok_or_else(|| missing("no such key"))?;
+    let (_, value) = entries.swap_remove(at);
     let text = String::from_utf8(value.to_vec())
         .map_err(|_| ClusterError::Config(format!("{origin}: not UTF-8 text")))?;
     Ok(Access {
@@ -299,19 +305,78 @@ enum OfflineRender {
     NeedsCluster(Option<Speculative>),
 }
 
-/// The source read, and rendered as far as it can be without the cluster; or the objects
-/// only the cluster holds that its units read.
+/// Read (and, where no unit needs the cluster, render) the source while connecting; with
+/// secrets to read first, or objects only the cluster holds that units read (returned),
+/// it is read once connected.
+fn read_while_connecting(
+    cluster: &ClusterRun,
+    shared: &Shared,
+) -> Result<(Option<ReadOffline>, BTreeSet<ObjectRef>), Error> {
+    if !cluster.before_source.is_empty() {
+        return Ok((None, BTreeSet::new()));
+    }
+    Ok(match read_and_render_offline(cluster, shared)? {
+        Ok(offline) => (Some(offline), BTreeSet::new()),
+        Err(wanted) => (None, wanted),
+    })
+}
+
+/// The source read before connecting, and its render so far.
+type ReadOffline = (Arc<Loaded>, OfflineRender);
+
+/// `--path` and a Fleet cluster's other `paths`, and the spoke a run is for.
+type PathsKey = (
+    Option<std::path::PathBuf>,
+    Vec<std::path::PathBuf>,
+    Option<(String, String)>,
+);
+
+/// The source read, and rendered as far as it can be without the cluster: once for the
+/// clusters of the run that read the same paths, when the render is the same for every
+/// cluster (the others wait for it, then take a copy); or the objects only the cluster
+/// holds that its units read.
 fn read_and_render_offline(
     cluster: &ClusterRun,
-    reading: &Mutex<()>,
-) -> Result<Result<(Loaded, OfflineRender), BTreeSet<ObjectRef>>, Error> {
-    let source = super::cluster_objects::reading(&cluster.source);
-    let loaded = load_one_at_a_time(&source, &cluster.render, reading)?;
-    let wanted = super::cluster_objects::wanted(&source);
+    shared: &Shared,
+) -> Result<Result<ReadOffline, BTreeSet<ObjectRef>>, Error> {
+    // A poisoned lock only means another cluster's read panicked: the cache is still usable.
+    let turn = shared
+        .reading
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let source = &cluster.source;
+    let key: PathsKey = (
+        source.path.clone(),
+        source.more_paths.clone(),
+        source.units_for_kubeconfig_secret.clone(),
+    );
+    let rendered = || {
+        shared
+            .rendered
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    };
+    if let Some((_, loaded, done)) = rendered().iter().find(|(k, _, _)| *k == key) {
+        tracing::debug!("the source as another cluster of the run read and rendered it");
+        return Ok(Ok((loaded.clone(), OfflineRender::Done(done.clone()))));
+    }
+    let reading = super::cluster_objects::reading(source);
+    let loaded = Arc::new(load::load(&reading, &cluster.render)?);
+    let wanted = super::cluster_objects::wanted(&reading);
     if !wanted.is_empty() {
         return Ok(Err(wanted));
     }
+    // A render that needs the cluster is not shared: render it side by side with the others.
+    let needs_cluster = loaded.units().iter().any(|unit| unit.needs.cluster);
+    if needs_cluster || !loaded.renders_the_same_for_every_cluster() {
+        drop(turn);
+        let render = render_offline(&loaded, cluster, &cluster.render, true)?;
+        return Ok(Ok((loaded, render)));
+    }
     let render = render_offline(&loaded, cluster, &cluster.render, true)?;
+    if let OfflineRender::Done(done) = &render {
+        rendered().push((key, loaded.clone(), done.clone()));
+    }
     Ok(Ok((loaded, render)))
 }
 

@@ -73,6 +73,18 @@ impl Loaded {
     pub fn units(&self) -> Vec<Unit> {
         super::plan::units(&self.walked, &self.expanded)
     }
+
+    /// Whether rendering it gives the same for every cluster of a run: no controller's unit
+    /// (Argo CD destinations name clusters) and no text naming clusters (`tend.dev/clusters`,
+    /// a kind's or a HelmChart's `spec.clusters`), so targeting has nothing to decide.
+    pub fn renders_the_same_for_every_cluster(&self) -> bool {
+        self.expanded.units.is_empty()
+            && !self
+                .walked
+                .files
+                .iter()
+                .any(|f| f.text.contains("clusters"))
+    }
 }
 
 /// Resolve, walk and render, offline (`tend render`). Walk problems (unreadable files,
@@ -92,16 +104,30 @@ pub fn load(source_opts: &SourceOptions, render_opts: &RenderOptions) -> Result<
     let mut checkout = source::resolve(source_opts)?;
     checkout.kustomize.keys = render_opts.keys.clone();
     tracing::debug!("reading desired state from {}", checkout.dir.display());
-    let mut walked =
+    let mut walked = if source_opts.more_paths.is_empty() {
         walk::walk_with(&checkout.dir, &checkout.kustomize).map_err(|source| Error::Walk {
             path: checkout.dir.clone(),
             source,
-        })?;
+        })?
+    } else {
+        let mut paths = vec![source_opts.path.clone().unwrap_or_default()];
+        paths.extend(source_opts.more_paths.iter().cloned());
+        source::walk_paths::walk_paths(&checkout, &paths)?
+    };
     let cache_dir = source_opts
         .cache_dir
         .clone()
         .unwrap_or_else(source::default_cache_dir);
     let chart_logins = std::sync::Mutex::new(Default::default());
+    let for_kubeconfig =
+        source_opts
+            .units_for_kubeconfig_secret
+            .as_ref()
+            .map(|(namespace, name)| source::units::KubeConfigRef {
+                namespace: namespace.clone(),
+                name: name.clone(),
+                key: None,
+            });
     let expanded = if render_opts.apply_controller_objects {
         source::units::Expanded::default()
     } else {
@@ -111,7 +137,8 @@ pub fn load(source_opts: &SourceOptions, render_opts: &RenderOptions) -> Result<
             default_namespace: &render_opts.default_namespace,
             kustomize: &checkout.kustomize,
             cluster: render_opts.cluster.as_deref(),
-            for_kubeconfig: source_opts.units_for_kubeconfig_secret.as_ref(),
+            for_kubeconfig: for_kubeconfig.as_ref(),
+            run_clusters: &source_opts.run_clusters,
             trusted_keys: &source_opts.trusted_keys,
             cluster_objects: source_opts.cluster_objects.as_deref(),
             chart_logins: &chart_logins,

@@ -46,7 +46,9 @@ pub struct KubeconfigSecret {
     pub hub: Access,
     pub namespace: String,
     pub name: String,
-    pub key: String,
+    /// The keys that may hold the kubeconfig, the first present read (Flux: `value`, else
+    /// `value.yaml`).
+    pub keys: Vec<String>,
 }
 
 /// Secrets named by flags, `(namespace, name)` each.

@@ -15,9 +15,6 @@ pub mod leaks;
 mod metadata;
 mod tree;
 
-#[cfg(test)]
-mod fuzz_tests;
-
 pub use keys::Keys;
 pub use metadata::Metadata;
 
@@ -367,3 +364,6 @@ mod tests {
         assert_eq!(looks_encrypted("x: 1\n"), None);
     }
 }
+
+#[cfg(test)]
+mod fuzz_tests;

@@ -10,9 +10,11 @@ pub mod kustomize_annotations;
 mod kustomize_outside;
 pub mod paths;
 mod private_copy;
+pub mod run_cluster;
 pub mod units;
 pub mod verify;
 pub mod walk;
+pub mod walk_paths;
 
 pub use file::{SourceFile, MAX_FILE_BYTES};
 
@@ -29,6 +31,9 @@ pub struct SourceOptions {
     pub git_ref: Option<String>,
     /// Subdirectory of the repository holding the desired state.
     pub path: Option<PathBuf>,
+    /// More subdirectories read with `path` as one desired state (a Fleet cluster's
+    /// `paths` after the first; see [`walk_paths`]).
+    pub more_paths: Vec<PathBuf>,
     pub cache_dir: Option<PathBuf>,
     pub ssh_key: Option<PathBuf>,
     pub known_hosts: Option<PathBuf>,
@@ -42,6 +47,9 @@ pub struct SourceOptions {
     /// `--units-for-kubeconfig-secret`: the run is for the cluster this kubeconfig Secret
     /// (`namespace`, `name`) of the repository's units names (see [`units`]).
     pub units_for_kubeconfig_secret: Option<(String, String)>,
+    /// The clusters of a run over several, as controllers' units see them (Argo CD
+    /// destinations and the clusters generator).
+    pub run_clusters: std::sync::Arc<Vec<run_cluster::RunCluster>>,
     /// How large a git checkout may be (`--max-source-bytes`, `--max-source-files`,
     /// `--max-source-blob-bytes`).
     pub tree_limits: git::TreeLimits,

@@ -522,3 +522,89 @@ fn a_live_argo_cd_syncing_the_same_application_is_not_fought() {
 fn ns_value(name: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
 }
+
+/// An Application of the fixture's URL syncing `path` into namespace default, to
+/// `destination` (`name: b`, `server: URL`).
+fn application_to(name: &str, path: &str, destination: &str) -> String {
+    format!(
+        "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: {name}\n  namespace: argocd\nspec:\n  project: default\n  source:\n    repoURL: {FIXTURE_URL}\n    path: {path}\n  destination:\n    {destination}\n    namespace: default\n"
+    )
+}
+
+/// In a run over several clusters, an Application syncs to the cluster of the run its
+/// destination names (by name, or by the server its kubeconfig context names), and the
+/// clusters generator selects among the run's clusters by their Fleet labels.
+#[test]
+fn argo_destinations_and_the_clusters_generator_follow_the_runs_clusters() {
+    let (a, b) = (TestCluster::start(), TestCluster::start());
+    let appset = format!(
+        "apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata:\n  name: gen\n  namespace: argocd\nspec:\n  generators:\n  - clusters:\n      selector:\n        matchLabels:\n          env: dev\n  template:\n    metadata:\n      name: 'gen-{{{{name}}}}-{{{{metadata.labels.env}}}}'\n    spec:\n      project: default\n      source:\n        repoURL: {FIXTURE_URL}\n        path: gen\n      destination:\n        server: '{{{{server}}}}'\n        namespace: default\n"
+    );
+    let configmap = |name: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  x: \"1\"\n")
+    };
+    let dir = checkout_of(&[
+        ("root/to-b.yaml", &application_to("to-b", "web", "name: b")),
+        (
+            "root/to-a.yaml",
+            &application_to("to-a", "other", &format!("server: {}", a.url())),
+        ),
+        (
+            "root/elsewhere.yaml",
+            &application_to("elsewhere", "lost", "server: https://x.example.com"),
+        ),
+        ("root/gen.yaml", &appset),
+        ("web/cm.yaml", &configmap("web")),
+        ("other/cm.yaml", &configmap("other")),
+        ("gen/cm.yaml", &configmap("gen")),
+        ("lost/cm.yaml", &configmap("lost")),
+    ]);
+    let config = tempfile::tempdir().unwrap();
+    let kubeconfig = crate::fleet::kubeconfig(config.path(), &[("a", a.url()), ("b", b.url())]);
+    let fleet = config.path().join("fleet.yaml");
+    std::fs::write(
+        &fleet,
+        "apiVersion: tend.dev/v1alpha1\nkind: Fleet\nmetadata:\n  name: two\nspec:\n  clusters:\n  - name: a\n    labels:\n      env: prod\n  - name: b\n    labels:\n      env: dev\n",
+    )
+    .unwrap();
+    let tend_fleet = |command: &str| {
+        run(tend()
+            .args([command, "--path", "root", "--fleet"])
+            .arg(&fleet)
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .arg("--repo")
+            .arg(dir.path()))
+    };
+    let (code, out, err) = tend_fleet("apply");
+    assert_eq!(code, 0, "{out}\n{err}");
+    let names = |cluster: &TestCluster| {
+        let mut names: Vec<String> = cluster
+            .objects("", "configmaps")
+            .iter()
+            .filter(|o| o["metadata"]["namespace"] == "default")
+            .map(|o| o["metadata"]["name"].as_str().unwrap().to_string())
+            .filter(|n| n != "kube-root-ca.crt")
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(names(&a), ["other"], "{out}");
+    assert_eq!(names(&b), ["gen", "web"], "{out}");
+    assert!(
+        out.contains("Application argocd/to-b: not expanded: it syncs to cluster b of the run"),
+        "{out}"
+    );
+    assert!(
+        out.contains("ApplicationSet argocd/gen → Application argocd/gen-b-dev"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "Application argocd/elsewhere: not expanded: it syncs to cluster https://x.example.com"
+        ),
+        "{out}"
+    );
+    let (code, out, err) = tend_fleet("diff");
+    assert_eq!(code, 0, "{out}\n{err}");
+}

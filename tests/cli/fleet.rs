@@ -24,7 +24,7 @@ fn fleet_site() -> tempfile::TempDir {
 }
 
 /// A kubeconfig with one context per `(name, server URL)`.
-fn kubeconfig(dir: &Path, servers: &[(&str, String)]) -> PathBuf {
+pub fn kubeconfig(dir: &Path, servers: &[(&str, String)]) -> PathBuf {
     let mut text = String::from("apiVersion: v1\nkind: Config\nclusters:\n");
     for (name, url) in servers {
         text.push_str(&format!("- name: {name}\n  cluster:\n    server: {url}\n"));
@@ -630,4 +630,90 @@ fn status_exits_1_when_a_last_run_failed() {
     );
     // One LIST, no discovery.
     assert_eq!(cluster.requests().len(), 1, "{:?}", cluster.requests());
+}
+
+/// A Fleet cluster's `paths`: several directories of the repository read as its one desired
+/// state (files of the same name in each are distinct); `path` still reads one.
+#[test]
+fn a_fleet_cluster_gets_every_directory_its_paths_name() {
+    let (a, b) = (TestCluster::start(), TestCluster::start());
+    let configmap = |name: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: default\ndata:\n  x: \"1\"\n")
+    };
+    let dir = site(&[
+        ("common/app.yaml", &configmap("common")),
+        ("clusters/a/app.yaml", &configmap("only-a")),
+        ("clusters/b/app.yaml", &configmap("only-b")),
+    ]);
+    let config = tempfile::tempdir().unwrap();
+    let kubeconfig = kubeconfig(config.path(), &[("a", a.url()), ("b", b.url())]);
+    let fleet = config.path().join("fleet.yaml");
+    let write_fleet = |b_entry: &str| {
+        std::fs::write(
+            &fleet,
+            format!("apiVersion: tend.dev/v1alpha1\nkind: Fleet\nmetadata:\n  name: two\nspec:\n  clusters:\n  - name: a\n    paths: [common, clusters/a]\n  - name: b\n{b_entry}"),
+        )
+        .unwrap();
+    };
+    let tend_fleet = |command: &str| {
+        run(tend()
+            .args([command, "--fleet"])
+            .arg(&fleet)
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .arg("--repo")
+            .arg(dir.path()))
+    };
+    write_fleet("    path: clusters/b\n");
+    let (code, out, err) = tend_fleet("apply");
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(configmaps(&a), ["common", "only-a"], "{out}");
+    assert_eq!(configmaps(&b), ["only-b"], "{out}");
+    let (code, out, err) = tend_fleet("diff");
+    assert_eq!(code, 0, "{out}\n{err}");
+
+    // A directory that is not there, and path with paths: exit 2, nothing written.
+    write_fleet("    paths: [clusters/b, clusters/c]\n");
+    let (code, out, err) = tend_fleet("diff");
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(
+        out.contains("--path clusters/c does not exist"),
+        "{out}\n{err}"
+    );
+    write_fleet("    path: clusters/b\n    paths: [common]\n");
+    let (code, out, err) = tend_fleet("diff");
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(err.contains("give either path or paths, not both"), "{err}");
+}
+
+/// Clusters of a run that read the same paths share one read and render of the source when
+/// nothing in it depends on the cluster; targeting (`tend.dev/clusters`) renders per cluster.
+#[test]
+fn clusters_reading_the_same_paths_share_one_render_unless_targeting_decides() {
+    let (a, b) = (TestCluster::start(), TestCluster::start());
+    let config = tempfile::tempdir().unwrap();
+    let kubeconfig = kubeconfig(config.path(), &[("a", a.url()), ("b", b.url())]);
+    let apply = |dir: &Path| {
+        run(tend()
+            .args(["apply", "-v", "--context", "a", "--context", "b", "--repo"])
+            .arg(dir)
+            .arg("--kubeconfig")
+            .arg(&kubeconfig))
+    };
+    const SHARED: &str = "the source as another cluster of the run read and rendered it";
+    let plain = site(&[(
+        "app.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: default\ndata:\n  x: \"1\"\n",
+    )]);
+    let (code, out, err) = apply(plain.path());
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(err.matches(SHARED).count(), 1, "{err}");
+    assert_eq!(configmaps(&a), ["app"]);
+    assert_eq!(configmaps(&b), ["app"]);
+    let targeted = fleet_site();
+    let (code, out, err) = apply(targeted.path());
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(!err.contains(SHARED), "{err}");
+    assert_eq!(configmaps(&a), ["app"]);
+    assert_eq!(configmaps(&b), ["app", "only-b"]);
 }

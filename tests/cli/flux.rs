@@ -452,35 +452,64 @@ fn hub_and_spoke_repository(charts: &str) -> tempfile::TempDir {
     dir
 }
 
-/// Acceptance: the hub applies its own objects (its units target the spokes and are reported
-/// as such); each spoke applies what the hub's units would apply to it, through the units
-/// that name its kubeconfig Secret, in `dependsOn` order; a second diff of each is in sync.
+/// `cluster`'s kubeconfig in Secret `namespace/cluster-kubeconfig` of `hub`, under `key`.
+fn seed_kubeconfig_secret(hub: &TestCluster, namespace: &str, key: &str, cluster: &TestCluster) {
+    use base64::Engine;
+    let config = base64::engine::general_purpose::STANDARD.encode(cluster.kubeconfig_yaml());
+    hub.seed(serde_json::json!({"apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": namespace}}))
+        .unwrap();
+    hub.seed(serde_json::json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "cluster-kubeconfig", "namespace": namespace},
+        "data": {key: config}}))
+        .unwrap();
+}
+
+/// Acceptance: one run against the hub applies the hub's own objects to the hub and, to each
+/// spoke, what the hub's units targeting it (through the kubeconfig Secret the hub holds)
+/// would apply, in `dependsOn` order, each spoke its own section; a second diff is in sync.
 #[test]
-fn flux2_hub_spoke_example_applies_and_a_second_diff_is_in_sync() {
+fn flux2_hub_spoke_example_applies_in_one_run_and_a_second_diff_is_in_sync() {
     let charts = chart_repository();
     let dir = hub_and_spoke_repository(&charts);
-    let hub = TestCluster::start();
-    let (code, stdout, stderr) = tend_on(&hub, dir.path(), &["apply", "--path", "hub"]);
-    assert_eq!(code, 0, "{stdout}{stderr}");
-    assert!(get(&hub, "", "namespaces", "", "staging").is_some());
-    let (code, stdout, stderr) = tend_on(&hub, dir.path(), &["diff", "--path", "hub"]);
-    assert_eq!(code, 0, "{stdout}{stderr}");
-    assert!(
-        stdout.contains("unit Flux Kustomization staging/apps → HelmRelease staging/podinfo: not expanded: it targets the cluster of kubeconfig Secret staging/cluster-kubeconfig"),
-        "{stdout}"
+    let (hub, staging, production) = (
+        TestCluster::start(),
+        TestCluster::start(),
+        TestCluster::start(),
     );
-    for env in ["staging", "production"] {
-        let spoke = TestCluster::start();
-        let secret = format!("{env}/cluster-kubeconfig");
-        let args = ["--path", "hub", "--units-for-kubeconfig-secret", &secret];
-        let (code, stdout, stderr) = with_controllers_played(&spoke, || {
-            tend_on(&spoke, dir.path(), &[&["apply"][..], &args].concat())
-        });
-        assert_eq!(code, 0, "{env}: {stdout}{stderr}");
+    // Flux reads `value`, else `value.yaml`.
+    seed_kubeconfig_secret(&hub, "staging", "value", &staging);
+    seed_kubeconfig_secret(&hub, "production", "value.yaml", &production);
+    let spokes = [("staging", &staging), ("production", &production)];
+    let played = |args: &[&str]| {
+        with_controllers_played(&staging, || {
+            with_controllers_played(&production, || tend_on(&hub, dir.path(), args))
+        })
+    };
+    let (code, stdout, stderr) = played(&["apply", "--path", "hub", "-o", "json"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).expect(&stdout);
+    let names: Vec<&str> = report["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "default",
+            "production/cluster-kubeconfig",
+            "staging/cluster-kubeconfig"
+        ]
+    );
+    assert!(get(&hub, "", "namespaces", "", "staging").is_some());
+    assert!(get(&hub, "apps", "deployments", "podinfo", "podinfo").is_none());
+    for (env, spoke) in spokes {
         // tenants: the Namespace named by postBuild substitution; apps: podinfo's release.
-        assert!(get(&spoke, "", "namespaces", "", env).is_some(), "{env}");
-        assert!(get(&spoke, "", "serviceaccounts", env, "flux-restricted").is_some());
-        let podinfo = get(&spoke, "apps", "deployments", "podinfo", "podinfo").expect("podinfo");
+        assert!(get(spoke, "", "namespaces", "", env).is_some(), "{env}");
+        assert!(get(spoke, "", "serviceaccounts", env, "flux-restricted").is_some());
+        let podinfo = get(spoke, "apps", "deployments", "podinfo", "podinfo").expect("podinfo");
         assert_eq!(podinfo["metadata"]["namespace"], "podinfo");
         // Its HelmRelease's serviceAccountName (patched in by the hub): written as that (the
         // status writes are the played controllers').
@@ -491,24 +520,47 @@ fn flux2_hub_spoke_example_applies_and_a_second_diff_is_in_sync() {
             .filter(|r| is_write(r) && r.resource == "deployments" && r.subresource.is_none())
             .filter(|r| r.name.as_deref() == Some("podinfo"))
             .all(|r| r.impersonated.as_deref() == Some(restricted.as_str())));
-        assert!(get(
-            &spoke,
-            "apps",
-            "deployments",
-            "cert-manager",
-            "cert-manager"
-        )
-        .is_some());
+        assert!(get(spoke, "apps", "deployments", "cert-manager", "cert-manager").is_some());
         // Nothing of the hub's own, nor of the other spoke.
         let other = if env == "staging" {
             "production"
         } else {
             "staging"
         };
-        assert!(get(&spoke, "", "namespaces", "", other).is_none());
-        let (code, stdout, stderr) = tend_on(&spoke, dir.path(), &[&["diff"][..], &args].concat());
-        assert_eq!(code, 0, "{env}: {stdout}{stderr}");
+        assert!(get(spoke, "", "namespaces", "", other).is_none(), "{env}");
+        assert!(
+            get(spoke, "", "namespaces", "", "flux-system").is_none(),
+            "{env}"
+        );
     }
+    let (code, stdout, stderr) = played(&["diff", "--path", "hub"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(
+        stdout.contains("unit Flux Kustomization staging/apps → HelmRelease staging/podinfo: not expanded: it targets the cluster of kubeconfig Secret staging/cluster-kubeconfig"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("production/cluster-kubeconfig"), "{stdout}");
+
+    // A spoke that is unreachable fails alone: the hub and the other spoke still run.
+    production.stop();
+    let (code, stdout, stderr) = played(&["diff", "--path", "hub", "-o", "json"]);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).expect(&stdout);
+    assert_eq!(report["clusters"][0]["result"], "in sync", "{stdout}");
+    assert_eq!(report["clusters"][1]["result"], "error", "{stdout}");
+    assert_eq!(report["clusters"][2]["result"], "in sync", "{stdout}");
+
+    // One spoke alone, as before: --units-for-kubeconfig-secret with its kubeconfig.
+    let args = [
+        "--path",
+        "hub",
+        "--units-for-kubeconfig-secret",
+        "staging/cluster-kubeconfig",
+    ];
+    let (code, stdout, stderr) = with_controllers_played(&staging, || {
+        tend_on(&staging, dir.path(), &[&["diff"][..], &args].concat())
+    });
+    assert_eq!(code, 0, "{stdout}{stderr}");
 }
 
 /// A Kustomization of `./apps` named `name`, with `extra` lines under `spec:`.

@@ -49,9 +49,14 @@ pub struct FleetCluster {
     /// Labels of the cluster (for generators that select clusters by label).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
-    /// The directory of the repository this cluster gets (`--path` for it; default `--path`).
+    /// The directory of the repository this cluster gets (`--path` for it; default `--path`);
+    /// `paths` for several.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+    /// The directories of the repository this cluster gets, read as one desired state
+    /// (`clusters/<name>` and what every cluster gets); instead of `path`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
 }
 
 /// Where a kubeconfig is kept.
@@ -128,9 +133,29 @@ fn check_cluster(
     let path = at("labels");
     let path: Vec<&str> = path.iter().map(String::as_str).collect();
     checks.labels(&path, &cluster.labels);
+    let path = at("paths");
+    let path: Vec<&str> = path.iter().map(String::as_str).collect();
+    if cluster.path.is_some() && !cluster.paths.is_empty() {
+        checks.push(&path, "give either path or paths, not both");
+    }
+    for (j, dir) in cluster.paths.iter().enumerate() {
+        if dir.trim().is_empty() {
+            checks.push(&path, format!("paths[{j}] is empty: name a directory of the repository"));
+        } else if cluster.paths[..j].contains(dir) {
+            checks.push(&path, format!("{dir:?} is listed twice"));
+        }
+    }
 }
 
 impl FleetCluster {
+    /// The directories it gets (`paths`, or `path`), none for the run's `--path`.
+    pub fn directories(&self) -> Vec<&str> {
+        match &self.path {
+            Some(path) => vec![path.as_str()],
+            None => self.paths.iter().map(String::as_str).collect(),
+        }
+    }
+
     /// The kubeconfig context that reaches it, when no Secret holds its kubeconfig.
     pub fn context(&self) -> Option<&str> {
         match (&self.context, &self.kubeconfig_secret_ref) {

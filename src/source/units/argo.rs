@@ -9,6 +9,7 @@ use super::argo_app::{self, Target};
 use super::argo_appset::{self, ArgoCluster, GenerateContext, RepoTree};
 use super::argo_source::{self, unit_line, AppSources};
 use super::{Context, Controller, Expander, Found, LiveRule, Outcome, Produced, Role, Sources};
+use crate::source::run_cluster::RunCluster;
 use crate::source::SourceFile;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -97,7 +98,7 @@ fn application_set(unit: &Found, sources: &Sources, ctx: &Context) -> Produced {
         produced.problems = problems;
         return produced;
     }
-    let clusters = clusters(sources);
+    let clusters = clusters(sources, ctx.run_clusters);
     let trees = Trees { ctx };
     let generate = GenerateContext {
         clusters: &clusters,
@@ -145,10 +146,40 @@ fn first_wave(files: &[SourceFile]) -> Option<i64> {
         .min()
 }
 
-/// The clusters the clusters generator selects from: Argo CD's cluster Secrets of the
-/// desired state (label `argocd.argoproj.io/secret-type: cluster`), their `name`, `server`
-/// and `project` and the Secret's labels and annotations.
-fn clusters(sources: &Sources) -> Vec<ArgoCluster> {
+/// The clusters Applications sync to and the clusters generator selects from: Argo CD's
+/// cluster Secrets of the desired state, then the clusters of the run (a Secret with the
+/// same name or server is that cluster, its labels joined by the Fleet's).
+fn clusters(sources: &Sources, run_clusters: &[RunCluster]) -> Vec<ArgoCluster> {
+    let mut out = cluster_secrets(sources);
+    for member in run_clusters {
+        let same = |c: &&mut ArgoCluster| {
+            c.name == member.name
+                || member.server.as_deref().is_some_and(|server| {
+                    !c.server.is_empty()
+                        && c.server.trim_end_matches('/') == server.trim_end_matches('/')
+                })
+        };
+        match out.iter_mut().find(same) {
+            Some(cluster) => {
+                cluster.run_name = Some(member.name.clone());
+                cluster.labels.extend(member.labels.clone());
+            }
+            None => out.push(ArgoCluster {
+                name: member.name.clone(),
+                server: member.server.clone().unwrap_or_default(),
+                labels: member.labels.clone(),
+                run_name: Some(member.name.clone()),
+                ..ArgoCluster::default()
+            }),
+        }
+    }
+    out
+}
+
+/// Argo CD's cluster Secrets of the desired state (label
+/// `argocd.argoproj.io/secret-type: cluster`): their `name`, `server` and `project` and the
+/// Secret's labels and annotations.
+fn cluster_secrets(sources: &Sources) -> Vec<ArgoCluster> {
     let mut secrets = Vec::new();
     for file in sources
         .files
@@ -187,6 +218,7 @@ fn clusters(sources: &Sources) -> Vec<ArgoCluster> {
                 project: data.get("project").cloned().unwrap_or_default(),
                 labels: strings("/metadata/labels"),
                 annotations: strings("/metadata/annotations"),
+                run_name: None,
             }
         })
         .collect()
@@ -224,14 +256,21 @@ fn application(unit: &Found, sources: &Sources, ctx: &Context) -> Produced {
         return produced;
     }
     let spec = unit.spec();
-    let clusters = clusters(sources);
+    let clusters = clusters(sources, ctx.run_clusters);
     match argo_app::target(spec, &clusters, ctx.cluster) {
         Err(e) => return Produced::failed(unit.problem(&["spec", "destination"], e)),
         Ok(Target::Other(cluster)) => {
             let mut produced = Produced::outcome(Outcome::NotExpanded(format!(
-                "it syncs to cluster {cluster}, not the one tend runs against (Argo CD's in-cluster one, or the one --cluster names); run tend against that cluster with --cluster naming it"
+                "it syncs to cluster {cluster}, not the one tend runs against (Argo CD's in-cluster one, or the one --cluster names) nor one of the run's; add it to the run (--context, --fleet), or run tend against it with --cluster naming it"
             )));
             // Its directories are still its own, not this cluster's.
+            produced.claims = super::argo_nested::checkout_paths(spec, ctx);
+            return produced;
+        }
+        Ok(Target::OfRun(cluster)) => {
+            let mut produced = Produced::outcome(Outcome::NotExpanded(format!(
+                "it syncs to cluster {cluster} of the run (expanded in that cluster's own section)"
+            )));
             produced.claims = super::argo_nested::checkout_paths(spec, ctx);
             return produced;
         }

@@ -108,11 +108,14 @@ pub enum Target {
     ThisCluster,
     /// Another cluster: its name or server, for the report.
     Other(String),
+    /// Another cluster of the run (by its name there), applied in that cluster's part.
+    OfRun(String),
 }
 
 /// `destination.server` or `destination.name`: the run's cluster when it is Argo CD's own
-/// (`https://kubernetes.default.svc`, `in-cluster`), `run_cluster` (`--cluster`), or a
-/// cluster Secret's name for that server.
+/// (`https://kubernetes.default.svc`, `in-cluster`), `run_cluster` (`--cluster`, or the
+/// cluster's name in a run over several), or a cluster (a Secret's, or the run's) that is
+/// it; another cluster of the run is [`Target::OfRun`].
 pub fn target(
     spec: &Json,
     clusters: &[ArgoCluster],
@@ -133,13 +136,14 @@ pub fn target(
             if name == IN_CLUSTER_NAME || Some(name) == run_cluster {
                 return Ok(Target::ThisCluster);
             }
-            match clusters.iter().find(|c| c.name == name) {
+            return Ok(match clusters.iter().find(|c| c.name == name) {
                 Some(c) if c.server.trim_end_matches('/') == IN_CLUSTER_SERVER => {
-                    return Ok(Target::ThisCluster)
+                    Target::ThisCluster
                 }
-                Some(c) => return Ok(Target::Other(format!("{name} ({})", c.server))),
-                None => return Ok(Target::Other(name.to_string())),
-            }
+                Some(c) => of_run(c, run_cluster)
+                    .unwrap_or_else(|| Target::Other(format!("{name} ({})", c.server))),
+                None => Target::Other(name.to_string()),
+            });
         }
         (None, None) => return Err("spec.destination needs server or name".into()),
     };
@@ -149,12 +153,22 @@ pub fn target(
     // A cluster Secret naming this server, named as --cluster names the run's cluster.
     match clusters
         .iter()
-        .find(|c| c.server.trim_end_matches('/') == server)
+        .find(|c| !c.server.is_empty() && c.server.trim_end_matches('/') == server)
     {
         Some(c) if Some(c.name.as_str()) == run_cluster => Ok(Target::ThisCluster),
-        Some(c) => Ok(Target::Other(format!("{} ({server})", c.name))),
+        Some(c) => Ok(of_run(c, run_cluster)
+            .unwrap_or_else(|| Target::Other(format!("{} ({server})", c.name)))),
         None => Ok(Target::Other(server)),
     }
+}
+
+/// `cluster` as a cluster of the run: this one, or another.
+fn of_run(cluster: &ArgoCluster, run_cluster: Option<&str>) -> Option<Target> {
+    let name = cluster.run_name.as_deref()?;
+    Some(match Some(name) == run_cluster {
+        true => Target::ThisCluster,
+        false => Target::OfRun(name.to_string()),
+    })
 }
 
 /// The sync options that change what tend writes, from `syncPolicy.syncOptions` or an

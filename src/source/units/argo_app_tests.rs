@@ -68,6 +68,46 @@ fn destinations_name_this_cluster_or_another() {
 }
 
 #[test]
+fn destinations_naming_a_cluster_of_the_run_are_that_clusters() {
+    // A cluster Secret whose server is the run's cluster `east`, and the run's `west`.
+    let clusters = [
+        ArgoCluster {
+            name: "prod-east".into(),
+            server: "https://east:6443".into(),
+            run_name: Some("east".into()),
+            ..ArgoCluster::default()
+        },
+        ArgoCluster {
+            name: "west".into(),
+            server: "https://west:6443".into(),
+            run_name: Some("west".into()),
+            ..ArgoCluster::default()
+        },
+    ];
+    let in_east = |dest: Json| target(&json!({ "destination": dest }), &clusters, Some("east"));
+    assert_eq!(
+        in_east(json!({"name": "prod-east"})).unwrap(),
+        Target::ThisCluster
+    );
+    assert_eq!(
+        in_east(json!({"server": "https://east:6443/"})).unwrap(),
+        Target::ThisCluster
+    );
+    assert_eq!(
+        in_east(json!({"server": "https://west:6443"})).unwrap(),
+        Target::OfRun("west".into())
+    );
+    assert_eq!(
+        in_east(json!({"name": "west"})).unwrap(),
+        Target::OfRun("west".into())
+    );
+    assert_eq!(
+        in_east(json!({"name": "north"})).unwrap(),
+        Target::Other("north".into())
+    );
+}
+
+#[test]
 fn sync_options_become_policies() {
     let spec = json!({"syncPolicy": {"syncOptions": ["CreateNamespace=true", "Prune=false", "ServerSideApply=true"]}});
     let options = app_sync_options(&spec);

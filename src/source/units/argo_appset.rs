@@ -22,6 +22,8 @@ pub struct ArgoCluster {
     pub project: String,
     pub labels: BTreeMap<String, String>,
     pub annotations: BTreeMap<String, String>,
+    /// The cluster of the run it is (by name, or by its Secret's server), if any.
+    pub run_name: Option<String>,
 }
 
 /// A git repository's tree at a revision, as Argo CD's repo-server serves it to the git

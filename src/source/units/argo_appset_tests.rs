@@ -37,6 +37,7 @@ fn cluster(
         name: name.into(),
         server: server.into(),
         project: String::new(),
+        run_name: None,
         labels: labels
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))

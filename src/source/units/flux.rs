@@ -50,7 +50,17 @@ impl Expander for Flux {
             .spec()
             .pointer("/kubeConfig/secretRef/name")?
             .as_str()?;
-        Some((unit.id.namespace.clone(), name.to_string()))
+        let key = unit
+            .spec()
+            .pointer("/kubeConfig/secretRef/key")
+            .and_then(Value::as_str)
+            .filter(|k| !k.is_empty())
+            .map(str::to_string);
+        Some(KubeConfigRef {
+            namespace: unit.id.namespace.clone(),
+            name: name.to_string(),
+            key,
+        })
     }
 
     fn expand(&self, unit: &Found, sources: &Sources, ctx: &Context) -> Produced {

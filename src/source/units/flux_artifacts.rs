@@ -19,8 +19,8 @@
 //! Sources are `GitRepository`s (the checkout under test or fetched, as for a
 //! Kustomization); the other kinds, and `spec.pathPattern`, are refused with the way out.
 
-use super::flux_sources::{git_tree, Tree};
-use super::model::{Context, Found, Sources};
+use super::flux_sources::git_tree;
+use super::model::{Context, Found, Sources, Tree};
 use crate::problem::Problem;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -31,9 +31,32 @@ use std::sync::Arc;
 pub const GROUP: &str = "source.extensions.fluxcd.io";
 const VERSIONS: &[&str] = &["v1beta1"];
 
+/// The tree a Kustomization's `sourceRef` names: an ExternalArtifact's, or a
+/// GitRepository's ([`git_tree`]).
+pub fn source_tree(
+    unit: &Found,
+    source_ref: &Value,
+    field: &[&str],
+    sources: &Sources,
+    ctx: &Context,
+) -> Result<Tree, Problem> {
+    let text = |k: &str| source_ref.get(k).and_then(Value::as_str);
+    if text("kind") != Some("ExternalArtifact") {
+        return git_tree(unit, source_ref, field, sources, ctx);
+    }
+    let namespace = text("namespace").unwrap_or(&unit.id.namespace);
+    artifact_tree(
+        unit,
+        (namespace, text("name").unwrap_or("")),
+        field,
+        sources,
+        ctx,
+    )
+}
+
 /// The tree of ExternalArtifact `namespace/name`, built from the ArtifactGenerator of the
 /// desired state that generates it.
-pub fn artifact_tree(
+fn artifact_tree(
     unit: &Found,
     (namespace, name): (&str, &str),
     field: &[&str],

@@ -7,8 +7,7 @@
 //! repository's own refs when it has them (no network, and the same content the remote
 //! would send as of the last fetch), else fetched from its URL.
 
-use super::flux_sources::Tree;
-use super::model::{Context, Found, Sources};
+use super::model::{Context, Found, Sources, Tree};
 use serde_json::Value;
 
 /// The branch `source` (a GitRepository of the checkout's URL) names, when it is not the

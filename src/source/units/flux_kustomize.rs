@@ -8,8 +8,8 @@
 //! `prune: false` and `force: true` as tend's per-object policies
 //! (`tend.dev/prune: disabled`, `tend.dev/replace: on-immutable`).
 
-use super::flux_sources::{self, Tree};
 use super::lookup::Blocked;
+use super::model::Tree;
 use super::model::{active_spec, Context, Found, Outcome, Produced, Sources};
 use crate::problem::Problem;
 use crate::source::kustomize::{self, KUSTOMIZATION_FILES};
@@ -91,8 +91,13 @@ pub fn expand(unit: &Found, sources: &Sources, ctx: &Context) -> Produced {
             "spec.sourceRef is missing; name the GitRepository holding spec.path",
         ));
     };
-    let tree = match flux_sources::git_tree(unit, source_ref, &["spec", "sourceRef"], sources, ctx)
-    {
+    let tree = match super::flux_artifacts::source_tree(
+        unit,
+        source_ref,
+        &["spec", "sourceRef"],
+        sources,
+        ctx,
+    ) {
         Ok(tree) => tree,
         Err(problem) => return Produced::failed(problem),
     };

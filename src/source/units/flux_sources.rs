@@ -1,23 +1,11 @@
 //! The sources Flux's units read: a `GitRepository` (the checkout under test, or fetched with
 //! tend's git source at its `ref`), and the API versions of sources tend reads.
 
-use super::model::{Context, Found, Sources};
+use super::model::{Context, Found, Sources, Tree};
 use serde_json::Value;
-use std::path::PathBuf;
 
 /// The API versions of Flux's sources tend reads.
 pub const SOURCE_VERSIONS: &[&str] = &["v1", "v1beta2", "v1beta1"];
-
-/// A tree of manifests or charts a unit reads: its root directory and revision.
-pub struct Tree {
-    pub root: PathBuf,
-    pub revision: Option<String>,
-    /// Whether it is the checkout under test.
-    pub is_checkout: bool,
-    /// The private directory a built tree lives in (an ExternalArtifact), removed when the
-    /// last holder drops it.
-    pub _staging: Option<std::sync::Arc<tempfile::TempDir>>,
-}
 
 /// The tree a `sourceRef` (of kind `GitRepository`) names: the checkout under test for the
 /// bootstrap GitRepository (`flux-system/flux-system`, often a placeholder file) and for one
@@ -33,9 +21,6 @@ pub fn git_tree(
     let kind = text("kind").unwrap_or("");
     let name = text("name").unwrap_or("");
     let namespace = text("namespace").unwrap_or(&unit.id.namespace);
-    if kind == "ExternalArtifact" {
-        return super::flux_artifacts::artifact_tree(unit, (namespace, name), field, sources, ctx);
-    }
     if kind != "GitRepository" {
         return Err(unit.problem(
             field,

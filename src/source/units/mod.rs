@@ -40,8 +40,9 @@
 //! infrastructure → apps). A unit met again in its own chain is a cycle, and one defined
 //! twice is refused, both at file:line. A unit targeting another cluster
 //! ([`Expander::kube_config`], or inherited from the unit it came from) is expanded only by a
-//! run for that cluster (`--units-for-kubeconfig-secret`), which then keeps only what such
-//! units produce.
+//! run for that cluster ([`Context::for_kubeconfig`]: the run of the hub adds one per
+//! Secret its units name, `ops::reconcile::spokes`, or `--units-for-kubeconfig-secret`),
+//! which then keeps only what such units produce; [`Expanded::spokes`] lists the Secrets.
 //!
 //! Shared helpers: [`same_repository`] (a source URL naming the checkout under test),
 //! [`Context::tree_of_checkout`], [`Context::is_checkout_url`], [`Context::walked_dir`],
@@ -106,6 +107,20 @@ pub struct Expanded {
     pub units: Vec<ExpandedUnit>,
 }
 
+impl Expanded {
+    /// The kubeconfig Secrets units target other clusters through (hub and spoke), each
+    /// once, in the order first met.
+    pub fn spokes(&self) -> Vec<KubeConfigRef> {
+        let mut out: Vec<KubeConfigRef> = Vec::new();
+        for target in self.units.iter().filter_map(|u| u.target.as_ref()) {
+            if !out.iter().any(|t| t.same_secret(target)) {
+                out.push(target.clone());
+            }
+        }
+        out
+    }
+}
+
 /// A file to scan, with the units it came from and the cluster they target.
 type Pending = (SourceFile, Arc<Vec<UnitId>>, Option<KubeConfigRef>);
 
@@ -160,7 +175,7 @@ pub fn expand(walked: &mut Walked, ctx: &Context) -> Expanded {
         let kept: std::collections::BTreeSet<&PathBuf> = out
             .units
             .iter()
-            .filter(|u| u.target.as_ref() == Some(selected))
+            .filter(|u| u.target.as_ref().is_some_and(|t| t.same_secret(selected)))
             .flat_map(|u| &u.files)
             .collect();
         walked.files.retain(|f| kept.contains(&f.path));
@@ -254,10 +269,9 @@ fn expand_one(
 ) -> (ExpandedUnit, Vec<Pending>) {
     let target = expander.kube_config(unit).or_else(|| unit.target.clone());
     let produced = match &target {
-        Some(target) if ctx.for_kubeconfig != Some(target) => {
+        Some(target) if !ctx.for_kubeconfig.is_some_and(|s| s.same_secret(target)) => {
             Produced::outcome(Outcome::NotExpanded(format!(
-                "it targets the cluster of kubeconfig Secret {0}/{1}; run tend for that cluster with its --kubeconfig and --units-for-kubeconfig-secret {0}/{1}",
-                target.0, target.1
+                "it targets the cluster of kubeconfig Secret {target} (expanded in that cluster's own section of the run)"
             )))
         }
         _ => expander.expand(unit, sources, ctx),

@@ -71,6 +71,17 @@ pub fn made_by_argo(label: &std::path::Path) -> bool {
         .contains(&format!("({} ", Controller::ArgoCd.name()))
 }
 
+/// A tree of manifests or charts a Flux unit reads: its root directory and revision.
+pub struct Tree {
+    pub root: PathBuf,
+    pub revision: Option<String>,
+    /// Whether it is the checkout under test.
+    pub is_checkout: bool,
+    /// The private directory a built tree lives in (an ExternalArtifact), removed when the
+    /// last holder drops it.
+    pub _staging: Option<std::sync::Arc<tempfile::TempDir>>,
+}
+
 /// What a controller makes of one of its kinds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -306,6 +317,10 @@ pub struct Context<'a> {
     pub cluster: Option<&'a str>,
     /// `--units-for-kubeconfig-secret`: the run is for the cluster of this kubeconfig Secret.
     pub for_kubeconfig: Option<&'a KubeConfigRef>,
+    /// The clusters of a run over several (none for a run of one): Argo CD destinations
+    /// naming one are applied in that cluster's part of the run, and the clusters generator
+    /// selects from them.
+    pub run_clusters: &'a [crate::source::run_cluster::RunCluster],
     /// The run's trusted keys (`--trusted-keys`, `--trusted-keys-secret`), for the sources'
     /// `spec.verify`.
     pub trusted_keys: &'a crate::source::verify::TrustedKeys,
@@ -317,8 +332,36 @@ pub struct Context<'a> {
     pub chart_logins: &'a std::sync::Mutex<crate::source::charts::credentials::Credentials>,
 }
 
-/// A kubeconfig Secret a unit names for its target cluster (hub and spoke): namespace, name.
-pub type KubeConfigRef = (String, String);
+/// A kubeconfig Secret a unit names for its target cluster (hub and spoke), in the hub
+/// cluster: Flux's `spec.kubeConfig.secretRef` in the unit's namespace.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct KubeConfigRef {
+    pub namespace: String,
+    pub name: String,
+    /// `secretRef.key`; none: Flux's `value`, else `value.yaml`.
+    pub key: Option<String>,
+}
+
+impl KubeConfigRef {
+    /// Whether both name the same Secret (the key aside: a Secret is one cluster).
+    pub fn same_secret(&self, other: &KubeConfigRef) -> bool {
+        self.namespace == other.namespace && self.name == other.name
+    }
+
+    /// The keys to read the kubeconfig from, in Flux's order.
+    pub fn keys(&self) -> Vec<String> {
+        match &self.key {
+            Some(key) => vec![key.clone()],
+            None => vec!["value".into(), "value.yaml".into()],
+        }
+    }
+}
+
+impl std::fmt::Display for KubeConfigRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
 
 impl Context<'_> {
     /// The walked directory relative to the repository root (`clusters/staging`), `` for the
