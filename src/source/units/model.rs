@@ -215,6 +215,9 @@ pub struct Produced {
     pub problems: Vec<Problem>,
     /// The namespace its files' namespaced objects without one get (else `--namespace`).
     pub namespace: Option<String>,
+    /// Its own wave among what the unit it came from syncs (an Argo CD Application's
+    /// `argocd.argoproj.io/sync-wave`): added to that unit's wave.
+    pub sync_wave: i64,
 }
 
 impl Produced {
@@ -229,6 +232,7 @@ impl Produced {
             live: None,
             problems: Vec::new(),
             namespace: None,
+            sync_wave: 0,
         }
     }
 
@@ -257,8 +261,12 @@ pub struct ExpandedUnit {
     pub live: Option<LiveRule>,
     /// The cluster it targets through a kubeconfig Secret, when not the run's own.
     pub target: Option<KubeConfigRef>,
-    /// Its depth in the `dependsOn` graph (0: depends on nothing): the wave its objects
-    /// are applied in, so a unit starts when the units it depends on are ready.
+    /// See [`Produced::sync_wave`].
+    pub sync_wave: i64,
+    /// Its depth in the `dependsOn` graph (0: depends on nothing), plus the sync waves of
+    /// it and the units it came from: the wave its objects are applied in
+    /// (`render::waves::UNIT_WAVE_STEP` apart), so a unit starts when the units it
+    /// depends on, and those of lower sync waves beside it, are ready.
     pub wave: i64,
 }
 
