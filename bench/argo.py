@@ -8,6 +8,10 @@ objects, as `tend render` prints them, are read as plain YAML (B). Each is appli
 test API server (2 ms latency, as in bench/engine.py); then no-op diffs of A and B run in turn,
 A B A B ..., and the ratio A/B is taken pair by pair (target: at most 1.3).
 
+B is a git work tree too, as A is (its origin is what the Applications name): reading a work
+tree's commit and origin with libgit2 costs ~25 ms whatever the tree holds (PLAIN_GIT=0 keeps
+B a plain directory, to see that cost).
+
     python3 bench/argo.py            # 11 pairs
     RUNS=21 python3 bench/argo.py
     TARGET=debug python3 bench/argo.py   # the debug build (a rough figure, no release build)
@@ -75,6 +79,11 @@ def main():
     rendered = run([TEND, "render", "--repo", argo, "--path", "bootstrap"]).stdout
     with open(os.path.join(plain, "objects.yaml"), "w") as f:
         f.write(rendered)
+    if os.environ.get("PLAIN_GIT", "1") == "1":
+        # Both read a git work tree: what tend reads of one (its commit, its origin) costs
+        # tens of milliseconds with libgit2, whatever the tree holds.
+        run(["git", "-C", plain, "init", "-q"])
+        run(["git", "-C", plain, "remote", "add", "origin", URL])
     servers = [Server(), Server()]
     try:
         a = [TEND, "diff", "--repo", argo, "--path", "bootstrap", "--kubeconfig",

@@ -12,7 +12,7 @@ use super::lists;
 use super::lock::{self, Clock};
 use super::observe::{self, Observed};
 pub use super::options::{EngineError, EngineOptions};
-use super::prepare::{prepare, Prepared};
+use super::prepare::{self, prepare, Prepared};
 use super::writes::{self, needed_after_apply};
 use super::{hooks, interrupted, tend_kinds, waves};
 use crate::cluster::Session;
@@ -28,6 +28,19 @@ use std::time::Instant;
 struct Planned {
     observed: Observed,
     plan: Plan,
+    /// The prepared objects without the fields other managers own, when any asked
+    /// (`tend.dev/ignore-fields-of`): what is applied instead.
+    rewritten: Option<Vec<Prepared>>,
+}
+
+fn desired_of(prepared: &[Prepared]) -> Vec<Desired<'_>> {
+    prepared
+        .iter()
+        .map(|p| Desired {
+            object: &p.object,
+            served: p.resource.is_some(),
+        })
+        .collect()
 }
 
 /// Observe and plan. `dry_run_all`: dry-run every object the fast path cannot settle (diff,
@@ -40,17 +53,16 @@ async fn observe_and_plan(
     ahead: Option<lists::ReadAhead>,
 ) -> Result<Planned, EngineError> {
     let id = opts.applyset_id();
-    let inputs: Vec<Desired<'_>> = prepared
-        .iter()
-        .map(|p| Desired {
-            object: &p.object,
-            served: p.resource.is_some(),
-        })
-        .collect();
     let filter = FastPath {
-        desired: inputs.iter().map(|d| (d.object.key(), *d)).collect(),
+        desired: desired_of(prepared)
+            .into_iter()
+            .map(|d| (d.object.key(), d))
+            .collect(),
     };
     let observed = observe::observe(session, prepared, opts, &id, &filter, ahead).await?;
+    let rewritten = prepare::without_others_fields(prepared, &observed.live);
+    let prepared = rewritten.as_deref().unwrap_or(prepared);
+    let inputs = desired_of(prepared);
     let needs_server: BTreeSet<ObjectKey> = inputs
         .iter()
         .map(|d| (d, d.object.key()))
@@ -74,7 +86,11 @@ async fn observe_and_plan(
         applyset_id: &id,
     });
     hooks::never_prune(&mut plan, hooks);
-    Ok(Planned { observed, plan })
+    Ok(Planned {
+        observed,
+        plan,
+        rewritten,
+    })
 }
 
 /// The planner's fast path, applied while LIST pages are read.
@@ -238,7 +254,12 @@ async fn apply_planned(
     kinds: &tend_kinds::KindsContext,
     clock: &dyn Clock,
 ) -> Result<RunReport, EngineError> {
-    let Planned { observed, plan } = planned;
+    let Planned {
+        observed,
+        plan,
+        rewritten,
+    } = planned;
+    let prepared = rewritten.as_deref().unwrap_or(prepared);
     let mut report = base_report(Mode::Apply, opts, &plan);
     tend_kinds::add_reload_changes(&mut report, kinds);
     let limits = planner::check_prune_limits(plan.prune.len(), prepared.len(), opts.prune_limits);

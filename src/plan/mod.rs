@@ -7,6 +7,7 @@ pub mod drift;
 pub mod fast_path;
 pub mod inventory;
 pub mod normalize;
+pub mod others_fields;
 pub mod planner;
 
 use crate::object::{ObjectKey, Origin};

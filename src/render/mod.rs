@@ -228,7 +228,7 @@ fn make_objects(parsed: Parsed<'_>, charted: &ChartOutput, opts: &RenderOptions)
         };
         let mut value = doc.value.clone();
         let unit_wave = waves::unit_wave(&opts.unit_files, &file.path);
-        if let Some(wave) = unit_wave.filter(|w| *w > 0) {
+        if let Some(wave) = unit_wave.filter(|w| *w != 0) {
             waves::set_unit_wave(&mut value, wave);
         }
         let object = Object::new(value, origin);

@@ -150,6 +150,15 @@ pub fn load(source_opts: &SourceOptions, render_opts: &RenderOptions) -> Result<
         }
         expanded
     };
+    // Dependencies a local chart names but lacks, as `helm dependency build` fetches them.
+    source::charts::dependencies::fill_all(
+        &mut walked.charts,
+        &walked.files,
+        (&checkout.dir, &checkout.root),
+        &cache_dir,
+        &render_opts.chart_credentials,
+        &mut walked.problems,
+    );
     let credentials = with_unit_logins(&render_opts.chart_credentials, chart_logins);
     walked.charts.remote = source::charts::remote::fetch_all(
         &walked.charts.helm_chart_docs,

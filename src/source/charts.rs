@@ -6,6 +6,7 @@
 
 mod archive;
 pub mod credentials;
+pub mod dependencies;
 mod helmignore;
 mod http;
 mod oci;

@@ -14,6 +14,7 @@
 //! them), and with git prompts off. It only reaches the network when a kustomization names a
 //! remote base.
 
+use super::kustomize_refs::{generator_inputs, helm_values_files, is_remote, local_refs};
 use super::paths::normalize;
 use super::SourceFile;
 use crate::problem::Problem;
@@ -26,9 +27,7 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-/// The file names kustomize looks for in a directory, in its order.
-pub const KUSTOMIZATION_FILES: [&str; 3] =
-    ["kustomization.yaml", "kustomization.yml", "Kustomization"];
+pub use super::kustomize_refs::KUSTOMIZATION_FILES;
 
 /// How long one build may take. Remote bases are cloned during the build, so this is
 /// generous; a build that takes longer is stuck (a prompt, a dead remote).
@@ -83,6 +82,9 @@ pub struct KustomizeOptions {
     /// The repository's root, which no kustomization may read above (the walked directory
     /// when not given). With `--path`, bases beside the path are inside it.
     pub repository_root: Option<PathBuf>,
+    /// Where builds are kept from one run to the next ([`super::kustomize_cache`]); none kept
+    /// without it.
+    pub cache_dir: Option<PathBuf>,
 }
 
 /// Whether the kustomization file `file` (text `text`) in `dir` makes `dir` a unit, and if so
@@ -139,116 +141,6 @@ pub fn detect(root: &Path, dir: &Path, file: &Path, text: &str) -> Option<Unit> 
     )?;
     found.helm_values_inputs = local(helm_values_files(value));
     Some(found)
-}
-
-/// The values files a kustomization's `helmCharts` name.
-fn helm_values_files(value: &Value) -> Vec<String> {
-    let mut out = Vec::new();
-    for chart in value
-        .get("helmCharts")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        out.extend(
-            chart
-                .get("valuesFile")
-                .and_then(Value::as_str)
-                .map(str::to_string),
-        );
-        for file in chart
-            .get("additionalValuesFiles")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            out.extend(file.as_str().map(str::to_string));
-        }
-    }
-    out
-}
-
-/// The `files:`, `envs:` and `env:` paths of a kustomization's generators of one kind.
-fn generator_inputs(value: &Value, key: &str, out: &mut Vec<String>) {
-    for item in value
-        .get(key)
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let mut files = Vec::new();
-        for list in [item.get("files"), item.get("envs")] {
-            for f in list.and_then(Value::as_array).into_iter().flatten() {
-                if let Some(f) = f.as_str().filter(|f| !f.contains('\n')) {
-                    files.push(f.to_string());
-                }
-            }
-        }
-        out.extend(files.into_iter().map(|f| match f.split_once('=') {
-            Some((_, path)) => path.to_string(),
-            None => f,
-        }));
-        if let Some(env) = item.get("env").and_then(Value::as_str) {
-            out.push(env.to_string());
-        }
-    }
-}
-
-/// Every path a kustomization names, local or not.
-fn local_refs(value: &Value) -> Vec<String> {
-    let mut out = Vec::new();
-    let strings = |v: Option<&Value>, out: &mut Vec<String>| {
-        for item in v.and_then(Value::as_array).into_iter().flatten() {
-            // Inline patches (`patchesStrategicMerge: ["apiVersion: ..."]`) are not paths.
-            if let Some(s) = item.as_str().filter(|s| !s.contains('\n')) {
-                out.push(s.to_string());
-            }
-        }
-    };
-    for key in [
-        "resources",
-        "bases",
-        "components",
-        "crds",
-        "patchesStrategicMerge",
-        "configurations",
-        "generators",
-        "transformers",
-        "validators",
-    ] {
-        strings(value.get(key), &mut out);
-    }
-    for key in ["patches", "patchesJson6902", "replacements"] {
-        for item in value
-            .get(key)
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            if let Some(path) = item.get("path").and_then(Value::as_str) {
-                out.push(path.to_string());
-            }
-        }
-    }
-    for key in ["configMapGenerator", "secretGenerator"] {
-        generator_inputs(value, key, &mut out);
-    }
-    if let Some(path) = value.pointer("/openapi/path").and_then(Value::as_str) {
-        out.push(path.to_string());
-    }
-    out.extend(helm_values_files(value));
-    out
-}
-
-/// A remote base (`https://...`, `github.com/org/repo//dir?ref=v1`, `git@host:...`).
-fn is_remote(reference: &str) -> bool {
-    reference.contains("://")
-        || reference.starts_with("git@")
-        || reference.contains("?ref=")
-        || reference.contains("?version=")
-        || ["github.com/", "gitlab.com/", "bitbucket.org/"]
-            .iter()
-            .any(|host| reference.starts_with(host))
 }
 
 /// The units to build: every Kustomization no other unit refers to. Units that only refer
@@ -385,7 +277,19 @@ pub fn build_all(
         }
     };
     let built = crate::parallel::map(units, crate::parallel::budget(), 1, |unit| {
-        build(root, unit, &words, inputs)
+        // Decrypted inputs are never kept: the cache would hold their plaintext.
+        let cache = opts
+            .cache_dir
+            .as_deref()
+            .filter(|_| inputs == Inputs::AsCommitted);
+        let key = cache.and_then(|_| super::kustomize_cache::key(root, &unit.dir, None, &words));
+        if let (Some(cache), Some(key)) = (cache, &key) {
+            if let Some(kept) = super::kustomize_cache::read(cache, key) {
+                tracing::debug!("{} built as kept", unit.file.display());
+                return Ok(split_by_origin(unit, &display_dir(&unit.dir), kept.output));
+            }
+        }
+        build(root, unit, &words, inputs, cache.zip(key.as_deref()))
     });
     for result in built {
         match result {
@@ -394,6 +298,22 @@ pub fn build_all(
         }
     }
     (files, problems)
+}
+
+/// The kept build of a kustomization not written yet: `overlay`, the text of `unit`'s file
+/// in `root`. The build that would keep it runs in a private copy holding that file; it keys
+/// the same, so a kept build spares the copy too.
+pub fn kept_overlay(
+    root: &Path,
+    unit: &Unit,
+    overlay: &str,
+    opts: &KustomizeOptions,
+) -> Option<Vec<SourceFile>> {
+    let cache = opts.cache_dir.as_deref()?;
+    let words = builder(opts).ok()?;
+    let key = super::kustomize_cache::key(root, &unit.dir, Some(overlay), &words)?;
+    let kept = super::kustomize_cache::read(cache, &key)?;
+    Some(split_by_origin(unit, &display_dir(&unit.dir), kept.output))
 }
 
 /// What a build reads: the repository's own files, or a private copy holding decrypted SOPS
@@ -421,6 +341,7 @@ fn build(
     unit: &Unit,
     words: &[String],
     inputs: Inputs,
+    keep: Option<(&Path, &str)>,
 ) -> Result<Vec<SourceFile>, Problem> {
     let dir = display_dir(&unit.dir);
     let shown = format!("{} {dir}", words.join(" "));
@@ -474,9 +395,12 @@ fn build(
             line,
             format!("`{shown}` failed: {message}"),
         ));
-    } else if !ran.stderr.iter().all(u8::is_ascii_whitespace) {
-        // Deprecation notices and the like: worth seeing, not worth failing for.
-        let notes = builder_message(&String::from_utf8_lossy(&ran.stderr), root);
+    }
+    // Deprecation notices and the like: worth seeing (on every run, a kept build's too), not
+    // worth failing for.
+    let notes = (inputs == Inputs::AsCommitted && !ran.stderr.iter().all(u8::is_ascii_whitespace))
+        .then(|| builder_message(&String::from_utf8_lossy(&ran.stderr), root));
+    if let Some(notes) = &notes {
         tracing::warn!("`{shown}`: {notes}");
     }
     if ran.truncated {
@@ -496,6 +420,15 @@ fn build(
             format!("`{shown}` printed something that is not UTF-8 text"),
         )
     })?;
+    if let Some((cache, key)) = keep {
+        let kept = super::kustomize_cache::Kept {
+            output: text,
+            notes,
+            shown,
+        };
+        super::kustomize_cache::write(cache, key, &kept);
+        return Ok(split_by_origin(unit, &dir, kept.output));
+    }
     Ok(split_by_origin(unit, &dir, text))
 }
 

@@ -7,7 +7,9 @@ mod file;
 pub mod git;
 pub mod kustomize;
 pub mod kustomize_annotations;
+mod kustomize_cache;
 mod kustomize_outside;
+mod kustomize_refs;
 pub mod paths;
 mod private_copy;
 pub mod run_cluster;
@@ -208,6 +210,7 @@ pub fn resolve(opts: &SourceOptions) -> Result<Checkout, SourceError> {
             command: opts.kustomize_command.clone(),
             keys: Default::default(),
             repository_root: Some(repository_root),
+            cache_dir: Some(opts.cache_dir.clone().unwrap_or_else(default_cache_dir)),
         },
     })
 }

@@ -608,3 +608,210 @@ fn argo_destinations_and_the_clusters_generator_follow_the_runs_clusters() {
     let (code, out, err) = tend_fleet("diff");
     assert_eq!(code, 0, "{out}\n{err}");
 }
+
+fn waved_application(name: &str, wave: Option<&str>, path: &str) -> String {
+    let annotations = wave.map_or(String::new(), |w| {
+        format!("  annotations:\n    argocd.argoproj.io/sync-wave: \"{w}\"\n")
+    });
+    format!(
+        "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: {name}\n  namespace: argocd\n{annotations}spec:\n  project: default\n  source:\n    repoURL: {FIXTURE_URL}\n    targetRevision: HEAD\n    path: {path}\n  destination:\n    server: https://kubernetes.default.svc\n    namespace: waves\n"
+    )
+}
+
+fn config_map(name: &str, wave: Option<&str>) -> String {
+    let annotations = wave.map_or(String::new(), |w| {
+        format!("  annotations:\n    argocd.argoproj.io/sync-wave: \"{w}\"\n")
+    });
+    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: waves\n{annotations}data: {{}}\n")
+}
+
+/// The waves `tend render -o json` gives each ConfigMap, by name.
+fn rendered_waves(repo: &Path) -> Vec<(String, Option<String>)> {
+    let (code, out, err) = run(tend()
+        .args(["render", "-o", "json", "--path", "bootstrap", "--repo"])
+        .arg(repo));
+    assert_eq!(code, 0, "{err}");
+    let list: Value = serde_json::from_str(&out).unwrap();
+    let mut waves: Vec<(String, Option<String>)> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["kind"] == "ConfigMap")
+        .map(|o| {
+            let annotations = &o["metadata"]["annotations"];
+            let wave = annotations["tend.dev/wave"]
+                .as_str()
+                .or(annotations["argocd.argoproj.io/sync-wave"].as_str());
+            (
+                o["metadata"]["name"].as_str().unwrap().to_string(),
+                wave.map(str::to_string),
+            )
+        })
+        .collect();
+    waves.sort();
+    waves
+}
+
+#[test]
+fn an_applications_own_sync_wave_moves_what_it_syncs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let files = [
+        (
+            "bootstrap/root.yaml",
+            waved_application("root", None, "apps"),
+        ),
+        (
+            "apps/infra.yaml",
+            waved_application("infra", Some("-1"), "infra"),
+        ),
+        ("apps/web.yaml", waved_application("web", Some("2"), "web")),
+        ("apps/plain.yaml", config_map("plain", None)),
+        ("infra/namespace.yaml", ns_yaml("waves")),
+        ("infra/config.yaml", config_map("infra", None)),
+        ("web/config.yaml", config_map("web-config", None)),
+        ("web/late.yaml", config_map("web-late", Some("1"))),
+    ];
+    for (path, text) in &files {
+        let path = tmp.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let repo = checkout(tmp.path(), FIXTURE_URL);
+    // infra's resources sync a step before the root's own objects, web's two after, each
+    // keeping its own order inside the step.
+    assert_eq!(
+        rendered_waves(repo.path()),
+        vec![
+            ("infra".to_string(), Some("-100".to_string())),
+            ("plain".to_string(), None),
+            ("web-config".to_string(), Some("200".to_string())),
+            ("web-late".to_string(), Some("201".to_string())),
+        ]
+    );
+    // Applied in that order on the test API server, then in sync.
+    let cluster = TestCluster::start();
+    let args = ["apply", "--path", "bootstrap"];
+    let (code, out, err) = tend_on(&cluster, repo.path(), &args);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let writes = object_writes(&cluster);
+    let at = |name: &str| {
+        writes
+            .iter()
+            .position(|w| w.contains("/configmaps") && !w.contains("dry run") && w.contains(name))
+            .unwrap_or_else(|| panic!("{name} written: {writes:#?}"))
+    };
+    assert!(
+        at("infra") < at("plain") && at("plain") < at("web-config"),
+        "{writes:#?}"
+    );
+    assert!(at("web-config") < at("web-late"), "{writes:#?}");
+    let (code, out, err) = tend_on(&cluster, repo.path(), &["diff", "--path", "bootstrap"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+
+    // A wave that is not a whole number: exit 2 at the Application, nothing written.
+    let web = repo.path().join("apps/web.yaml");
+    std::fs::write(&web, waved_application("web", Some("soon"), "web")).unwrap();
+    let before = object_writes(&cluster).len();
+    let (code, _, err) = tend_on(&cluster, repo.path(), &args);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("apps/web.yaml")
+            && err.contains(":7: argocd.argoproj.io/sync-wave: \"soon\" is not a whole number"),
+        "{err}"
+    );
+    assert_eq!(object_writes(&cluster).len(), before);
+}
+
+#[test]
+fn ignore_differences_by_field_manager_and_jq_leave_those_fields_to_others() {
+    let ignore = |manager: &str| {
+        format!("  ignoreDifferences:\n    - group: apps\n      kind: Deployment\n      managedFieldsManagers: [{manager}]\n    - group: apps\n      kind: Deployment\n      name: web\n      jqPathExpressions:\n        - .metadata.labels.release\n        - '.spec.template.spec.containers[] | select(.name == \"debug\")'\n")
+    };
+    let app = |manager: &str| {
+        waved_application("web", None, "web").replace(
+            "  destination:",
+            &format!("{}  destination:", ignore(manager)),
+        )
+    };
+    let deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: waves\n  labels: {app: web, release: \"1\"}\nspec:\n  replicas: 2\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n        - name: app\n          image: nginx:1.27\n        - name: debug\n          image: busybox:1.36\n";
+    let tmp = tempfile::tempdir().unwrap();
+    let files = [
+        (
+            "bootstrap/root.yaml",
+            waved_application("root", None, "apps"),
+        ),
+        ("apps/web.yaml", app("autoscaler")),
+        ("apps/namespace.yaml", ns_yaml("waves")),
+        ("web/deployment.yaml", deployment.to_string()),
+    ];
+    for (path, text) in &files {
+        let path = tmp.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let repo = checkout(tmp.path(), FIXTURE_URL);
+    let cluster = TestCluster::start();
+    let apply = ["apply", "--path", "bootstrap"];
+    let (code, out, err) = tend_on(&cluster, repo.path(), &apply);
+    assert_eq!(code, 0, "{out}\n{err}");
+    // What jq selects is not written: no release label, no debug container.
+    let web = get(&cluster, "apps", "deployments", "waves", "web").expect("web");
+    assert_eq!(web["metadata"]["labels"].get("release"), None, "{web}");
+    let containers = web["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap();
+    assert_eq!(containers.len(), 1, "{web}");
+    assert_eq!(web["spec"]["replicas"], 2);
+
+    // Another writer scales it and labels it: neither is a difference, nor overwritten.
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let api: Api<k8s_openapi::api::apps::v1::Deployment> =
+            Api::namespaced(cluster.client().await, "waves");
+        for (manager, patch) in [
+            ("autoscaler", json!({"spec": {"replicas": 5}})),
+            (
+                "labeller",
+                json!({"metadata": {"labels": {"release": "7"}}}),
+            ),
+        ] {
+            let params = PatchParams {
+                field_manager: Some(manager.into()),
+                ..Default::default()
+            };
+            api.patch("web", &params, &Patch::Merge(&patch))
+                .await
+                .expect("patch");
+        }
+    });
+    let diff = ["diff", "--path", "bootstrap"];
+    let (code, out, err) = tend_on(&cluster, repo.path(), &diff);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let (code, out, err) = tend_on(&cluster, repo.path(), &apply);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let web = get(&cluster, "apps", "deployments", "waves", "web").expect("web");
+    assert_eq!(web["spec"]["replicas"], 5, "the autoscaler's count stays");
+    assert_eq!(web["metadata"]["labels"]["release"], "7");
+    assert_eq!(
+        web["metadata"]["annotations"]["tend.dev/ignore-fields-of"],
+        "autoscaler"
+    );
+
+    // Naming another manager: the autoscaler's count is a difference again.
+    std::fs::write(repo.path().join("apps/web.yaml"), app("someone-else")).unwrap();
+    let (code, out, _) = tend_on(&cluster, repo.path(), &diff);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("replicas"), "{out}");
+
+    // A jq expression that does not parse: exit 2 at the Application, nothing written.
+    let broken = app("autoscaler").replace(".metadata.labels.release", ".metadata.labels[");
+    std::fs::write(repo.path().join("apps/web.yaml"), broken).unwrap();
+    let before = object_writes(&cluster).len();
+    let (code, _, err) = tend_on(&cluster, repo.path(), &apply);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("apps/web.yaml")
+            && err.contains("spec.ignoreDifferences[1].jqPathExpressions: \".metadata.labels[\""),
+        "{err}"
+    );
+    assert_eq!(object_writes(&cluster).len(), before);
+}

@@ -20,6 +20,7 @@ mod helm;
 mod hostile;
 mod kinds;
 mod kustomize;
+mod kustomize_cache;
 mod lists;
 mod load_errors;
 mod namespace_race;

@@ -95,7 +95,7 @@ fn auth_for(
     }
 }
 
-fn fetch(
+pub(super) fn fetch(
     repository: &str,
     name: &str,
     version: &str,

@@ -9,6 +9,7 @@ use super::argo_app::{self, Target};
 use super::argo_appset::{self, ArgoCluster, GenerateContext, RepoTree};
 use super::argo_source::{self, unit_line, AppSources};
 use super::{Context, Controller, Expander, Found, LiveRule, Outcome, Produced, Role, Sources};
+use crate::problem::Problem;
 use crate::source::run_cluster::RunCluster;
 use crate::source::SourceFile;
 use serde_json::Value;
@@ -323,5 +324,38 @@ fn application(unit: &Found, sources: &Sources, ctx: &Context) -> Produced {
         });
     }
     produced.namespace = namespace;
+    match own_sync_wave(unit) {
+        Ok(wave) => produced.sync_wave = wave,
+        Err(problem) => produced.problems.push(problem),
+    }
     produced
 }
+
+/// The Application's own `argocd.argoproj.io/sync-wave`: where Argo CD syncs it among what
+/// its parent syncs. Its resources sync once it is, so they move by that many unit steps.
+fn own_sync_wave(unit: &Found) -> Result<i64, Problem> {
+    let key = "argocd.argoproj.io/sync-wave";
+    let Some(text) = unit
+        .doc
+        .value
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(key))
+    else {
+        return Ok(0);
+    };
+    text.as_str()
+        .and_then(|t| t.trim().parse::<i64>().ok())
+        .filter(|w| w.abs() <= MAX_SYNC_WAVE)
+        .ok_or_else(|| {
+            unit.problem(
+                &["metadata", "annotations", key],
+                format!(
+                    "{key}: {text} is not a whole number between -{MAX_SYNC_WAVE} and {MAX_SYNC_WAVE}; write the Application's wave as a quoted integer, e.g. \"-1\""
+                ),
+            )
+        })
+}
+
+/// Largest sync wave of an Application: its resources move by that many steps of
+/// `render::waves::UNIT_WAVE_STEP`, which must not overflow.
+const MAX_SYNC_WAVE: i64 = 1_000_000;

@@ -237,7 +237,18 @@ pub struct IgnoreRule {
     pub namespace: Option<String>,
     /// JSON pointers (RFC 6901) of fields tend does not write.
     pub pointers: Vec<String>,
+    /// jq path expressions of fields tend does not write (`jqPathExpressions`).
+    #[serde(default)]
+    pub jq: Vec<String>,
+    /// Field managers whose fields in the live object tend leaves to them
+    /// (`managedFieldsManagers`): the policy [`IGNORE_FIELDS_OF`], applied once the live
+    /// object is read.
+    #[serde(default)]
+    pub managers: Vec<String>,
 }
+
+/// The per-object policy `managedFieldsManagers` becomes (the plan stage reads it).
+pub const IGNORE_FIELDS_OF: &str = "tend.dev/ignore-fields-of";
 
 impl IgnoreRule {
     pub fn matches(&self, object: &Json) -> bool {
@@ -256,9 +267,8 @@ impl IgnoreRule {
     }
 }
 
-/// `spec.ignoreDifferences` as rules. JSON pointers are kept; `jqPathExpressions` and
-/// `managedFieldsManagers` need the live object's fields, which the source stage has not
-/// got: an error naming the way out.
+/// `spec.ignoreDifferences` as rules: JSON pointers, jq path expressions (checked here) and
+/// field managers.
 pub fn ignore_rules(spec: &Json) -> Result<Vec<IgnoreRule>, String> {
     let mut out = Vec::new();
     for (i, entry) in spec
@@ -269,18 +279,6 @@ pub fn ignore_rules(spec: &Json) -> Result<Vec<IgnoreRule>, String> {
         .enumerate()
     {
         let text = |k: &str| entry.get(k).and_then(Json::as_str).map(str::to_string);
-        for unsupported in ["jqPathExpressions", "managedFieldsManagers"] {
-            if entry
-                .get(unsupported)
-                .and_then(Json::as_array)
-                .is_some_and(|a| !a.is_empty())
-            {
-                return Err(format!(
-                    "spec.ignoreDifferences[{i}].{unsupported} is not supported by tend: it \
-                     needs the live object's fields; name the fields with jsonPointers instead"
-                ));
-            }
-        }
         let pointers: Vec<String> = entry
             .get("jsonPointers")
             .and_then(Json::as_array)
@@ -297,6 +295,28 @@ pub fn ignore_rules(spec: &Json) -> Result<Vec<IgnoreRule>, String> {
                  write it as /spec/replicas"
             ));
         }
+        let managers: Vec<String> = entry
+            .get("managedFieldsManagers")
+            .and_then(Json::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|m| m.as_str().map(str::to_string))
+            .filter(|m| !m.is_empty() && !m.contains(','))
+            .collect();
+        let jq: Vec<String> = entry
+            .get("jqPathExpressions")
+            .and_then(Json::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p.as_str().map(str::to_string))
+            .collect();
+        for expression in &jq {
+            super::argo_jq::check(expression).map_err(|why| {
+                format!(
+                    "spec.ignoreDifferences[{i}].jqPathExpressions: {expression:?}: {why}; write a jq path expression, e.g. .spec.template.spec.containers[] | select(.name == \"sidecar\")"
+                )
+            })?;
+        }
         out.push(IgnoreRule {
             group: text("group").unwrap_or_default(),
             kind: text("kind")
@@ -304,6 +324,8 @@ pub fn ignore_rules(spec: &Json) -> Result<Vec<IgnoreRule>, String> {
             name: text("name").filter(|n| !n.is_empty()),
             namespace: text("namespace").filter(|n| !n.is_empty()),
             pointers,
+            jq,
+            managers,
         });
     }
     Ok(out)
@@ -318,7 +340,39 @@ pub fn strip_ignored(object: &mut Json, rules: &[IgnoreRule]) {
         for pointer in &rule.pointers {
             remove_pointer(object, pointer);
         }
+        for expression in &rule.jq {
+            super::argo_jq::delete(object, expression);
+        }
+        if !rule.managers.is_empty() {
+            add_managers(object, &rule.managers);
+        }
     }
+}
+
+/// Name `managers` in the object's [`IGNORE_FIELDS_OF`], after those it names already.
+fn add_managers(object: &mut Json, managers: &[String]) {
+    let Some(meta) = object.get_mut("metadata").and_then(Json::as_object_mut) else {
+        return;
+    };
+    let Some(annotations) = meta
+        .entry("annotations")
+        .or_insert_with(|| json!({}))
+        .as_object_mut()
+    else {
+        return;
+    };
+    let mut named: Vec<String> = annotations
+        .get(IGNORE_FIELDS_OF)
+        .and_then(Json::as_str)
+        .map(|t| t.split(',').map(|m| m.trim().to_string()).collect())
+        .unwrap_or_default();
+    for manager in managers {
+        if !named.contains(manager) {
+            named.push(manager.clone());
+        }
+    }
+    named.retain(|m| !m.is_empty());
+    annotations.insert(IGNORE_FIELDS_OF.into(), json!(named.join(",")));
 }
 
 fn remove_pointer(object: &mut Json, pointer: &str) {

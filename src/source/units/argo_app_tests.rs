@@ -140,10 +140,30 @@ fn sync_options_become_policies() {
         json!({"name": "web", "labels": {"team": "a"}})
     );
 
+    // Field managers become the object's tend.dev/ignore-fields-of; jq deletes.
+    let rules = ignore_rules(&json!({"ignoreDifferences": [
+        {"group": "apps", "kind": "Deployment", "managedFieldsManagers": ["kube-controller-manager", "hpa"]},
+        {"group": "apps", "kind": "Deployment", "jqPathExpressions": [".spec.template.spec.containers[] | select(.name == \"sidecar\")"]}]}))
+    .expect("valid");
+    let mut deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "annotations": {IGNORE_FIELDS_OF: "hpa"}},
+        "spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "app"}, {"name": "sidecar"}]}}}});
+    strip_ignored(&mut deployment, &rules);
+    assert_eq!(
+        deployment["metadata"]["annotations"][IGNORE_FIELDS_OF],
+        "hpa,kube-controller-manager"
+    );
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["containers"],
+        json!([{"name": "app"}])
+    );
     let err = ignore_rules(&json!({"ignoreDifferences": [
-        {"kind": "Deployment", "managedFieldsManagers": ["kube-controller-manager"]}]}))
+        {"kind": "Deployment", "jqPathExpressions": [".spec | nosuchfunction"]}]}))
     .unwrap_err();
-    assert!(err.contains("managedFieldsManagers"), "{err}");
+    assert!(
+        err.contains("spec.ignoreDifferences[0].jqPathExpressions"),
+        "{err}"
+    );
 }
 
 #[test]

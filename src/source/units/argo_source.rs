@@ -476,12 +476,18 @@ impl AppSources<'_, '_> {
         let has_options = options.as_object().is_some_and(|o| !o.is_empty());
         let copy;
         let (build_root, dir, file, text) = if has_options {
-            copy = crate::source::private_copy::PrivateCopy::of(root)
-                .map_err(|e| format!("cannot copy the repository to build it: {e}"))?;
             let overlay = PathBuf::from(".tend-argo-overlay").join(&self.unit.id.name);
             let base = format!("../../{}", path.display());
             let kustomization = argo_app::kustomize_overlay(options, &base)?;
             let text = crate::yaml::to_yaml(&kustomization);
+            let file = overlay.join("kustomization.yaml");
+            if let Some(files) = kustomize::detect(root, &overlay, &file, &text)
+                .and_then(|unit| kustomize::kept_overlay(root, &unit, &text, self.ctx.kustomize))
+            {
+                return Ok(self.built_files(path, files));
+            }
+            copy = crate::source::private_copy::PrivateCopy::of(root)
+                .map_err(|e| format!("cannot copy the repository to build it: {e}"))?;
             let dir = copy.path().join(&overlay);
             std::fs::create_dir_all(&dir)
                 .and_then(|()| std::fs::write(dir.join("kustomization.yaml"), &text))
@@ -521,14 +527,19 @@ impl AppSources<'_, '_> {
         if let Some(p) = problems.first() {
             return Err(format!("building {}: {}", path.display(), p.message));
         }
-        Ok(files
+        Ok(self.built_files(path, files))
+    }
+
+    /// A build's files, named by the source's path, with the Application's policies.
+    fn built_files(&self, path: &Path, files: Vec<SourceFile>) -> Vec<SourceFile> {
+        files
             .into_iter()
             .map(|mut f| {
                 f.path = PathBuf::from(format!("{} (kustomize build)", path.display()));
                 f.text = self.file_policies(&f.path, std::mem::take(&mut f.text));
                 f
             })
-            .collect())
+            .collect()
     }
 
     /// The file's documents with the Application's policies; the text as written when they

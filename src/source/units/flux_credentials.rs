@@ -28,6 +28,16 @@ pub fn release_login(unit: &Found, sources: &Sources, ctx: &Context) -> Result<(
 
 fn repository_login(repository: &Found, sources: &Sources, ctx: &Context) -> Result<(), Blocked> {
     let spec = repository.spec();
+    // A client certificate or a private CA would change what the fetch trusts: refused
+    // rather than fetched without it.
+    if spec.get("certSecretRef").is_some() {
+        return Err(repository
+            .problem(
+                &["spec", "certSecretRef"],
+                "certSecretRef (a TLS client certificate or a private CA) is not supported by tend yet; serve the repository with a certificate the system trusts, or add its CA to the machine's trust store",
+            )
+            .into());
+    }
     let Some(name) = spec.pointer("/secretRef/name").and_then(Value::as_str) else {
         return Ok(());
     };

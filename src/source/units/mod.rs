@@ -28,7 +28,8 @@
 //!   reason (reported, never silently dropped); `revision`: the source revision it read.
 //! - `depends_on`: other units it waits for (their depth becomes waves,
 //!   `render::waves::UNIT_WAVE_STEP` apart in render; a unit inside another never before
-//!   it); `live`: how to tell a live
+//!   it); `sync_wave`: its own wave among what the unit it came from syncs (an Argo CD
+//!   Application's sync-wave), in the same steps, added to that unit's; `live`: how to tell a live
 //!   controller's copy of it is active (the no-fight rule: `run::units_live` reads the live
 //!   object of the unit's kind in `LiveRule::group`, any served version, and refuses `apply`
 //!   when `LiveRule::active` says so, naming `LiveRule::way_out`).
@@ -56,6 +57,7 @@
 mod argo;
 mod argo_app;
 mod argo_appset;
+mod argo_jq;
 mod argo_jsonnet;
 mod argo_match;
 mod argo_nested;
@@ -319,6 +321,7 @@ fn expand_one(
         depends_on: produced.depends_on,
         live: produced.live,
         target,
+        sync_wave: produced.sync_wave,
         wave: 0,
         service_account: tenant::service_account_name(unit),
     };
@@ -374,13 +377,14 @@ fn depth(
     // unit starts after it: the Namespace, ServiceAccount and RoleBindings it is written
     // with come first (see `tenant.rs`).
     let parent = unit.parents.last().and_then(|p| index.get(p)).copied();
-    let mut wave = match parent {
-        Some(parent) => {
-            depth(parent, units, index, waves, path, problems)
-                + i64::from(tenant::starts_after_parent(unit, &units[parent]))
-        }
-        None => 0,
-    };
+    let mut wave = unit.sync_wave
+        + match parent {
+            Some(parent) => {
+                depth(parent, units, index, waves, path, problems)
+                    + i64::from(tenant::starts_after_parent(unit, &units[parent]))
+            }
+            None => 0,
+        };
     for dependency in &unit.depends_on {
         match index.get(dependency) {
             Some(&i) => wave = wave.max(depth(i, units, index, waves, path, problems) + 1),

@@ -246,6 +246,9 @@ pub struct Produced {
     /// the walk found there are the unit's, not also the run's own (an Argo CD app of apps
     /// run from the directory that holds all of it).
     pub claims: Vec<PathBuf>,
+    /// Its own wave among what the unit it came from syncs (an Argo CD Application's
+    /// `argocd.argoproj.io/sync-wave`): added to that unit's wave.
+    pub sync_wave: i64,
 }
 
 impl Produced {
@@ -261,6 +264,7 @@ impl Produced {
             problems: Vec::new(),
             namespace: None,
             claims: Vec::new(),
+            sync_wave: 0,
         }
     }
 
@@ -289,8 +293,12 @@ pub struct ExpandedUnit {
     pub live: Option<LiveRule>,
     /// The cluster it targets through a kubeconfig Secret, when not the run's own.
     pub target: Option<KubeConfigRef>,
-    /// Its depth in the `dependsOn` graph (0: depends on nothing): the wave its objects
-    /// are applied in, so a unit starts when the units it depends on are ready.
+    /// See [`Produced::sync_wave`].
+    pub sync_wave: i64,
+    /// Its depth in the `dependsOn` graph (0: depends on nothing), plus the sync waves of
+    /// it and the units it came from: the wave its objects are applied in
+    /// (`render::waves::UNIT_WAVE_STEP` apart), so a unit starts when the units it
+    /// depends on, and those of lower sync waves beside it, are ready.
     pub wave: i64,
     /// A Flux unit's `spec.serviceAccountName` (see `tenant.rs`).
     pub service_account: Option<String>,

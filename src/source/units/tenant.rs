@@ -146,6 +146,7 @@ mod tests {
             live: None,
             target: None,
             wave: 0,
+            sync_wave: 0,
             service_account: account.map(str::to_string),
         }
     }

@@ -451,6 +451,7 @@ fn random_renders_are_kept_sealed_once_the_clusters_seed_is_stored() {
 
 mod cluster;
 mod crypto;
+mod dependencies;
 mod hooks;
 mod oci;
 pub(crate) mod registry;
