@@ -103,17 +103,7 @@ pub fn read_and_render(
 pub fn load(source_opts: &SourceOptions, render_opts: &RenderOptions) -> Result<Loaded, Error> {
     let mut checkout = source::resolve(source_opts)?;
     checkout.kustomize.keys = render_opts.keys.clone();
-    tracing::debug!("reading desired state from {}", checkout.dir.display());
-    let mut walked = if source_opts.more_paths.is_empty() {
-        walk::walk_with(&checkout.dir, &checkout.kustomize).map_err(|source| Error::Walk {
-            path: checkout.dir.clone(),
-            source,
-        })?
-    } else {
-        let mut paths = vec![source_opts.path.clone().unwrap_or_default()];
-        paths.extend(source_opts.more_paths.iter().cloned());
-        source::walk_paths::walk_paths(&checkout, &paths)?
-    };
+    let mut walked = walk_checkout(source_opts, &checkout)?;
     let cache_dir = source_opts
         .cache_dir
         .clone()
@@ -175,6 +165,23 @@ pub fn load(source_opts: &SourceOptions, render_opts: &RenderOptions) -> Result<
         cache_dir,
         expanded,
     })
+}
+
+/// The files of `--path` (and a Fleet cluster's other `paths`), walked.
+fn walk_checkout(
+    source_opts: &SourceOptions,
+    checkout: &source::Checkout,
+) -> Result<walk::Walked, Error> {
+    tracing::debug!("reading desired state from {}", checkout.dir.display());
+    if source_opts.more_paths.is_empty() {
+        return walk::walk_with(&checkout.dir, &checkout.kustomize).map_err(|source| Error::Walk {
+            path: checkout.dir.clone(),
+            source,
+        });
+    }
+    let mut paths = vec![source_opts.path.clone().unwrap_or_default()];
+    paths.extend(source_opts.more_paths.iter().cloned());
+    Ok(source::walk_paths::walk_paths(checkout, &paths)?)
 }
 
 /// The run's chart logins, then those of the units' chart repositories (Flux's

@@ -223,3 +223,18 @@ fn a_helm_repository_secret_ref_logs_in_to_the_repository() {
     assert_eq!(code, 1, "{stdout}{stderr}");
     assert!(stdout.contains("web-shop"), "{stdout}");
 }
+
+#[test]
+fn a_helm_repository_cert_secret_ref_is_refused_not_ignored() {
+    let units = format!(
+        "apiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata:\n  name: charts\n  namespace: flux-system\nspec:\n  interval: 1h\n  url: https://charts.example.com\n  certSecretRef:\n    name: charts-ca\n---\n{}",
+        release("      chart: shop\n      sourceRef:\n        kind: HelmRepository\n        name: charts\n")
+    );
+    let dir = site(&[("units.yaml", &units)]);
+    let (code, _, stderr) = run(tend().args(["render", "--repo"]).arg(dir.path()));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("units.yaml:9") && stderr.contains("certSecretRef"),
+        "{stderr}"
+    );
+}
