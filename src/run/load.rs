@@ -181,7 +181,7 @@ fn walk_checkout(
     }
     let mut paths = vec![source_opts.path.clone().unwrap_or_default()];
     paths.extend(source_opts.more_paths.iter().cloned());
-    Ok(source::walk_paths::walk_paths(checkout, &paths)?)
+    source::walk_paths::walk_paths(checkout, &paths)
 }
 
 /// The run's chart logins, then those of the units' chart repositories (Flux's
