@@ -9,7 +9,7 @@ pub mod credentials;
 pub mod dependencies;
 mod helmignore;
 mod http;
-mod oci;
+pub mod oci;
 pub mod remote;
 mod validate;
 

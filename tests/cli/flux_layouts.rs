@@ -206,3 +206,94 @@ fn a_git_repository_of_the_checkout_on_another_branch_reads_that_branch() {
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("from: work-tree"), "{stdout}");
 }
+
+/// A registry holding the Flux artifact `manifests/app` at tags 1.0.0 and 1.1.0, each a
+/// ConfigMap saying its version, as `flux push artifact` stores them.
+fn artifact_registry() -> String {
+    use crate::helm::registry::{not_found, serve, sha};
+    use crate::helm::subcharts::tgz;
+    let layer = |version: &str| {
+        tgz(&[
+            ("./kustomization.yaml", "resources: [config.yaml]\n"),
+            (
+                "./config.yaml",
+                &format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: default\ndata:\n  version: \"{version}\"\n"),
+            ),
+        ])
+    };
+    let layers: Vec<(String, Vec<u8>)> = ["1.0.0", "1.1.0"]
+        .iter()
+        .map(|v| (v.to_string(), layer(v)))
+        .collect();
+    let (base, _) = serve(move |request| {
+        let path = request.path.as_str();
+        if path == "/v2/manifests/app/tags/list" {
+            return (
+                200,
+                vec![],
+                br#"{"tags":["1.0.0","1.1.0","latest"]}"#.to_vec(),
+            );
+        }
+        for (version, bytes) in &layers {
+            let digest = format!("sha256:{}", sha(bytes));
+            if path == format!("/v2/manifests/app/manifests/{version}") {
+                let manifest = format!(
+                    r#"{{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{{"mediaType":"application/vnd.cncf.flux.config.v1+json","digest":"sha256:{}","size":2}},"layers":[{{"mediaType":"application/vnd.cncf.flux.content.v1.tar+gzip","digest":"{digest}","size":{}}}]}}"#,
+                    sha(b"{}"),
+                    bytes.len()
+                );
+                return (200, vec![], manifest.into_bytes());
+            }
+            if path == format!("/v2/manifests/app/blobs/{digest}") {
+                return (200, vec![], bytes.clone());
+            }
+        }
+        not_found()
+    });
+    base.replace("http://", "oci://")
+}
+
+fn oci_site(registry: &str, reference: &str, extra: &str) -> tempfile::TempDir {
+    site(&[
+        (
+            "clusters/dev/flux-system/gotk-sync.yaml",
+            "# This file will be generated automatically by flux boostrap.\n",
+        ),
+        (
+            "clusters/dev/app.yaml",
+            &format!("apiVersion: source.toolkit.fluxcd.io/v1beta2\nkind: OCIRepository\nmetadata:\n  name: app\n  namespace: flux-system\nspec:\n  interval: 10m\n  url: {registry}/manifests/app\n  ref:\n    {reference}\n{extra}---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: app\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./\n  prune: true\n  sourceRef:\n    kind: OCIRepository\n    name: app\n"),
+        ),
+    ])
+}
+
+#[test]
+fn an_oci_repository_of_manifests_is_pulled_as_source_controller_pulls_it() {
+    let registry = artifact_registry();
+    let render = |dir: &tempfile::TempDir| {
+        run(tend()
+            .args(["render", "--path", "clusters/dev", "--cache-dir"])
+            .arg(dir.path().join(".cache"))
+            .arg("--repo")
+            .arg(dir.path()))
+    };
+    let dir = oci_site(&registry, "semver: \">=1.0.0\"", "");
+    let (code, stdout, stderr) = render(&dir);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("version: 1.1.0"), "{stdout}");
+    assert!(
+        stdout.contains("(Flux Kustomization flux-system/app)"),
+        "{stdout}"
+    );
+    let dir = oci_site(&registry, "tag: 1.0.0", "");
+    let (code, stdout, stderr) = render(&dir);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("version: 1.0.0"), "{stdout}");
+    // What would change the pull is refused, never ignored.
+    let dir = oci_site(&registry, "tag: 1.0.0", "  secretRef:\n    name: pull\n");
+    let (code, _, stderr) = render(&dir);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("app.yaml:11") && stderr.contains("spec.secretRef"),
+        "{stderr}"
+    );
+}

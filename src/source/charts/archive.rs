@@ -13,6 +13,12 @@ const MAX_UNPACKED: u64 = 64 * 1024 * 1024;
 /// The files of a chart archive: path inside the chart, and bytes. It may unpack to at most
 /// `room` bytes (what is left of the chart tree's budget), and never more than 64 MiB.
 pub fn files(gz: &[u8], room: u64) -> Result<Vec<(String, Vec<u8>)>, String> {
+    entries(gz, room, true)
+}
+
+/// The regular files of a gzipped tar, with the first path element stripped (a chart's
+/// directory) or not (a Flux artifact, whose files sit at its top), within the same limits.
+pub fn entries(gz: &[u8], room: u64, strip_first: bool) -> Result<Vec<(String, Vec<u8>)>, String> {
     let limit = room.min(MAX_UNPACKED);
     let mut tar = Vec::new();
     flate2::read::MultiGzDecoder::new(gz)
@@ -59,8 +65,14 @@ pub fn files(gz: &[u8], room: u64) -> Result<Vec<(String, Vec<u8>)>, String> {
             b'L' => long_name = Some(c_string(data)),
             b'0' | 0 => {
                 // Helm drops the first path element (the chart's directory).
-                let Some((_, inside)) = name.trim_start_matches("./").split_once('/') else {
-                    continue;
+                let trimmed = name.trim_start_matches("./");
+                let inside = if strip_first {
+                    let Some((_, inside)) = trimmed.split_once('/') else {
+                        continue;
+                    };
+                    inside
+                } else {
+                    trimmed
                 };
                 if inside.is_empty() {
                     continue;

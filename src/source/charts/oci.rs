@@ -23,6 +23,87 @@ const LEGACY_CHART_LAYER: &str = "application/tar+gzip";
 /// Pages of tags followed at most (a registry's page is 100 tags or more).
 const MAX_TAG_PAGES: usize = 100;
 
+/// What a Flux `OCIRepository` names in its repository: a tag, a semver range over the
+/// tags, or a manifest digest.
+pub enum ArtifactRef<'a> {
+    Tag(&'a str),
+    Semver(&'a str),
+    Digest(&'a str),
+}
+
+/// An artifact's files: path inside it, and bytes.
+pub type ArtifactFiles = Vec<(String, Vec<u8>)>;
+
+/// A Flux OCI artifact (`flux push artifact`) at `url` (`oci://host[:port]/path`): the files
+/// of its manifest's layer of `media_type` (else its first layer, as source-controller
+/// takes it), extracted, and its revision as Flux writes it (`<tag>@sha256:<manifest>`).
+pub fn fetch_artifact(
+    url: &str,
+    wanted: ArtifactRef<'_>,
+    media_type: Option<&str>,
+    cache_dir: &Path,
+    credentials: &Credentials,
+) -> Result<(ArtifactFiles, String), String> {
+    let rest = url.trim_start_matches("oci://").trim_end_matches('/');
+    let (host, repo) = rest
+        .split_once('/')
+        .ok_or_else(|| format!("{url} names no repository; write oci://host/path"))?;
+    let mut registry = Registry::new(host, repo.to_string(), credentials);
+    let (reference, tag) = match wanted {
+        ArtifactRef::Tag(tag) => (tag.to_string(), Some(tag.to_string())),
+        ArtifactRef::Semver(range) => {
+            let tag = registry.resolve(range)?;
+            (tag.clone(), Some(tag))
+        }
+        ArtifactRef::Digest(digest) => (digest.to_string(), None),
+    };
+    let manifest = registry.get(
+        &format!("/v2/{}/manifests/{reference}", registry.repo),
+        Some(MANIFEST),
+    )?;
+    let manifest_digest = format!("sha256:{}", hex::encode(sha2::Sha256::digest(&manifest)));
+    if tag.is_none() && manifest_digest != reference {
+        return Err(format!(
+            "the manifest {url}@{reference} has the digest {manifest_digest}: not what was asked"
+        ));
+    }
+    let manifest: serde_json::Value = serde_json::from_slice(&manifest)
+        .map_err(|_| format!("the manifest of {url}:{reference} is not JSON"))?;
+    let layers = manifest.get("layers").and_then(|l| l.as_array());
+    let layer = layers
+        .and_then(|layers| match media_type {
+            Some(kind) => layers
+                .iter()
+                .find(|l| l.get("mediaType").and_then(|m| m.as_str()) == Some(kind)),
+            None => layers.first(),
+        })
+        .ok_or_else(|| match media_type {
+            Some(kind) => format!("{url}:{reference} has no layer of media type {kind}"),
+            None => format!("{url}:{reference} has no layers"),
+        })?;
+    let digest = layer
+        .get("digest")
+        .and_then(|d| d.as_str())
+        .and_then(|d| d.strip_prefix("sha256:"))
+        .map(str::to_ascii_lowercase)
+        .filter(|d| d.len() == 64 && d.bytes().all(|b| b.is_ascii_hexdigit()))
+        .ok_or_else(|| format!("the layer of {url}:{reference} has no sha256 digest; tend only unpacks what it can check"))?;
+    let what = format!("{url}:{reference}");
+    let bytes = archive::cached(cache_dir, &digest, &what, "its manifest gives", || {
+        registry.get(
+            &format!("/v2/{}/blobs/sha256:{digest}", registry.repo),
+            None,
+        )
+    })?;
+    let files = archive::entries(&bytes, u64::MAX, false)
+        .map_err(|e| format!("the layer of {what} is not a tar.gz of files: {e}"))?;
+    let revision = match tag {
+        Some(tag) => format!("{tag}@{manifest_digest}"),
+        None => manifest_digest,
+    };
+    Ok((files, revision))
+}
+
 /// The chart `name` of `version` (a tag, a version or a semver range) from the registry
 /// repository `repository` (`oci://host[:port][/path]`).
 pub fn fetch(
@@ -42,21 +123,7 @@ pub fn fetch(
     } else {
         format!("{path}/{name}")
     };
-    // Docker Hub's name is not its API's host (containerd's resolver, which Helm's ORAS
-    // client uses, maps it the same way).
-    let api_host = if host.eq_ignore_ascii_case("docker.io") {
-        "registry-1.docker.io"
-    } else {
-        host
-    };
-    let mut registry = Registry {
-        base: format!("{}://{api_host}", scheme(api_host)),
-        host: host.to_ascii_lowercase(),
-        repo,
-        credentials,
-        authorization: None,
-        challenged: false,
-    };
+    let mut registry = Registry::new(host, repo, credentials);
     let tag = registry.resolve(version)?;
     let chart_version = tag.replace('_', "+");
     let reference = format!("oci://{}/{}:{tag}", registry.host, registry.repo);
@@ -137,7 +204,25 @@ struct Registry<'a> {
     challenged: bool,
 }
 
-impl Registry<'_> {
+impl<'c> Registry<'c> {
+    fn new(host: &str, repo: String, credentials: &'c Credentials) -> Registry<'c> {
+        // Docker Hub's name is not its API's host (containerd's resolver, which Helm's ORAS
+        // client uses, maps it the same way).
+        let api_host = if host.eq_ignore_ascii_case("docker.io") {
+            "registry-1.docker.io"
+        } else {
+            host
+        };
+        Registry {
+            base: format!("{}://{api_host}", scheme(api_host)),
+            host: host.to_ascii_lowercase(),
+            repo,
+            credentials,
+            authorization: None,
+            challenged: false,
+        }
+    }
+
     /// The tag for `version`: a tag equal to it (or to it with `+` as `_`), else the highest
     /// version among the tags that satisfies it as a semver range, as Helm picks it.
     fn resolve(&mut self, version: &str) -> Result<String, String> {

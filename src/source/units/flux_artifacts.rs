@@ -31,8 +31,8 @@ use std::sync::Arc;
 pub const GROUP: &str = "source.extensions.fluxcd.io";
 const VERSIONS: &[&str] = &["v1beta1"];
 
-/// The tree a Kustomization's `sourceRef` names: an ExternalArtifact's, or a
-/// GitRepository's ([`git_tree`]).
+/// The tree a Kustomization's `sourceRef` names: an ExternalArtifact's, an OCIRepository's
+/// (see `flux_oci.rs`), or a GitRepository's ([`git_tree`]).
 pub fn source_tree(
     unit: &Found,
     source_ref: &Value,
@@ -41,17 +41,22 @@ pub fn source_tree(
     ctx: &Context,
 ) -> Result<Tree, Problem> {
     let text = |k: &str| source_ref.get(k).and_then(Value::as_str);
-    if text("kind") != Some("ExternalArtifact") {
-        return git_tree(unit, source_ref, field, sources, ctx);
-    }
     let namespace = text("namespace").unwrap_or(&unit.id.namespace);
-    artifact_tree(
-        unit,
-        (namespace, text("name").unwrap_or("")),
-        field,
-        sources,
-        ctx,
-    )
+    let name = text("name").unwrap_or("");
+    match text("kind") {
+        Some("ExternalArtifact") => artifact_tree(unit, (namespace, name), field, sources, ctx),
+        Some("OCIRepository") => match sources.get("OCIRepository", namespace, name) {
+            Some(source) => {
+                super::flux_sources::source_version(source)?;
+                super::flux_oci::oci_tree(source, ctx)
+            }
+            None => Err(unit.problem(
+                field,
+                format!("sourceRef names OCIRepository {namespace}/{name}, which the desired state does not define; define it, or fix the name"),
+            )),
+        },
+        _ => git_tree(unit, source_ref, field, sources, ctx),
+    }
 }
 
 /// The tree of ExternalArtifact `namespace/name`, built from the ArtifactGenerator of the

@@ -25,7 +25,7 @@ pub fn git_tree(
         return Err(unit.problem(
             field,
             format!(
-                "a sourceRef of kind {kind:?} is not supported by tend yet; use a GitRepository (or an ExternalArtifact of an ArtifactGenerator)"
+                "a sourceRef of kind {kind:?} is not supported by tend yet; use a GitRepository, an OCIRepository or an ExternalArtifact of an ArtifactGenerator"
             ),
         ));
     }

@@ -71,6 +71,7 @@ mod flux_credentials;
 mod flux_decrypt;
 mod flux_helm;
 mod flux_kustomize;
+mod flux_oci;
 mod flux_sources;
 mod flux_substitute;
 mod flux_values_files;
