@@ -10,6 +10,7 @@ pub mod dependencies;
 mod helmignore;
 mod http;
 pub mod oci;
+mod proxy;
 pub mod remote;
 mod validate;
 

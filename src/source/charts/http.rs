@@ -1,6 +1,6 @@
 //! A small blocking HTTP/1.1 GET for chart repositories (`index.yaml`, chart archives) and
 //! OCI registries: plain HTTP or HTTPS (rustls, the platform's trust store), redirects followed, chunked bodies
-//! read, sizes bounded. The source stage runs before anything async, and a chart
+//! read, sizes bounded, through the proxy the environment names (`proxy.rs`). The source stage runs before anything async, and a chart
 //! repository needs nothing more.
 
 use std::io::{Read, Write};
@@ -145,8 +145,15 @@ fn request(url: &str, extra: &[(&str, String)]) -> Result<Response, String> {
         ),
         _ => (host_port, if tls { 443 } else { 80 }),
     };
+    let host_name = host.trim_start_matches('[').trim_end_matches(']');
+    let proxy = super::proxy::Settings::from_env().proxy_for(tls, host_name, port)?;
+    // Through a proxy, plain http asks for the absolute URL; https tunnels with CONNECT.
+    let target = match (&proxy, tls) {
+        (Some(_), false) => format!("http://{host_port}{path}"),
+        _ => path.to_string(),
+    };
     let mut head = format!(
-        "GET {path} HTTP/1.1\r\nHost: {host_port}\r\nUser-Agent: tend/{}\r\nAccept-Encoding: identity\r\nConnection: close\r\n",
+        "GET {target} HTTP/1.1\r\nHost: {host_port}\r\nUser-Agent: tend/{}\r\nAccept-Encoding: identity\r\nConnection: close\r\n",
         env!("CARGO_PKG_VERSION")
     );
     if let Some(userinfo) = userinfo {
@@ -157,10 +164,28 @@ fn request(url: &str, extra: &[(&str, String)]) -> Result<Response, String> {
     for (name, value) in extra {
         head.push_str(&format!("{name}: {value}\r\n"));
     }
+    if let (Some(proxy), false) = (&proxy, tls) {
+        if let Some(auth) = &proxy.authorization {
+            head.push_str(&format!("Proxy-Authorization: {auth}\r\n"));
+        }
+    }
     head.push_str("\r\n");
-    let host_name = host.trim_start_matches('[').trim_end_matches(']');
-    let stream = TcpStream::connect((host_name, port))
-        .map_err(|e| format!("cannot connect to {shown}: {e}"))?;
+    let stream = match &proxy {
+        None => TcpStream::connect((host_name, port))
+            .map_err(|e| format!("cannot connect to {shown}: {e}"))?,
+        Some(proxy) => {
+            let stream = TcpStream::connect((proxy.host.as_str(), proxy.port)).map_err(|e| {
+                format!(
+                    "cannot connect to the proxy {} for {shown}: {e}",
+                    proxy.shown
+                )
+            })?;
+            if tls {
+                tunnel(&stream, proxy, host_name, port, &shown)?;
+            }
+            stream
+        }
+    };
     stream.set_read_timeout(Some(TIMEOUT)).ok();
     stream.set_write_timeout(Some(TIMEOUT)).ok();
     let raw = if tls {
@@ -174,6 +199,53 @@ fn request(url: &str, extra: &[(&str, String)]) -> Result<Response, String> {
         exchange(stream, &head, &shown)?
     };
     parse(&raw, &shown)
+}
+
+/// Asks `proxy` for a tunnel to `host:port` (HTTP CONNECT) and reads its answer, leaving
+/// `stream` at the start of the tunnel.
+fn tunnel(
+    mut stream: &TcpStream,
+    proxy: &super::proxy::Proxy,
+    host: &str,
+    port: u16,
+    shown: &str,
+) -> Result<(), String> {
+    let target = match host.contains(':') {
+        true => format!("[{host}]:{port}"),
+        false => format!("{host}:{port}"),
+    };
+    let mut head = format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n");
+    if let Some(auth) = &proxy.authorization {
+        head.push_str(&format!("Proxy-Authorization: {auth}\r\n"));
+    }
+    head.push_str("\r\n");
+    let via = &proxy.shown;
+    stream.set_read_timeout(Some(TIMEOUT)).ok();
+    stream
+        .write_all(head.as_bytes())
+        .map_err(|e| format!("cannot ask the proxy {via} for {shown}: {e}"))?;
+    // Byte by byte: what follows the proxy's answer is the tunnel, and must stay unread.
+    let mut answer = Vec::new();
+    let mut byte = [0u8; 1];
+    while !answer.ends_with(b"\r\n\r\n") {
+        match stream.read(&mut byte) {
+            Ok(1) if answer.len() < 64 * 1024 => answer.push(byte[0]),
+            Ok(_) => return Err(format!("the proxy {via} closed the tunnel to {shown}")),
+            Err(e) => {
+                return Err(format!(
+                    "cannot read the proxy {via}'s answer for {shown}: {e}"
+                ))
+            }
+        }
+    }
+    let status_line = String::from_utf8_lossy(&answer);
+    let status_line = status_line.lines().next().unwrap_or("");
+    match status_line.split_whitespace().nth(1) {
+        Some(code) if code.starts_with('2') => Ok(()),
+        _ => Err(format!(
+            "the proxy {via} refused a tunnel to {shown}: {status_line}; check HTTPS_PROXY and NO_PROXY"
+        )),
+    }
 }
 
 fn tls_config() -> Result<Arc<rustls::ClientConfig>, rustls::Error> {

@@ -163,7 +163,11 @@ pub(super) fn attempt(ctx: &Ctx<'_>, repo_dir: &Path, trees: &Path) -> Result<Fe
         })?;
     auth.reset();
     let mut conn = remote
-        .connect_auth(Direction::Fetch, Some(auth.callbacks()), None)
+        .connect_auth(
+            Direction::Fetch,
+            Some(auth.callbacks()),
+            Some(proxy_from_environment()),
+        )
         .map_err(|e| auth.network_error(&e))?;
     let heads: Vec<(String, Oid)> = conn
         .list()
@@ -438,6 +442,7 @@ pub(super) fn fetch_refspecs(
         });
         let mut opts = FetchOptions::new();
         opts.remote_callbacks(callbacks)
+            .proxy_options(proxy_from_environment())
             .download_tags(AutotagOption::None)
             .update_fetchhead(false)
             .depth(depth);
@@ -532,4 +537,12 @@ pub(super) fn find_commit_prefix<'r>(
         }
         Err(e) => Err(ctx.cache_err(repo_dir, &e)),
     }
+}
+
+/// libgit2's automatic proxy: git's `http.proxy` settings, else `HTTPS_PROXY`/`HTTP_PROXY`
+/// with `NO_PROXY`, as `git fetch` and Flux's source-controller honour them.
+fn proxy_from_environment() -> git2::ProxyOptions<'static> {
+    let mut proxy = git2::ProxyOptions::new();
+    proxy.auto();
+    proxy
 }

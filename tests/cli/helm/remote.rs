@@ -25,8 +25,13 @@ pub fn serve(files: BTreeMap<String, Vec<u8>>) -> (String, Arc<Mutex<Vec<String>
                 head.push(byte[0]);
             }
             let head = String::from_utf8_lossy(&head);
-            let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
-            log.lock().unwrap().push(path.clone());
+            let target = head.split_whitespace().nth(1).unwrap_or("/").to_string();
+            log.lock().unwrap().push(target.clone());
+            // A proxy is asked for the absolute URL: serve its path, as if forwarded.
+            let path = match target.strip_prefix("http://") {
+                Some(rest) => rest[rest.find('/').unwrap_or(rest.len())..].to_string(),
+                None => target,
+            };
             let response = match files.get(&path) {
                 Some(body) => {
                     let mut r = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len()).into_bytes();
@@ -218,4 +223,82 @@ fn a_wrong_digest_a_missing_version_or_chart_is_refused_at_the_helm_chart() {
     assert!(!stderr.contains("t0ken-canary"), "{stderr}");
 
     assert!(object_writes(&cluster).is_empty(), "nothing written");
+}
+
+#[test]
+fn charts_are_fetched_through_the_proxy_the_environment_names_as_helm_does() {
+    let (proxy, asked) = repository(false);
+    let dir = site(&[
+        ("namespaces.yaml", &ns_yaml("shop")),
+        (
+            "apps/store.yaml",
+            &release("http://charts.invalid", "^1.0.0"),
+        ),
+    ]);
+    let render = |vars: &[(&str, &str)]| {
+        let cache = tempfile::tempdir().unwrap();
+        let mut cmd = tend();
+        cmd.args(["render", "--repo"])
+            .arg(dir.path())
+            .arg("--cache-dir")
+            .arg(cache.path());
+        for name in [
+            "HTTP_PROXY",
+            "http_proxy",
+            "HTTPS_PROXY",
+            "https_proxy",
+            "NO_PROXY",
+            "no_proxy",
+        ] {
+            cmd.env_remove(name);
+        }
+        cmd.envs(vars.iter().copied());
+        run(&mut cmd)
+    };
+    // The host exists only behind the proxy: tend asks the proxy for the absolute URL.
+    let (code, out, err) = render(&[("HTTP_PROXY", &proxy)]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("version: 1.2.0"), "{out}");
+    let asked_now = asked.lock().unwrap().clone();
+    assert!(
+        asked_now.contains(&"http://charts.invalid/stable/index.yaml".to_string())
+            && asked_now
+                .contains(&"http://charts.invalid/stable/archives/shop-1.2.0.tgz".to_string()),
+        "{asked_now:?}"
+    );
+    // NO_PROXY names the host: tend goes direct, and the host does not resolve.
+    let (code, _, err) = render(&[("HTTP_PROXY", &proxy), ("NO_PROXY", "localhost,.invalid")]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("cannot connect to http://charts.invalid/stable/index.yaml"),
+        "{err}"
+    );
+    // An https repository is reached through a CONNECT tunnel; this proxy refuses it.
+    let https = site(&[
+        ("namespaces.yaml", &ns_yaml("shop")),
+        (
+            "apps/store.yaml",
+            &release("https://charts.invalid", "^1.0.0"),
+        ),
+    ]);
+    let cache = tempfile::tempdir().unwrap();
+    let (code, _, err) = run(tend()
+        .args(["render", "--repo"])
+        .arg(https.path())
+        .arg("--cache-dir")
+        .arg(cache.path())
+        .env(
+            "HTTPS_PROXY",
+            proxy.replace("http://", "http://user:hunter2@"),
+        ));
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!("the proxy {proxy} refused a tunnel to https://charts.invalid/stable/index.yaml: HTTP/1.1 404")),
+        "{err}"
+    );
+    assert!(!err.contains("hunter2"), "{err}");
+    assert!(asked
+        .lock()
+        .unwrap()
+        .contains(&"charts.invalid:443".to_string()));
 }
