@@ -93,12 +93,124 @@ pub const BUILTIN_KINDS: &[(&str, &str, &str, bool)] = &[
         false,
     ),
     ("apiregistration.k8s.io", "v1", "APIService", false),
+    // Served by Kubernetes 1.33 to 1.36, beta and alpha versions included (a cluster may
+    // enable them), so an offline render does not refuse what a current cluster serves.
+    ("", "v1", "ComponentStatus", false),
+    ("storage.k8s.io", "v1", "CSINode", false),
+    ("storage.k8s.io", "v1", "CSIStorageCapacity", true),
+    ("storage.k8s.io", "v1", "VolumeAttributesClass", false),
+    ("storage.k8s.io", "v1beta1", "VolumeAttributesClass", false),
+    ("storage.k8s.io", "v1alpha1", "VolumeAttributesClass", false),
+    ("networking.k8s.io", "v1", "ServiceCIDR", false),
+    ("networking.k8s.io", "v1", "IPAddress", false),
+    ("networking.k8s.io", "v1beta1", "ServiceCIDR", false),
+    ("networking.k8s.io", "v1beta1", "IPAddress", false),
+    (
+        "admissionregistration.k8s.io",
+        "v1",
+        "MutatingAdmissionPolicy",
+        false,
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "v1",
+        "MutatingAdmissionPolicyBinding",
+        false,
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "v1beta1",
+        "MutatingAdmissionPolicy",
+        false,
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "v1beta1",
+        "MutatingAdmissionPolicyBinding",
+        false,
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "v1alpha1",
+        "MutatingAdmissionPolicy",
+        false,
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "v1alpha1",
+        "MutatingAdmissionPolicyBinding",
+        false,
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "v1beta1",
+        "ValidatingAdmissionPolicy",
+        false,
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "v1beta1",
+        "ValidatingAdmissionPolicyBinding",
+        false,
+    ),
+    (
+        "certificates.k8s.io",
+        "v1beta1",
+        "ClusterTrustBundle",
+        false,
+    ),
+    (
+        "certificates.k8s.io",
+        "v1alpha1",
+        "ClusterTrustBundle",
+        false,
+    ),
+    (
+        "certificates.k8s.io",
+        "v1beta1",
+        "PodCertificateRequest",
+        true,
+    ),
+    (
+        "certificates.k8s.io",
+        "v1alpha1",
+        "PodCertificateRequest",
+        true,
+    ),
+    ("coordination.k8s.io", "v1beta1", "LeaseCandidate", true),
+    ("coordination.k8s.io", "v1alpha2", "LeaseCandidate", true),
 ];
 
-/// Groups whose kinds are all in [`BUILTIN_KINDS`]: a kind or version in these groups that is
-/// not in the table is a typo or a removed API, so it is an error even offline.
+/// Groups of [`BUILTIN_KINDS`]: a known kind at a version not in the table is a removed API,
+/// and a kind that is one slip from a known kind is a typo, so both are errors even offline.
 pub fn is_builtin_group(group: &str) -> bool {
     BUILTIN_KINDS.iter().any(|(g, _, _, _)| *g == group)
+}
+
+/// Whether `kind`, unknown in `group`, is most likely a misspelt known kind of it (a case
+/// slip, or at most two letters changed, added or removed). A kind far from every known one
+/// is left to the cluster: Kubernetes adds kinds to its groups in every release.
+pub fn looks_misspelt(group: &str, kind: &str) -> bool {
+    BUILTIN_KINDS
+        .iter()
+        .filter(|(g, _, _, _)| *g == group)
+        .any(|(_, _, known, _)| known.eq_ignore_ascii_case(kind) || edit_distance(known, kind) <= 2)
+}
+
+/// Levenshtein distance over chars.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = diagonal + usize::from(ca != *cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substitution.min(row[j] + 1).min(row[j + 1] + 1);
+        }
+    }
+    row[b.len()]
 }
 
 /// Namespaced-ness of a built-in kind, or `None` if the kind is not built in.
@@ -144,5 +256,29 @@ pub fn stage_of(group: &str, kind: &str) -> Stage {
         | ("scheduling.k8s.io", "PriorityClass") => Stage::Foundations,
         (crate::GROUP, _) => Stage::TendResources,
         _ => Stage::Workloads,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slips_from_a_known_kind_are_typos_and_new_kinds_are_left_to_the_cluster() {
+        assert!(looks_misspelt("apps", "Deploymnet"));
+        assert!(looks_misspelt("", "Configmap"));
+        assert!(looks_misspelt("", "ConfigMaps"));
+        assert!(!looks_misspelt("resource.k8s.io", "ResourceClaim"));
+        assert!(!looks_misspelt("scheduling.k8s.io", "Workload"));
+        assert!(!looks_misspelt("storage.k8s.io", "VolumeSnapshotPolicy"));
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(
+            builtin_scope(
+                "admissionregistration.k8s.io",
+                "v1",
+                "MutatingAdmissionPolicy"
+            ),
+            Some(false)
+        );
     }
 }

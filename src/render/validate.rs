@@ -241,6 +241,9 @@ pub fn check_document(file: &Path, doc: &Document) -> Vec<Problem> {
                         );
                     }
                 }
+                // A kind far from every known one is left to the cluster's discovery.
+                None if builtin::builtin_versions(group, kind).is_empty()
+                    && !builtin::looks_misspelt(group, kind) => {}
                 None => {
                     let versions = builtin::builtin_versions(group, kind);
                     let hint = if versions.is_empty() {

@@ -373,3 +373,23 @@ fn cluster_scoped_custom_kind_with_namespace_changes_nothing() {
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+#[test]
+fn kinds_kubernetes_added_lately_render_offline_and_near_misses_stay_typos() {
+    let policy = "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingAdmissionPolicy\nmetadata:\n  name: add-label\nspec:\n  failurePolicy: Fail\n";
+    let workload = "apiVersion: scheduling.k8s.io/v1alpha1\nkind: Workload\nmetadata:\n  name: train\n  namespace: ml\n";
+    let dir = site(&[("policy.yaml", policy), ("workload.yaml", workload)]);
+    let (code, out, err) = run(tend().arg("render").arg("--repo").arg(dir.path()));
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("kind: MutatingAdmissionPolicy") && out.contains("kind: Workload"),
+        "{out}"
+    );
+    let typo = site(&[(
+        "policy.yaml",
+        &policy.replace("MutatingAdmissionPolicy", "MutatingAdmisionPolicy"),
+    )]);
+    let (code, _, err) = run(tend().arg("render").arg("--repo").arg(typo.path()));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("policy.yaml:2: unknown kind MutatingAdmisionPolicy in admissionregistration.k8s.io/v1; check the spelling"), "{err}");
+}
