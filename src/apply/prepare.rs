@@ -49,6 +49,13 @@ pub fn prepare(
             Some(r) if r.namespaced && object.namespace().is_none() => {
                 object.set_namespace(default_namespace)
             }
+            // kustomize's namespace transformer sets it on kinds its schema does not know,
+            // and kube-apiserver drops it on write: from a build, drop it as the server would.
+            Some(r) if !r.namespaced && object.origin.is_build_output() => {
+                if let Some(meta) = object.value.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+                    meta.remove("namespace");
+                }
+            }
             Some(r) if !r.namespaced && object.namespace().is_some() => {
                 problems.push(problem(format!(
                     "{} is cluster-scoped and cannot have metadata.namespace; remove it",

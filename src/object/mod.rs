@@ -40,6 +40,14 @@ fn serialize_generated_by<S: serde::Serializer>(
     }
 }
 
+impl Origin {
+    /// Whether the object came out of a kustomize build (its file is named
+    /// `<dir> (kustomize build)`, see `source::file::SourceFile`) rather than a file as written.
+    pub fn is_build_output(&self) -> bool {
+        self.file.to_string_lossy().contains(" (kustomize build)")
+    }
+}
+
 impl fmt::Display for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&crate::problem::location(&self.file, self.line))?;

@@ -221,6 +221,24 @@ pub fn builtin_scope(group: &str, version: &str, kind: &str) -> Option<bool> {
         .map(|(_, _, _, namespaced)| *namespaced)
 }
 
+/// Drops `metadata.namespace` from a built-in cluster-scoped object, as kube-apiserver does on
+/// write: kustomize's namespace transformer (a kustomization's `namespace`, Flux's
+/// `targetNamespace`) sets it on kinds its schema does not know, and kubectl and Flux apply
+/// the result without complaint.
+pub fn clear_namespace_if_cluster_scoped(value: &mut serde_json::Value) {
+    let api_version = value.get("apiVersion").and_then(|v| v.as_str());
+    let kind = value.get("kind").and_then(|v| v.as_str());
+    let (Some(api_version), Some(kind)) = (api_version, kind) else {
+        return;
+    };
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    if builtin_scope(group, version, kind) == Some(false) {
+        if let Some(meta) = value.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+            meta.remove("namespace");
+        }
+    }
+}
+
 /// Versions of a built-in kind that exist, for "did you mean" hints.
 pub fn builtin_versions(group: &str, kind: &str) -> Vec<&'static str> {
     BUILTIN_KINDS

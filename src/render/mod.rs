@@ -486,6 +486,9 @@ fn parse_all(
             .map(|mut doc| {
                 file_modes::fix_octal_modes(&mut doc.value);
                 waves::name_generated_hook(&mut doc.value);
+                if file.unit.is_some() {
+                    builtin::clear_namespace_if_cluster_scoped(&mut doc.value);
+                }
                 let problems = validate::check_document(&file.path, &doc);
                 (doc, problems)
             })

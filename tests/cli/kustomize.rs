@@ -767,3 +767,91 @@ fn the_readme_example_renders_as_the_readme_says() {
         );
     }
 }
+
+#[test]
+fn a_namespace_kustomize_sets_on_a_cluster_scoped_kind_it_does_not_know_is_dropped_as_the_api_server_drops_it(
+) {
+    let dir = site(&[
+        (
+            "policy/kustomization.yaml",
+            "namespace: o11y\nresources:\n  - policy.yaml\n  - cm.yaml\n",
+        ),
+        (
+            "policy/policy.yaml",
+            "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingAdmissionPolicyBinding\nmetadata:\n  name: add-label\nspec:\n  policyName: add-label\n",
+        ),
+        ("policy/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n"),
+    ]);
+    let built = kubectl_kustomize(&dir.path().join("policy"));
+    assert!(
+        built
+            .iter()
+            .any(|o| o["kind"] == "MutatingAdmissionPolicyBinding"
+                && o["metadata"]["namespace"] == "o11y"),
+        "kustomize sets the namespace on a kind it does not know: {built:?}"
+    );
+    let objects = render(&["--repo", dir.path().to_str().unwrap()]);
+    let binding = objects
+        .iter()
+        .find(|o| o["kind"] == "MutatingAdmissionPolicyBinding")
+        .expect("the binding");
+    assert!(binding["metadata"].get("namespace").is_none(), "{binding}");
+    let cm = objects
+        .iter()
+        .find(|o| o["kind"] == "ConfigMap")
+        .expect("the ConfigMap");
+    assert_eq!(cm["metadata"]["namespace"], "o11y");
+}
+
+#[test]
+fn a_cluster_scoped_custom_resource_a_build_put_in_a_namespace_applies_as_kubectl_applies_it() {
+    let cluster = TestCluster::start();
+    let crd = serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "clusterissuers.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Cluster",
+            "names": {"plural": "clusterissuers", "singular": "clusterissuer", "kind": "ClusterIssuer"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]
+        }
+    });
+    cluster.seed(crd).unwrap();
+    let dir = site(&[
+        ("namespaces.yaml", &ns_yaml("certs")),
+        ("issuer/kustomization.yaml", "namespace: certs\nresources:\n  - issuer.yaml\n"),
+        (
+            "issuer/issuer.yaml",
+            "apiVersion: example.com/v1\nkind: ClusterIssuer\nmetadata:\n  name: letsencrypt\nspec:\n  acme: {}\n",
+        ),
+    ]);
+    let mut cmd = tend_k();
+    let (code, out, err) = run(cmd
+        .args(["apply", "--repo"])
+        .arg(dir.path())
+        .arg("--kubeconfig")
+        .arg(cluster.kubeconfig_path()));
+    assert_eq!(code, 0, "{out}\n{err}");
+    let issuer =
+        get(&cluster, "example.com", "clusterissuers", "", "letsencrypt").expect("applied");
+    assert!(issuer["metadata"].get("namespace").is_none(), "{issuer}");
+    let (code, out, err) = run(tend_k()
+        .args(["diff", "--repo"])
+        .arg(dir.path())
+        .arg("--kubeconfig")
+        .arg(cluster.kubeconfig_path()));
+    assert_eq!(code, 0, "the second diff is clean: {out}\n{err}");
+    // A file written by hand is still held to the rule.
+    let plain = site(&[(
+        "issuer.yaml",
+        "apiVersion: example.com/v1\nkind: ClusterIssuer\nmetadata:\n  name: other\n  namespace: certs\n",
+    )]);
+    let (code, _, err) = tend_on(&cluster, plain.path(), &["diff"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("ClusterIssuer is cluster-scoped and cannot have metadata.namespace"),
+        "{err}"
+    );
+}
