@@ -128,3 +128,48 @@ fn directories_an_application_syncs_are_its_own_not_also_the_runs() {
     );
     assert!(!stdout.contains("name: elsewhere"), "{stdout}");
 }
+
+#[test]
+fn the_files_a_git_files_generator_reads_are_its_parameters_not_manifests() {
+    let appset = format!("apiVersion: argoproj.io/v1alpha1\nkind: ApplicationSet\nmetadata:\n  name: shops\n  namespace: argocd\nspec:\n  generators:\n    - git:\n        repoURL: {URL}\n        revision: HEAD\n        files:\n          - path: \"shops/config/*.yaml\"\n  template:\n    metadata:\n      name: 'shop-{{{{shop.name}}}}'\n    spec:\n      project: default\n      source:\n        repoURL: {URL}\n        targetRevision: HEAD\n        path: 'shops/apps/{{{{shop.name}}}}'\n      destination:\n        server: https://kubernetes.default.svc\n        namespace: '{{{{shop.name}}}}'\n");
+    let dir = site(&[
+        ("shops/appset.yaml", &appset),
+        ("shops/config/north.yaml", "shop:\n  name: north\n"),
+        ("shops/config/south.yaml", "shop:\n  name: south\n"),
+        (
+            "shops/apps/north/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: north\ndata:\n  k: v\n",
+        ),
+        (
+            "shops/apps/south/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: south\ndata:\n  k: v\n",
+        ),
+    ]);
+    let repo = git2::Repository::init(dir.path()).unwrap();
+    repo.remote("origin", URL).unwrap();
+    commit_all(&repo, "initial");
+    let (code, stdout, stderr) = run(tend()
+        .args(["render", "--path", "shops", "--repo"])
+        .arg(dir.path()));
+    assert_eq!(code, 0, "{stderr}");
+    let objects = parse_stream(&stdout);
+    let names: Vec<_> = objects
+        .iter()
+        .map(|o| {
+            format!(
+                "{}/{}",
+                o["metadata"]["namespace"].as_str().unwrap_or(""),
+                o["metadata"]["name"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    assert_eq!(
+        names.len(),
+        2,
+        "the two shops' ConfigMaps once each, the config files not at all: {names:?}"
+    );
+    assert!(
+        names.contains(&"north/north".to_string()) && names.contains(&"south/south".to_string()),
+        "{names:?}"
+    );
+}

@@ -100,7 +100,10 @@ fn application_set(unit: &Found, sources: &Sources, ctx: &Context) -> Produced {
         return produced;
     }
     let clusters = clusters(sources, ctx.run_clusters);
-    let trees = Trees { ctx };
+    let trees = Trees {
+        ctx,
+        read: Default::default(),
+    };
     let generate = GenerateContext {
         clusters: &clusters,
         repo: &trees,
@@ -114,6 +117,8 @@ fn application_set(unit: &Found, sources: &Sources, ctx: &Context) -> Produced {
         Err(e) => return Produced::failed(unit.problem(&["spec"], format!("{}: {e}", unit.id))),
     };
     let mut produced = Produced::outcome(Outcome::Expanded);
+    // The git files generator's files are its parameters, not manifests to apply.
+    produced.claims = trees.read.take();
     if apps.is_empty() {
         return produced;
     }
@@ -228,6 +233,8 @@ fn cluster_secrets(sources: &Sources) -> Vec<ArgoCluster> {
 /// The git generator's view of repositories: the checkout under test, or a fetched one.
 struct Trees<'a, 'c> {
     ctx: &'a Context<'c>,
+    /// Files of the checkout under test the files generator read (relative to its root).
+    read: std::cell::RefCell<Vec<PathBuf>>,
 }
 
 impl RepoTree for Trees<'_, '_> {
@@ -245,7 +252,12 @@ impl RepoTree for Trees<'_, '_> {
         pattern: &str,
     ) -> Result<Vec<(String, String)>, String> {
         let tree = argo_source::git_tree(self.ctx, repo_url, revision)?;
-        argo_source::matching_files(&tree.root, pattern)
+        let files = argo_source::matching_files(&tree.root, pattern)?;
+        if self.ctx.is_checkout_url(repo_url) {
+            let mut read = self.read.borrow_mut();
+            read.extend(files.iter().map(|(path, _)| PathBuf::from(path)));
+        }
+        Ok(files)
     }
 }
 
