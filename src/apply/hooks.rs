@@ -12,6 +12,7 @@ use crate::kstatus::{self, Status};
 use crate::object::{Object, ObjectKey};
 use crate::plan::inventory;
 use crate::plan::planner::Plan;
+use crate::render::builtin::stage_of;
 use crate::render::waves::{self, Phase};
 use crate::report::run::{HookRun, HookState};
 use serde_json::Value;
@@ -109,9 +110,13 @@ pub fn prepare_hooks(
             })
         })
         .collect();
+    // Within a wave, Argo CD orders hooks by kind as it orders other objects: a
+    // ServiceAccount and its RBAC before the Job that runs as it.
     out.sort_by_key(|h| {
         let weight = waves::hook_weight(&h.prepared.object.value);
-        (h.phase, h.wave, weight, h.key())
+        let key = h.key();
+        let stage = stage_of(&key.group, &key.kind);
+        (h.phase, h.wave, weight, stage, key)
     });
     Ok(out)
 }

@@ -204,7 +204,9 @@ pub fn problems(object: &Value) -> Vec<(&'static str, String)> {
                 key,
                 format!("metadata.annotations.{key}: unknown value {value:?}; use {known}"),
             ));
-        } else if !runs_to_completion(object) {
+        } else if key == HOOK_ANNOTATION && !runs_to_completion(object) {
+            // Argo CD makes a hook of any kind (a PreSync ServiceAccount for a PreSync Job),
+            // and tend runs those as Argo CD does; its own hooks stay Jobs and Pods.
             out.push((
                 key,
                 format!(

@@ -818,3 +818,67 @@ fn a_member_that_becomes_a_hook_is_not_pruned() {
     );
     assert!(stdout.contains("hooks are never pruned"), "{stdout}");
 }
+
+/// Argo CD makes a hook of any kind: a PreSync ServiceAccount and its RBAC for the PreSync
+/// Job that runs as it (christianh814/gitops-examples' poor-mans-syncwave). They run in
+/// Argo CD's kind order within the wave, before the Job, and are no ApplySet members.
+#[test]
+fn argo_cd_hooks_of_any_kind_run_before_the_job_that_needs_them() {
+    let cluster = TestCluster::start();
+    let presync = "  annotations:\n    argocd.argoproj.io/hook: PreSync\n";
+    let job = hook_job(&[("argocd.argoproj.io/hook", "PreSync")]).replace(
+        "      restartPolicy: Never\n",
+        "      restartPolicy: Never\n      serviceAccountName: migrator\n",
+    );
+    let dir = site(&[
+        ("ns.yaml", NS),
+        ("sa.yaml", &format!("apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: migrator\n  namespace: web\n{presync}")),
+        ("rbac.yaml", &format!("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: migrator\n{presync}rules:\n  - apiGroups: [\"\"]\n    resources: [pods]\n    verbs: [get]\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: migrator\n{presync}roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: migrator\nsubjects:\n  - kind: ServiceAccount\n    name: migrator\n    namespace: web\n")),
+        ("hook.yaml", &job),
+        ("app.yaml", &deployment("app", "app:1", None)),
+    ]);
+    let (code, stdout, stderr) = run_while(&cluster, dir.path(), &["apply"], || {
+        play(
+            &cluster,
+            JOBS,
+            "migrate",
+            None,
+            Duration::from_millis(300),
+            job_complete(),
+        )
+    });
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    for line in [
+        "hook pre-apply (wave 0) ServiceAccount web/migrator: succeeded",
+        "hook pre-apply (wave 0) Job web/migrate: succeeded",
+    ] {
+        assert!(stdout.contains(line), "{line}\n{stdout}");
+    }
+    let log = cluster.requests();
+    let sa =
+        first(&log, |r| written(r, "serviceaccounts", "migrator")).expect("the ServiceAccount");
+    let binding =
+        first(&log, |r| written(r, "clusterrolebindings", "migrator")).expect("the binding");
+    let job = first(&log, |r| written(r, "jobs", "migrate")).expect("the Job");
+    let app = first(&log, |r| written(r, "deployments", "app")).expect("the app");
+    assert!(
+        sa < job && binding < job && job < app,
+        "{sa} {binding} {job} {app}"
+    );
+    let live = get(&cluster, "", "serviceaccounts", "web", "migrator").unwrap();
+    assert!(
+        live["metadata"]
+            .get("labels")
+            .and_then(|l| l.get("applyset.kubernetes.io/part-of"))
+            .is_none(),
+        "{live}"
+    );
+    // tend's own hooks stay Jobs and Pods.
+    let own = site(&[("sa.yaml", "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: x\n  namespace: web\n  annotations:\n    tend.dev/hook: pre-apply\n")]);
+    let (code, _, stderr) = run(tend().args(["render", "--repo"]).arg(own.path()));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("only a Job (batch/v1) or a Pod (v1) can be a hook"),
+        "{stderr}"
+    );
+}
