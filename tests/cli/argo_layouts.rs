@@ -173,3 +173,33 @@ fn the_files_a_git_files_generator_reads_are_its_parameters_not_manifests() {
         "{names:?}"
     );
 }
+
+#[test]
+fn a_values_file_named_from_a_ref_source_is_the_applications_input_read_as_helm_reads_it() {
+    let app = format!("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: shop\n  namespace: argocd\nspec:\n  project: default\n  sources:\n    - repoURL: {URL}\n      targetRevision: HEAD\n      path: charts/shop\n      helm:\n        valueFiles:\n          - $values/apps/shop-values.yaml\n    - repoURL: {URL}\n      targetRevision: HEAD\n      ref: values\n  destination:\n    server: https://kubernetes.default.svc\n    namespace: shop\n");
+    let dir = site(&[
+        ("apps/shop.yaml", &app),
+        ("apps/shop-values.yaml", "greeting: hi\nenabled: yes\n"),
+        ("charts/shop/Chart.yaml", "apiVersion: v2\nname: shop\nversion: 1.0.0\n"),
+        ("charts/shop/values.yaml", "greeting: hello\nenabled: false\n"),
+        (
+            "charts/shop/templates/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: shop\ndata:\n  greeting: {{ .Values.greeting }}\n  enabled: {{ kindOf .Values.enabled | quote }}\n",
+        ),
+    ]);
+    let repo = git2::Repository::init(dir.path()).unwrap();
+    repo.remote("origin", URL).unwrap();
+    commit_all(&repo, "initial");
+    let (code, stdout, stderr) = run(tend()
+        .args(["render", "--path", "apps", "--repo"])
+        .arg(dir.path()));
+    assert_eq!(
+        code, 0,
+        "the values file is not walked as a manifest: {stderr}"
+    );
+    let objects = parse_stream(&stdout);
+    assert_eq!(objects.len(), 1, "{stdout}");
+    assert_eq!(objects[0]["data"]["greeting"], "hi");
+    // YAML 1.1, as Helm reads values files: `yes` is a boolean.
+    assert_eq!(objects[0]["data"]["enabled"], "bool");
+}

@@ -683,8 +683,9 @@ pub fn helm_values(
     let inline = match (helm.get("valuesObject"), helm.get("values")) {
         (Some(obj), _) if obj.is_object() => obj.clone(),
         (_, Some(Json::String(text))) if !text.trim().is_empty() => {
-            let v: Json =
-                serde_yaml::from_str(text).map_err(|e| format!("helm.values is not YAML: {e}"))?;
+            // Argo CD hands it to Helm as a values file: read as Helm reads one (YAML 1.1).
+            let v: Json = crate::yaml::parse_helm_yaml(text)
+                .map_err(|e| format!("helm.values is not YAML: {e}"))?;
             match v {
                 Json::Null => json!({}),
                 Json::Object(_) => v,

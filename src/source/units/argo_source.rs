@@ -217,6 +217,7 @@ impl AppSources<'_, '_> {
                 v => v,
             };
             let values = self.values(&helm, None, refs)?;
+            self.claim_values_files(&helm, refs, produced);
             let mut spec = Map::new();
             spec.insert("repository".into(), json!(repository));
             spec.insert("name".into(), json!(chart));
@@ -267,6 +268,7 @@ impl AppSources<'_, '_> {
                     self.unit.id.namespace, self.unit.id.name
                 ));
                 let values = self.values(&helm, Some(&dir), refs)?;
+                self.claim_values_files(&helm, refs, produced);
                 let release = super::argo_nested::release_name(&helm, &self.unit.id.name);
                 produced.files.extend(super::argo_nested::units_in_chart(
                     &chart,
@@ -285,6 +287,28 @@ impl AppSources<'_, '_> {
 
     /// The values files, in order, then the inline values and parameters. A relative values
     /// file is the chart directory's (`chart_dir`); `$ref/path` is a `ref` source's.
+    /// Values files named from a `ref` source of the checkout under test (`$values/...`)
+    /// are the Application's input, not manifests of the run (like the paths it syncs).
+    fn claim_values_files(
+        &self,
+        helm: &Value,
+        refs: &BTreeMap<String, PathBuf>,
+        produced: &mut Produced,
+    ) {
+        let files = helm.get("valueFiles").and_then(Value::as_array);
+        for file in files.into_iter().flatten().filter_map(Value::as_str) {
+            if !file.starts_with('$') {
+                continue;
+            }
+            let Ok(path) = resolve_values_file(file, None, refs) else {
+                continue;
+            };
+            if let Ok(rel) = path.strip_prefix(&self.ctx.checkout.root) {
+                produced.claims.push(rel.to_path_buf());
+            }
+        }
+    }
+
     fn values(
         &self,
         helm: &Value,
@@ -313,7 +337,7 @@ impl AppSources<'_, '_> {
                     ))
                 }
             };
-            let parsed: Value = serde_yaml::from_str(&text)
+            let parsed: Value = crate::yaml::parse_helm_yaml(&text)
                 .map_err(|e| format!("values file {file} is not YAML: {e}"))?;
             if parsed.is_object() {
                 argo_app::merge_values(&mut values, &parsed);
