@@ -8,6 +8,7 @@ mod helm_values;
 mod limits;
 mod lists;
 mod sops_block;
+mod yaml11;
 
 pub use document::{dotted, one_line, Document, Step};
 pub use helm_values::{go_parse_uint, parse_helm_yaml};
@@ -63,6 +64,7 @@ pub fn parse_file(file: &Path, text: &str) -> (Vec<Document>, Vec<Problem>) {
         if let Some(value) = sops_block::parse(&doc.text, direct).or_else(|| direct(&doc.text)) {
             if !value.is_null() {
                 doc.value = value;
+                as_yaml_1_1(&mut doc);
                 expand_lists(file, doc, 0, &mut docs, &mut problems);
             }
             continue;
@@ -74,6 +76,7 @@ pub fn parse_file(file: &Path, text: &str) -> (Vec<Document>, Vec<Problem>) {
                 Ok(Value::Null) => continue,
                 Ok(value) => {
                     doc.value = value;
+                    as_yaml_1_1(&mut doc);
                     expand_lists(file, doc, 0, &mut docs, &mut problems);
                 }
                 Err((path, msg)) => {
@@ -84,6 +87,21 @@ pub fn parse_file(file: &Path, text: &str) -> (Vec<Document>, Vec<Problem>) {
         }
     }
     (docs, problems)
+}
+
+/// The document's value as kubectl, Helm, Flux and Argo CD read it (YAML 1.1, see
+/// `yaml11.rs`), where that differs. A SOPS file keeps YAML 1.2: sops reads it so, and its
+/// MAC covers the values as sops read them.
+fn as_yaml_1_1(doc: &mut Document) {
+    let sops = doc.text.starts_with("sops:") || doc.text.contains("\nsops:");
+    if sops || !yaml11::may_differ(&doc.text) {
+        return;
+    }
+    if let Ok(value) = parse_helm_yaml(&doc.text) {
+        if !value.is_null() {
+            doc.set_value(value);
+        }
+    }
 }
 
 /// Parse a small YAML text (an annotation's value) into JSON; `None` if it is not YAML.

@@ -292,3 +292,26 @@ fn json_logs_on_request() {
         assert!(v["message"].is_string() && v["level"].is_string(), "{line}");
     }
 }
+
+/// kubectl, Helm, Flux and Argo CD read manifests with sigs.k8s.io/yaml (YAML 1.1): a plain
+/// `yes` is true, `0644` is 420, a key `on` is "true"; a quoted scalar stays a string.
+#[test]
+fn manifests_are_read_as_kubectl_reads_them_yaml_1_1() {
+    let dir = site(&[(
+        "thing.yaml",
+        "apiVersion: example.com/v1\nkind: Thing\nmetadata:\n  name: t\n  namespace: default\nspec:\n  enabled: yes\n  quoted: \"yes\"\n  mode: 0644\n  size: 1_000\n  flags: [on, Off]\n  on: push\n  description: turn it on or off\n",
+    )]);
+    let (code, stdout, stderr) = run(tend()
+        .args(["render", "-o", "json", "--repo"])
+        .arg(dir.path()));
+    assert_eq!(code, 0, "{stderr}");
+    let list: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let spec = &list["items"][0]["spec"];
+    assert_eq!(
+        spec,
+        &serde_json::json!({
+            "enabled": true, "quoted": "yes", "mode": 420, "size": 1000,
+            "flags": [true, false], "true": "push", "description": "turn it on or off"
+        })
+    );
+}

@@ -1,0 +1,130 @@
+//! Manifests as Kubernetes tools read them. kubectl, Helm's kube client, Flux and Argo CD
+//! all decode YAML with sigs.k8s.io/yaml, that is go-yaml v2's YAML 1.1 rules: a plain `yes`,
+//! `on` or `y` is true, `no`/`off`/`n` false, `0644` the octal 420, `1_000` 1000. serde_yaml
+//! reads YAML 1.2, where those are strings. Few documents hold such a scalar, so each is
+//! scanned for one (cheap, on the text) and only those are read again by
+//! [`super::parse_helm_yaml`], the YAML 1.1 reader that follows go-yaml v2.
+
+/// Whether `text` may hold a plain scalar that YAML 1.1 resolves differently from YAML 1.2: a
+/// whole key or value (after `key:`, `- `, in a flow collection) that is one of YAML 1.1's
+/// booleans beyond true/false, or a number with a leading zero or underscores. Words inside
+/// prose do not count; a false alarm only costs a second read.
+pub fn may_differ(text: &str) -> bool {
+    text.lines().any(line_may_differ)
+}
+
+fn line_may_differ(line: &str) -> bool {
+    let bytes = line.as_bytes();
+    let mut start = 0;
+    while start < bytes.len() {
+        if !is_word(bytes[start]) {
+            start += 1;
+            continue;
+        }
+        let mut end = start;
+        while end < bytes.len() && is_word(bytes[end]) {
+            end += 1;
+        }
+        let token = &line[start..end];
+        if is_suspect(token) && stands_alone(bytes, start, end) {
+            return true;
+        }
+        start = end;
+    }
+    false
+}
+
+fn is_word(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'+' | b'-' | b'.')
+}
+
+/// The token is a whole scalar: what precedes it is the line's start, `:`, `-` (a list
+/// item), `[`, `{`, `,` or `?` (spaces aside), and what follows is the line's end, `:`, `,`,
+/// `]`, `}` or a comment.
+fn stands_alone(bytes: &[u8], start: usize, end: usize) -> bool {
+    let before = bytes[..start]
+        .iter()
+        .rev()
+        .find(|b| **b != b' ' && **b != b'\t');
+    let opens = match before {
+        None => true,
+        Some(b) => matches!(b, b':' | b'-' | b'[' | b'{' | b',' | b'?'),
+    };
+    let rest = &bytes[end..];
+    let after = rest.iter().position(|b| *b != b' ' && *b != b'\t');
+    let closes = match after {
+        None => true,
+        Some(i) => matches!(rest[i], b':' | b',' | b']' | b'}') || (rest[i] == b'#' && i > 0),
+    };
+    opens && closes
+}
+
+fn is_suspect(token: &str) -> bool {
+    if matches!(
+        token,
+        "y" | "Y"
+            | "yes"
+            | "Yes"
+            | "YES"
+            | "n"
+            | "N"
+            | "no"
+            | "No"
+            | "NO"
+            | "on"
+            | "On"
+            | "ON"
+            | "off"
+            | "Off"
+            | "OFF"
+    ) {
+        return true;
+    }
+    let digits = token.trim_start_matches(['+', '-']);
+    let numeric = digits.starts_with(|c: char| c.is_ascii_digit())
+        && digits
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.');
+    if !numeric {
+        return false;
+    }
+    // A leading zero (octal in YAML 1.1: 0644, and 08 a float) or underscores (1_000).
+    let leading_zero =
+        digits.len() > 1 && digits.starts_with('0') && digits.as_bytes()[1].is_ascii_digit();
+    leading_zero || digits.contains('_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whole_yaml_1_1_scalars_are_found_and_words_in_prose_are_not() {
+        for text in [
+            "enabled: yes\n",
+            "flags: [on, off]\n",
+            "- n\n",
+            "mode: 0644\n",
+            "size: 1_000 # bytes\n",
+            "{a: Y, b: 1}\n",
+            "on: push\n",
+            "  no:\n",
+        ] {
+            assert!(may_differ(text), "{text}");
+        }
+        for text in [
+            "description: turn it on or off\n",
+            "name: yes-man\n",
+            "mode: '0644'\n",
+            "mode: \"on\"\n",
+            "replicas: 10\n",
+            "version: 1.0.0\n",
+            "image: nginx:1.25\n",
+            "ip: 10.0.0.1\n",
+            "zero: 0\n",
+            "hex: 0x1F\n",
+        ] {
+            assert!(!may_differ(text), "{text}");
+        }
+    }
+}
