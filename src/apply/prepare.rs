@@ -25,18 +25,7 @@ pub fn prepare(
     default_namespace: &str,
     applyset_id: &str,
 ) -> Result<Vec<Prepared>, EngineError> {
-    // Kinds whose CRD is part of this desired set: not served yet on a first run.
-    let defined_here: BTreeSet<(String, String)> = desired
-        .iter()
-        .filter(|o| o.kind() == "CustomResourceDefinition")
-        .filter_map(|o| {
-            let spec = o.value.get("spec")?;
-            Some((
-                spec.get("group")?.as_str()?.to_string(),
-                spec.pointer("/names/kind")?.as_str()?.to_string(),
-            ))
-        })
-        .collect();
+    let defined_here = kinds_defined_here(&desired);
     let mut problems = Vec::new();
     let mut prepared = Vec::with_capacity(desired.len());
     for mut object in desired {
@@ -51,11 +40,7 @@ pub fn prepare(
             }
             // kustomize's namespace transformer sets it on kinds its schema does not know,
             // and kube-apiserver drops it on write: from a build, drop it as the server would.
-            Some(r) if !r.namespaced && object.origin.is_build_output() => {
-                if let Some(meta) = object.value.get_mut("metadata").and_then(|m| m.as_object_mut()) {
-                    meta.remove("namespace");
-                }
-            }
+            Some(r) if !r.namespaced && object.origin.is_build_output() => object.clear_namespace(),
             Some(r) if !r.namespaced && object.namespace().is_some() => {
                 problems.push(problem(format!(
                     "{} is cluster-scoped and cannot have metadata.namespace; remove it",
@@ -93,6 +78,21 @@ pub fn prepare(
         problems.sort();
         Err(EngineError::Unresolved(Problems(problems)))
     }
+}
+
+/// Kinds whose CRD is part of this desired set: not served yet on a first run.
+fn kinds_defined_here(desired: &[Object]) -> BTreeSet<(String, String)> {
+    desired
+        .iter()
+        .filter(|o| o.kind() == "CustomResourceDefinition")
+        .filter_map(|o| {
+            let spec = o.value.get("spec")?;
+            Some((
+                spec.get("group")?.as_str()?.to_string(),
+                spec.pointer("/names/kind")?.as_str()?.to_string(),
+            ))
+        })
+        .collect()
 }
 
 /// Fold a Secret's `stringData` into `data` (base64), as the API server does on write. The

@@ -133,6 +133,17 @@ impl Object {
         at(&self.value, path).and_then(Value::as_str).unwrap_or("")
     }
 
+    /// Drop `metadata.namespace` (a cluster-scoped object's, as the API server drops it).
+    pub fn clear_namespace(&mut self) {
+        if let Some(meta) = self
+            .value
+            .get_mut("metadata")
+            .and_then(|m| m.as_object_mut())
+        {
+            meta.remove("namespace");
+        }
+    }
+
     pub fn api_version(&self) -> &str {
         self.str_at(&["apiVersion"])
     }
