@@ -174,7 +174,13 @@ fn leading_tab_line(chunk: &str) -> Option<usize> {
 
 /// Serialize a value as one YAML document (no leading `---`).
 pub fn to_yaml(value: &Value) -> String {
-    serde_yaml::to_string(value).unwrap_or_else(|e| format!("# cannot serialize: {e}\n"))
+    let text =
+        serde_yaml::to_string(value).unwrap_or_else(|e| format!("# cannot serialize: {e}\n"));
+    // Read back as kubectl reads it (YAML 1.1), a string must stay a string.
+    match yaml11::may_differ(&text) {
+        true => yaml11::quote_for_yaml_1_1(&text),
+        false => text,
+    }
 }
 
 #[cfg(test)]

@@ -91,7 +91,67 @@ fn is_suspect(token: &str) -> bool {
     // A leading zero (octal in YAML 1.1: 0644, and 08 a float) or underscores (1_000).
     let leading_zero =
         digits.len() > 1 && digits.starts_with('0') && digits.as_bytes()[1].is_ascii_digit();
-    leading_zero || digits.contains('_')
+    leading_zero || digits.contains('_') || digits.starts_with("0b")
+}
+
+/// `text` (serde_yaml's block-style output) with every plain scalar that YAML 1.1 would not
+/// read as a string single-quoted, so kubectl, and tend itself, read back the string that
+/// was written. serde_yaml prints booleans as `true`/`false` and integers without leading
+/// zeros or underscores, so a plain `yes` or `0644` in its output is always a string.
+pub fn quote_for_yaml_1_1(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 16);
+    // The indentation of the line that opened a block scalar (`|`, `>`): lines indented
+    // deeper are its text, never touched.
+    let mut block: Option<usize> = None;
+    for line in text.split_inclusive('\n') {
+        let content = line.trim_end_matches('\n');
+        let indent = content.len() - content.trim_start_matches(' ').len();
+        if let Some(opener) = block {
+            if content.trim().is_empty() || indent > opener {
+                out.push_str(line);
+                continue;
+            }
+            block = None;
+        }
+        let (fixed, opens_block) = quote_line(content, indent);
+        if opens_block {
+            block = Some(indent);
+        }
+        out.push_str(&fixed);
+        if line.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// One line: `[- ]*key: value`, `[- ]*value` or `[- ]*key:`; its key and value quoted where
+/// suspect, and whether its value opens a block scalar.
+fn quote_line(content: &str, indent: usize) -> (String, bool) {
+    let mut prefix_end = indent;
+    while content[prefix_end..].starts_with("- ") {
+        prefix_end += 2;
+    }
+    let (prefix, rest) = content.split_at(prefix_end);
+    let rest = if rest == "-" { "" } else { rest };
+    let quote = |token: &str| match is_suspect(token) {
+        true => format!("'{token}'"),
+        false => token.to_string(),
+    };
+    let (key, value) = match rest.split_once(": ") {
+        Some((k, v)) if !k.starts_with(['\'', '"']) => (Some(k), v),
+        _ => match rest.strip_suffix(':') {
+            Some(k) if !k.starts_with(['\'', '"']) && !k.contains(' ') => (Some(k), ""),
+            _ => (None, rest),
+        },
+    };
+    let opens_block = value.starts_with(['|', '>']);
+    let fixed = match (key, rest.ends_with(':') && value.is_empty()) {
+        (Some(k), true) => format!("{prefix}{}:", quote(k)),
+        (Some(k), false) => format!("{prefix}{}: {}", quote(k), quote(value)),
+        (None, _) => format!("{prefix}{}", quote(value)),
+    };
+    (fixed, opens_block)
 }
 
 #[cfg(test)]
@@ -126,5 +186,26 @@ mod tests {
         ] {
             assert!(!may_differ(text), "{text}");
         }
+    }
+
+    #[test]
+    fn strings_yaml_1_1_would_misread_are_quoted_and_nothing_else_changes() {
+        let value = serde_json::json!({
+            "data": {"a": "yes", "b": "on", "c": "0644", "on": "x", "n": 1, "t": true,
+                     "text": "no\nyes\n", "list": ["off", "fine", {"y": "N"}]},
+        });
+        let text = serde_yaml::to_string(&value).unwrap();
+        let quoted = quote_for_yaml_1_1(&text);
+        assert_eq!(
+            super::super::parse_helm_yaml(&quoted).unwrap(),
+            value,
+            "{quoted}"
+        );
+        assert!(
+            quoted.contains("'on': x") && quoted.contains("a: 'yes'"),
+            "{quoted}"
+        );
+        let plain = "a: b\nlist:\n- 1\n- two\nblock: |\n  yes\n  on\n";
+        assert_eq!(quote_for_yaml_1_1(plain), plain);
     }
 }
