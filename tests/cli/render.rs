@@ -315,3 +315,27 @@ fn manifests_are_read_as_kubectl_reads_them_yaml_1_1() {
         })
     );
 }
+
+/// What `tend render` prints reads back, with kubectl's YAML 1.1 rules, as what was written:
+/// a string `yes`, `on` or `0644` is quoted.
+#[test]
+fn rendered_yaml_reads_back_as_the_strings_it_holds() {
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: default\ndata:\n  a: \"yes\"\n  b: \"0644\"\n  \"on\": \"off\"\n  text: |\n    yes\n    on\n";
+    let dir = site(&[("cm.yaml", cm)]);
+    let (code, printed, stderr) = run(tend().args(["render", "--repo"]).arg(dir.path()));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        printed.contains("a: 'yes'") && printed.contains("'on': 'off'"),
+        "{printed}"
+    );
+    let again = site(&[("cm.yaml", &printed)]);
+    let (code, stdout, stderr) = run(tend()
+        .args(["render", "-o", "json", "--repo"])
+        .arg(again.path()));
+    assert_eq!(code, 0, "{stderr}");
+    let list: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        list["items"][0]["data"],
+        serde_json::json!({"a": "yes", "b": "0644", "on": "off", "text": "yes\non\n"})
+    );
+}
