@@ -454,3 +454,22 @@ fn regex_functions_take_go_syntax() {
         assert!(err.contains("error parsing regexp"), "{src}: {err}");
     }
 }
+
+#[test]
+fn wrap_and_wrap_with_as_goutils() {
+    assert_eq!(
+        ok(r#"{{ wrap 20 "Here is one line of text that is going to be wrapped after 20 columns." }}"#),
+        "Here is one line of\ntext that is going\nto be wrapped after\n20 columns."
+    );
+    let url = "Click here to jump to the commons website - https://commons.apache.org";
+    assert_eq!(
+        ok(&format!("{{{{ wrap 20 {url:?} }}}}")),
+        "Click here to jump\nto the commons\nwebsite -\nhttps://commons.apache.org"
+    );
+    assert_eq!(
+        ok(&format!("{{{{ wrapWith 20 \"<br/>\" {url:?} }}}}")),
+        "Click here to jump<br/>to the commons<br/>website -<br/>https://commons.apac<br/>he.org"
+    );
+    assert_eq!(ok(r#"{{ wrapWith 5 "\t" "Hello World" }}"#), "Hello\tWorld");
+    assert_eq!(ok(r#"{{ wrap 10 "" }}|{{ wrap 0 "ab" }}"#), "|ab");
+}

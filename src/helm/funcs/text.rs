@@ -22,6 +22,52 @@ fn bytes(text: &str, from: usize, to: usize) -> Result<&str, CallError> {
     })
 }
 
+/// goutils' `WrapCustom` (Sprig's `wrap` and `wrapWith`): breaks `text` at the last space
+/// within `width` bytes, dropping the space and spaces that would start a line; a word longer
+/// than `width` is cut (`cut_long_words`) or left whole up to its next space.
+fn wrap_custom(text: &str, width: i64, separator: &str, cut_long_words: bool) -> String {
+    if text.is_empty() {
+        return String::new();
+    }
+    let separator = if separator.is_empty() { "\n" } else { separator }.as_bytes();
+    let width = width.max(1) as usize;
+    let bytes = text.as_bytes();
+    let mut out: Vec<u8> = Vec::with_capacity(bytes.len() + 16);
+    let mut offset = 0;
+    while bytes.len() - offset > width {
+        if bytes[offset] == b' ' {
+            offset += 1;
+            continue;
+        }
+        let window = &bytes[offset..offset + width + 1];
+        if let Some(space) = window.iter().rposition(|b| *b == b' ') {
+            out.extend_from_slice(&bytes[offset..offset + space]);
+            out.extend_from_slice(separator);
+            offset += space + 1;
+        } else if cut_long_words {
+            out.extend_from_slice(&bytes[offset..offset + width]);
+            out.extend_from_slice(separator);
+            offset += width;
+        } else {
+            let end = offset + width;
+            match bytes[end..].iter().position(|b| *b == b' ') {
+                None => {
+                    out.extend_from_slice(&bytes[offset..]);
+                    offset = bytes.len();
+                }
+                Some(i) => {
+                    out.extend_from_slice(&bytes[offset..end + i]);
+                    out.extend_from_slice(separator);
+                    offset = end + i + 1;
+                }
+            }
+        }
+    }
+    out.extend_from_slice(&bytes[offset..]);
+    // Go cuts bytes; a cut through a character is shown as Go's template would print it.
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 pub fn register(engine: &mut Engine) {
     engine.register("substr", |_, args| {
         let [start, end, v] = exact::<3>(args, "substr")?;
@@ -34,6 +80,18 @@ pub fn register(engine: &mut Engine) {
             return s(bytes(text, start as usize, text.len())?);
         }
         s(bytes(text, start as usize, end.max(start) as usize)?)
+    });
+    engine.register("wrap", |_, args| {
+        let [n, v] = exact::<2>(args, "wrap")?;
+        s(wrap_custom(want_str(&v)?, want_int(&n)?, "", false))
+    });
+    engine.register("wrapWith", |exec, args| {
+        let [n, sep, v] = exact::<3>(args, "wrapWith")?;
+        let (n, sep, text) = (want_int(&n)?, want_str(&sep)?, want_str(&v)?);
+        // Every break may insert the separator: bounded before it is built.
+        let breaks = text.len() as u64 / n.max(1) as u64 + 1;
+        super::strings::pay(exec, breaks.saturating_mul(sep.len() as u64))?;
+        s(wrap_custom(text, n, sep, true))
     });
     engine.register("repeat", |exec, args| {
         let [n, v] = exact::<2>(args, "repeat")?;
