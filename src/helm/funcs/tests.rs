@@ -458,7 +458,9 @@ fn regex_functions_take_go_syntax() {
 #[test]
 fn wrap_and_wrap_with_as_goutils() {
     assert_eq!(
-        ok(r#"{{ wrap 20 "Here is one line of text that is going to be wrapped after 20 columns." }}"#),
+        ok(
+            r#"{{ wrap 20 "Here is one line of text that is going to be wrapped after 20 columns." }}"#
+        ),
         "Here is one line of\ntext that is going\nto be wrapped after\n20 columns."
     );
     let url = "Click here to jump to the commons website - https://commons.apache.org";

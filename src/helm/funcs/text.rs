@@ -29,7 +29,12 @@ fn wrap_custom(text: &str, width: i64, separator: &str, cut_long_words: bool) ->
     if text.is_empty() {
         return String::new();
     }
-    let separator = if separator.is_empty() { "\n" } else { separator }.as_bytes();
+    let separator = if separator.is_empty() {
+        "\n"
+    } else {
+        separator
+    }
+    .as_bytes();
     let width = width.max(1) as usize;
     let bytes = text.as_bytes();
     let mut out: Vec<u8> = Vec::with_capacity(bytes.len() + 16);
