@@ -3,7 +3,7 @@
 //! document annotated with the file it came from, the hooks along or apart as
 //! `postRenderStrategy` says), and the release's files made again of what came out
 //! ([`finish`]: each document back in its template's file, so it is reported where it was
-//! before). The builds run in between, in the source stage (`source::post_render`): the
+//! before; v2's `commonMetadata` set on each). The builds run in between, in the source stage (`source::post_render`): the
 //! render runs no process.
 
 use crate::helm::hooks;
@@ -12,7 +12,7 @@ use crate::source::post_render::{PostRender, Stream};
 use crate::source::units::{HookStrategy, PostRenderers, POST_RENDERERS_ANNOTATION};
 use crate::source::SourceFile;
 use crate::yaml;
-use serde_json::Value;
+use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 
 /// Helm 4's annotation naming the file a post-rendered document came from (its
@@ -30,6 +30,8 @@ pub struct Pending {
     files: Vec<PathBuf>,
     /// Documents that skip the post-renderers (hooks with `nohooks`), with their files.
     kept: Vec<(PathBuf, Value)>,
+    /// Labels and annotations set on every post-rendered object.
+    common_metadata: Value,
 }
 
 /// The post-render of a release whose HelmChart is `doc` (in `file`) over its `files`, if
@@ -114,6 +116,7 @@ fn prepare(
         at: (at.to_path_buf(), renderers.line),
         files: files.iter().map(|f| f.path.clone()).collect(),
         kept,
+        common_metadata: renderers.common_metadata,
     })
 }
 
@@ -125,6 +128,7 @@ pub fn finish(pending: Pending, files: &mut Vec<SourceFile>) -> Result<(), Probl
         at,
         files: own,
         kept,
+        common_metadata,
     } = pending;
     let problem = |message: String| {
         Problem::new(
@@ -156,6 +160,11 @@ pub fn finish(pending: Pending, files: &mut Vec<SourceFile>) -> Result<(), Probl
             let mut value = doc.value;
             // A document whose annotation a patch removed goes with the release's first file.
             let file = take_annotation(&mut value).map(PathBuf::from);
+            for field in ["labels", "annotations"] {
+                if let Some(Value::Object(set)) = common_metadata.get(field) {
+                    set_metadata(&mut value, field, set);
+                }
+            }
             let file = file
                 .filter(|f| own.contains(f))
                 .unwrap_or_else(|| own[0].clone());
@@ -190,6 +199,16 @@ fn stream_text(docs: &[Value]) -> String {
 }
 
 fn annotate(value: &mut Value, file: &Path) {
+    let entry = (
+        FILE_ANNOTATION.to_string(),
+        json!(file.display().to_string()),
+    );
+    set_metadata(value, "annotations", &Map::from_iter([entry]));
+}
+
+/// `metadata.<field>` (labels or annotations) given `set`'s entries, over its own, as
+/// kustomize's label and annotation transformers do.
+fn set_metadata(value: &mut Value, field: &str, set: &Map<String, Value>) {
     let Some(metadata) = value.as_object_mut().map(|v| {
         v.entry("metadata")
             .or_insert_with(|| Value::Object(Default::default()))
@@ -199,14 +218,11 @@ fn annotate(value: &mut Value, file: &Path) {
     let Some(metadata) = metadata.as_object_mut() else {
         return;
     };
-    let annotations = metadata
-        .entry("annotations")
+    let entries = metadata
+        .entry(field)
         .or_insert_with(|| Value::Object(Default::default()));
-    if let Some(annotations) = annotations.as_object_mut() {
-        annotations.insert(
-            FILE_ANNOTATION.into(),
-            Value::String(file.display().to_string()),
-        );
+    if let Some(entries) = entries.as_object_mut() {
+        entries.extend(set.iter().map(|(k, v)| (k.clone(), v.clone())));
     }
 }
 
@@ -224,7 +240,6 @@ fn take_annotation(value: &mut Value) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     fn file(path: &str, text: &str) -> SourceFile {
         SourceFile {
@@ -237,6 +252,7 @@ mod tests {
     fn renderers(strategy: HookStrategy) -> PostRenderers {
         PostRenderers {
             kustomizations: vec![json!({})],
+            common_metadata: json!({"labels": {"team": "a"}}),
             strategy,
             line: 7,
         }
@@ -289,6 +305,9 @@ mod tests {
         assert!(files[0].text.contains("patched: ok"), "{}", files[0].text);
         assert!(!files[0].text.contains(FILE_ANNOTATION));
         assert!(!files[0].text.contains("annotations"));
+        // commonMetadata on post-rendered objects, not on hooks that skipped them.
+        assert!(files[0].text.contains("team: a"), "{}", files[0].text);
+        assert!(!files[1].text.contains("team: a"), "{}", files[1].text);
         assert!(files[1].text.contains("helm.sh/hook"));
         assert_eq!(files[2].path, other.path);
     }

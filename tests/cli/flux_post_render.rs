@@ -2,7 +2,7 @@
 //! merge, JSON 6902 with a target) and images over the release's manifests, several in
 //! order, the hooks along unless `postRenderStrategy: nohooks`; v2beta2's deprecated
 //! `patchesStrategicMerge` and `patchesJson6902`; a patch kustomize refuses stops the run at
-//! the HelmRelease.
+//! the HelmRelease; v2's `commonMetadata` on every object after them.
 
 use crate::common::*;
 use tend_testserver::TestCluster;
@@ -195,4 +195,30 @@ fn diff_and_apply_show_and_write_the_post_rendered_objects() {
     assert_eq!(deployment["spec"]["replicas"], 5);
     let (code, stdout, stderr) = tend_on(&cluster, patched.path(), &["diff", "--path", "deploy"]);
     assert_eq!(code, 0, "{stdout}{stderr}");
+}
+
+#[test]
+fn common_metadata_labels_and_annotates_every_object_of_the_release() {
+    let common = "  commonMetadata:\n    labels:\n      team: a\n    annotations:\n      owner: team-a@example.com\n";
+    let (code, stdout, stderr) = render(&release("v2", common));
+    assert_eq!(code, 0, "{stderr}");
+    for kind in ["Deployment", "Service", "Job"] {
+        let metadata = &object(&stdout, kind)["metadata"];
+        assert_eq!(metadata["labels"]["team"], "a", "{kind}: {stdout}");
+        assert_eq!(
+            metadata["annotations"]["owner"], "team-a@example.com",
+            "{kind}: {stdout}"
+        );
+    }
+    // The metadata of the objects only, not of the pods they make (helm-controller's
+    // transformers name metadata/labels and metadata/annotations alone).
+    let template = &object(&stdout, "Deployment")["spec"]["template"]["metadata"];
+    assert!(template["labels"].get("team").is_none(), "{stdout}");
+    // Only helm.toolkit.fluxcd.io/v2 has it.
+    let (code, _, stderr) = render(&release("v2beta2", common));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("spec.commonMetadata is not a field of HelmRelease v2beta2"),
+        "{stderr}"
+    );
 }

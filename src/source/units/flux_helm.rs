@@ -7,8 +7,8 @@
 //! release namespace `targetNamespace` or the HelmRelease's; values as fluxcd/pkg
 //! `chartutil.ChartValuesFromReferences` merges them (`valuesFrom` in order, `targetPath`
 //! entries set by path, `spec.values` over all); CRDs unless `install.crds: Skip`; the
-//! namespace when `install.createNamespace`; `postRenderers` written on the HelmChart for
-//! the render and the source stage to run (`flux_post_render.rs`).
+//! namespace when `install.createNamespace`; `postRenderers` and `commonMetadata` written
+//! on the HelmChart for the render and the source stage to run (`flux_post_render.rs`).
 
 use super::flux_post_render::{PostRenderers, POST_RENDERERS_ANNOTATION};
 use super::flux_sources;

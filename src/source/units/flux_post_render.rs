@@ -5,7 +5,7 @@
 //! objects, and `patchesJson6902`, operations with a `target`), built by kustomize; several
 //! run in order, each on what the one before printed. Helm 4 sends the hooks along
 //! (`postRenderStrategy`: `combined`, the default; `separate`: hooks in a build of their own;
-//! `nohooks`: Helm 3's, hooks untouched). Here the post-renderers are checked and written
+//! `nohooks`: Helm 3's, hooks untouched); v2's `commonMetadata` after them. Here the post-renderers are checked and written
 //! on the expanded HelmChart ([`POST_RENDERERS_ANNOTATION`]); the render says which
 //! documents go through them, and the source stage runs the builder
 //! (`source::post_render`).
@@ -51,6 +51,9 @@ impl HookStrategy {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PostRenderers {
     pub kustomizations: Vec<Value>,
+    /// v2's `commonMetadata` (`labels`, `annotations`), set on every post-rendered object
+    /// after the kustomizations (helm-controller's `CommonRenderer`); `null` when none.
+    pub common_metadata: Value,
     pub strategy: HookStrategy,
     pub line: usize,
 }
@@ -61,6 +64,7 @@ impl PostRenderers {
         let value: Value = serde_json::from_str(text).ok()?;
         Some(PostRenderers {
             kustomizations: value.get("kustomizations")?.as_array()?.clone(),
+            common_metadata: value.get("commonMetadata").cloned().unwrap_or(Value::Null),
             strategy: HookStrategy::parse(value.get("strategy")?.as_str()?)?,
             line: usize::try_from(value.get("line")?.as_u64()?).ok()?,
         })
@@ -71,6 +75,7 @@ impl std::fmt::Display for PostRenderers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let value = json!({
             "kustomizations": self.kustomizations,
+            "commonMetadata": self.common_metadata,
             "strategy": self.strategy.name(),
             "line": self.line,
         });
@@ -98,9 +103,12 @@ pub fn post_renderers(
                 )
             })?,
     };
+    let common_metadata = common_metadata(unit)?;
+    let none = Vec::new();
     let list =
         match spec.get("postRenderers") {
-            None | Some(Value::Null) => return Ok(None),
+            None | Some(Value::Null) if common_metadata.is_null() => return Ok(None),
+            None | Some(Value::Null) => &none,
             Some(Value::Array(list)) => list,
             Some(_) => return Err(unit.problem(
                 &["spec", "postRenderers"],
@@ -128,9 +136,33 @@ pub fn post_renderers(
     }
     Ok(Some(PostRenderers {
         kustomizations,
+        common_metadata,
         strategy,
         line: unit.line_of(&["spec", "postRenderers"]),
     }))
+}
+
+/// `spec.commonMetadata` (v2; other versions refuse the field): maps of strings.
+fn common_metadata(unit: &Found) -> Result<Value, Problem> {
+    let Some(common) = unit.spec().get("commonMetadata").filter(|c| !c.is_null()) else {
+        return Ok(Value::Null);
+    };
+    let maps_of_strings = common.as_object().is_some_and(|fields| {
+        fields.iter().all(|(key, value)| {
+            matches!(key.as_str(), "labels" | "annotations")
+                && (value.is_null()
+                    || value
+                        .as_object()
+                        .is_some_and(|m| m.values().all(Value::is_string)))
+        })
+    });
+    if !maps_of_strings {
+        return Err(unit.problem(
+            &["spec", "commonMetadata"],
+            "spec.commonMetadata has labels and annotations, each a map of strings",
+        ));
+    }
+    Ok(common.clone())
 }
 
 /// The kustomization helm-controller writes for one `kustomize` post-renderer.
@@ -211,6 +243,7 @@ mod tests {
     fn post_renderers_survive_their_annotation() {
         let renderers = PostRenderers {
             kustomizations: vec![json!({"images": [{"name": "nginx", "newTag": "1"}]})],
+            common_metadata: json!({"labels": {"team": "a"}}),
             strategy: HookStrategy::Separate,
             line: 12,
         };
