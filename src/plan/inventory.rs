@@ -25,8 +25,8 @@ pub const LAST_RESULT_ANNOTATION: &str = "tend.dev/last-result";
 pub const LAST_DRIFT_ANNOTATION: &str = "tend.dev/last-drift";
 /// Set when the last run was stopped by a signal: what it wrote and what it did not.
 pub const INTERRUPTED_ANNOTATION: &str = "tend.dev/interrupted";
-/// The members a tenant's unit wrote, by ServiceAccount (`{"NS/NAME": [[group, kind,
-/// namespace, name], ...]}`): they are pruned as that ServiceAccount, as Flux's
+/// The members a tenant's unit wrote, by ServiceAccount (`{"NS/NAME": {"Kind.group":
+/// {"namespace": [names]}}}`): they are pruned as that ServiceAccount, as Flux's
 /// kustomize-controller prunes a unit's inventory with its impersonated client. Kept on the
 /// parent, which tenants cannot write, rather than on the members, which they can.
 pub const TENANT_MEMBERS_ANNOTATION: &str = "tend.dev/tenant-members";
@@ -138,38 +138,48 @@ fn parse_writers(text: &str) -> BTreeMap<ObjectKey, Writer> {
     let Ok(Value::Object(by_account)) = serde_json::from_str::<Value>(text) else {
         return writers;
     };
-    for (account, members) in by_account {
+    let maps = |v: &Value| v.as_object().cloned().unwrap_or_default();
+    for (account, by_kind) in by_account {
         let Some((namespace, name)) = account.split_once('/') else {
             continue;
         };
-        for member in members.as_array().into_iter().flatten() {
-            let part = |i: usize| member.get(i).and_then(Value::as_str);
-            if let (Some(group), Some(kind), Some(ns), Some(member_name)) =
-                (part(0), part(1), part(2), part(3))
-            {
-                let ns = Some(ns).filter(|ns| !ns.is_empty());
-                writers.insert(
-                    ObjectKey::new(group, kind, ns, member_name),
-                    (namespace.to_string(), name.to_string()),
-                );
+        for (kind, by_namespace) in maps(&by_kind) {
+            let Some(gk) = GroupKind::parse(&kind) else {
+                continue;
+            };
+            for (ns, names) in maps(&by_namespace) {
+                let ns = Some(ns.as_str()).filter(|ns| !ns.is_empty());
+                for member in names
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                {
+                    writers.insert(
+                        ObjectKey::new(&gk.group, &gk.kind, ns, member),
+                        (namespace.to_string(), name.to_string()),
+                    );
+                }
             }
         }
     }
     writers
 }
 
+/// `{"NS/NAME": {"Kind.group": {"namespace": [names]}}}` (`""` for cluster-scoped members):
+/// a few bytes per member beyond its name, as annotations hold 256 KiB in all.
 fn encode_writers(writers: &BTreeMap<ObjectKey, Writer>) -> String {
-    let mut by_account: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    type ByNamespace<'k> = BTreeMap<&'k str, Vec<&'k str>>;
+    let mut by_account: BTreeMap<String, BTreeMap<String, ByNamespace<'_>>> = BTreeMap::new();
     for (key, (namespace, name)) in writers {
         by_account
             .entry(format!("{namespace}/{name}"))
             .or_default()
-            .push(json!([
-                key.group,
-                key.kind,
-                key.namespace.as_deref().unwrap_or(""),
-                key.name
-            ]));
+            .entry(GroupKind::new(&key.group, &key.kind).encode())
+            .or_default()
+            .entry(key.namespace.as_deref().unwrap_or(""))
+            .or_default()
+            .push(&key.name);
     }
     json!(by_account).to_string()
 }
@@ -278,10 +288,20 @@ mod tests {
             ]
             .into(),
             namespaces: ["web".to_string()].into(),
-            writers: [(
-                ObjectKey::new("apps", "Deployment", Some("web"), "app"),
-                ("web".to_string(), "deployer".to_string()),
-            )]
+            writers: [
+                (
+                    ObjectKey::new("apps", "Deployment", Some("web"), "app"),
+                    ("web".to_string(), "deployer".to_string()),
+                ),
+                (
+                    ObjectKey::new("", "ConfigMap", Some("web"), "app"),
+                    ("web".to_string(), "deployer".to_string()),
+                ),
+                (
+                    ObjectKey::new("rbac.authorization.k8s.io", "ClusterRole", None, "r"),
+                    ("other".to_string(), "admin".to_string()),
+                ),
+            ]
             .into(),
         };
         let parent = parent_object("tend", "tend-system", "id", &inv, &[]);
