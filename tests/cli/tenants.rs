@@ -216,6 +216,19 @@ fn a_tenants_object_gone_from_its_tree_is_pruned_as_the_tenant() {
         deletes_of(&cluster, "extra"),
         [(Some(TENANT.to_string()), Some(200))]
     );
+    // The tenant's whole unit gone: what it wrote is still pruned as the tenant.
+    let tenants = std::fs::read_to_string(dir.path().join("tenants/team-a.yaml")).unwrap();
+    let (platform, _) = tenants
+        .split_once("---\napiVersion: kustomize.toolkit.fluxcd.io/v1")
+        .unwrap();
+    add_files(dir.path(), &[("tenants/team-a.yaml", platform)]);
+    cluster.clear_requests();
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &[&["apply"][..], &ARGS].concat());
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert_eq!(
+        deletes_of(&cluster, "app"),
+        [(Some(TENANT.to_string()), Some(200))]
+    );
 }
 
 #[test]
