@@ -1,9 +1,12 @@
 //! Prune: delete the members the plan no longer wants, in reverse stage order (workloads
-//! before the namespaces and CRDs they live in), after everything else was applied.
+//! before the namespaces and CRDs they live in), after everything else was applied; a member
+//! a tenant wrote as that tenant, whose RBAC decides (README "Coming from Flux").
 
 use super::options::EngineOptions;
+use crate::cluster::impersonation::ServiceAccount;
 use crate::cluster::{self, Session};
 use crate::object::{split_api_version, ObjectKey};
+use crate::plan::inventory::Writer;
 use crate::render::builtin::stage_of;
 use crate::report::run::Outcome;
 use futures::stream::{self, StreamExt};
@@ -20,10 +23,11 @@ pub struct Pruned {
     pub still_members: Vec<ObjectKey>,
 }
 
-/// Delete every key of `targets` (live values in `live`).
+/// Delete every key of `targets` (live values in `live`), each member a tenant wrote as
+/// that tenant (`writers`, as the parent recorded them), the others as tend.
 pub async fn prune(
     session: &Session,
-    targets: &BTreeSet<ObjectKey>,
+    (targets, writers): (&BTreeSet<ObjectKey>, &BTreeMap<ObjectKey, Writer>),
     live: &HashMap<ObjectKey, Value>,
     opts: &EngineOptions,
 ) -> Pruned {
@@ -38,7 +42,11 @@ pub async fn prune(
     for (_, keys) in by_stage {
         let results = stream::iter(keys.into_iter().map(|key| async move {
             let started = Instant::now();
-            let delete = delete_one(session, key, live, opts);
+            let writer = writers.get(key).map(|(namespace, name)| ServiceAccount {
+                namespace: namespace.clone(),
+                name: name.clone(),
+            });
+            let delete = delete_one(session, key, (live, writer), opts);
             let result = super::interrupted::write(&opts.interrupt, delete).await;
             (key, started.elapsed(), result)
         }))
@@ -70,11 +78,12 @@ pub async fn prune(
     pruned
 }
 
-/// DELETE one member, with the version it was last seen at.
+/// DELETE one member, with the version it was last seen at, as the tenant that wrote it
+/// (`writer`) or as tend.
 async fn delete_one(
     session: &Session,
     key: &ObjectKey,
-    live: &HashMap<ObjectKey, Value>,
+    (live, writer): (&HashMap<ObjectKey, Value>, Option<ServiceAccount>),
     opts: &EngineOptions,
 ) -> Result<(), String> {
     let api_version = live
@@ -82,19 +91,24 @@ async fn delete_one(
         .and_then(|v| v["apiVersion"].as_str())
         .unwrap_or_default();
     let (group, version) = split_api_version(api_version);
-    match session.resources.get(group, version, &key.kind) {
-        Some(resource) => cluster::delete(
-            &session.client,
-            resource,
-            key.namespace.as_deref(),
-            &key.name,
-            opts.dry_run,
-        )
-        .await
-        .map_err(|e| e.to_string()),
-        None => Err(format!(
+    let Some(resource) = session.resources.get(group, version, &key.kind) else {
+        return Err(format!(
             "cannot delete {key}: the cluster no longer serves {api_version} {}",
             key.kind
+        ));
+    };
+    let client = match &writer {
+        Some(account) => session.client_as(account).map_err(|e| e.to_string())?,
+        None => session.client.clone(),
+    };
+    let (namespace, name) = (key.namespace.as_deref(), &key.name);
+    let deleted = cluster::delete(&client, resource, namespace, name, opts.dry_run).await;
+    match (deleted, writer) {
+        (Ok(()), _) => Ok(()),
+        (Err(err), Some(account)) if err.code() == Some(403) => Err(format!(
+            "not pruned: {account}, whose unit wrote it, may not delete it (grant it delete, or delete the object yourself); the cluster said: {}",
+            err.server_message().unwrap_or("forbidden")
         )),
+        (Err(err), _) => Err(err.to_string()),
     }
 }

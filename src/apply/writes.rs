@@ -10,10 +10,11 @@ use super::prepare::Prepared;
 use super::{interrupted, lock::Clock, prune, stages, tend_kinds, wait, waves};
 use crate::cluster::Session;
 use crate::object::ObjectKey;
+use crate::plan::inventory::Writer;
 use crate::plan::planner::Plan;
 use crate::report::run::RunReport;
 use serde_json::Value;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// What the steps of a real apply share.
 pub(super) struct Applying<'a> {
@@ -33,7 +34,8 @@ impl Applying<'_> {
         report: &mut RunReport,
     ) -> Result<(stages::Applied, bool), EngineError> {
         let (opts, observed) = (self.opts, self.observed);
-        let desired_inventory = inventory_of(desired_keys.iter().cloned());
+        let mut desired_inventory = inventory_of(desired_keys.iter().cloned());
+        desired_inventory.writers = self.tenant_writers(desired_keys.iter());
         let id = opts.applyset_id();
         let (has_parent, recorded) = (observed.has_parent, &observed.recorded);
         parent::widen(
@@ -97,8 +99,9 @@ impl Applying<'_> {
     /// Prune, in reverse stage order, after everything else. Returns the members that
     /// still exist.
     pub async fn prune(&self, report: &mut RunReport) -> Vec<ObjectKey> {
-        let live = &self.observed.live;
-        let pruned = prune::prune(self.session, &self.plan.prune, live, self.opts).await;
+        let (live, writers) = (&self.observed.live, &self.observed.recorded.writers);
+        let targets = (&self.plan.prune, writers);
+        let pruned = prune::prune(self.session, targets, live, self.opts).await;
         report.outcomes.extend(pruned.outcomes);
         pruned.still_members
     }
@@ -112,8 +115,17 @@ impl Applying<'_> {
         clock: &dyn Clock,
         report: &mut RunReport,
     ) {
-        let kept = self.plan.kept.keys().cloned();
-        let narrowed = inventory_of(desired_keys.into_iter().chain(kept).chain(still_members));
+        let kept: Vec<ObjectKey> = self.plan.kept.keys().cloned().collect();
+        // Members no longer desired stay their tenant's until they are gone.
+        let recorded = &self.observed.recorded.writers;
+        let mut writers: BTreeMap<ObjectKey, Writer> = kept
+            .iter()
+            .chain(&still_members)
+            .filter_map(|k| Some((k.clone(), recorded.get(k)?.clone())))
+            .collect();
+        writers.extend(self.tenant_writers(desired_keys.iter()));
+        let mut narrowed = inventory_of(desired_keys.into_iter().chain(kept).chain(still_members));
+        narrowed.writers = writers;
         let stopped = self.opts.interrupt.stopped().map(|stop| {
             let account = interrupted::account(report, stop);
             tracing::error!("{account}");
@@ -141,6 +153,18 @@ impl Applying<'_> {
             tracing::error!("{message}");
             report.errors.push(message);
         }
+    }
+
+    /// The desired objects a tenant writes, with its ServiceAccount.
+    fn tenant_writers<'k>(
+        &self,
+        keys: impl Iterator<Item = &'k ObjectKey>,
+    ) -> BTreeMap<ObjectKey, Writer> {
+        keys.filter_map(|k| {
+            let account = self.session.writer_account(k)?;
+            Some((k.clone(), (account.namespace, account.name)))
+        })
+        .collect()
     }
 
     /// `--wait`: until what was applied is ready, or a stop.

@@ -50,6 +50,11 @@ impl Session {
         }
     }
 
+    /// The ServiceAccount that writes `key`, if a tenant does.
+    pub fn writer_account(&self, key: &crate::object::ObjectKey) -> Option<ServiceAccount> {
+        self.identities.writer_of(key)
+    }
+
     /// A client acting as `account` (one per ServiceAccount and session).
     pub fn client_as(&self, account: &ServiceAccount) -> Result<Client, ClusterError> {
         self.identities.client_as(account)

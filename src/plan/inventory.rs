@@ -3,10 +3,11 @@
 //! `applyset.kubernetes.io/part-of: <id>`. The parent lists the group-kinds and namespaces
 //! members may live in, so pruning knows where to look without listing the whole cluster.
 
+use crate::object::ObjectKey;
 use base64::Engine;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 pub const ID_LABEL: &str = "applyset.kubernetes.io/id";
 pub use crate::PART_OF_LABEL;
@@ -24,6 +25,14 @@ pub const LAST_RESULT_ANNOTATION: &str = "tend.dev/last-result";
 pub const LAST_DRIFT_ANNOTATION: &str = "tend.dev/last-drift";
 /// Set when the last run was stopped by a signal: what it wrote and what it did not.
 pub const INTERRUPTED_ANNOTATION: &str = "tend.dev/interrupted";
+/// The members a tenant's unit wrote, by ServiceAccount (`{"NS/NAME": {"Kind.group":
+/// {"namespace": [names]}}}`): they are pruned as that ServiceAccount, as Flux's
+/// kustomize-controller prunes a unit's inventory with its impersonated client. Kept on the
+/// parent, which tenants cannot write, rather than on the members, which they can.
+pub const TENANT_MEMBERS_ANNOTATION: &str = "tend.dev/tenant-members";
+
+/// A tenant's ServiceAccount: namespace, name.
+pub type Writer = (String, String);
 
 /// The ApplySet ID, as the KEP specifies for a parent of kind `kind` in group `group`:
 /// `applyset-<base64url(sha256("<name>.<namespace>.<kind>.<group>"))>-v1`, unpadded.
@@ -77,6 +86,8 @@ pub struct Inventory {
     pub group_kinds: BTreeSet<GroupKind>,
     /// Namespaces members may be in.
     pub namespaces: BTreeSet<String>,
+    /// The members tenants wrote, with whom ([`TENANT_MEMBERS_ANNOTATION`]).
+    pub writers: BTreeMap<ObjectKey, Writer>,
 }
 
 impl Inventory {
@@ -101,10 +112,14 @@ impl Inventory {
                 .filter(|n| !n.is_empty())
                 .map(str::to_string)
                 .collect(),
+            writers: parse_writers(&annotation(TENANT_MEMBERS_ANNOTATION)),
         }
     }
 
+    /// Both inventories; a member `other` says a tenant writes is that tenant's.
     pub fn union(&self, other: &Inventory) -> Inventory {
+        let mut writers = self.writers.clone();
+        writers.extend(other.writers.clone());
         Inventory {
             group_kinds: self
                 .group_kinds
@@ -112,8 +127,61 @@ impl Inventory {
                 .cloned()
                 .collect(),
             namespaces: self.namespaces.union(&other.namespaces).cloned().collect(),
+            writers,
         }
     }
+}
+
+/// [`TENANT_MEMBERS_ANNOTATION`]'s value; nothing from a value tend did not write.
+fn parse_writers(text: &str) -> BTreeMap<ObjectKey, Writer> {
+    let mut writers = BTreeMap::new();
+    let Ok(Value::Object(by_account)) = serde_json::from_str::<Value>(text) else {
+        return writers;
+    };
+    let maps = |v: &Value| v.as_object().cloned().unwrap_or_default();
+    for (account, by_kind) in by_account {
+        let Some((namespace, name)) = account.split_once('/') else {
+            continue;
+        };
+        for (kind, by_namespace) in maps(&by_kind) {
+            let Some(gk) = GroupKind::parse(&kind) else {
+                continue;
+            };
+            for (ns, names) in maps(&by_namespace) {
+                let ns = Some(ns.as_str()).filter(|ns| !ns.is_empty());
+                for member in names
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                {
+                    writers.insert(
+                        ObjectKey::new(&gk.group, &gk.kind, ns, member),
+                        (namespace.to_string(), name.to_string()),
+                    );
+                }
+            }
+        }
+    }
+    writers
+}
+
+/// `{"NS/NAME": {"Kind.group": {"namespace": [names]}}}` (`""` for cluster-scoped members):
+/// a few bytes per member beyond its name, as annotations hold 256 KiB in all.
+fn encode_writers(writers: &BTreeMap<ObjectKey, Writer>) -> String {
+    type ByNamespace<'k> = BTreeMap<&'k str, Vec<&'k str>>;
+    let mut by_account: BTreeMap<String, BTreeMap<String, ByNamespace<'_>>> = BTreeMap::new();
+    for (key, (namespace, name)) in writers {
+        by_account
+            .entry(format!("{namespace}/{name}"))
+            .or_default()
+            .entry(GroupKind::new(&key.group, &key.kind).encode())
+            .or_default()
+            .entry(key.namespace.as_deref().unwrap_or(""))
+            .or_default()
+            .push(&key.name);
+    }
+    json!(by_account).to_string()
 }
 
 /// The parent Secret as tend applies it (server-side apply, manager `tend`).
@@ -141,6 +209,12 @@ pub fn parent_object(
     );
     annotations.insert(GROUP_KINDS_ANNOTATION.into(), json!(group_kinds.join(",")));
     annotations.insert(NAMESPACES_ANNOTATION.into(), json!(namespaces.join(",")));
+    if !inventory.writers.is_empty() {
+        annotations.insert(
+            TENANT_MEMBERS_ANNOTATION.into(),
+            json!(encode_writers(&inventory.writers)),
+        );
+    }
     for (key, value) in record {
         annotations.insert((*key).into(), json!(value));
     }
@@ -214,6 +288,21 @@ mod tests {
             ]
             .into(),
             namespaces: ["web".to_string()].into(),
+            writers: [
+                (
+                    ObjectKey::new("apps", "Deployment", Some("web"), "app"),
+                    ("web".to_string(), "deployer".to_string()),
+                ),
+                (
+                    ObjectKey::new("", "ConfigMap", Some("web"), "app"),
+                    ("web".to_string(), "deployer".to_string()),
+                ),
+                (
+                    ObjectKey::new("rbac.authorization.k8s.io", "ClusterRole", None, "r"),
+                    ("other".to_string(), "admin".to_string()),
+                ),
+            ]
+            .into(),
         };
         let parent = parent_object("tend", "tend-system", "id", &inv, &[]);
         assert_eq!(
@@ -227,5 +316,6 @@ mod tests {
         let back = Inventory::from_parent(&parent);
         assert_eq!(back.group_kinds, inv.group_kinds);
         assert_eq!(back.namespaces, ["web".to_string()].into());
+        assert_eq!(back.writers, inv.writers);
     }
 }

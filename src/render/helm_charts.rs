@@ -53,6 +53,9 @@ pub struct ChartOutput {
     /// The policies a GitOps controller's unit asks of each file's objects (an Argo CD
     /// Application's sync options and `ignoreDifferences`), as its HelmChart carries them.
     pub unit_policies: HashMap<PathBuf, String>,
+    /// The post-renders of Flux HelmReleases, for the source stage to build before the
+    /// render goes on (`super::post_render`).
+    pub post_renders: Vec<super::post_render::Pending>,
 }
 
 impl ChartOutput {
@@ -69,6 +72,7 @@ impl ChartOutput {
         self.releases.extend(other.releases);
         self.helm_template.extend(other.helm_template);
         self.unit_policies.extend(other.unit_policies);
+        self.post_renders.extend(other.post_renders);
     }
 }
 
@@ -525,10 +529,13 @@ fn add_release(
         resolved,
         namespace,
         release,
+        user,
         ..
     } = input;
     let name = chart.name();
     let mut outcome = release_outcome(at, &chart, resolved, &namespace, &release);
+    let first = out.files.len();
+    let mut templates = Vec::new();
     for (template, text, crd) in made.files {
         // A template that rendered nothing (a feature turned off) holds no object: not
         // parsed at all.
@@ -554,6 +561,9 @@ fn add_release(
         if made.has_pre_hooks && !crd {
             out.after_pre_hooks.insert(path.clone());
         }
+        if !crd {
+            templates.push(path.clone());
+        }
         out.files.push(SourceFile {
             path,
             text,
@@ -561,10 +571,31 @@ fn add_release(
         });
     }
     out.releases.push(outcome);
+    post_render(at, &user, (first, &templates), out);
     if !made.random.is_empty() {
         let described = at.described(&namespace);
         out.random
             .push(format!("{described}: {}", made.random.join(", ")));
+    }
+}
+
+/// A Flux HelmRelease's post-renderers over the release's templates (`templates`, the
+/// files `out` holds from `first` on that are not CRDs), left for the source stage to run.
+fn post_render(
+    at: &ReleaseAt<'_>,
+    user: &UserValues,
+    (first, templates): (usize, &[PathBuf]),
+    out: &mut ChartOutput,
+) {
+    let files: Vec<&SourceFile> = out.files[first..]
+        .iter()
+        .filter(|f| templates.contains(&f.path))
+        .collect();
+    let sealed = !user.secrets.is_empty();
+    match super::post_render::of_release(at.doc, &at.file.path, sealed, &files) {
+        Ok(Some(pending)) => out.post_renders.push(pending),
+        Ok(None) => {}
+        Err(problem) => out.problems.push(problem),
     }
 }
 

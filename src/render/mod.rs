@@ -21,6 +21,7 @@ pub mod helm_cache;
 mod helm_charts;
 mod options;
 pub mod policy;
+mod post_render;
 pub mod tend_kinds;
 pub mod validate;
 pub mod waves;
@@ -95,16 +96,48 @@ pub fn render(files: &[SourceFile], opts: &RenderOptions) -> Result<Rendered, Re
     render_files(files, ChartOutput::default(), opts)
 }
 
-/// [`render`], with the repository's Helm charts for its `HelmChart` objects: they render
-/// first, each template's output a file that then goes through everything a plain file does.
-pub fn render_with_charts(
+/// The first half of [`render`] with the repository's Helm charts for its `HelmChart`
+/// objects: the charts rendered, each template's output a file; [`render_charted`] goes on
+/// once the caller has built their post-renders ([`Charted::post_renders`]).
+pub fn render_charts(files: &[SourceFile], charts: &Charts, opts: &RenderOptions) -> Charted {
+    Charted(helm_charts::render_charts(files, charts, opts))
+}
+
+/// What the charts rendered, their releases' post-renderers (a Flux HelmRelease's
+/// kustomize patches, a process the render does not run) still to build.
+#[derive(Debug)]
+pub struct Charted(ChartOutput);
+
+impl Charted {
+    /// The post-renders to build (`source::post_render::run_all`) before
+    /// [`render_charted`]; none when the charts must look up the cluster first.
+    pub fn post_renders(&mut self) -> Vec<&mut crate::source::post_render::PostRender> {
+        if !self.0.lookups_missed.is_empty() {
+            return Vec::new();
+        }
+        self.0
+            .post_renders
+            .iter_mut()
+            .map(|p| &mut p.build)
+            .collect()
+    }
+}
+
+/// The rest of the render: what the charts made (post-rendered) goes through everything a
+/// plain file does.
+pub fn render_charted(
     files: &[SourceFile],
-    charts: &Charts,
+    charted: Charted,
     opts: &RenderOptions,
 ) -> Result<RenderPass, RenderError> {
-    let charted = helm_charts::render_charts(files, charts, opts);
+    let mut charted = charted.0;
     if !charted.lookups_missed.is_empty() {
         return Ok(RenderPass::NeedsLookups(charted.lookups_missed));
+    }
+    for pending in std::mem::take(&mut charted.post_renders) {
+        if let Err(problem) = post_render::finish(pending, &mut charted.files) {
+            charted.problems.push(problem);
+        }
     }
     render_files(files, charted, opts).map(RenderPass::Rendered)
 }

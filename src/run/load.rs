@@ -262,13 +262,13 @@ fn render_keeping_renders(
     let walked = &loaded.walked;
     let keys = render::kept_render_keys(&walked.files, &walked.charts, render_opts);
     if keys.is_empty() {
-        return render::render_with_charts(&walked.files, &walked.charts, render_opts);
+        return render_post_rendering(loaded, render_opts);
     }
     let store = super::render_cache::FileRenderCache::new(&loaded.cache_dir);
     let kept = std::sync::Arc::new(store.read(&keys));
     let mut opts = render_opts.clone();
     opts.kept_renders = Some(kept.clone());
-    let rendered = render::render_with_charts(&walked.files, &walked.charts, &opts);
+    let rendered = render_post_rendering(loaded, &opts);
     let added = store.write(&kept.take_added());
     let taken = kept.taken();
     if taken + added > 0 {
@@ -277,6 +277,21 @@ fn render_keeping_renders(
         );
     }
     rendered
+}
+
+/// Render the charts, build their releases' post-renderers (kustomize, run by the source
+/// stage), and render the rest.
+fn render_post_rendering(
+    loaded: &Loaded,
+    render_opts: &RenderOptions,
+) -> Result<RenderPass, render::RenderError> {
+    let walked = &loaded.walked;
+    let mut charted = render::render_charts(&walked.files, &walked.charts, render_opts);
+    let post_renders = charted.post_renders();
+    if !post_renders.is_empty() {
+        source::post_render::run_all(post_renders, &loaded.checkout.kustomize);
+    }
+    render::render_charted(&walked.files, charted, render_opts)
 }
 
 /// [`render`] without the cluster: Helm's `lookup` finds nothing, as `helm template`'s does,

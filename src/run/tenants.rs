@@ -6,7 +6,8 @@
 //! kind and namespace); the objects where it may not everywhere (a rule naming some objects,
 //! say) are dry-run applied as the tenant, as they will be written, and one the server
 //! refuses (403) fails the run at its file:line, naming the unit, the ServiceAccount, the
-//! server's message and the way out. Reads of the cluster stay tend's own.
+//! server's message and the way out. Reads of the cluster stay tend's own; prunes of what a
+//! tenant wrote are the tenant's (`apply::prune`, from the ApplySet parent's record).
 
 use crate::cluster::impersonation::{may, ServiceAccount};
 use crate::cluster::{self, Session};

@@ -277,19 +277,8 @@ pub fn build_all(
         }
     };
     let built = crate::parallel::map(units, crate::parallel::budget(), 1, |unit| {
-        // Decrypted inputs are never kept: the cache would hold their plaintext.
-        let cache = opts
-            .cache_dir
-            .as_deref()
-            .filter(|_| inputs == Inputs::AsCommitted);
-        let key = cache.and_then(|_| super::kustomize_cache::key(root, &unit.dir, None, &words));
-        if let (Some(cache), Some(key)) = (cache, &key) {
-            if let Some(kept) = super::kustomize_cache::read(cache, key) {
-                tracing::debug!("{} built as kept", unit.file.display());
-                return Ok(split_by_origin(unit, &display_dir(&unit.dir), kept.output));
-            }
-        }
-        build(root, unit, &words, inputs, cache.zip(key.as_deref()))
+        let text = kept_or_built(root, unit, &words, opts, inputs)?;
+        Ok(split_by_origin(unit, &display_dir(&unit.dir), text))
     });
     for result in built {
         match result {
@@ -298,6 +287,47 @@ pub fn build_all(
         }
     }
     (files, problems)
+}
+
+/// Build one unit into the builder's output as it printed it (not split by origin): a
+/// kustomization tend writes itself (a HelmRelease's post-renderer, `super::post_render`).
+pub fn build_output(
+    root: &Path,
+    unit: &Unit,
+    opts: &KustomizeOptions,
+    inputs: Inputs,
+) -> Result<String, Problem> {
+    let words = builder(opts).map_err(|why| {
+        Problem::new(
+            &unit.file,
+            1,
+            format!("cannot build this kustomization: {why}"),
+        )
+    })?;
+    kept_or_built(root, unit, &words, opts, inputs)
+}
+
+/// The kept build of `unit`, or its build (then kept).
+fn kept_or_built(
+    root: &Path,
+    unit: &Unit,
+    words: &[String],
+    opts: &KustomizeOptions,
+    inputs: Inputs,
+) -> Result<String, Problem> {
+    // Decrypted inputs are never kept: the cache would hold their plaintext.
+    let cache = opts
+        .cache_dir
+        .as_deref()
+        .filter(|_| inputs == Inputs::AsCommitted);
+    let key = cache.and_then(|_| super::kustomize_cache::key(root, &unit.dir, None, words));
+    if let (Some(cache), Some(key)) = (cache, &key) {
+        if let Some(kept) = super::kustomize_cache::read(cache, key) {
+            tracing::debug!("{} built as kept", unit.file.display());
+            return Ok(kept.output);
+        }
+    }
+    build(root, unit, words, inputs, cache.zip(key.as_deref()))
 }
 
 /// The kept build of a kustomization not written yet: `overlay`, the text of `unit`'s file
@@ -333,16 +363,15 @@ fn display_dir(dir: &Path) -> String {
     }
 }
 
-/// Build one unit. Its documents keep the lines the builder printed them at, under the name
-/// `<dir> (kustomize build)`; where kustomize's origin annotations say which file a document
-/// came from (`buildMetadata: [originAnnotations]`), that file is named too.
+/// Build one unit into the builder's output (kept under `keep`). Split by
+/// [`split_by_origin`], its documents keep the lines the builder printed them at.
 fn build(
     root: &Path,
     unit: &Unit,
     words: &[String],
     inputs: Inputs,
     keep: Option<(&Path, &str)>,
-) -> Result<Vec<SourceFile>, Problem> {
+) -> Result<String, Problem> {
     let dir = display_dir(&unit.dir);
     let shown = format!("{} {dir}", words.join(" "));
     let mut cmd = Command::new(&words[0]);
@@ -427,12 +456,12 @@ fn build(
             shown,
         };
         super::kustomize_cache::write(cache, key, &kept);
-        return Ok(split_by_origin(unit, &dir, kept.output));
+        return Ok(kept.output);
     }
-    Ok(split_by_origin(unit, &dir, text))
+    Ok(text)
 }
 
-/// One source file for the build output; or, where origin annotations name the files the
+/// One source file for the build output, under the name `<dir> (kustomize build)`; or, where origin annotations name the files the
 /// documents came from, one per file, each holding its documents at their lines of the build
 /// output (the others blanked), so that every message names both.
 fn split_by_origin(unit: &Unit, dir: &str, text: String) -> Vec<SourceFile> {

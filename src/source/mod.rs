@@ -11,6 +11,7 @@ mod kustomize_cache;
 mod kustomize_outside;
 mod kustomize_refs;
 pub mod paths;
+pub mod post_render;
 mod private_copy;
 pub mod run_cluster;
 pub mod units;

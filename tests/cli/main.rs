@@ -15,6 +15,7 @@ mod flux_charts;
 mod flux_cluster;
 mod flux_git;
 mod flux_layouts;
+mod flux_post_render;
 mod git;
 mod helm;
 mod hostile;

@@ -187,3 +187,83 @@ fn a_tenant_cannot_hold_tends_own_kinds() {
     );
     assert!(writes(&cluster).is_empty(), "{:?}", writes(&cluster));
 }
+
+/// The DELETEs of `configmaps/<name>`, with whom they were sent as and the answer.
+fn deletes_of(cluster: &TestCluster, name: &str) -> Vec<(Option<String>, Option<u16>)> {
+    cluster
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "DELETE" && r.resource == "configmaps")
+        .filter(|r| r.name.as_deref() == Some(name))
+        .map(|r| (r.impersonated.clone(), r.status))
+        .collect()
+}
+
+#[test]
+fn a_tenants_object_gone_from_its_tree_is_pruned_as_the_tenant() {
+    let cluster = TestCluster::start();
+    let dir = tenant_site();
+    let extra = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n  namespace: team-a\ndata:\n  x: y\n";
+    add_files(dir.path(), &[("apps/team-a/extra.yaml", extra)]);
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &[&["apply"][..], &ARGS].concat());
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    std::fs::remove_file(dir.path().join("apps/team-a/extra.yaml")).unwrap();
+    cluster.clear_requests();
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &[&["apply"][..], &ARGS].concat());
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(get(&cluster, "", "configmaps", "team-a", "extra").is_none());
+    assert_eq!(
+        deletes_of(&cluster, "extra"),
+        [(Some(TENANT.to_string()), Some(200))]
+    );
+    // The tenant's whole unit gone: what it wrote is still pruned as the tenant.
+    let tenants = std::fs::read_to_string(dir.path().join("tenants/team-a.yaml")).unwrap();
+    let (platform, _) = tenants
+        .split_once("---\napiVersion: kustomize.toolkit.fluxcd.io/v1")
+        .unwrap();
+    add_files(dir.path(), &[("tenants/team-a.yaml", platform)]);
+    cluster.clear_requests();
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &[&["apply"][..], &ARGS].concat());
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert_eq!(
+        deletes_of(&cluster, "app"),
+        [(Some(TENANT.to_string()), Some(200))]
+    );
+}
+
+#[test]
+fn a_prune_the_tenants_rbac_forbids_is_refused_not_done_as_tend() {
+    let cluster = TestCluster::start();
+    let dir = tenant_site();
+    let extra = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n  namespace: team-a\ndata:\n  x: y\n";
+    add_files(dir.path(), &[("apps/team-a/extra.yaml", extra)]);
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &[&["apply"][..], &ARGS].concat());
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    // The platform takes delete away from team-a, and team-a's tree drops the object.
+    let tenants = std::fs::read_to_string(dir.path().join("tenants/team-a.yaml")).unwrap();
+    let no_delete = tenants.replace(
+        "    verbs: [\"*\"]\n",
+        "    verbs: [get, list, watch, create, update, patch]\n",
+    );
+    assert_ne!(no_delete, tenants);
+    add_files(dir.path(), &[("tenants/team-a.yaml", &no_delete)]);
+    std::fs::remove_file(dir.path().join("apps/team-a/extra.yaml")).unwrap();
+    for _ in 0..2 {
+        cluster.clear_requests();
+        let apply = [&["apply", "-o", "json"][..], &ARGS].concat();
+        let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &apply);
+        assert_eq!(code, 2, "{stdout}{stderr}");
+        for expected in [
+            "not pruned: ServiceAccount team-a/team-a, whose unit wrote it, may not delete it (grant it delete, or delete the object yourself); the cluster said: configmaps",
+            "User \\\"system:serviceaccount:team-a:team-a\\\" cannot delete resource",
+        ] {
+            assert!(stdout.contains(expected), "{expected}\n{stdout}");
+        }
+        // Asked as the tenant only, never again as tend; the next run still knows whose it is.
+        assert_eq!(
+            deletes_of(&cluster, "extra"),
+            [(Some(TENANT.to_string()), Some(403))]
+        );
+        assert!(get(&cluster, "", "configmaps", "team-a", "extra").is_some());
+    }
+}

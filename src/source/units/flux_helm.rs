@@ -7,8 +7,10 @@
 //! release namespace `targetNamespace` or the HelmRelease's; values as fluxcd/pkg
 //! `chartutil.ChartValuesFromReferences` merges them (`valuesFrom` in order, `targetPath`
 //! entries set by path, `spec.values` over all); CRDs unless `install.crds: Skip`; the
-//! namespace when `install.createNamespace`.
+//! namespace when `install.createNamespace`; `postRenderers` and `commonMetadata` written
+//! on the HelmChart for the render and the source stage to run (`flux_post_render.rs`).
 
+use super::flux_post_render::{PostRenderers, POST_RENDERERS_ANNOTATION};
 use super::flux_sources;
 use super::flux_values_files::VALUES_FILES_ANNOTATION;
 use super::lookup::{self, Blocked, Lookup};
@@ -70,23 +72,25 @@ pub fn expand(unit: &Found, sources: &Sources, ctx: &Context) -> Produced {
     } else {
         V2BETA_FIELDS
     };
-    let spec = match active_spec(unit, known, version) {
-        Ok(spec) => spec,
-        Err(produced) => return *produced,
-    };
-    if spec.get("postRenderers").is_some() {
-        return Produced::failed(unit.problem(
-            &["spec", "postRenderers"],
-            "spec.postRenderers is not supported by tend yet; apply the patches in the chart's values, or in a kustomization around the HelmRelease's objects",
-        ));
+    if let Err(produced) = active_spec(unit, known, version) {
+        return *produced;
     }
-    match release(unit, sources, ctx) {
+    let post_renderers = match super::flux_post_render::post_renderers(unit, version != "v2") {
+        Ok(post_renderers) => post_renderers,
+        Err(problem) => return Produced::failed(problem),
+    };
+    match release(unit, sources, ctx, post_renderers) {
         Ok(produced) => produced,
         Err(blocked) => lookup::produced(blocked),
     }
 }
 
-fn release(unit: &Found, sources: &Sources, ctx: &Context) -> Result<Produced, Blocked> {
+fn release(
+    unit: &Found,
+    sources: &Sources,
+    ctx: &Context,
+    post_renderers: Option<PostRenderers>,
+) -> Result<Produced, Blocked> {
     let spec = unit.spec();
     let target = spec.get("targetNamespace").and_then(Value::as_str);
     let namespace = target.unwrap_or(&unit.id.namespace).to_string();
@@ -102,6 +106,12 @@ fn release(unit: &Found, sources: &Sources, ctx: &Context) -> Result<Produced, B
     chain.push(unit.id.clone());
     let mut annotations = Map::new();
     annotations.insert(EXPANDED_ANNOTATION.into(), json!(chain_label(&chain)));
+    if let Some(post_renderers) = post_renderers {
+        annotations.insert(
+            POST_RENDERERS_ANNOTATION.into(),
+            json!(post_renderers.to_string()),
+        );
+    }
     let mut produced = Produced::outcome(Outcome::Expanded);
     super::flux_credentials::release_login(unit, sources, ctx)?;
     let spec_and_annotations = (&mut chart_spec, &mut annotations);

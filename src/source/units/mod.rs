@@ -72,6 +72,7 @@ mod flux_decrypt;
 mod flux_helm;
 mod flux_kustomize;
 mod flux_oci;
+mod flux_post_render;
 mod flux_sources;
 mod flux_substitute;
 mod flux_values_files;
@@ -81,6 +82,7 @@ mod tenant;
 
 pub use argo_app::{apply_encoded_policies, POLICIES_ANNOTATION};
 pub use cluster_objects::{ClusterObjects, Entries, ObjectRef};
+pub use flux_post_render::{HookStrategy, PostRenderers, POST_RENDERERS_ANNOTATION};
 pub use flux_values_files::{merged_from_chart, Listed, VALUES_FILES_ANNOTATION};
 pub use lookup::live_entries;
 pub use model::*;
