@@ -687,6 +687,8 @@ fn a_helm_release_renders_a_chart_from_the_checkout_at_its_path_from_the_root() 
         .args(["render", "--path", "clusters/dev", "--repo"])
         .arg(dir.path()));
     assert_eq!(code, 0, "{stderr}");
+    // helm-controller labels every object of a release with the HelmRelease's name and
+    // namespace (its OriginLabels post-renderer).
     // The HelmRelease came out of the Kustomization (targetNamespace web, GREETING
     // substituted); the release is `<targetNamespace>-<name>`, in the target namespace.
     assert!(
@@ -697,9 +699,7 @@ fn a_helm_release_renders_a_chart_from_the_checkout_at_its_path_from_the_root() 
     );
     assert!(
         stdout.contains(
-            "kind: ConfigMap\nmetadata:\n  name: web\n  namespace: web\ndata:\n  greeting: hello\n"
-        ) || stdout.contains(
-            "data:\n  greeting: hello\nkind: ConfigMap\nmetadata:\n  name: web\n  namespace: web\n"
+            "kind: ConfigMap\nmetadata:\n  name: web\n  labels:\n    helm.toolkit.fluxcd.io/name: web\n    helm.toolkit.fluxcd.io/namespace: web\n  namespace: web\ndata:\n  greeting: hello\n"
         ),
         "{stdout}"
     );

@@ -135,7 +135,7 @@ fn values_files_of_a_repository_chart_name_files_of_the_chart() {
     ));
     assert_eq!(code, 2, "{stderr}");
     assert!(
-        stderr.contains("release.yaml (Flux HelmRelease flux-system/web):10: ")
+        stderr.contains("release.yaml (Flux HelmRelease flux-system/web):")
             && stderr.contains("no values file found at path \"values-staging.yaml\" in chart web"),
         "{stderr}"
     );

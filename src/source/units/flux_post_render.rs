@@ -83,7 +83,8 @@ impl std::fmt::Display for PostRenderers {
     }
 }
 
-/// The post-renderers of `unit` (`None` when it has none), or what is wrong with them.
+/// The post-renderers of `unit` (always some: every release gets its origin labels), or
+/// what is wrong with them.
 /// `deprecated_patches`: the API version still has `patchesStrategicMerge` and
 /// `patchesJson6902` (v2beta1, v2beta2).
 pub fn post_renderers(
@@ -103,11 +104,10 @@ pub fn post_renderers(
                 )
             })?,
     };
-    let common_metadata = common_metadata(unit)?;
+    let common_metadata = with_origin_labels(common_metadata(unit)?, unit);
     let none = Vec::new();
     let list =
         match spec.get("postRenderers") {
-            None | Some(Value::Null) if common_metadata.is_null() => return Ok(None),
             None | Some(Value::Null) => &none,
             Some(Value::Array(list)) => list,
             Some(_) => return Err(unit.problem(
@@ -140,6 +140,22 @@ pub fn post_renderers(
         strategy,
         line: unit.line_of(&["spec", "postRenderers"]),
     }))
+}
+
+/// `common` with the labels helm-controller's last post-renderer (`OriginLabels`) puts on
+/// every object of every release, over any of `commonMetadata` with the same key:
+/// `helm.toolkit.fluxcd.io/name` and `/namespace`, the HelmRelease's own.
+fn with_origin_labels(mut common: Value, unit: &Found) -> Value {
+    if !common.is_object() {
+        common = json!({});
+    }
+    let labels = &mut common["labels"];
+    if !labels.is_object() {
+        *labels = json!({});
+    }
+    labels["helm.toolkit.fluxcd.io/name"] = json!(unit.id.name);
+    labels["helm.toolkit.fluxcd.io/namespace"] = json!(unit.id.namespace);
+    common
 }
 
 /// `spec.commonMetadata` (v2; other versions refuse the field): maps of strings.
