@@ -2,6 +2,7 @@
 //! swap small). Files are split into documents by hand so that every document keeps the line
 //! it starts on, and serde_yaml's own error locations are shifted to file lines.
 
+mod block;
 mod convert;
 mod document;
 mod helm_values;
@@ -60,7 +61,7 @@ pub fn parse_file(file: &Path, text: &str) -> (Vec<Document>, Vec<Problem>) {
                 continue;
             }
         }
-        if let Some(value) = sops_block::parse(&doc.text, direct).or_else(|| direct(&doc.text)) {
+        if let Some(value) = sops_block::parse(&doc.text, read).or_else(|| read(&doc.text)) {
             if !value.is_null() {
                 doc.value = value;
                 expand_lists(file, doc, 0, &mut docs, &mut problems);
@@ -84,6 +85,12 @@ pub fn parse_file(file: &Path, text: &str) -> (Vec<Document>, Vec<Problem>) {
         }
     }
     (docs, problems)
+}
+
+/// One document read by the block reader when it takes it (most Kubernetes YAML), else by
+/// libyaml's events: the same value either way.
+fn read(text: &str) -> Option<Value> {
+    block::parse(text).or_else(|| direct(text))
 }
 
 /// Parse a small YAML text (an annotation's value) into JSON; `None` if it is not YAML.
