@@ -460,33 +460,39 @@ fn plain_text(text: &str) -> bool {
 /// full parser answers something JSON has not (integers past 64 bits, infinities, NaN):
 /// it says so.
 pub(super) fn resolve_plain(text: &str) -> Option<Value> {
+    Some(resolve_unless_string(text)?.unwrap_or_else(|| Value::String(text.to_string())))
+}
+
+/// [`resolve_plain`] but for strings: `Some(None)` for a plain scalar that reads as a
+/// string.
+pub(super) fn resolve_unless_string(text: &str) -> Option<Option<Value>> {
     match text {
-        "" | "~" | "null" | "Null" | "NULL" => return Some(Value::Null),
-        "true" | "True" | "TRUE" => return Some(Value::Bool(true)),
-        "false" | "False" | "FALSE" => return Some(Value::Bool(false)),
+        "" | "~" | "null" | "Null" | "NULL" => return Some(Some(Value::Null)),
+        "true" | "True" | "TRUE" => return Some(Some(Value::Bool(true))),
+        "false" | "False" | "FALSE" => return Some(Some(Value::Bool(false))),
         _ => {}
     }
     // Only these can start a number (`+`, `-`, a digit, `.` of `.5` or `.inf`): every other
     // plain scalar is a string.
     let first = text.as_bytes()[0];
     if !(first.is_ascii_digit() || matches!(first, b'+' | b'-' | b'.')) {
-        return Some(Value::String(text.to_string()));
+        return Some(None);
     }
     if let Some(n) = unsigned(text) {
-        return n.map(Value::from);
+        return n.map(|n| Some(Value::from(n)));
     }
     if let Some(n) = negative(text) {
-        return n.map(Value::from);
+        return n.map(|n| Some(Value::from(n)));
     }
     if infinite_or_nan(text) {
         return None;
     }
     if !leading_zero_digits(text) {
         if let Some(f) = float(text) {
-            return serde_json::Number::from_f64(f).map(Value::Number);
+            return serde_json::Number::from_f64(f).map(|n| Some(Value::Number(n)));
         }
     }
-    Some(Value::String(text.to_string()))
+    Some(None)
 }
 
 /// YAML's `.inf`, `-.inf` and `.nan` forms, which JSON has no number for.
@@ -497,7 +503,7 @@ fn infinite_or_nan(text: &str) -> bool {
 }
 
 /// Digits after a leading `0` (an optional sign first): a string, as YAML 1.2 says.
-fn leading_zero_digits(text: &str) -> bool {
+pub(super) fn leading_zero_digits(text: &str) -> bool {
     let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
     digits.len() > 1 && digits.starts_with('0') && digits[1..].bytes().all(|b| b.is_ascii_digit())
 }

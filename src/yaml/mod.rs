@@ -5,6 +5,7 @@
 mod block;
 mod convert;
 mod document;
+mod emit;
 mod helm_values;
 mod limits;
 mod lists;
@@ -163,7 +164,9 @@ fn leading_tab_line(chunk: &str) -> Option<usize> {
 
 /// Serialize a value as one YAML document (no leading `---`).
 pub fn to_yaml(value: &Value) -> String {
-    serde_yaml::to_string(value).unwrap_or_else(|e| format!("# cannot serialize: {e}\n"))
+    emit::write(value).unwrap_or_else(|| {
+        serde_yaml::to_string(value).unwrap_or_else(|e| format!("# cannot serialize: {e}\n"))
+    })
 }
 
 #[cfg(test)]
