@@ -113,7 +113,7 @@ pub fn render_with_charts(
 /// then make objects of them, then check the set and finish it.
 fn render_files(
     files: &[SourceFile],
-    charted: ChartOutput,
+    mut charted: ChartOutput,
     opts: &RenderOptions,
 ) -> Result<Rendered, RenderError> {
     let file_count = files.len();
@@ -121,10 +121,11 @@ fn render_files(
     let files = if charted.files.is_empty() {
         files
     } else {
+        // The charts' files are moved, not copied: a big chart's CRDs are megabytes.
         all_files = files
             .iter()
             .cloned()
-            .chain(charted.files.iter().cloned())
+            .chain(std::mem::take(&mut charted.files))
             .collect();
         &all_files[..]
     };

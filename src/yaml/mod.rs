@@ -42,6 +42,13 @@ pub fn parse_file(file: &Path, text: &str) -> (Vec<Document>, Vec<Problem>) {
             decrypted: false,
             sealed: Vec::new(),
         };
+        // What the block reader takes has no tab in its indentation, no alias and no deep
+        // nesting (it gives up on all three): the checks below are for what it leaves.
+        if let Some(value) = block::parse(&doc.text) {
+            doc.value = value;
+            expand_lists(file, doc, 0, &mut docs, &mut problems);
+            continue;
+        }
         if doc.text.contains('\t') {
             if let Some(tab_line) = leading_tab_line(&doc.text) {
                 problems.push(Problem::new(
@@ -62,7 +69,7 @@ pub fn parse_file(file: &Path, text: &str) -> (Vec<Document>, Vec<Problem>) {
                 continue;
             }
         }
-        if let Some(value) = sops_block::parse(&doc.text, read).or_else(|| read(&doc.text)) {
+        if let Some(value) = sops_block::parse(&doc.text, read).or_else(|| direct(&doc.text)) {
             if !value.is_null() {
                 doc.value = value;
                 expand_lists(file, doc, 0, &mut docs, &mut problems);
