@@ -3,6 +3,8 @@
 //! it starts on, and serde_yaml's own error locations are shifted to file lines.
 
 mod block;
+#[cfg(test)]
+mod block_tests;
 mod convert;
 mod document;
 mod emit;
