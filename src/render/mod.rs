@@ -218,7 +218,7 @@ fn make_objects(parsed: Parsed<'_>, charted: &ChartOutput, opts: &RenderOptions)
     };
     let mut host_ports = HostPorts::default();
     let mut controller_objects = 0;
-    for (file, doc) in checked {
+    for (file, mut doc) in checked {
         let origin = Origin {
             file: file.path.clone(),
             // What a chart rendered is at its HelmChart's line, see
@@ -227,7 +227,19 @@ fn make_objects(parsed: Parsed<'_>, charted: &ChartOutput, opts: &RenderOptions)
             generated_by: None,
             sealed: doc.sealed.clone(),
         };
-        let mut value = doc.value.clone();
+        // tend's kinds are parsed again from the document; other objects take its value
+        // (a big chart's CRDs are megabytes of it).
+        let tend_kind = doc
+            .value
+            .get("apiVersion")
+            .and_then(|v| v.as_str())
+            .map(|v| split_api_version(v).0)
+            == Some(crate::GROUP);
+        let mut value = if tend_kind {
+            doc.value.clone()
+        } else {
+            std::mem::take(&mut doc.value)
+        };
         let unit_wave = waves::unit_wave(&opts.unit_files, &file.path);
         if let Some(wave) = unit_wave.filter(|w| *w != 0) {
             waves::set_unit_wave(&mut value, wave);
@@ -369,7 +381,7 @@ fn add_object(
     }
     if namespaced == Some(false) && object.namespace().is_some() {
         made.decrypted
-            .extend(crate::object::secret_values(&doc.value, &doc.sealed));
+            .extend(crate::object::secret_values(&object.value, &doc.sealed));
         made.problems.push(Problem::new(
             &object.origin.file,
             doc.line_of(&["metadata".to_string(), "namespace".to_string()]),
