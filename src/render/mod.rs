@@ -117,19 +117,22 @@ fn render_files(
     opts: &RenderOptions,
 ) -> Result<Rendered, RenderError> {
     let file_count = files.len();
-    let all_files: Vec<SourceFile>;
-    let files = if charted.files.is_empty() {
-        files
-    } else {
-        // The charts' files are moved, not copied: a big chart's CRDs are megabytes.
-        all_files = files
-            .iter()
-            .cloned()
-            .chain(std::mem::take(&mut charted.files))
-            .collect();
-        &all_files[..]
-    };
-    let parsed = parse_and_check(files, &charted, opts);
+    // The charts' files are moved, not copied: a big chart's CRDs are megabytes.
+    let all_files: Option<Vec<SourceFile>> = (!charted.files.is_empty()).then(|| {
+        let chart_files = std::mem::take(&mut charted.files);
+        files.iter().cloned().chain(chart_files).collect()
+    });
+    let documents = parse_all(all_files.as_deref().unwrap_or(files), &opts.keys);
+    // Each document keeps its own text (for the lines of problems): the charts' output is
+    // not needed again.
+    let all_files = all_files.map(|mut all| {
+        for file in &mut all[file_count..] {
+            file.text = String::new();
+        }
+        all
+    });
+    let files = all_files.as_deref().unwrap_or(files);
+    let parsed = parse_and_check(files, documents, &charted);
     let made = make_objects(parsed, &charted, opts);
     finish(made, charted, file_count)
 }
@@ -146,10 +149,11 @@ struct Parsed<'f> {
     documents: usize,
 }
 
+#[allow(clippy::type_complexity)]
 fn parse_and_check<'f>(
     files: &'f [SourceFile],
+    documents: Vec<(Vec<(yaml::Document, Vec<Problem>)>, Vec<Problem>)>,
     charted: &ChartOutput,
-    opts: &RenderOptions,
 ) -> Parsed<'f> {
     let mut parsed = Parsed {
         checked: Vec::new(),
@@ -158,7 +162,7 @@ fn parse_and_check<'f>(
         repo_scopes: HashMap::new(),
         documents: 0,
     };
-    for (file, (docs, parse_problems)) in files.iter().zip(parse_all(files, &opts.keys)) {
+    for (file, (docs, parse_problems)) in files.iter().zip(documents) {
         parsed.problems.extend(parse_problems);
         let from_chart = charted.namespaces.contains_key(&file.path);
         let after_pre_hooks = charted.after_pre_hooks.contains(&file.path);
