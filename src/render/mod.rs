@@ -231,19 +231,7 @@ fn make_objects(parsed: Parsed<'_>, charted: &ChartOutput, opts: &RenderOptions)
             generated_by: None,
             sealed: doc.sealed.clone(),
         };
-        // tend's kinds are parsed again from the document; other objects take its value
-        // (a big chart's CRDs are megabytes of it).
-        let tend_kind = doc
-            .value
-            .get("apiVersion")
-            .and_then(|v| v.as_str())
-            .map(|v| split_api_version(v).0)
-            == Some(crate::GROUP);
-        let mut value = if tend_kind {
-            doc.value.clone()
-        } else {
-            std::mem::take(&mut doc.value)
-        };
+        let mut value = object_value(&mut doc);
         let unit_wave = waves::unit_wave(&opts.unit_files, &file.path);
         if let Some(wave) = unit_wave.filter(|w| *w != 0) {
             waves::set_unit_wave(&mut value, wave);
@@ -281,6 +269,17 @@ fn make_objects(parsed: Parsed<'_>, charted: &ChartOutput, opts: &RenderOptions)
         ));
     }
     made
+}
+
+/// The value of the object a document makes: tend's kinds are parsed again from the
+/// document, so theirs is a copy; other objects take it (a big chart's CRDs are megabytes).
+fn object_value(doc: &mut yaml::Document) -> serde_json::Value {
+    let api_version = doc.value.get("apiVersion").and_then(|v| v.as_str());
+    if api_version.map(|v| split_api_version(v).0) == Some(crate::GROUP) {
+        doc.value.clone()
+    } else {
+        std::mem::take(&mut doc.value)
+    }
 }
 
 /// The namespace of a file's namespaced objects without one: its release's, its unit's
