@@ -54,6 +54,12 @@ pub fn run(global: &GlobalArgs, args: &RenderArgs) -> Result<Verdict, Error> {
     let show_secrets = args.show_secrets || args.reveal_secrets;
     if args.helm_template {
         print_as_helm(&rendered.helm_template, show_secrets)?;
+    } else if format == StreamFormat::Yaml {
+        // A document at a time: a big chart's stream is megabytes, not held whole.
+        for object in &rendered.objects {
+            let document = format_objects(std::slice::from_ref(object), format, show_secrets);
+            super::print(&document)?;
+        }
     } else {
         super::print(&format_objects(&rendered.objects, format, show_secrets))?;
     }

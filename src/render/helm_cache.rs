@@ -18,7 +18,9 @@ use std::sync::Mutex;
 /// adds (taken out with [`KeptRenders::take_added`] once it is done).
 #[derive(Debug, Default)]
 pub struct KeptRenders {
-    found: HashMap<String, Vec<Manifest>>,
+    /// Taken out, not copied, by the render that uses them: a big chart's render is
+    /// megabytes.
+    found: Mutex<HashMap<String, Vec<Manifest>>>,
     added: Mutex<Vec<(KeptKey, Vec<Manifest>)>>,
     taken: AtomicUsize,
 }
@@ -65,13 +67,14 @@ impl KeptRenders {
     /// What was kept, by [`key`].
     pub fn new(found: HashMap<String, Vec<Manifest>>) -> KeptRenders {
         KeptRenders {
-            found,
+            found: Mutex::new(found),
             ..KeptRenders::default()
         }
     }
 
+    /// The render kept under `key`, taken out (a release renders once a pass).
     pub fn get(&self, key: &str) -> Option<Vec<Manifest>> {
-        let manifests = self.found.get(key)?.clone();
+        let manifests = self.found.lock().ok()?.remove(key)?;
         self.taken.fetch_add(1, Ordering::Relaxed);
         Some(manifests)
     }

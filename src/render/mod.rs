@@ -146,22 +146,26 @@ pub fn render_charted(
 /// then make objects of them, then check the set and finish it.
 fn render_files(
     files: &[SourceFile],
-    charted: ChartOutput,
+    mut charted: ChartOutput,
     opts: &RenderOptions,
 ) -> Result<Rendered, RenderError> {
     let file_count = files.len();
-    let all_files: Vec<SourceFile>;
-    let files = if charted.files.is_empty() {
-        files
-    } else {
-        all_files = files
-            .iter()
-            .cloned()
-            .chain(charted.files.iter().cloned())
-            .collect();
-        &all_files[..]
-    };
-    let parsed = parse_and_check(files, &charted, opts);
+    // The charts' files are moved, not copied: a big chart's CRDs are megabytes.
+    let all_files: Option<Vec<SourceFile>> = (!charted.files.is_empty()).then(|| {
+        let chart_files = std::mem::take(&mut charted.files);
+        files.iter().cloned().chain(chart_files).collect()
+    });
+    let documents = parse_all(all_files.as_deref().unwrap_or(files), &opts.keys);
+    // Each document keeps its own text (for the lines of problems): the charts' output is
+    // not needed again.
+    let all_files = all_files.map(|mut all| {
+        for file in &mut all[file_count..] {
+            file.text = String::new();
+        }
+        all
+    });
+    let files = all_files.as_deref().unwrap_or(files);
+    let parsed = parse_and_check(files, documents, &charted);
     let made = make_objects(parsed, &charted, opts);
     finish(made, charted, file_count)
 }
@@ -178,10 +182,11 @@ struct Parsed<'f> {
     documents: usize,
 }
 
+#[allow(clippy::type_complexity)]
 fn parse_and_check<'f>(
     files: &'f [SourceFile],
+    documents: Vec<(Vec<(yaml::Document, Vec<Problem>)>, Vec<Problem>)>,
     charted: &ChartOutput,
-    opts: &RenderOptions,
 ) -> Parsed<'f> {
     let mut parsed = Parsed {
         checked: Vec::new(),
@@ -190,7 +195,7 @@ fn parse_and_check<'f>(
         repo_scopes: HashMap::new(),
         documents: 0,
     };
-    for (file, (docs, parse_problems)) in files.iter().zip(parse_all(files, &opts.keys)) {
+    for (file, (docs, parse_problems)) in files.iter().zip(documents) {
         parsed.problems.extend(parse_problems);
         let from_chart = charted.namespaces.contains_key(&file.path);
         let after_pre_hooks = charted.after_pre_hooks.contains(&file.path);
@@ -250,7 +255,7 @@ fn make_objects(parsed: Parsed<'_>, charted: &ChartOutput, opts: &RenderOptions)
     };
     let mut host_ports = HostPorts::default();
     let mut controller_objects = 0;
-    for (file, doc) in checked {
+    for (file, mut doc) in checked {
         let origin = Origin {
             file: file.path.clone(),
             // What a chart rendered is at its HelmChart's line, see
@@ -259,7 +264,7 @@ fn make_objects(parsed: Parsed<'_>, charted: &ChartOutput, opts: &RenderOptions)
             generated_by: None,
             sealed: doc.sealed.clone(),
         };
-        let mut value = doc.value.clone();
+        let mut value = object_value(&mut doc);
         let unit_wave = waves::unit_wave(&opts.unit_files, &file.path);
         if let Some(wave) = unit_wave.filter(|w| *w != 0) {
             waves::set_unit_wave(&mut value, wave);
@@ -297,6 +302,17 @@ fn make_objects(parsed: Parsed<'_>, charted: &ChartOutput, opts: &RenderOptions)
         ));
     }
     made
+}
+
+/// The value of the object a document makes: tend's kinds are parsed again from the
+/// document, so theirs is a copy; other objects take it (a big chart's CRDs are megabytes).
+fn object_value(doc: &mut yaml::Document) -> serde_json::Value {
+    let api_version = doc.value.get("apiVersion").and_then(|v| v.as_str());
+    if api_version.map(|v| split_api_version(v).0) == Some(crate::GROUP) {
+        doc.value.clone()
+    } else {
+        std::mem::take(&mut doc.value)
+    }
 }
 
 /// The namespace of a file's namespaced objects without one: its release's, its unit's
@@ -401,7 +417,7 @@ fn add_object(
     }
     if namespaced == Some(false) && object.namespace().is_some() {
         made.decrypted
-            .extend(crate::object::secret_values(&doc.value, &doc.sealed));
+            .extend(crate::object::secret_values(&object.value, &doc.sealed));
         made.problems.push(Problem::new(
             &object.origin.file,
             doc.line_of(&["metadata".to_string(), "namespace".to_string()]),

@@ -1,7 +1,7 @@
 //! Object streams: `tend render` output as YAML documents or a JSON `List`.
 
 use crate::object::Object;
-use crate::plan::diff::mask_object;
+use crate::plan::diff::{is_secret, mask_object};
 use crate::yaml;
 use serde_json::json;
 
@@ -28,7 +28,14 @@ pub fn format_objects(objects: &[Object], format: StreamFormat, show_secrets: bo
             for object in objects {
                 out.push_str("---\n");
                 out.push_str(&format!("# Source: {}\n", object.origin));
-                out.push_str(&yaml::to_yaml(&shown(object)));
+                // Only what is masked is copied first.
+                let masked =
+                    !show_secrets && (is_secret(&object.value) || !object.origin.sealed.is_empty());
+                if masked {
+                    out.push_str(&yaml::to_yaml(&shown(object)));
+                } else {
+                    out.push_str(&yaml::to_yaml(&object.value));
+                }
             }
             out
         }

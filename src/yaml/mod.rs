@@ -2,8 +2,12 @@
 //! swap small). Files are split into documents by hand so that every document keeps the line
 //! it starts on, and serde_yaml's own error locations are shifted to file lines.
 
+mod block;
+#[cfg(test)]
+mod block_tests;
 mod convert;
 mod document;
+mod emit;
 mod helm_values;
 mod limits;
 mod lists;
@@ -41,6 +45,14 @@ pub fn parse_file(file: &Path, text: &str) -> (Vec<Document>, Vec<Problem>) {
             decrypted: false,
             sealed: Vec::new(),
         };
+        // What the block reader takes has no tab in its indentation, no alias and no deep
+        // nesting (it gives up on all three): the checks below are for what it leaves.
+        if let Some(value) = block::parse(&doc.text) {
+            doc.value = value;
+            as_yaml_1_1(&mut doc);
+            expand_lists(file, doc, 0, &mut docs, &mut problems);
+            continue;
+        }
         if doc.text.contains('\t') {
             if let Some(tab_line) = leading_tab_line(&doc.text) {
                 problems.push(Problem::new(
@@ -61,7 +73,7 @@ pub fn parse_file(file: &Path, text: &str) -> (Vec<Document>, Vec<Problem>) {
                 continue;
             }
         }
-        if let Some(value) = sops_block::parse(&doc.text, direct).or_else(|| direct(&doc.text)) {
+        if let Some(value) = sops_block::parse(&doc.text, read).or_else(|| direct(&doc.text)) {
             if !value.is_null() {
                 doc.value = value;
                 as_yaml_1_1(&mut doc);
@@ -102,6 +114,12 @@ fn as_yaml_1_1(doc: &mut Document) {
             doc.set_value(value);
         }
     }
+}
+
+/// One document read by the block reader when it takes it (most Kubernetes YAML), else by
+/// libyaml's events: the same value either way.
+fn read(text: &str) -> Option<Value> {
+    block::parse(text).or_else(|| direct(text))
 }
 
 /// Parse a small YAML text (an annotation's value) into JSON; `None` if it is not YAML.
@@ -174,8 +192,9 @@ fn leading_tab_line(chunk: &str) -> Option<usize> {
 
 /// Serialize a value as one YAML document (no leading `---`).
 pub fn to_yaml(value: &Value) -> String {
-    let text =
-        serde_yaml::to_string(value).unwrap_or_else(|e| format!("# cannot serialize: {e}\n"));
+    let text = emit::write(value).unwrap_or_else(|| {
+        serde_yaml::to_string(value).unwrap_or_else(|e| format!("# cannot serialize: {e}\n"))
+    });
     // Read back as kubectl reads it (YAML 1.1), a string must stay a string.
     match yaml11::may_differ(&text) {
         true => yaml11::quote_for_yaml_1_1(&text),

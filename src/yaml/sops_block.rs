@@ -3,13 +3,12 @@
 //! ~200-byte `ENC[...]` values). sops re-emits the whole document (go-yaml v3) in a simple,
 //! fixed style: block mappings and sequences, literal `|` scalars, double-quoted and plain
 //! scalars, the `sops:` block last. So the block is split off at its `sops:` line and read
-//! here, and so is the rest of the document when it keeps to that style (else the rest goes
-//! through the usual parser). Anything this reader does not know for certain (a flow
-//! collection, an escape, a comment, a scalar that could be a number, a null or a bool)
-//! makes it give up, and the full parser reads it: it never guesses. Plaintext documents
-//! never come here, so they parse exactly as before.
+//! by the block reader ([`super::block`]), and so is the rest of the document when it keeps
+//! to that style (else the rest goes through the usual parser). Anything that reader does
+//! not know for certain makes it give up, and the full parser reads it: it never guesses.
 
-use serde_json::{Map, Value};
+use super::block;
+use serde_json::Value;
 
 /// The document `text` parsed as `parse` parses it, when its last top-level key is a
 /// `sops:` block this reader takes whole; `None` otherwise (the caller parses it all).
@@ -19,16 +18,18 @@ pub(super) fn parse(text: &str, parse: impl Fn(&str) -> Option<Value>) -> Option
     } else {
         text.find("\nsops:\n")? + 1
     };
-    let (head, block) = text.split_at(start);
-    let block = &block["sops:\n".len()..];
+    let (head, rest) = text.split_at(start);
+    let lines = &rest["sops:\n".len()..];
     // Only the block's own (indented) lines may follow it.
-    if block.lines().any(|l| !blank(l) && !l.starts_with(' ')) {
+    if lines.lines().any(|l| !blank(l) && !l.starts_with(' ')) {
         return None;
     }
-    let lines: Vec<&str> = block.lines().collect();
-    let mut reader = Reader { lines, at: 0 };
+    if !block::readable(lines) {
+        return None;
+    }
+    let mut reader = block::Reader::new(lines);
     let indent = reader.next_indent()?;
-    let metadata = reader.map(indent, false)?;
+    let metadata = reader.map(indent, false, 1)?;
     if reader.next_indent().is_some() {
         return None;
     }
@@ -41,279 +42,14 @@ pub(super) fn parse(text: &str, parse: impl Fn(&str) -> Option<Value>) -> Option
     Some(value)
 }
 
-/// The document before its `sops:` block, when it is a block mapping in the style sops
-/// writes (see the module's comment); `None` when anything in it is unsure.
+/// The document before its `sops:` block, when the block reader takes it whole.
 fn read_head(head: &str) -> Option<Value> {
-    let mut reader = Reader {
-        lines: head.lines().collect(),
-        at: 0,
-    };
-    if reader.next_indent()? != 0 {
-        return None;
-    }
-    let map = reader.map(0, false)?;
-    if map.is_empty() || reader.next_indent().is_some() {
-        return None;
-    }
-    Some(Value::Object(map))
-}
-
-/// A mapping key this reader takes: plain, of the characters Kubernetes keys use, and
-/// certainly a string (not `true`, `123` or `null`).
-fn plain_key(key: &str) -> bool {
-    let bytes = key.as_bytes();
-    let plain = !bytes.is_empty()
-        && (bytes[0].is_ascii_alphanumeric() || bytes[0] == b'_')
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'/' | b'-'));
-    if !plain {
-        return false;
-    }
-    // Of these characters, starting with a letter, only the words [`scalar`] gives up on
-    // are not certainly strings (numbers start with a digit).
-    if !bytes[0].is_ascii_digit() {
-        return !NOT_CERTAINLY_STRINGS
-            .iter()
-            .any(|word| key.eq_ignore_ascii_case(word));
-    }
-    matches!(scalar(key), Some(Value::String(_)))
-}
-
-/// Plain scalars (any case) that YAML 1.1 or 1.2 read as null, bool or float.
-const NOT_CERTAINLY_STRINGS: [&str; 11] = [
-    "null", "true", "false", "yes", "no", "on", "off", "y", "n", ".nan", ".inf",
-];
-
-/// A sealed value as sops writes it (`ENC[AES256_GCM,data:…,iv:…,tag:…,type:…]`), most of
-/// the bytes of an encrypted document, checked in one pass that vectorises (no early exit).
-/// Starting with `E` and of printable ASCII other than space only, it cannot hold a comment
-/// (` #`), a mapping (`: `), another line or a character YAML refuses: certainly a plain
-/// string.
-fn sealed_plain(text: &str) -> bool {
-    text.starts_with("ENC[")
-        && text.ends_with(']')
-        && text.bytes().fold(true, |printable, b| {
-            printable & (b.wrapping_sub(0x21) < 0x5e)
-        })
-}
-
-struct Reader<'a> {
-    lines: Vec<&'a str>,
-    at: usize,
+    block::parse(head)
 }
 
 /// A line of YAML whitespace only (space, tab; `\r` of a CRLF file).
 fn blank(line: &str) -> bool {
     line.bytes().all(|b| matches!(b, b' ' | b'\t' | b'\r'))
-}
-
-fn indent_of(line: &str) -> usize {
-    line.len() - line.trim_start_matches(' ').len()
-}
-
-impl<'a> Reader<'a> {
-    /// The indentation of the next non-blank line (blank lines are skipped).
-    fn next_indent(&mut self) -> Option<usize> {
-        while self.at < self.lines.len() && blank(self.lines[self.at]) {
-            self.at += 1;
-        }
-        self.lines.get(self.at).map(|l| indent_of(l))
-    }
-
-    /// A block mapping whose keys sit at `indent`. With `item`, its first key is on the
-    /// current line after a sequence item's `- ` (at `indent - 2`).
-    fn map(&mut self, indent: usize, mut item: bool) -> Option<Map<String, Value>> {
-        let mut map = Map::new();
-        loop {
-            let line = if std::mem::take(&mut item) {
-                self.lines[self.at].get(indent..)?
-            } else {
-                if self.next_indent() != Some(indent) {
-                    break;
-                }
-                &self.lines[self.at][indent..]
-            };
-            if line.starts_with("- ") || line.starts_with('#') || line.starts_with(' ') {
-                if map.is_empty() {
-                    return None;
-                }
-                break;
-            }
-            let (key, rest) = line.split_once(':')?;
-            if !plain_key(key) {
-                return None;
-            }
-            if !(rest.is_empty() || rest.starts_with(' ')) {
-                return None;
-            }
-            let rest = rest.trim_start_matches(' ');
-            self.at += 1;
-            let value = self.value_after(rest, indent)?;
-            if map.insert(key.to_string(), value).is_some() {
-                return None;
-            }
-        }
-        Some(map)
-    }
-
-    /// The value of a key at `indent` whose line continues with `rest`.
-    fn value_after(&mut self, rest: &str, indent: usize) -> Option<Value> {
-        match rest {
-            "" => {
-                let inner = self.next_indent()?;
-                let line = self.lines[self.at];
-                if inner > indent && !line[inner..].starts_with("- ") {
-                    Some(Value::Object(self.map(inner, false)?))
-                } else if inner >= indent && line[inner..].starts_with("- ") {
-                    self.list(inner)
-                } else {
-                    None
-                }
-            }
-            "|" | "|-" => Some(Value::String(self.literal(indent, rest == "|")?)),
-            "[]" => Some(Value::Array(Vec::new())),
-            "{}" => Some(Value::Object(Map::new())),
-            _ => scalar(rest),
-        }
-    }
-
-    /// A block sequence whose `- ` sits at `indent`, of mappings or of one-line scalars.
-    fn list(&mut self, indent: usize) -> Option<Value> {
-        let mut items = Vec::new();
-        while self.next_indent() == Some(indent) && self.lines[self.at][indent..].starts_with("- ")
-        {
-            let item = &self.lines[self.at][indent + 2..];
-            if item.contains(": ") || item.ends_with(':') {
-                items.push(Value::Object(self.map(indent + 2, true)?));
-            } else {
-                items.push(scalar(item)?);
-                self.at += 1;
-                // A scalar continued on the next line: the full parser's.
-                if self.next_indent().is_some_and(|next| next > indent) {
-                    return None;
-                }
-            }
-        }
-        Some(Value::Array(items))
-    }
-
-    /// A literal block scalar (`|` keeps one final newline, `|-` none) under a key at
-    /// `indent`.
-    fn literal(&mut self, indent: usize, keep_newline: bool) -> Option<String> {
-        let first = self.at;
-        let content = self.next_indent()?;
-        // Leading blank lines are content the full parser keeps.
-        if content <= indent || self.at != first {
-            return None;
-        }
-        let mut out = String::new();
-        while self.at < self.lines.len() {
-            let line = self.lines[self.at];
-            if !line.trim().is_empty() && indent_of(line) < content {
-                break;
-            }
-            if line.trim().is_empty() {
-                // Spaces past the indentation on a blank line are content too.
-                if line.len() > content || line.contains('\t') {
-                    return None;
-                }
-                out.push('\n');
-            } else {
-                out.push_str(&line[content..]);
-                out.push('\n');
-            }
-            self.at += 1;
-        }
-        let trimmed = out.trim_end_matches('\n');
-        Some(if keep_newline {
-            format!("{trimmed}\n")
-        } else {
-            trimmed.to_string()
-        })
-    }
-}
-
-/// A scalar on the rest of a line: double-quoted without escapes, single-quoted, or plain
-/// and certainly a string, `true`/`false` or a decimal integer.
-fn scalar(text: &str) -> Option<Value> {
-    if sealed_plain(text) {
-        return Some(Value::String(text.to_string()));
-    }
-    // YAML's printable characters but tab and the line breaks NEL, LS and PS (the full parser
-    // refuses the others, or breaks the line at them).
-    let printable = |c: char| matches!(c, '\u{20}'..='\u{7e}' | '\u{a0}'..='\u{2027}' | '\u{202a}'..='\u{d7ff}' | '\u{e000}'..='\u{fffd}' | '\u{10000}'..);
-    if !text.chars().all(printable) {
-        return None;
-    }
-    if let Some(inner) = text.strip_prefix('"') {
-        let inner = inner.strip_suffix('"')?;
-        if inner.contains(['"', '\\']) {
-            return None;
-        }
-        return Some(Value::String(inner.to_string()));
-    }
-    if let Some(inner) = text.strip_prefix('\'') {
-        let inner = inner.strip_suffix('\'')?;
-        // Inside, a quote is written twice; any other lone quote ends the scalar early.
-        if inner.replace("''", "").contains('\'') {
-            return None;
-        }
-        return Some(Value::String(inner.replace("''", "'")));
-    }
-    match text {
-        "true" => return Some(Value::Bool(true)),
-        "false" => return Some(Value::Bool(false)),
-        _ => {}
-    }
-    if !text.is_empty()
-        && text.bytes().all(|b| b.is_ascii_digit())
-        && (text == "0" || !text.starts_with('0'))
-    {
-        return text.parse::<i64>().ok().map(Value::from);
-    }
-    let first = text.chars().next()?;
-    let plain_safe = !matches!(
-        first,
-        '-' | '?'
-            | ':'
-            | ','
-            | '['
-            | ']'
-            | '{'
-            | '}'
-            | '#'
-            | '&'
-            | '*'
-            | '!'
-            | '|'
-            | '>'
-            | '\''
-            | '"'
-            | '%'
-            | '@'
-            | '`'
-            | '+'
-            | '.'
-            | '~'
-            | ' '
-    ) && !text.contains(": ")
-        && !text.contains(" #")
-        && !text.ends_with(':')
-        && !text.ends_with(' ')
-        && !NOT_CERTAINLY_STRINGS
-            .iter()
-            .any(|word| text.eq_ignore_ascii_case(word));
-    // A plain scalar starting with a digit may be a number of another form (1e3, 0x1f,
-    // 1_000, 3.5): given up on. Those that cannot be (a PGP fingerprint, a dotted version
-    // such as 3.9.0) are strings.
-    let number_like = first.is_ascii_digit()
-        && (["0x", "0X", "0o", "0O", "0b", "0B"]
-            .iter()
-            .any(|p| text.starts_with(p))
-            || (text.bytes().all(|b| b"0123456789._eE+-".contains(&b))
-                && text.matches('.').count() < 2));
-    (plain_safe && !number_like).then(|| Value::String(text.to_string()))
 }
 
 #[cfg(test)]
@@ -378,10 +114,17 @@ sops:
     #[test]
     fn anything_unsure_is_left_to_the_full_parser() {
         let gives_up = |text: &str| assert_eq!(parse(text, full), None, "{text}");
+        // Or answers as the full parser does.
+        let agrees = |text: &str| {
+            if let Some(fast) = parse(text, full) {
+                assert_eq!(Some(fast), full(text), "{text}");
+            }
+        };
         // Not last, or not at the top level.
         gives_up("sops:\n    version: 3.9.0\nkind: Secret\n");
         gives_up("data:\n  sops:\n    version: 3.9.0\n");
-        // Scalars that could be numbers, nulls or escapes.
+        // Scalars that could be numbers, nulls or escapes: resolved as the full parser
+        // resolves them, or left to it.
         for value in [
             "1e3",
             "0x1f",
@@ -393,7 +136,7 @@ sops:
             "[1]",
             "'x''",
         ] {
-            gives_up(&format!("kind: Secret\nsops:\n    version: {value}\n"));
+            agrees(&format!("kind: Secret\nsops:\n    version: {value}\n"));
         }
         // No sops block at all.
         gives_up("kind: Secret\ndata: {}\n");
@@ -529,14 +272,20 @@ items:
 
     #[test]
     fn unsure_heads_are_left_to_the_full_parser() {
+        // Comments, empty values and continued scalars the block reader takes, as the
+        // full parser does.
         for head in [
             "# a comment\nkind: Secret\n",
             "kind: Secret # a comment\n",
-            "kind: Secret\ndata:\n    a: |\n\n        x\n",
-            "kind: Secret\ndata:\n    a: |\n        x\n          \n",
+            "kind: Secret\nempty:\nnext: 1\n",
             "kind: Secret\ndata:\n    a: long\n        continued\n",
             "kind: Secret\nitems:\n    - a\n      continued\n",
-            "kind: Secret\nempty:\nnext: 1\n",
+        ] {
+            assert_eq!(read_head(head), full(head), "{head}");
+        }
+        for head in [
+            "kind: Secret\ndata:\n    a: |\n\n        x\n",
+            "kind: Secret\ndata:\n    a: |\n        x\n          \n",
             "kind: Secret\nkind: Secret\n",
             "anchors: &a\n    x: 1\n",
             "folded: >\n    x\n",

@@ -1,0 +1,374 @@
+//! Writing a JSON value as YAML exactly as serde_yaml (libyaml's emitter) writes it, without
+//! libyaml's per-event machinery: block mappings and sequences indented by two (sequences in
+//! mappings not indented), `{}`/`[]` when empty, plain scalars where libyaml writes them
+//! plain, single quotes where it quotes, literal `|` blocks for text with line breaks. For
+//! what it would write otherwise (double quotes, escapes, `|+`, long or multi-line keys,
+//! floats), [`write`] gives up and the caller takes serde_yaml's text: the output is the
+//! same either way (tests below compare the two).
+
+use serde_json::Value;
+
+/// Longest key libyaml writes as a simple key (`key: value`, not `? key`).
+const MAX_SIMPLE_KEY: usize = 128;
+
+/// `value` as serde_yaml writes it (one document, no `---`), or `None` where this writer
+/// does not know libyaml's choice.
+pub(super) fn write(value: &Value) -> Option<String> {
+    let mut out = String::new();
+    match value {
+        Value::Object(map) if !map.is_empty() => write_map(map, 0, false, &mut out)?,
+        Value::Array(items) if !items.is_empty() => write_seq(items, 0, false, &mut out)?,
+        _ => {
+            write_inline(value, 0, &mut out)?;
+            out.push('\n');
+        }
+    }
+    Some(out)
+}
+
+fn indent(out: &mut String, n: usize) {
+    out.extend(std::iter::repeat_n(' ', n));
+}
+
+/// A mapping whose keys sit at `at`; with `inline`, its first key follows a `- ` already
+/// written.
+fn write_map(
+    map: &serde_json::Map<String, Value>,
+    at: usize,
+    inline: bool,
+    out: &mut String,
+) -> Option<()> {
+    for (i, (key, value)) in map.iter().enumerate() {
+        if i > 0 || !inline {
+            indent(out, at);
+        }
+        if key.len() > MAX_SIMPLE_KEY || key.contains('\n') {
+            return None;
+        }
+        write_str(key, at, out)?;
+        out.push(':');
+        match value {
+            Value::Object(inner) if !inner.is_empty() => {
+                out.push('\n');
+                write_map(inner, at + 2, false, out)?;
+            }
+            Value::Array(items) if !items.is_empty() => {
+                out.push('\n');
+                write_seq(items, at, false, out)?;
+            }
+            _ => {
+                out.push(' ');
+                write_inline(value, at, out)?;
+                out.push('\n');
+            }
+        }
+    }
+    Some(())
+}
+
+/// A sequence whose `- ` sit at `at`; with `inline`, its first item follows a `- ` already
+/// written.
+fn write_seq(items: &[Value], at: usize, inline: bool, out: &mut String) -> Option<()> {
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 || !inline {
+            indent(out, at);
+        }
+        out.push_str("- ");
+        match item {
+            Value::Object(inner) if !inner.is_empty() => write_map(inner, at + 2, true, out)?,
+            Value::Array(inner) if !inner.is_empty() => write_seq(inner, at + 2, true, out)?,
+            _ => {
+                write_inline(item, at, out)?;
+                out.push('\n');
+            }
+        }
+    }
+    Some(())
+}
+
+/// A scalar, or an empty collection, of a node at `at` (a literal block's lines go under it).
+fn write_inline(value: &Value, at: usize, out: &mut String) -> Option<()> {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) if !n.is_f64() => out.push_str(&n.to_string()),
+        Value::Number(_) => return None,
+        Value::String(s) => write_str(s, at, out)?,
+        Value::Object(_) => out.push_str("{}"),
+        Value::Array(_) => out.push_str("[]"),
+    }
+    Some(())
+}
+
+/// A string as serde_yaml asks for it (a literal block when it has line breaks; quoted
+/// when it would read back as something else) and libyaml writes it.
+fn write_str(s: &str, at: usize, out: &mut String) -> Option<()> {
+    if !printable(s) {
+        return None;
+    }
+    if s.contains('\n') {
+        return write_literal(s, at, out);
+    }
+    let reads_as_string = matches!(super::block::resolve_unless_string(s), Some(None))
+        && !super::block::leading_zero_digits(s);
+    if reads_as_string && plain_allowed(s) {
+        out.push_str(s);
+    } else {
+        out.push('\'');
+        out.push_str(&s.replace('\'', "''"));
+        out.push('\'');
+    }
+    Some(())
+}
+
+/// Whether every character is one libyaml writes as it is (no escapes): its printable set,
+/// less the line breaks other than `\n` (`\r`, NEL, LS, PS), tabs, BOMs and characters
+/// past U+FFFF.
+fn printable(s: &str) -> bool {
+    if s.is_ascii() {
+        return s.bytes().fold(true, |ok, b| {
+            ok & (b.wrapping_sub(0x20) < 0x5f || b == b'\n')
+        });
+    }
+    s.chars().all(|c| {
+        matches!(c, '\n' | '\u{20}'..='\u{7e}' | '\u{a0}'..='\u{2027}' | '\u{202a}'..='\u{d7ff}' | '\u{e000}'..='\u{fefe}' | '\u{ff00}'..='\u{fffd}')
+    })
+}
+
+/// libyaml's analysis of a one-line scalar in block context: plain unless it starts with an
+/// indicator, holds `: ` or ` #`, ends with `:`, or starts or ends with a space.
+fn plain_allowed(s: &str) -> bool {
+    let bytes = s.as_bytes();
+    let Some(&first) = bytes.first() else {
+        return false;
+    };
+    let blank_after = |i: usize| matches!(bytes.get(i + 1), None | Some(b' '));
+    if s.starts_with("---") || s.starts_with("...") {
+        return false;
+    }
+    let indicator = match first {
+        b'#' | b',' | b'[' | b']' | b'{' | b'}' | b'&' | b'*' | b'!' | b'|' | b'>' | b'\''
+        | b'"' | b'%' | b'@' | b'`' => true,
+        b'?' | b':' | b'-' => blank_after(0),
+        _ => false,
+    };
+    if indicator || first == b' ' || s.ends_with(' ') {
+        return false;
+    }
+    !bytes
+        .iter()
+        .enumerate()
+        .skip(1)
+        .any(|(i, &b)| (b == b':' && blank_after(i)) || (b == b'#' && bytes[i - 1] == b' '))
+}
+
+/// A literal block (`|`, `|-`; an indentation indicator when it starts with a space or a
+/// line break) whose lines go two past `at`. `|+` (more than one final line break) is
+/// left to libyaml, which may end the document with `...` after it.
+fn write_literal(s: &str, at: usize, out: &mut String) -> Option<()> {
+    // A space before a line break, or at the very end, makes libyaml double-quote.
+    if s.contains(" \n") || s.ends_with(' ') || s.ends_with("\n\n") || s == "\n" {
+        return None;
+    }
+    out.push('|');
+    if s.starts_with([' ', '\n']) {
+        out.push('2');
+    }
+    let body = match s.strip_suffix('\n') {
+        Some(body) => body,
+        None => {
+            out.push('-');
+            s
+        }
+    };
+    out.push('\n');
+    for line in body.split('\n') {
+        if !line.is_empty() {
+            indent(out, at + 2);
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    // The caller ends the value's line.
+    out.pop();
+    Some(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn agrees(value: &Value) -> bool {
+        match write(value) {
+            Some(text) => {
+                assert_eq!(
+                    text,
+                    serde_yaml::to_string(value).expect("serializes"),
+                    "{value}"
+                );
+                true
+            }
+            None => false,
+        }
+    }
+
+    const STRINGS: &[&str] = &[
+        "x",
+        "",
+        " ",
+        "a b",
+        " a",
+        "a ",
+        "true",
+        "True",
+        "yes",
+        "null",
+        "~",
+        "1",
+        "-1",
+        "+1",
+        "007",
+        "0x1F",
+        "1.5",
+        "1e3",
+        ".inf",
+        ".nan",
+        "inf",
+        "3.9.0",
+        "1:30",
+        "a: b",
+        "a:",
+        ":a",
+        ": a",
+        "?",
+        "? a",
+        "?a",
+        "-",
+        "- a",
+        "-a",
+        "--",
+        "---",
+        "--- a",
+        "...",
+        "....",
+        "a #b",
+        "a#b",
+        "#a",
+        "'q'",
+        "it's",
+        "\"d\"",
+        "&a",
+        "*a",
+        "!t",
+        "@a",
+        "`a",
+        "%a",
+        "[a]",
+        "a]",
+        "{a}",
+        "a,b",
+        ",a",
+        "|",
+        ">",
+        "<<",
+        "é",
+        "a\u{a0}b",
+        "a\u{85}b",
+        "a\u{2028}b",
+        "a\u{feff}b",
+        "a\u{1F600}b",
+        "a\tb",
+        "a\rb",
+        "a\u{7f}b",
+        "a\u{1}b",
+        "line\n",
+        "line",
+        "two\nlines",
+        "two\nlines\n",
+        "trail\n\n",
+        "\n",
+        "\nlead",
+        " lead\nx",
+        "x\n\ny\n",
+        "sp \nx",
+        "x\n ",
+        "x \n",
+        "x\n\n\ny",
+        "k: v\n- a\n",
+        "# c\n'q'\n",
+        "https://x.example:8080/a?b=c#d",
+        "^[a-z]+$",
+        "${X}",
+        "a/b.c-d_e",
+    ];
+
+    #[test]
+    fn every_string_as_a_value_a_key_and_an_item() {
+        let mut taken = 0;
+        for s in STRINGS {
+            for value in [
+                json!(s),
+                json!({"k": s}),
+                json!({ *s: "v" }),
+                json!({"k": [s, {"n": s}]}),
+                json!([s, [s, s], {"a": {"b": s}}]),
+                json!({"k": {"m": [[s], {"x": s, "y": [s]}]}}),
+            ] {
+                taken += agrees(&value) as usize;
+            }
+        }
+        assert!(taken > 350, "{taken}");
+    }
+
+    #[test]
+    fn shapes_and_numbers() {
+        for value in [
+            json!({}),
+            json!([]),
+            json!(null),
+            json!({"a": {}, "b": [], "c": [{}, [], null, true, 1, -2, 18446744073709551615u64]}),
+            json!([[[]], [{}], [[1, 2], [3]], {"a": [{"b": [[{"c": 1}]]}]}]),
+            json!({"a": 1.5}),
+            json!({"k".repeat(128): 1, "x": 2}),
+            json!({"k".repeat(129): 1}),
+        ] {
+            agrees(&value);
+        }
+    }
+
+    /// Every document of the corpus's rendered charts and CRDs, read and written again.
+    #[test]
+    fn documents_of_the_corpus_are_written_as_serde_yaml_writes_them() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/helm-corpus");
+        let mut files = Vec::new();
+        collect_yaml(&root, &mut files);
+        let (mut taken, mut docs) = (0, 0);
+        for file in &files {
+            let Ok(text) = std::fs::read_to_string(file) else {
+                continue;
+            };
+            for (_, chunk) in super::super::split_documents(&text) {
+                if let Some(value) = super::super::read(&chunk) {
+                    docs += 1;
+                    taken += agrees(&value) as usize;
+                }
+            }
+        }
+        assert!(docs == 0 || taken * 10 > docs * 9, "{taken} of {docs}");
+    }
+
+    fn collect_yaml(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() && !path.ends_with("templates") {
+                collect_yaml(&path, out);
+            } else if path.extension().is_some_and(|e| e == "yaml") {
+                out.push(path);
+            }
+        }
+    }
+}
