@@ -405,6 +405,33 @@ pub async fn labelled_secrets(
     Ok(list.items.into_iter().map(|item| item.metadata).collect())
 }
 
+/// The `data` of Secret `namespace/name` in the cluster `access` reaches, without discovery
+/// (a hub's kubeconfig Secret of a spoke); `None` when it does not exist. Its values are
+/// never logged.
+pub async fn secret_data(
+    access: &Access,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<Vec<(String, zeroize::Zeroizing<Vec<u8>>)>>, ClusterError> {
+    use k8s_openapi::api::core::v1::Secret;
+    let client = connect(access, Arc::new(RequestStats::default())).await?;
+    let api: kube::Api<Secret> = kube::Api::namespaced(client, namespace);
+    let secret = retry::retry("read a Secret", || api.get_opt(name))
+        .await
+        .map_err(|source| ClusterError::Api {
+            what: format!("cannot read Secret {namespace}/{name}"),
+            source,
+        })?;
+    Ok(secret.map(|secret| {
+        secret
+            .data
+            .into_iter()
+            .flatten()
+            .map(|(key, value)| (key, zeroize::Zeroizing::new(value.0)))
+            .collect()
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
