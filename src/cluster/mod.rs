@@ -226,6 +226,13 @@ async fn connect_with_config(
     // kube's own retry layer (429/503/504, up to 15 times) would wait outside the run's
     // budget; the outage layer below does this under `--retry-timeout`.
     config.default_retry = false;
+    // A plain-HTTP server (`kubectl proxy`, a test server) needs no trust store, and without
+    // a CA of its own kube would load the system's (~20M instructions per client, the most
+    // costly step of connecting a cluster of a fleet): give it an empty one.
+    let plain_http = config.cluster_url.scheme_str() == Some("http") && config.proxy_url.is_none();
+    if plain_http && config.root_cert.is_none() && config.root_cert_file.is_none() {
+        config.root_cert = Some(Vec::new());
+    }
     let outages = outage::OutageLayer {
         budget: Arc::new(outage::RetryBudget::new(access.retry_timeout)),
         interrupt: access.interrupt.clone(),
