@@ -33,6 +33,31 @@ fn bootstrap_site() -> tempfile::TempDir {
     ])
 }
 
+/// A Kustomization's kept build is found without copying the tree (the copy and its
+/// removal were most of a no-op run's time), and renders the same.
+#[test]
+fn a_kept_kustomization_build_is_found_without_copying_the_tree() {
+    let dir = bootstrap_site();
+    let cache = tempfile::tempdir().unwrap();
+    let render = || {
+        run(tend()
+            .args(["render", "-v", "--path", "clusters/dev", "--cache-dir"])
+            .arg(cache.path())
+            .arg("--repo")
+            .arg(dir.path()))
+    };
+    let (code, first, stderr) = render();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stderr.contains("without copying the tree"), "{stderr}");
+    let (code, second, stderr) = render();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("apps built as kept, found without copying the tree"),
+        "{stderr}"
+    );
+    assert_eq!(first, second);
+}
+
 #[test]
 fn a_kustomization_of_the_checkout_is_built_as_kustomize_controller_builds_it() {
     let dir = bootstrap_site();
@@ -533,8 +558,14 @@ fn flux2_hub_spoke_example_applies_in_one_run_and_a_second_diff_is_in_sync() {
             "{env}"
         );
     }
-    let (code, stdout, stderr) = played(&["diff", "--path", "hub"]);
+    let (code, stdout, stderr) = played(&["diff", "-v", "--path", "hub"]);
     assert_eq!(code, 0, "{stdout}{stderr}");
+    // The Kustomizations' builds, whose paths hold a kustomization.yaml the unit's fields
+    // are written into, are found kept without copying the repository.
+    assert!(
+        stderr.contains("clusters/staging/apps built as kept, found without copying the tree"),
+        "{stderr}"
+    );
     assert!(
         stdout.contains("unit Flux Kustomization staging/apps → HelmRelease staging/podinfo: not expanded: it targets the cluster of kubeconfig Secret staging/cluster-kubeconfig"),
         "{stdout}"

@@ -243,7 +243,12 @@ fn kept_build(unit: &Found, tree: &Tree, path: &Path, ctx: &Context) -> Option<V
     }
     let text = crate::yaml::to_yaml(&kustomization);
     let built = kustomize::detect(&tree.root, path, &path.join(file_name), &text)?;
-    kustomize::kept_overlay(&tree.root, &built, &text, ctx.kustomize)
+    let files = kustomize::kept_overlay(&tree.root, &built, &text, ctx.kustomize)?;
+    tracing::debug!(
+        "{} built as kept, found without copying the tree",
+        path.display()
+    );
+    Some(files)
 }
 
 /// `spec.decryption`: the build's SOPS-encrypted inputs decrypted into its private copy
