@@ -7,9 +7,12 @@ hold the same 1,010-object site (bench/gen_site.py). Times, as the median of --r
   run (`--context a --context b --context c`, run in parallel); the ratio should stay <= 1.3;
 - `tend status` of the three (should take <= 0.1 s);
 and the size of `--report-html` for a diff of the 10,020-object site (10,020 creates, then
-10,020 unchanged after an apply).
+10,020 unchanged after an apply). Each time comes with tend's CPU time (user + system, from
+wait4) and the three test servers' (from /proc, over the same run): on a machine of few cores
+the servers' work competes with tend's, which real clusters' does not.
 
-    python3 bench/fleet.py [--runs 5]
+    python3 bench/fleet.py [--runs 5] [--no-html]
+    TARGET=profiling python3 bench/fleet.py   # another cargo profile's binaries, not rebuilt
 
 Uses target/release (or $CARGO_TARGET_DIR/release), built here.
 """
@@ -24,8 +27,10 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
-TEND = os.path.join(TARGET, "release", "tend")
-SERVER = os.path.join(TARGET, "release", "tend-testserver")
+PROFILE = os.environ.get("TARGET", "release")
+TEND = os.path.join(TARGET, PROFILE, "tend")
+SERVER = os.path.join(TARGET, PROFILE, "tend-testserver")
+TICK = os.sysconf("SC_CLK_TCK")
 
 
 class Server:
@@ -35,6 +40,12 @@ class Server:
         self.proc = subprocess.Popen([SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
         hello = json.loads(self.proc.stdout.readline())
         self.url, self.kubeconfig = hello["url"], hello["kubeconfig"]
+
+    def cpu(self):
+        """CPU seconds (user + system) the server has used so far."""
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / TICK
 
     def close(self):
         self.proc.stdin.write("quit\n")
@@ -53,24 +64,33 @@ def kubeconfig(path, servers):
         f.write(text)
 
 
-def timed(args, ok=(0, 1)):
+def timed(args, ok=(0, 1), servers=()):
+    """Wall time, tend's CPU time and the servers' CPU time of one run."""
+    before = sum(s.cpu() for s in servers)
     start = time.perf_counter()
-    proc = subprocess.run([TEND, *args], capture_output=True, text=True)
+    proc = subprocess.Popen([TEND, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.perf_counter() - start
-    if proc.returncode not in ok:
-        sys.exit(f"tend {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
-    return elapsed
+    code = os.waitstatus_to_exitcode(status)
+    if code not in ok:
+        sys.exit(f"tend {' '.join(args)} failed ({code}):\n{proc.stderr.read().decode()}")
+    return elapsed, usage.ru_utime + usage.ru_stime, sum(s.cpu() for s in servers) - before
 
 
-def median(args, runs):
-    return statistics.median(timed(args) for _ in range(runs))
+def median(args, runs, servers):
+    """Medians of wall time, tend's CPU and the servers' CPU over `runs`."""
+    samples = [timed(args, servers=servers) for _ in range(runs)]
+    return tuple(statistics.median(sample[i] for sample in samples) for i in range(3))
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--no-html", action="store_true", help="skip the 10,020-object HTML report")
     a = p.parse_args()
-    subprocess.run(["cargo", "build", "--release", "--quiet", "--workspace"], cwd=ROOT, check=True)
+    if PROFILE == "release":
+        subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "tend", "-p", "tend-testserver"],
+                       cwd=ROOT, check=True)
     tmp = tempfile.mkdtemp()
     site = os.path.join(tmp, "site")
     subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_site.py"), site,
@@ -81,15 +101,19 @@ def main():
         kubeconfig(config, servers)
         three = ["--kubeconfig", config, "--context", "a", "--context", "b", "--context", "c"]
         timed(["apply", "--repo", site, *three], ok=(0,))
-        one = median(["diff", "--repo", site, "--kubeconfig", servers[0].kubeconfig], a.runs)
-        fleet = median(["diff", "--repo", site, *three], a.runs)
-        status = median(["status", *three], a.runs)
-        print(f"no-op diff, 1,010 objects, 1 cluster:  {one:.3f} s")
-        print(f"no-op diff, 1,010 objects, 3 clusters: {fleet:.3f} s ({fleet / one:.2f}x)")
-        print(f"tend status, 3 clusters:               {status:.3f} s")
+        one = median(["diff", "--repo", site, "--kubeconfig", servers[0].kubeconfig], a.runs, servers)
+        fleet = median(["diff", "--repo", site, *three], a.runs, servers)
+        status = median(["status", *three], a.runs, servers)
+        row = "{:<40} {:.3f} s  tend CPU {:.3f} s  servers' CPU {:.3f} s"
+        print(row.format("no-op diff, 1,010 objects, 1 cluster:", *one))
+        print(row.format("no-op diff, 1,010 objects, 3 clusters:", *fleet) + f"  ({fleet[0] / one[0]:.2f}x)")
+        print(row.format("tend status, 3 clusters:", *status))
+        print(f"load average before the last run: {os.getloadavg()[0]:.1f}")
     finally:
         for s in servers:
             s.close()
+    if a.no_html:
+        return
     big = os.path.join(tmp, "big")
     subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_site.py"), big,
                     "--namespaces", "20", "--configmaps", "250"], check=True, capture_output=True)

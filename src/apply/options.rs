@@ -32,6 +32,9 @@ pub struct EngineOptions {
     /// Flux's lockdown flag (`--default-service-account`): Flux units without
     /// `serviceAccountName` are written as this ServiceAccount of their namespace.
     pub default_service_account: Option<String>,
+    /// The kubeconfig Secrets this cluster's units target other clusters through (hub and
+    /// spoke), as recorded on the parent for `tend status` (`KubeConfigRef::recorded`).
+    pub spokes: Vec<String>,
 }
 
 impl EngineOptions {

@@ -93,6 +93,10 @@ pub async fn narrow_and_record(
     };
     annotations.push((inventory::LAST_RESULT_ANNOTATION, result.to_string()));
     annotations.push((inventory::LAST_DRIFT_ANNOTATION, record.drifted.to_string()));
+    // Absent when there are none: server-side apply then drops an earlier run's list.
+    if !opts.spokes.is_empty() {
+        annotations.push((inventory::SPOKES_ANNOTATION, opts.spokes.join(",")));
+    }
     if let Some(signer) = record.signed_by {
         annotations.push((inventory::LAST_SIGNED_BY_ANNOTATION, signer.to_string()));
     }

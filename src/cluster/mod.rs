@@ -226,6 +226,13 @@ async fn connect_with_config(
     // kube's own retry layer (429/503/504, up to 15 times) would wait outside the run's
     // budget; the outage layer below does this under `--retry-timeout`.
     config.default_retry = false;
+    // A plain-HTTP server (`kubectl proxy`, a test server) needs no trust store, and without
+    // a CA of its own kube would load the system's (~20M instructions per client, the most
+    // costly step of connecting a cluster of a fleet): give it an empty one.
+    let plain_http = config.cluster_url.scheme_str() == Some("http") && config.proxy_url.is_none();
+    if plain_http && config.root_cert.is_none() && config.root_cert_file.is_none() {
+        config.root_cert = Some(Vec::new());
+    }
     let outages = outage::OutageLayer {
         budget: Arc::new(outage::RetryBudget::new(access.retry_timeout)),
         interrupt: access.interrupt.clone(),
@@ -403,6 +410,33 @@ pub async fn labelled_secrets(
             source,
         })?;
     Ok(list.items.into_iter().map(|item| item.metadata).collect())
+}
+
+/// The `data` of Secret `namespace/name` in the cluster `access` reaches, without discovery
+/// (a hub's kubeconfig Secret of a spoke); `None` when it does not exist. Its values are
+/// never logged.
+pub async fn secret_data(
+    access: &Access,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<Vec<(String, zeroize::Zeroizing<Vec<u8>>)>>, ClusterError> {
+    use k8s_openapi::api::core::v1::Secret;
+    let client = connect(access, Arc::new(RequestStats::default())).await?;
+    let api: kube::Api<Secret> = kube::Api::namespaced(client, namespace);
+    let secret = retry::retry("read a Secret", || api.get_opt(name))
+        .await
+        .map_err(|source| ClusterError::Api {
+            what: format!("cannot read Secret {namespace}/{name}"),
+            source,
+        })?;
+    Ok(secret.map(|secret| {
+        secret
+            .data
+            .into_iter()
+            .flatten()
+            .map(|(key, value)| (key, zeroize::Zeroizing::new(value.0)))
+            .collect()
+    }))
 }
 
 #[cfg(test)]

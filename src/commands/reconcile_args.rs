@@ -143,6 +143,7 @@ impl EngineArgs {
                 progress: std::io::stderr().is_terminal() && global.log_format == LogFormat::Text,
                 interrupt,
                 default_service_account: self.default_service_account.clone(),
+                spokes: Vec::new(),
             },
         })
     }

@@ -6,7 +6,7 @@
 
 use crate::cluster::ClusterError;
 use crate::report::run::Mode;
-use crate::run::{ClusterOutcome, ClusterRun, KubeconfigSecret, Run};
+use crate::run::{ClusterEnd, ClusterOutcome, ClusterRun, KubeconfigSecret, Run};
 use crate::source::units::KubeConfigRef;
 use crate::Error;
 
@@ -14,7 +14,8 @@ use crate::Error;
 pub type Ran = (String, Option<Result<ClusterOutcome, Error>>);
 
 /// Run `members`, then the spokes their units target, each right after its hub in the
-/// result.
+/// result. A hub whose run failed still leads to its spokes (their units were read), unless
+/// `fail_fast`.
 pub fn run_with_spokes(
     mode: Mode,
     members: Vec<(String, ClusterRun)>,
@@ -29,15 +30,13 @@ pub fn run_with_spokes(
     });
     let failed = outcomes
         .iter()
-        .any(|o| !matches!(o, Some(Ok(done)) if succeeded(done)));
+        .any(|o| !matches!(o, Some(ClusterEnd { result: Ok(done), .. }) if succeeded(done)));
     // Per member, its spokes: a run, or why there is none.
     let mut planned: Vec<Vec<(String, Result<ClusterRun, String>)>> = Vec::new();
     for ((name, member), outcome) in members.iter().zip(&outcomes) {
         let targets = match outcome {
-            Some(Ok(done)) if member.source.units_for_kubeconfig_secret.is_none() => {
-                done.spokes.as_slice()
-            }
-            _ => &[],
+            Some(end) => end.spokes.as_slice(),
+            None => &[],
         };
         let several = members.len() > 1;
         planned.push(
@@ -62,10 +61,11 @@ pub fn run_with_spokes(
             fail_fast,
         }),
     }
-    .into_iter();
+    .into_iter()
+    .map(|end| end.map(|end| end.result));
     let mut out = Vec::new();
     for (((name, _), outcome), spokes) in members.into_iter().zip(outcomes).zip(planned) {
-        out.push((name, outcome));
+        out.push((name, outcome.map(|end| end.result)));
         for (spoke_name, run) in spokes {
             let outcome = match run {
                 Ok(_) => spoke_outcomes.next().flatten(),

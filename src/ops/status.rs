@@ -5,6 +5,7 @@ use crate::cluster::Access;
 use crate::plan::inventory;
 use crate::report::status::{ApplySetStatus, ClusterStatus};
 use crate::run::KubeconfigSecret;
+use crate::source::units::KubeConfigRef;
 use crate::Error;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -16,34 +17,82 @@ pub struct StatusOptions {
     pub state_namespace: String,
 }
 
-/// Read every cluster's parents.
+/// Read every cluster's parents, and after each hub its spokes' (the kubeconfig Secrets its
+/// last apply recorded, read from the hub as a run reads them), named as a run names them.
 pub fn status(opts: &StatusOptions) -> Result<Vec<ClusterStatus>, Error> {
+    let several = opts.clusters.len() > 1;
     let reads = opts
         .clusters
         .iter()
         .map(|(name, access, secret)| async move {
-            let applysets = read(access.clone(), secret.clone(), &opts.state_namespace)
-                .await
-                .map_err(|err| err.to_string());
-            ClusterStatus {
+            let namespace = &opts.state_namespace;
+            let parents = read(access.clone(), secret.clone(), namespace).await;
+            // A spoke's kubeconfig is read from a cluster tend reaches directly (as a run does).
+            let spokes = match (&parents, secret) {
+                (Ok(parents), None) => recorded_spokes(parents),
+                _ => Vec::new(),
+            };
+            let spoke_reads = spokes.into_iter().map(|target| async move {
+                let secret = KubeconfigSecret {
+                    hub: access.clone(),
+                    namespace: target.namespace.clone(),
+                    name: target.name.clone(),
+                    keys: target.keys(),
+                };
+                let mut spoke_access = access.clone();
+                spoke_access.context = None;
+                spoke_access.kubeconfig = None;
+                ClusterStatus {
+                    name: match several {
+                        true => format!("{name}/{target}"),
+                        false => target.to_string(),
+                    },
+                    applysets: read(spoke_access, Some(secret), namespace)
+                        .await
+                        .map(|parents| parents.iter().filter_map(of_parent).collect())
+                        .map_err(|err| err.to_string()),
+                }
+            });
+            let spokes = futures::future::join_all(spoke_reads).await;
+            let hub = ClusterStatus {
                 name: name.clone(),
-                applysets,
-            }
+                applysets: parents
+                    .map(|parents| parents.iter().filter_map(of_parent).collect())
+                    .map_err(|err| err.to_string()),
+            };
+            std::iter::once(hub).chain(spokes).collect::<Vec<_>>()
         });
-    crate::run::block_on(futures::future::join_all(reads))
+    let read = crate::run::block_on(futures::future::join_all(reads))?;
+    Ok(read.into_iter().flatten().collect())
 }
 
 async fn read(
     access: Access,
     secret: Option<KubeconfigSecret>,
     namespace: &str,
-) -> Result<Vec<ApplySetStatus>, crate::cluster::ClusterError> {
+) -> Result<Vec<ObjectMeta>, crate::cluster::ClusterError> {
     let access = match &secret {
         Some(secret) => crate::run::executor::with_kubeconfig_of(secret, access).await?,
         None => access,
     };
-    let parents = crate::cluster::labelled_secrets(&access, namespace, inventory::ID_LABEL).await?;
-    Ok(parents.iter().filter_map(of_parent).collect())
+    crate::cluster::labelled_secrets(&access, namespace, inventory::ID_LABEL).await
+}
+
+/// The spokes tend's parents of a hub recorded, each Secret once.
+fn recorded_spokes(parents: &[ObjectMeta]) -> Vec<KubeConfigRef> {
+    let mut out: Vec<KubeConfigRef> = Vec::new();
+    let recorded = parents
+        .iter()
+        .filter(|meta| of_parent(meta).is_some())
+        .filter_map(|meta| meta.annotations.as_ref()?.get(inventory::SPOKES_ANNOTATION))
+        .flat_map(|list| list.split(','))
+        .filter_map(KubeConfigRef::from_recorded);
+    for target in recorded {
+        if !out.iter().any(|known| known.same_secret(&target)) {
+            out.push(target);
+        }
+    }
+    out
 }
 
 /// A parent tend wrote (its tooling annotation says so), read.
@@ -135,5 +184,28 @@ mod tests {
             .unwrap()
             .insert(inventory::TOOLING_ANNOTATION.into(), "kubectl/v1.33".into());
         assert_eq!(of_parent(&other), None);
+    }
+
+    #[test]
+    fn a_hub_parent_names_its_spokes_each_once() {
+        let hub = |spokes: &str| ObjectMeta {
+            annotations: Some(
+                [
+                    (inventory::TOOLING_ANNOTATION, "tend/0.1.0"),
+                    (inventory::SPOKES_ANNOTATION, spokes),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ),
+            ..Default::default()
+        };
+        let spokes = recorded_spokes(&[
+            hub("staging/kc,production/kc:value.yaml"),
+            hub("staging/kc:other,nonsense,/x"),
+        ]);
+        let recorded: Vec<String> = spokes.iter().map(KubeConfigRef::recorded).collect();
+        assert_eq!(recorded, ["staging/kc", "production/kc:value.yaml"]);
+        assert_eq!(spokes[1].keys(), ["value.yaml"]);
     }
 }

@@ -23,6 +23,10 @@ pub const LAST_SUMMARY_ANNOTATION: &str = "tend.dev/last-summary";
 pub const LAST_RESULT_ANNOTATION: &str = "tend.dev/last-result";
 /// How many objects the last apply found drifted (changed by another field manager).
 pub const LAST_DRIFT_ANNOTATION: &str = "tend.dev/last-drift";
+/// The kubeconfig Secrets (in this cluster) the last apply's units targeted other clusters
+/// through (hub and spoke), comma-separated `namespace/name` or `namespace/name:key`: where
+/// `tend status` finds the spokes.
+pub const SPOKES_ANNOTATION: &str = "tend.dev/spokes";
 /// Set when the last run was stopped by a signal: what it wrote and what it did not.
 pub const INTERRUPTED_ANNOTATION: &str = "tend.dev/interrupted";
 /// The members a tenant's unit wrote, by ServiceAccount (`{"NS/NAME": {"Kind.group":

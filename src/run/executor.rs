@@ -43,7 +43,7 @@ use crate::cluster::{Access, ClusterError, KubeconfigText, Session};
 use crate::interrupt::Interrupt;
 use crate::render::{RenderOptions, Rendered};
 use crate::report::run::{Mode, RunReport};
-use crate::source::units::ObjectRef;
+use crate::source::units::{KubeConfigRef, ObjectRef};
 use crate::Error;
 use std::collections::BTreeSet;
 use std::future::Future;
@@ -59,18 +59,30 @@ pub struct ClusterOutcome {
     pub report: RunReport,
     /// `N API requests (r reads, w writes, d dry runs)`.
     pub requests: String,
-    /// The kubeconfig Secrets of this cluster its units target other clusters through (hub
-    /// and spoke): each is a cluster the run goes on to.
+}
+
+/// How one cluster's run ended, with the kubeconfig Secrets of this cluster its units target
+/// other clusters through (hub and spoke: each a cluster the run goes on to), known once its
+/// source was read, so a hub whose run then failed still leads to its spokes.
+#[derive(Debug)]
+pub struct ClusterEnd {
+    pub result: Result<ClusterOutcome, Error>,
     pub spokes: Vec<crate::source::units::KubeConfigRef>,
 }
 
-/// Run every cluster of `run`, `run.parallel` at a time, each to its own outcome, in the
+/// Run every cluster of `run`, `run.parallel` at a time, each to its own end, in the
 /// order of `run.clusters`: `None` for a cluster not started because `--fail-fast` saw
 /// another fail. One cluster failing does not stop the others otherwise.
-pub fn execute(run: &Run) -> Vec<Option<Result<ClusterOutcome, Error>>> {
+pub fn execute(run: &Run) -> Vec<Option<ClusterEnd>> {
     let runtime = match runtime() {
         Ok(runtime) => runtime,
-        Err(err) => return vec![Some(Err(err))],
+        Err(err) => {
+            let result = Err(err);
+            return vec![Some(ClusterEnd {
+                result,
+                spokes: Vec::new(),
+            })];
+        }
     };
     let failed = AtomicBool::new(false);
     let shared = Shared {
@@ -83,7 +95,8 @@ pub fn execute(run: &Run) -> Vec<Option<Result<ClusterOutcome, Error>>> {
         if run.fail_fast && failed.load(Ordering::SeqCst) {
             return None;
         }
-        let result = execute_cluster(&runtime, run.mode, cluster, &shared);
+        let mut spokes = Vec::new();
+        let result = execute_cluster(&runtime, (run.mode, cluster), &shared, &mut spokes);
         let failure = match &result {
             Ok(outcome) => outcome.report.failed() + outcome.report.errors.len() > 0,
             Err(_) => true,
@@ -91,7 +104,7 @@ pub fn execute(run: &Run) -> Vec<Option<Result<ClusterOutcome, Error>>> {
         if failure {
             failed.store(true, Ordering::SeqCst);
         }
-        Some(result)
+        Some(ClusterEnd { result, spokes })
     })
 }
 
@@ -119,15 +132,16 @@ struct Shared {
     listening: AtomicBool,
 }
 
+/// One cluster's run; `spokes` is set as soon as its source is read.
 fn execute_cluster(
     runtime: &tokio::runtime::Runtime,
-    mode: Mode,
-    cluster: &ClusterRun,
+    (mode, cluster): (Mode, &ClusterRun),
     shared: &Shared,
+    spokes: &mut Vec<crate::source::units::KubeConfigRef>,
 ) -> Result<ClusterOutcome, Error> {
     let reading = &shared.reading;
     let mut connecting = Connecting::start(runtime, mode, cluster);
-    let (offline, wanted) = match read_while_connecting(cluster, shared) {
+    let (offline, wanted) = match read_while_connecting(cluster, shared, spokes) {
         Ok(read) => read,
         Err(err) => {
             // A problem in the desired state wins over whatever connecting comes to.
@@ -148,6 +162,7 @@ fn execute_cluster(
                 (Arc::new(loaded), opts, render)
             }
         };
+        *spokes = spokes_of(cluster, &loaded);
         if cluster.writes(mode) {
             super::units_live::refuse_live_controllers(&session, &loaded.expanded).await?;
         }
@@ -164,6 +179,7 @@ fn execute_cluster(
         let mut engine_opts = cluster.engine.clone();
         engine_opts.commit = loaded.checkout.commit.clone();
         engine_opts.signed_by = loaded.checkout.signed_by.clone();
+        engine_opts.spokes = spokes.iter().map(KubeConfigRef::recorded).collect();
         let ahead = match mode {
             Mode::Diff => Some(connecting),
             Mode::Apply => None,
@@ -183,9 +199,17 @@ fn execute_cluster(
         Ok(ClusterOutcome {
             report,
             requests: session.stats.to_string(),
-            spokes: loaded.expanded.spokes(),
         })
     })
+}
+
+/// The spokes a cluster's units target; none for a spoke's own run (its units all target
+/// the Secret it is reached through).
+fn spokes_of(cluster: &ClusterRun, loaded: &Loaded) -> Vec<KubeConfigRef> {
+    match cluster.source.units_for_kubeconfig_secret {
+        Some(_) => Vec::new(),
+        None => loaded.expanded.spokes(),
+    }
 }
 
 /// The connection, made while the source is read: the session is handed over as soon as it
@@ -266,7 +290,6 @@ pub async fn with_kubeconfig_of(
         secret.name,
         secret.keys.join(" or ")
     );
-    let hub = Session::connect(&secret.hub).await?;
     let missing = |what: &str| {
         ClusterError::Config(format!(
             "{origin}: {what} in the cluster tend runs in; create it with the cluster's kubeconfig (kubectl create secret generic {} -n {} --from-file={}=KUBECONFIG)",
@@ -275,8 +298,7 @@ pub async fn with_kubeconfig_of(
             secret.keys.first().map_or("value", String::as_str)
         ))
     };
-    let mut entries = hub
-        .read_secret(&secret.namespace, &secret.name)
+    let mut entries = crate::cluster::secret_data(&secret.hub, &secret.namespace, &secret.name)
         .await?
         .ok_or_else(|| missing("no such Secret"))?;
     let at = secret
@@ -305,18 +327,22 @@ enum OfflineRender {
     NeedsCluster(Option<Speculative>),
 }
 
-/// Read (and, where no unit needs the cluster, render) the source while connecting; with
-/// secrets to read first, or objects only the cluster holds that units read (returned),
+/// Read (and, where no unit needs the cluster, render) the source while connecting, setting
+/// `spokes`; with secrets to read first, or objects only the cluster holds that units read (returned),
 /// it is read once connected.
 fn read_while_connecting(
     cluster: &ClusterRun,
     shared: &Shared,
+    spokes: &mut Vec<KubeConfigRef>,
 ) -> Result<(Option<ReadOffline>, BTreeSet<ObjectRef>), Error> {
     if !cluster.before_source.is_empty() {
         return Ok((None, BTreeSet::new()));
     }
     Ok(match read_and_render_offline(cluster, shared)? {
-        Ok(offline) => (Some(offline), BTreeSet::new()),
+        Ok(offline) => {
+            *spokes = spokes_of(cluster, &offline.0);
+            (Some(offline), BTreeSet::new())
+        }
         Err(wanted) => (None, wanted),
     })
 }

@@ -21,5 +21,5 @@ mod tenants;
 mod trusted_keys;
 pub mod units_live;
 
-pub use executor::{block_on, execute, ClusterOutcome};
+pub use executor::{block_on, execute, ClusterEnd, ClusterOutcome};
 pub use plan::{ClusterRun, KubeconfigSecret, Run, SecretReads};

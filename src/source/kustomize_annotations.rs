@@ -9,6 +9,11 @@ use std::path::Path;
 /// Parse one source file: [`yaml::parse_file`], and for text that kustomize built (`built`), without
 /// kustomize's build annotations (README "Kustomize": they describe the build, not the object).
 pub fn parse_source(file: &Path, text: &str, built: bool) -> (Vec<Document>, Vec<Problem>) {
+    if built {
+        if let Some(docs) = parsed_builds::before(file, text) {
+            return (docs, Vec::new());
+        }
+    }
     let (mut docs, problems) = yaml::parse_file(file, text);
     if built {
         for doc in &mut docs {
@@ -20,8 +25,52 @@ pub fn parse_source(file: &Path, text: &str, built: bool) -> (Vec<Document>, Vec
                 doc.value = value;
             }
         }
+        if problems.is_empty() {
+            parsed_builds::keep(file, text, &docs);
+        }
     }
     (docs, problems)
+}
+
+/// Text units built (kustomize builds), as parsed, for the rest of the process: a run reads
+/// a unit's output more than once (scanning it for units, then rendering it; again for each
+/// cluster of a fleet or hub's spoke reading the same source), and parsing the YAML is the
+/// costly part (a third of a hub-and-spoke diff). Keyed by path and a hash of the text, the
+/// text compared in full; plain files are not kept (a 10,000-object site would double its
+/// memory for nothing: it is parsed once).
+mod parsed_builds {
+    use crate::yaml::Document;
+    use std::collections::HashMap;
+    use std::hash::{Hash, Hasher};
+    use std::path::{Path, PathBuf};
+    use std::sync::{Mutex, OnceLock};
+
+    type Parsed = HashMap<(PathBuf, u64), (String, Vec<Document>)>;
+
+    fn parsed() -> std::sync::MutexGuard<'static, Parsed> {
+        static PARSED: OnceLock<Mutex<Parsed>> = OnceLock::new();
+        // A poisoned lock only means a parse panicked elsewhere: what is kept is whole.
+        PARSED
+            .get_or_init(Mutex::default)
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn key(file: &Path, text: &str) -> (PathBuf, u64) {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        text.hash(&mut hasher);
+        (file.to_path_buf(), hasher.finish())
+    }
+
+    pub(super) fn before(file: &Path, text: &str) -> Option<Vec<Document>> {
+        let parsed = parsed();
+        let (kept_text, docs) = parsed.get(&key(file, text))?;
+        (kept_text == text).then(|| docs.clone())
+    }
+
+    pub(super) fn keep(file: &Path, text: &str, docs: &[Document]) {
+        parsed().insert(key(file, text), (text.to_string(), docs.to_vec()));
+    }
 }
 
 /// Annotations kustomize (and kyaml) add while building, never meant for the cluster: the
@@ -77,5 +126,11 @@ mod tests {
         // A plain file keeps them.
         let (docs, _) = parse_source(path, text, false);
         assert!(docs[0].value["metadata"]["annotations"].is_object());
+        // The same built text again: as parsed the first time.
+        let (again, _) = parse_source(path, text, true);
+        assert_eq!(again.len(), 2);
+        assert!(again[0].value["metadata"].get("annotations").is_none());
+        let typed: Value = again[0].parse_typed(Path::new("x")).unwrap();
+        assert!(typed["metadata"].get("annotations").is_none());
     }
 }

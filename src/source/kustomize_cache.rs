@@ -185,10 +185,13 @@ impl Inputs {
             .collect();
         names.sort();
         for name in names {
-            if SKIPPED_DIRS.iter().any(|s| name == *s) {
+            // A file already read stays as read: an overlay's kustomization (see [`key`])
+            // stands for the file of that name on disk, as in the copy the build runs in.
+            let child = path.join(&name);
+            if SKIPPED_DIRS.iter().any(|s| name == *s) || self.files.contains_key(&child) {
                 continue;
             }
-            self.add(root, &path.join(name))?;
+            self.add(root, &child)?;
         }
         Some(())
     }

@@ -33,6 +33,31 @@ fn bootstrap_site() -> tempfile::TempDir {
     ])
 }
 
+/// A Kustomization's kept build is found without copying the tree (the copy and its
+/// removal were most of a no-op run's time), and renders the same.
+#[test]
+fn a_kept_kustomization_build_is_found_without_copying_the_tree() {
+    let dir = bootstrap_site();
+    let cache = tempfile::tempdir().unwrap();
+    let render = || {
+        run(tend()
+            .args(["render", "-v", "--path", "clusters/dev", "--cache-dir"])
+            .arg(cache.path())
+            .arg("--repo")
+            .arg(dir.path()))
+    };
+    let (code, first, stderr) = render();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stderr.contains("without copying the tree"), "{stderr}");
+    let (code, second, stderr) = render();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("apps built as kept, found without copying the tree"),
+        "{stderr}"
+    );
+    assert_eq!(first, second);
+}
+
 #[test]
 fn a_kustomization_of_the_checkout_is_built_as_kustomize_controller_builds_it() {
     let dir = bootstrap_site();
@@ -533,13 +558,31 @@ fn flux2_hub_spoke_example_applies_in_one_run_and_a_second_diff_is_in_sync() {
             "{env}"
         );
     }
-    let (code, stdout, stderr) = played(&["diff", "--path", "hub"]);
+    let (code, stdout, stderr) = played(&["diff", "-v", "--path", "hub"]);
     assert_eq!(code, 0, "{stdout}{stderr}");
+    // The Kustomizations' builds, whose paths hold a kustomization.yaml the unit's fields
+    // are written into, are found kept without copying the repository.
+    assert!(
+        stderr.contains("clusters/staging/apps built as kept, found without copying the tree"),
+        "{stderr}"
+    );
     assert!(
         stdout.contains("unit Flux Kustomization staging/apps → HelmRelease staging/podinfo: not expanded: it targets the cluster of kubeconfig Secret staging/cluster-kubeconfig"),
         "{stdout}"
     );
     assert!(stdout.contains("production/cluster-kubeconfig"), "{stdout}");
+
+    // status lists the spokes' ApplySets after the hub's, their kubeconfigs read from the hub.
+    let (code, stdout, stderr) = tend_on(&hub, dir.path(), &["status", "-o", "json"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert_eq!(
+        status_results(&stdout),
+        [
+            ("default".to_string(), "succeeded".to_string()),
+            ("production/cluster-kubeconfig".into(), "succeeded".into()),
+            ("staging/cluster-kubeconfig".into(), "succeeded".into()),
+        ]
+    );
 
     // A spoke that is unreachable fails alone: the hub and the other spoke still run.
     production.stop();
@@ -549,6 +592,14 @@ fn flux2_hub_spoke_example_applies_in_one_run_and_a_second_diff_is_in_sync() {
     assert_eq!(report["clusters"][0]["result"], "in sync", "{stdout}");
     assert_eq!(report["clusters"][1]["result"], "error", "{stdout}");
     assert_eq!(report["clusters"][2]["result"], "in sync", "{stdout}");
+    // status says so too: the unreachable spoke an error, exit 2.
+    let (code, stdout, stderr) = tend_on(&hub, dir.path(), &["status", "-o", "json"]);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert_eq!(
+        status_results(&stdout)[1],
+        ("production/cluster-kubeconfig".into(), "error".into()),
+        "{stdout}"
+    );
 
     // One spoke alone, as before: --units-for-kubeconfig-secret with its kubeconfig.
     let args = [
@@ -561,6 +612,75 @@ fn flux2_hub_spoke_example_applies_in_one_run_and_a_second_diff_is_in_sync() {
         tend_on(&staging, dir.path(), &[&["diff"][..], &args].concat())
     });
     assert_eq!(code, 0, "{stdout}{stderr}");
+}
+
+/// `tend status -o json`'s clusters: name, and the first ApplySet's result (`error` when
+/// the cluster could not be read).
+fn status_results(stdout: &str) -> Vec<(String, String)> {
+    let doc: serde_json::Value = serde_json::from_str(stdout).expect(stdout);
+    doc["clusters"]
+        .as_array()
+        .expect(stdout)
+        .iter()
+        .map(|c| {
+            let result = match c["error"].as_str() {
+                Some(_) => "error",
+                None => c["applysets"][0]["result"].as_str().unwrap_or("none"),
+            };
+            (c["name"].as_str().unwrap().to_string(), result.to_string())
+        })
+        .collect()
+}
+
+/// A hub whose own run ends in an error still runs its spokes (their units were read), and the
+/// exit code is the worst; `--fail-fast` starts no spoke after the hub failed.
+#[test]
+fn a_hub_whose_run_fails_still_runs_its_spokes_unless_fail_fast() {
+    let charts = chart_repository();
+    let dir = hub_and_spoke_repository(&charts);
+    let (hub, staging, production) = (
+        TestCluster::start(),
+        TestCluster::start(),
+        TestCluster::start(),
+    );
+    seed_kubeconfig_secret(&hub, "staging", "value", &staging);
+    seed_kubeconfig_secret(&hub, "production", "value", &production);
+    // The hub's own ApplySet parent cannot be read: its run ends in an error.
+    hub.inject(
+        tend_testserver::Fault::status(403)
+            .verb(tend_testserver::Verb::Get)
+            .path_contains("/namespaces/tend-system/secrets/tend")
+            .always(),
+    );
+    let played = |args: &[&str]| {
+        with_controllers_played(&staging, || {
+            with_controllers_played(&production, || tend_on(&hub, dir.path(), args))
+        })
+    };
+    let podinfo = |spoke: &TestCluster| get(spoke, "apps", "deployments", "podinfo", "podinfo");
+    let results = |stdout: &str| -> Vec<String> {
+        let report: serde_json::Value = serde_json::from_str(stdout).expect(stdout);
+        let clusters = report["clusters"].as_array().expect(stdout);
+        clusters.iter().map(|c| c["result"].to_string()).collect()
+    };
+
+    let (code, stdout, stderr) = played(&["apply", "--path", "hub", "--fail-fast", "-o", "json"]);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert_eq!(
+        results(&stdout),
+        [r#""error""#, r#""not run""#, r#""not run""#],
+        "{stdout}"
+    );
+    assert!(podinfo(&staging).is_none() && podinfo(&production).is_none());
+
+    let (code, stdout, stderr) = played(&["apply", "--path", "hub", "-o", "json"]);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert_eq!(
+        results(&stdout),
+        [r#""error""#, r#""applied""#, r#""applied""#],
+        "{stdout}"
+    );
+    assert!(podinfo(&staging).is_some() && podinfo(&production).is_some());
 }
 
 /// A Kustomization of `./apps` named `name`, with `extra` lines under `spec:`.

@@ -182,6 +182,12 @@ fn build(
     keys: Option<&crate::sops::Keys>,
 ) -> Result<Vec<SourceFile>, Vec<Problem>> {
     let fail = |message: String| vec![unit.problem(&["spec", "path"], message)];
+    // Decrypted inputs are never kept, and a build kept without them is not this build.
+    if keys.is_none() {
+        if let Some(files) = kept_build(unit, tree, path, ctx) {
+            return Ok(files);
+        }
+    }
     let copy = crate::source::private_copy::PrivateCopy::of(&tree.root)
         .map_err(|e| fail(format!("cannot copy the source's tree to build it: {e}")))?;
     let dir = copy.path().join(path);
@@ -224,6 +230,25 @@ fn build(
             .collect());
     }
     Ok(files)
+}
+
+/// The kept build of `path` with the kustomization the controller would write, found without
+/// copying the tree (copying and removing it was most of a no-op run's time): the build in
+/// the copy keys the same ([`kustomize::kept_overlay`]). Only where that kustomization is
+/// `kustomization.yaml`, the name the overlay's key gives it.
+fn kept_build(unit: &Found, tree: &Tree, path: &Path, ctx: &Context) -> Option<Vec<SourceFile>> {
+    let (file_name, kustomization) = kustomization(&tree.root.join(path), unit).ok()?;
+    if file_name != KUSTOMIZATION_FILES[0] {
+        return None;
+    }
+    let text = crate::yaml::to_yaml(&kustomization);
+    let built = kustomize::detect(&tree.root, path, &path.join(file_name), &text)?;
+    let files = kustomize::kept_overlay(&tree.root, &built, &text, ctx.kustomize)?;
+    tracing::debug!(
+        "{} built as kept, found without copying the tree",
+        path.display()
+    );
+    Some(files)
 }
 
 /// `spec.decryption`: the build's SOPS-encrypted inputs decrypted into its private copy

@@ -363,6 +363,31 @@ impl KubeConfigRef {
             None => vec!["value".into(), "value.yaml".into()],
         }
     }
+
+    /// As recorded on a hub's ApplySet parent: `namespace/name`, or `namespace/name:key`.
+    pub fn recorded(&self) -> String {
+        match &self.key {
+            Some(key) => format!("{self}:{key}"),
+            None => self.to_string(),
+        }
+    }
+
+    /// Read back what [`KubeConfigRef::recorded`] wrote; `None` for anything else.
+    pub fn from_recorded(text: &str) -> Option<KubeConfigRef> {
+        let (secret, key) = match text.split_once(':') {
+            Some((secret, key)) => (secret, Some(key.to_string())),
+            None => (text, None),
+        };
+        let (namespace, name) = secret.split_once('/')?;
+        let valid = |part: &str| !part.is_empty() && !part.contains('/');
+        (valid(namespace) && valid(name) && key.as_deref().is_none_or(valid)).then(|| {
+            KubeConfigRef {
+                namespace: namespace.to_string(),
+                name: name.to_string(),
+                key,
+            }
+        })
+    }
 }
 
 impl std::fmt::Display for KubeConfigRef {
