@@ -69,6 +69,8 @@ pub use kinds::{crds, root_field_problems, TendKind, TendObject};
 pub use plan::{fast_path, normalize::normalize};
 pub use render::{render, RenderOptions, Rendered};
 pub use source::{git, SourceFile};
+/// YAML as tend writes it: kubectl (YAML 1.1) and tend read back the values written.
+pub use yaml::to_yaml;
 
 /// Helm charts as tend reads and renders them, for the corpus test against `helm template`.
 pub mod charts {

@@ -182,8 +182,9 @@ fn dedup(objects: Vec<Value>) -> Site {
     Site { objects }
 }
 
+/// Written as tend writes YAML: a string such as `yes` quoted, as kubectl would need it.
 fn yaml(value: &Value) -> String {
-    serde_yaml::to_string(value).unwrap()
+    tend::to_yaml(value)
 }
 
 /// Lay out documents into files: `chunk` documents per file, named in order.
