@@ -125,6 +125,27 @@ pub fn quote_for_yaml_1_1(text: &str) -> String {
     out
 }
 
+/// Where a quoted key at the start of `rest` ends (after its closing quote), when `rest` is
+/// `'key': ...`, `"key": ...` or `'key':`; `None` for anything else, a quoted value included.
+fn quoted_key_end(rest: &str) -> Option<usize> {
+    let bytes = rest.as_bytes();
+    let quote = *bytes.first().filter(|b| matches!(b, b'\'' | b'"'))?;
+    let mut i = 1;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' if quote == b'"' => i += 2,
+            b'\'' if quote == b'\'' && bytes.get(i + 1) == Some(&b'\'') => i += 2,
+            b if b == quote => {
+                let end = i + 1;
+                let after = &rest[end..];
+                return (after.starts_with(": ") || after == ":").then_some(end);
+            }
+            _ => i += 1,
+        }
+    }
+    None
+}
+
 /// One line: `[- ]*key: value`, `[- ]*value` or `[- ]*key:`; its key and value quoted where
 /// suspect, and whether its value opens a block scalar.
 fn quote_line(content: &str, indent: usize) -> (String, bool) {
@@ -138,11 +159,18 @@ fn quote_line(content: &str, indent: usize) -> (String, bool) {
         true => format!("'{token}'"),
         false => token.to_string(),
     };
-    let (key, value) = match rest.split_once(": ") {
-        Some((k, v)) if !k.starts_with(['\'', '"']) => (Some(k), v),
-        _ => match rest.strip_suffix(':') {
-            Some(k) if !k.starts_with(['\'', '"']) && !k.contains(' ') => (Some(k), ""),
-            _ => (None, rest),
+    let (key, value) = match quoted_key_end(rest) {
+        // A quoted key stays as it is; its value is looked at all the same.
+        Some(end) => match rest[end..].strip_prefix(": ") {
+            Some(v) => (Some(&rest[..end]), v),
+            None => (Some(&rest[..end]), ""),
+        },
+        None => match rest.split_once(": ") {
+            Some((k, v)) => (Some(k), v),
+            _ => match rest.strip_suffix(':') {
+                Some(k) if !k.contains(' ') => (Some(k), ""),
+                _ => (None, rest),
+            },
         },
     };
     let opens_block = value.starts_with(['|', '>']);
@@ -192,6 +220,7 @@ mod tests {
     fn strings_yaml_1_1_would_misread_are_quoted_and_nothing_else_changes() {
         let value = serde_json::json!({
             "data": {"a": "yes", "b": "on", "c": "0644", "on": "x", "n": 1, "t": true,
+                     "0": "yes", "it's": "no", "q": "'yes'",
                      "text": "no\nyes\n", "list": ["off", "fine", {"y": "N"}]},
         });
         let text = serde_yaml::to_string(&value).unwrap();
