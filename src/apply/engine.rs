@@ -296,8 +296,11 @@ async fn apply_planned(
     };
     run.record(desired_keys, still_members, clock, &mut report)
         .await;
-    if opts.wait && !opts.interrupt.is_set() && !wave_stopped {
-        run.wait(&applied, &mut report).await;
+    if !opts.interrupt.is_set() && !wave_stopped {
+        match opts.wait {
+            true => run.wait(&applied, &mut report).await,
+            false => run.wait_for_units(&applied, &mut report).await,
+        }
     }
     Ok(report)
 }

@@ -8,6 +8,7 @@
 //! [`lock`] serialises runs with a Lease.
 
 pub mod engine;
+mod established;
 pub mod holder;
 mod hook_needs;
 pub mod hooks;
@@ -25,6 +26,7 @@ pub mod prune;
 mod replace;
 pub mod stages;
 pub mod tend_kinds;
+pub mod unit_waits;
 pub mod wait;
 pub mod waves;
 mod writes;

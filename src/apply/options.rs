@@ -35,6 +35,8 @@ pub struct EngineOptions {
     /// The kubeconfig Secrets this cluster's units target other clusters through (hub and
     /// spoke), as recorded on the parent for `tend status` (`KubeConfigRef::recorded`).
     pub spokes: Vec<String>,
+    /// How the objects of Flux's units wait (their controllers' rules); empty: as waves do.
+    pub unit_waits: std::sync::Arc<super::unit_waits::UnitWaits>,
 }
 
 impl EngineOptions {

@@ -2,12 +2,12 @@
 //! rest; README "Reconcile (diff and apply)"), with bounded concurrency within a stage. One object failing does not stop
 //! independent objects.
 
+use super::established;
 use super::interrupted;
 use super::options::{EngineError, EngineOptions};
 use super::prepare::Prepared;
 use super::progress::{self, Tick};
 use super::replace::{apply_or_replace, Written};
-use super::wait;
 use crate::cluster::{self, Resource, Session};
 use crate::object::{split_api_version, ObjectKey};
 use crate::plan::diff::scrub_message;
@@ -35,6 +35,17 @@ pub struct Applied {
     pub tend_objects: HashMap<ObjectKey, Value>,
     /// Resources of kinds whose CRD this run created (not known when preparing), for `--wait`.
     pub served: HashMap<ObjectKey, Resource>,
+}
+
+impl Applied {
+    /// Add what a later part of the run (a wave) wrote.
+    pub fn merge(&mut self, from: Applied) {
+        self.outcomes.extend(from.outcomes);
+        self.pending_results.extend(from.pending_results);
+        self.replaced.extend(from.replaced);
+        self.tend_objects.extend(from.tend_objects);
+        self.served.extend(from.served);
+    }
 }
 
 /// Apply every create and update of `plan` that has no planning error.
@@ -100,7 +111,7 @@ pub async fn apply_stages(
             }
         );
         if stage == Stage::Crds && !crds.is_empty() && !opts.interrupt.is_set() {
-            wait::established(session, &crds, opts.timeout).await;
+            established::established(session, &crds, opts.timeout).await;
             resources = cluster::discover(&session.client).await?;
         }
     }

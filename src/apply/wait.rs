@@ -1,17 +1,18 @@
-//! Waits: CRDs until Established (before the stages that use them), and `--wait` until every
-//! applied object is ready in kstatus terms ([`crate::kstatus`], README "Wait (`tend apply --wait`)").
+//! Waits until objects are ready in kstatus terms ([`crate::kstatus`]): `--wait` (README
+//! "Wait (`tend apply --wait`)"), waves, and what units ask for ([`super::unit_waits`]).
 //!
-//! `--wait` polls with one label-selected LIST per kind and namespace (per kind when the run may
+//! A wait polls with one label-selected LIST per kind and namespace (per kind when the run may
 //! list cluster-wide), not a GET per object, so a poll costs O(kinds × namespaces) requests
 //! however many objects there are. It stops at once when an object is Failed, when all are
-//! Current, or at `--timeout`.
+//! Current, or when every object not ready has had its time (`--timeout`, or its unit's).
 
 use super::options::EngineOptions;
 use super::prepare::Prepared;
 use super::progress;
+use super::unit_waits::Awaited;
 use crate::cluster::{self, key_of, ListQuery, Resource, Session};
 use crate::kstatus::{self, Status};
-use crate::object::ObjectKey;
+use crate::object::{split_api_version, ObjectKey};
 use crate::plan::inventory;
 use crate::report::run::RunReport;
 use crate::text::count;
@@ -24,39 +25,6 @@ use std::time::{Duration, Instant};
 const POLL_INTERVAL: Duration = Duration::from_millis(500);
 /// How often a log line says what is still awaited (CI logs, no progress bar).
 const LOG_INTERVAL: Duration = Duration::from_secs(10);
-
-/// Wait until the named CRDs report Established (bounded by `timeout`).
-pub async fn established(session: &Session, names: &[String], timeout: Duration) {
-    let Some(resource) = session
-        .resources
-        .get("apiextensions.k8s.io", "v1", "CustomResourceDefinition")
-        .cloned()
-    else {
-        return;
-    };
-    let deadline = Instant::now() + timeout;
-    for name in names {
-        loop {
-            let established = match cluster::get(&session.client, &resource, None, name).await {
-                Ok(Some(crd)) => crd
-                    .pointer("/status/conditions")
-                    .and_then(Value::as_array)
-                    .is_some_and(|c| {
-                        c.iter()
-                            .any(|c| c["type"] == "Established" && c["status"] == "True")
-                    }),
-                _ => false,
-            };
-            if established || Instant::now() >= deadline {
-                if !established {
-                    tracing::warn!("CRD {name} did not become Established within {timeout:?}");
-                }
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    }
-}
 
 /// One LIST per poll: a resource in a namespace (`None`: cluster-scoped, or across all
 /// namespaces), and the objects it covers.
@@ -96,39 +64,110 @@ pub async fn ready<'a>(
     let mut targets = Vec::new();
     for p in prepared {
         let key = p.object.key();
-        let failed = report.outcomes.get(&key).is_some_and(|o| o.error.is_some());
-        // tend's kinds get their status from this run, computed before applying: waiting on
-        // it would wait for the next run. What they generate is waited on instead.
-        if failed || kstatus::wait_skipped(&p.object.value) || key.group == crate::GROUP {
+        if !awaitable(&key, Some(&p.object.value), report) {
             continue;
         }
         if let Some(resource) = p.resource.as_ref().or_else(|| served.get(&key)) {
-            targets.push((resource.clone(), key));
+            targets.push(Target {
+                resource: resource.clone(),
+                key,
+                timeout: opts.timeout,
+                limit: "--timeout".into(),
+            });
         }
     }
     let selector = format!("{}={}", inventory::PART_OF_LABEL, opts.applyset_id());
     wait_for(session, targets, &selector, opts, why).await
 }
 
+/// Wait until `awaited` are ready, each within its own timeout (units' waits,
+/// [`super::unit_waits`]); left out as [`ready`] leaves them out. An object outside the run
+/// (named by a health check) is read by its kind; one of a kind the cluster does not serve
+/// is an error.
+pub async fn ready_awaited(
+    session: &Session,
+    awaited: Vec<Awaited>,
+    prepared: &[Prepared],
+    served: &HashMap<ObjectKey, Resource>,
+    report: &RunReport,
+    opts: &EngineOptions,
+    why: &str,
+) -> (BTreeMap<ObjectKey, Status>, Vec<String>) {
+    let prepared: HashMap<ObjectKey, &Prepared> =
+        prepared.iter().map(|p| (p.object.key(), p)).collect();
+    let mut targets = Vec::new();
+    let mut unserved = Vec::new();
+    for a in awaited {
+        let own = prepared.get(&a.key);
+        if !awaitable(&a.key, own.map(|p| &p.object.value), report) {
+            continue;
+        }
+        let (group, version) = split_api_version(&a.api_version);
+        let resource = own
+            .and_then(|p| p.resource.as_ref())
+            .or_else(|| served.get(&a.key))
+            .or_else(|| session.resources.get(group, version, &a.key.kind));
+        match resource {
+            Some(resource) => targets.push(Target {
+                resource: resource.clone(),
+                key: a.key,
+                timeout: a.timeout,
+                limit: a.limit,
+            }),
+            None => unserved.push(format!(
+                "{} cannot be checked: the cluster serves no {} {} ({}, {why})",
+                a.key, a.api_version, a.key.kind, a.limit
+            )),
+        }
+    }
+    let selector = format!("{}={}", inventory::PART_OF_LABEL, opts.applyset_id());
+    let (statuses, mut errors) = wait_for(session, targets, &selector, opts, why).await;
+    errors.extend(unserved);
+    (statuses, errors)
+}
+
+/// Whether an object is waited on: not one that failed to apply, not `tend.dev/wait: skip`,
+/// not tend's own kinds (they get their status from this run, computed before applying:
+/// waiting on it would wait for the next run; what they generate is waited on instead).
+fn awaitable(key: &ObjectKey, object: Option<&Value>, report: &RunReport) -> bool {
+    let failed = report.outcomes.get(key).is_some_and(|o| o.error.is_some());
+    !(failed || object.is_some_and(kstatus::wait_skipped) || key.group == crate::GROUP)
+}
+
+/// One object to wait for: how to read it, how long, and what said so.
+struct Target {
+    resource: Resource,
+    key: ObjectKey,
+    timeout: Duration,
+    limit: String,
+}
+
 /// Poll until every target is Current, one is Failed, or `opts.timeout` passes. Returns each
 /// target's last status and the run errors.
 async fn wait_for(
     session: &Session,
-    targets: Vec<(Resource, ObjectKey)>,
+    targets: Vec<Target>,
     selector: &str,
     opts: &EngineOptions,
     why: &str,
 ) -> (BTreeMap<ObjectKey, Status>, Vec<String>) {
+    if targets.is_empty() {
+        return (BTreeMap::new(), Vec::new());
+    }
     let started = Instant::now();
     let total = targets.len();
     let mut statuses: BTreeMap<ObjectKey, Status> = targets
         .iter()
-        .map(|(_, k)| (k.clone(), Status::Unknown("not read yet".into())))
+        .map(|t| (t.key.clone(), Status::Unknown("not read yet".into())))
         .collect();
+    let limits: BTreeMap<ObjectKey, (Duration, String)> = targets
+        .iter()
+        .map(|t| (t.key.clone(), (t.timeout, t.limit.clone())))
+        .collect();
+    let longest = limits.values().map(|(t, _)| *t).max().unwrap_or_default();
     let mut groups = group(session, targets);
     tracing::info!(
-        "waiting up to {:?} for {} to be ready ({why})",
-        opts.timeout,
+        "waiting up to {longest:?} for {} to be ready ({why})",
         count(total, "object")
     );
     let bar = progress::bar(opts.progress, total, "wait");
@@ -161,21 +200,43 @@ async fn wait_for(
             tracing::info!("{} ready after {took:.1}s", count(total, "object"));
             return (statuses, Vec::new());
         }
-        let left = opts.timeout.saturating_sub(started.elapsed());
+        let left = time_left(&groups, &limits, started.elapsed());
         if left.is_zero() {
             bar.finish_and_clear();
-            return timed_out(statuses, opts.timeout, why);
+            return timed_out(statuses, &limits, why);
         }
         if logged.elapsed() >= LOG_INTERVAL {
             logged = Instant::now();
-            if let Some((key, status)) = statuses.iter().find(|(_, s)| !s.is_current()) {
-                tracing::info!(
-                    "{ready} of {total} objects ready; still waiting for {key} ({status}) and {} more",
-                    total - ready - 1
-                );
-            }
+            log_waiting(&statuses, ready);
         }
         tokio::time::sleep(POLL_INTERVAL.min(left)).await;
+    }
+}
+
+/// Each object waits within its own limit: the wait ends when every one not ready has run
+/// out of time.
+fn time_left(
+    groups: &[Group],
+    limits: &BTreeMap<ObjectKey, (Duration, String)>,
+    elapsed: Duration,
+) -> Duration {
+    let left = groups.iter().flat_map(|g| &g.keys);
+    let left = left.map(|k| {
+        limits
+            .get(k)
+            .map_or(Duration::ZERO, |l| l.0.saturating_sub(elapsed))
+    });
+    left.max().unwrap_or_default()
+}
+
+/// A CI log line: how many are ready, and one still awaited.
+fn log_waiting(statuses: &BTreeMap<ObjectKey, Status>, ready: usize) {
+    let total = statuses.len();
+    if let Some((key, status)) = statuses.iter().find(|(_, s)| !s.is_current()) {
+        tracing::info!(
+            "{ready} of {total} objects ready; still waiting for {key} ({status}) and {} more",
+            total - ready - 1
+        );
     }
 }
 
@@ -189,30 +250,41 @@ fn failures(statuses: &BTreeMap<ObjectKey, Status>, why: &str) -> Option<Vec<Str
     (!failed.is_empty()).then_some(failed)
 }
 
-/// The run error of a timeout: one, counting the objects not yet Current; each of them is
-/// logged with its status (and listed by the report, from the statuses).
+/// The run errors of a timeout: one per limit, counting the objects not yet Current; each
+/// of them is logged with its status (and listed by the report, from the statuses).
 fn timed_out(
     statuses: BTreeMap<ObjectKey, Status>,
-    timeout: Duration,
+    limits: &BTreeMap<ObjectKey, (Duration, String)>,
     why: &str,
 ) -> (BTreeMap<ObjectKey, Status>, Vec<String>) {
-    let mut waiting = 0;
-    for (key, status) in statuses.iter().filter(|(_, s)| !s.is_current()) {
-        waiting += 1;
-        tracing::error!("{key} not ready within {timeout:?} (--timeout): {status}");
+    let mut waiting: BTreeMap<(Duration, &str), (usize, usize)> = BTreeMap::new();
+    for (key, status) in &statuses {
+        let (timeout, limit) = &limits[key];
+        let entry = waiting.entry((*timeout, limit.as_str())).or_default();
+        entry.1 += 1;
+        if !status.is_current() {
+            entry.0 += 1;
+            tracing::error!("{key} not ready within {timeout:?} ({limit}): {status}");
+        }
     }
-    let error = format!(
-        "{waiting} of {} not ready within {timeout:?} (--timeout of {why})",
-        count(statuses.len(), "object")
-    );
-    (statuses, vec![error])
+    let errors = waiting
+        .into_iter()
+        .filter(|(_, (late, _))| *late > 0)
+        .map(|((timeout, limit), (late, all))| {
+            format!(
+                "{late} of {} not ready within {timeout:?} ({limit} of {why})",
+                count(all, "object")
+            )
+        })
+        .collect();
+    (statuses, errors)
 }
 
 /// The LISTs one poll makes: targets grouped by resource and namespace, or by resource alone
 /// when this run found it may list that resource cluster-wide (observe asked already).
-fn group(session: &Session, targets: Vec<(Resource, ObjectKey)>) -> Vec<Group> {
+fn group(session: &Session, targets: Vec<Target>) -> Vec<Group> {
     let mut groups: BTreeMap<(String, String, Option<String>), Group> = BTreeMap::new();
-    for (resource, key) in targets {
+    for Target { resource, key, .. } in targets {
         let namespace = match session.known_list_right(&resource) {
             Some(true) => None,
             _ => key.namespace.clone(),

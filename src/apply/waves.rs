@@ -1,10 +1,9 @@
 //! Waves (README "Waves and hooks"): apply in ascending `tend.dev/wave` order, the kind
 //! stages inside each wave; before a wave starts, every object of the waves before it is ready
-//! (as `--wait` decides), and a wave that fails stops the run there. Pre-apply hooks of a wave
-//! run before its objects, post-apply hooks after the last wave is ready.
-//!
-//! A site without waves or hooks goes straight to [`stages::apply_stages`]: the same requests
-//! as before waves existed.
+//! (as `--wait` decides; a unit's as its controller would, [`super::unit_waits`]), and a wave
+//! that fails stops the run there. Pre-apply hooks of a wave run before its objects,
+//! post-apply hooks after the last wave is ready. A site without waves or hooks goes straight
+//! to [`stages::apply_stages`]: the same requests as before waves existed.
 
 use super::hook_needs;
 use super::hooks::{self, Hook};
@@ -203,7 +202,7 @@ impl Waves<'_> {
         tracing::info!("wave {wave}: {} object(s)", members.len());
         let applied =
             stages::apply_stages(session, &members, &wave_plan, self.existing, opts).await?;
-        merge(total, applied);
+        total.merge(applied);
         report.outcomes.extend(total.outcomes.clone());
         let failed = keys
             .iter()
@@ -217,9 +216,12 @@ impl Waves<'_> {
         if Some(wave) == self.last && !self.post_hooks {
             return Ok(WaveEnd::Done);
         }
-        // Before the next wave (or the post-apply hooks), this one is ready.
+        // Before the next wave (or the post-apply hooks), this one is ready (units: as asked).
         let why = format!("wave {wave}");
-        let ready = wait::ready(session, members.iter(), &total.served, report, opts, &why);
+        let objects: Vec<_> = members.iter().map(|p| &p.object).collect();
+        let awaited = (opts.unit_waits).after_wave(wave, &objects, self.plan, opts.timeout, true);
+        let served = &total.served;
+        let ready = wait::ready_awaited(session, awaited, &members, served, report, opts, &why);
         let (statuses, errors) = tokio::select! {
             answer = ready => answer,
             _ = opts.interrupt.requested() => return Ok(WaveEnd::Interrupted),
@@ -272,7 +274,7 @@ impl Waves<'_> {
             let applied =
                 stages::apply_stages(self.session, &namespaces, &plan, self.existing, self.opts)
                     .await?;
-            merge(total, applied);
+            total.merge(applied);
             report.outcomes.extend(total.outcomes.clone());
             let failed = keys
                 .iter()
@@ -389,12 +391,4 @@ async fn resolve(
             p
         })
         .collect())
-}
-
-fn merge(into: &mut Applied, from: Applied) {
-    into.outcomes.extend(from.outcomes);
-    into.pending_results.extend(from.pending_results);
-    into.replaced.extend(from.replaced);
-    into.tend_objects.extend(from.tend_objects);
-    into.served.extend(from.served);
 }

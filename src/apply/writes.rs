@@ -174,12 +174,40 @@ impl Applying<'_> {
             _ = wait::until_ready(session, prepared, &applied.served, report, opts) => None,
             _ = opts.interrupt.requested() => opts.interrupt.stopped(),
         };
-        if let Some(stop) = stopped {
-            report.errors.push(format!(
-                "the run was stopped by {} while waiting for readiness (everything was applied)",
-                stop.signal
-            ));
+        stopped_waiting(stopped, report);
+    }
+
+    /// Without `--wait`: what the units of the last wave ask for (`unit_waits`), once
+    /// everything is applied and pruned, as their controllers check health after their
+    /// prune; or a stop.
+    pub async fn wait_for_units(&self, applied: &stages::Applied, report: &mut RunReport) {
+        let (session, prepared, opts) = (self.session, self.site.0, self.opts);
+        let objects: Vec<_> = prepared.iter().map(|p| &p.object).collect();
+        let awaited = opts.unit_waits.at_end(&objects, self.plan, opts.timeout);
+        if awaited.is_empty() {
+            return;
         }
+        let why = "what the units wait for";
+        let served = &applied.served;
+        let ready = wait::ready_awaited(session, awaited, prepared, served, report, opts, why);
+        let stopped = tokio::select! {
+            (statuses, errors) = ready => {
+                report.waits.extend(statuses);
+                report.errors.extend(errors);
+                None
+            }
+            _ = opts.interrupt.requested() => opts.interrupt.stopped(),
+        };
+        stopped_waiting(stopped, report);
+    }
+}
+
+fn stopped_waiting(stopped: Option<crate::interrupt::Stop>, report: &mut RunReport) {
+    if let Some(stop) = stopped {
+        report.errors.push(format!(
+            "the run was stopped by {} while waiting for readiness (everything was applied)",
+            stop.signal
+        ));
     }
 }
 

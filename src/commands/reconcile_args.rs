@@ -144,6 +144,7 @@ impl EngineArgs {
                 interrupt,
                 default_service_account: self.default_service_account.clone(),
                 spokes: Vec::new(),
+                unit_waits: Default::default(),
             },
         })
     }

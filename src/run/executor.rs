@@ -176,10 +176,7 @@ fn execute_cluster(
             default_account,
         )
         .await?;
-        let mut engine_opts = cluster.engine.clone();
-        engine_opts.commit = loaded.checkout.commit.clone();
-        engine_opts.signed_by = loaded.checkout.signed_by.clone();
-        engine_opts.spokes = spokes.iter().map(KubeConfigRef::recorded).collect();
+        let engine_opts = engine_options(cluster, &loaded, &rendered.objects, spokes)?;
         let ahead = match mode {
             Mode::Diff => Some(connecting),
             Mode::Apply => None,
@@ -201,6 +198,24 @@ fn execute_cluster(
             requests: session.stats.to_string(),
         })
     })
+}
+
+/// The cluster's engine options with what its source said: the commit, the spokes, how its
+/// units wait.
+fn engine_options(
+    cluster: &ClusterRun,
+    loaded: &Loaded,
+    objects: &[crate::object::Object],
+    spokes: &[KubeConfigRef],
+) -> Result<crate::apply::options::EngineOptions, Error> {
+    let mut engine_opts = cluster.engine.clone();
+    engine_opts.commit = loaded.checkout.commit.clone();
+    engine_opts.signed_by = loaded.checkout.signed_by.clone();
+    engine_opts.spokes = spokes.iter().map(KubeConfigRef::recorded).collect();
+    let waits = super::unit_waits::unit_waits(&loaded.expanded, objects)
+        .map_err(crate::render::RenderError::Invalid)?;
+    engine_opts.unit_waits = Arc::new(waits);
+    Ok(engine_opts)
 }
 
 /// The spokes a cluster's units target; none for a spoke's own run (its units all target

@@ -19,6 +19,7 @@ pub mod plan;
 pub mod render_cache;
 mod tenants;
 mod trusted_keys;
+mod unit_waits;
 pub mod units_live;
 
 pub use executor::{block_on, execute, ClusterEnd, ClusterOutcome};

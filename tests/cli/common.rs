@@ -1,7 +1,7 @@
 //! Shared helpers: a `tend` command with a clean environment, paths, temp copies.
 
 use assert_cmd::Command;
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use tend_testserver::{RequestRecord, TestCluster};
 
@@ -233,4 +233,99 @@ pub fn commit_all(repo: &git2::Repository, message: &str) -> git2::Oid {
     let parent_refs: Vec<&git2::Commit> = parents.iter().collect();
     repo.commit(Some("HEAD"), &sig, &sig, message, &tree, &parent_refs)
         .unwrap()
+}
+
+/// Runs `f` while playing the controllers the test API server does not run: every
+/// Deployment rolled out and every Job complete as soon as they appear (tend waits for them
+/// between the waves `dependsOn` makes, and for Helm's hook Jobs).
+pub fn with_controllers_played<T>(cluster: &TestCluster, f: impl FnOnce() -> T) -> T {
+    with_statuses_played(cluster, played_status, f)
+}
+
+/// Runs `f` while every Deployment and Job gets the status `played` gives it (by kind).
+pub fn with_statuses_played<T>(
+    cluster: &TestCluster,
+    played: fn(&str, &Value) -> Option<Value>,
+    f: impl FnOnce() -> T,
+) -> T {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let runtime = tokio::runtime::Runtime::new().unwrap();
+            let client = runtime.block_on(cluster.client());
+            while !stop.load(Ordering::Relaxed) {
+                for (group, version, kind, plural) in [
+                    ("apps", "v1", "Deployment", "deployments"),
+                    ("batch", "v1", "Job", "jobs"),
+                ] {
+                    for object in cluster.objects(group, plural) {
+                        if let Some(status) = played(kind, &object) {
+                            runtime.block_on(patch_status(
+                                &client,
+                                (group, version, kind, plural),
+                                &object,
+                                status,
+                            ));
+                        }
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        });
+        let result = f();
+        stop.store(true, Ordering::Relaxed);
+        result
+    })
+}
+
+/// The status a controller would give `object`, when it has none for its generation yet.
+pub fn played_status(kind: &str, object: &serde_json::Value) -> Option<serde_json::Value> {
+    match kind {
+        "Deployment"
+            if object["status"]["observedGeneration"] != object["metadata"]["generation"]
+                || object["status"]["availableReplicas"]
+                    != json!(object["spec"]["replicas"].as_i64().unwrap_or(1)) =>
+        {
+            let replicas = object["spec"]["replicas"].as_i64().unwrap_or(1);
+            Some(json!({
+                "observedGeneration": object["metadata"]["generation"],
+                "replicas": replicas, "updatedReplicas": replicas,
+                "readyReplicas": replicas, "availableReplicas": replicas,
+                "conditions": [
+                    {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"},
+                    {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable"},
+                ],
+            }))
+        }
+        "Job" if object["status"]["succeeded"].is_null() => Some(json!({
+            "startTime": "2026-11-25T10:00:00Z",
+            "completionTime": "2026-11-25T10:00:05Z",
+            "succeeded": 1,
+            "conditions": [
+                {"type": "SuccessCriteriaMet", "status": "True", "reason": "CompletionsReached"},
+                {"type": "Complete", "status": "True", "reason": "CompletionsReached"},
+            ],
+        })),
+        _ => None,
+    }
+}
+
+async fn patch_status(
+    client: &kube::Client,
+    (group, version, kind, plural): (&str, &str, &str, &str),
+    object: &serde_json::Value,
+    status: serde_json::Value,
+) {
+    use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+    let ns = object["metadata"]["namespace"].as_str().unwrap_or_default();
+    let name = object["metadata"]["name"].as_str().unwrap_or_default();
+    let gvk = kube::core::GroupVersionKind::gvk(group, version, kind);
+    let resource = ApiResource::from_gvk_with_plural(&gvk, plural);
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &resource);
+    let patch = json!({ "status": status });
+    // A write racing tend's (a recreated hook) is played again on the next pass.
+    let _ = api
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await;
 }

@@ -174,7 +174,7 @@ fn apply_refuses_to_fight_a_live_unsuspended_flux_kustomization() {
 }
 
 /// The shared chart repository (podinfo, cert-manager, ingress-nginx, ...) served over HTTP.
-fn chart_repository() -> String {
+pub(crate) fn chart_repository() -> String {
     let dir =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/gitops-repos/chart-repo");
     let files = std::fs::read_dir(&dir)
@@ -282,7 +282,9 @@ fn a_helm_release_applies_and_a_second_diff_is_in_sync() {
     let repository = chart_repository();
     let dir = helm_release_site(&repository);
     let cluster = TestCluster::start();
-    let (code, _, stderr) = tend_on(&cluster, dir.path(), &["apply"]);
+    // helm-controller waits for the release's Deployment (Helm's install waits).
+    let (code, _, stderr) =
+        with_controllers_played(&cluster, || tend_on(&cluster, dir.path(), &["apply"]));
     assert_eq!(code, 0, "{stderr}");
     let deployment = get(
         &cluster,
@@ -360,88 +362,6 @@ fn the_readme_section_runs_as_written() {
     cmd.current_dir(work.path());
     let (code, stdout, stderr) = output(&mut cmd);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
-}
-
-/// Runs `f` while playing the controllers the test API server does not run: every
-/// Deployment rolled out and every Job complete as soon as they appear (tend waits for them
-/// between the waves `dependsOn` makes, and for Helm's hook Jobs).
-fn with_controllers_played<T>(cluster: &TestCluster, f: impl FnOnce() -> T) -> T {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    let stop = AtomicBool::new(false);
-    std::thread::scope(|scope| {
-        scope.spawn(|| {
-            let runtime = tokio::runtime::Runtime::new().unwrap();
-            let client = runtime.block_on(cluster.client());
-            while !stop.load(Ordering::Relaxed) {
-                for (group, version, kind, plural) in [
-                    ("apps", "v1", "Deployment", "deployments"),
-                    ("batch", "v1", "Job", "jobs"),
-                ] {
-                    for object in cluster.objects(group, plural) {
-                        if let Some(status) = played_status(kind, &object) {
-                            runtime.block_on(patch_status(
-                                &client,
-                                (group, version, kind, plural),
-                                &object,
-                                status,
-                            ));
-                        }
-                    }
-                }
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
-        });
-        let result = f();
-        stop.store(true, Ordering::Relaxed);
-        result
-    })
-}
-
-/// The status a controller would give `object`, when it has none yet.
-fn played_status(kind: &str, object: &serde_json::Value) -> Option<serde_json::Value> {
-    match kind {
-        "Deployment" if object["status"]["availableReplicas"].is_null() => {
-            let replicas = object["spec"]["replicas"].as_i64().unwrap_or(1);
-            Some(json!({
-                "observedGeneration": object["metadata"]["generation"],
-                "replicas": replicas, "updatedReplicas": replicas,
-                "readyReplicas": replicas, "availableReplicas": replicas,
-                "conditions": [
-                    {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"},
-                    {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable"},
-                ],
-            }))
-        }
-        "Job" if object["status"]["succeeded"].is_null() => Some(json!({
-            "startTime": "2026-11-25T10:00:00Z",
-            "completionTime": "2026-11-25T10:00:05Z",
-            "succeeded": 1,
-            "conditions": [
-                {"type": "SuccessCriteriaMet", "status": "True", "reason": "CompletionsReached"},
-                {"type": "Complete", "status": "True", "reason": "CompletionsReached"},
-            ],
-        })),
-        _ => None,
-    }
-}
-
-async fn patch_status(
-    client: &kube::Client,
-    (group, version, kind, plural): (&str, &str, &str, &str),
-    object: &serde_json::Value,
-    status: serde_json::Value,
-) {
-    use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
-    let ns = object["metadata"]["namespace"].as_str().unwrap_or_default();
-    let name = object["metadata"]["name"].as_str().unwrap_or_default();
-    let gvk = kube::core::GroupVersionKind::gvk(group, version, kind);
-    let resource = ApiResource::from_gvk_with_plural(&gvk, plural);
-    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &resource);
-    let patch = json!({ "status": status });
-    // A write racing tend's (a recreated hook) is played again on the next pass.
-    let _ = api
-        .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await;
 }
 
 /// The repository of `flux2-hub-spoke-example` (the test material), a git work tree

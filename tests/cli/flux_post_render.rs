@@ -180,7 +180,13 @@ fn a_patch_kustomize_refuses_stops_the_run_at_the_release_and_writes_nothing() {
 fn diff_and_apply_show_and_write_the_post_rendered_objects() {
     let dir = release_site(&release("v2", ""), false);
     let cluster = TestCluster::start();
-    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["apply", "--path", "deploy"]);
+    // Helm's install and upgrade wait for the release's Deployment: a controller is played.
+    let apply = |dir: &std::path::Path| {
+        with_controllers_played(&cluster, || {
+            tend_on(&cluster, dir, &["apply", "--path", "deploy"])
+        })
+    };
+    let (code, stdout, stderr) = apply(dir.path());
     assert_eq!(code, 0, "{stdout}{stderr}");
     let patched = release_site(&release("v2", POST_RENDERERS), false);
     let (code, stdout, stderr) = tend_on(&cluster, patched.path(), &["diff", "--path", "deploy"]);
@@ -189,7 +195,7 @@ fn diff_and_apply_show_and_write_the_post_rendered_objects() {
         stdout.contains("NodePort") && stdout.contains("nginx:1.27") && stdout.contains("MODE"),
         "{stdout}"
     );
-    let (code, stdout, stderr) = tend_on(&cluster, patched.path(), &["apply", "--path", "deploy"]);
+    let (code, stdout, stderr) = apply(patched.path());
     assert_eq!(code, 0, "{stdout}{stderr}");
     let deployment = get(&cluster, "apps", "deployments", "web", "web").expect("applied");
     assert_eq!(deployment["spec"]["replicas"], 5);

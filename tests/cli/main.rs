@@ -16,6 +16,7 @@ mod flux_cluster;
 mod flux_git;
 mod flux_layouts;
 mod flux_post_render;
+mod flux_readiness;
 mod git;
 mod helm;
 mod hostile;

@@ -6,6 +6,8 @@ mod collections;
 mod conv;
 mod crypto;
 mod dates;
+/// Go's `time.ParseDuration` (Flux's durations are read with it too).
+pub use dates::parse_duration;
 mod files;
 pub mod goregex;
 pub mod goyaml;

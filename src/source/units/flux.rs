@@ -81,6 +81,10 @@ impl Expander for Flux {
             ));
         }
         let mut produced = expand(unit, sources, ctx);
+        match super::flux_readiness::readiness(unit) {
+            Ok(readiness) => produced.readiness = Some(readiness),
+            Err(problem) => produced.problems.push(problem),
+        }
         produced.depends_on = depends_on(unit);
         produced.live = Some(live_rule(unit));
         produced

@@ -73,6 +73,7 @@ mod flux_helm;
 mod flux_kustomize;
 mod flux_oci;
 mod flux_post_render;
+mod flux_readiness;
 mod flux_sources;
 mod flux_substitute;
 mod flux_values_files;
@@ -325,6 +326,7 @@ fn expand_one(
         live: produced.live,
         target,
         sync_wave: produced.sync_wave,
+        readiness: produced.readiness,
         wave: 0,
         service_account: tenant::service_account_name(unit),
     };

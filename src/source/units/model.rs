@@ -249,6 +249,48 @@ pub struct Produced {
     /// Its own wave among what the unit it came from syncs (an Argo CD Application's
     /// `argocd.argoproj.io/sync-wave`): added to that unit's wave.
     pub sync_wave: i64,
+    /// When it is ready, as its controller judges (Flux's `wait`, `healthChecks`,
+    /// `timeout`; Helm's wait); none: as tend's waves judge (every object ready).
+    pub readiness: Option<Readiness>,
+}
+
+/// When a unit is ready, as its controller judges it: which of what it applies must be ready,
+/// within how long, before the units that depend on it start and before the run ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Readiness {
+    /// On its first apply (none of its objects in the cluster yet): Helm's install.
+    pub install: WaitRule,
+    /// On the next ones: Helm's upgrade.
+    pub upgrade: WaitRule,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WaitRule {
+    pub checks: Checks,
+    /// How long it may take, with the field that says so (`spec.timeout`); none: `--timeout`.
+    pub timeout: Option<(std::time::Duration, String)>,
+}
+
+/// What must be ready for a unit to be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Checks {
+    /// Every object it applies (Jobs complete too unless `jobs` is false).
+    All { jobs: bool },
+    /// The objects named (Flux's `healthChecks`), wherever they come from.
+    Named(Vec<CheckRef>),
+    /// Nothing: ready once applied.
+    Applied,
+}
+
+/// An object a unit's health checks name, with the line naming it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckRef {
+    pub api_version: String,
+    pub kind: String,
+    /// None: a cluster-scoped object.
+    pub namespace: Option<String>,
+    pub name: String,
+    pub line: usize,
 }
 
 impl Produced {
@@ -265,6 +307,7 @@ impl Produced {
             namespace: None,
             claims: Vec::new(),
             sync_wave: 0,
+            readiness: None,
         }
     }
 
@@ -302,9 +345,21 @@ pub struct ExpandedUnit {
     pub wave: i64,
     /// A Flux unit's `spec.serviceAccountName` (see `tenant.rs`).
     pub service_account: Option<String>,
+    /// See [`Produced::readiness`].
+    pub readiness: Option<Readiness>,
 }
 
 impl ExpandedUnit {
+    /// Whether an object of `file` is the unit's: one of its files, or a chart rendered
+    /// from one.
+    pub fn produced(&self, file: &Path) -> bool {
+        let text = file.to_string_lossy();
+        self.files.iter().any(|own| {
+            let own = own.to_string_lossy();
+            text == own || text.starts_with(&format!("{own} (chart "))
+        })
+    }
+
     /// `Flux Kustomization staging/apps → HelmRelease podinfo/podinfo`.
     pub fn label(&self) -> String {
         let mut chain = self.parents.clone();

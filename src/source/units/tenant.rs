@@ -147,6 +147,7 @@ mod tests {
             target: None,
             wave: 0,
             sync_wave: 0,
+            readiness: None,
             service_account: account.map(str::to_string),
         }
     }
