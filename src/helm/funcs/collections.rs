@@ -254,7 +254,7 @@ pub fn register(engine: &mut Engine) {
 }
 
 /// Go's `reflect.Kind` name, as Sprig's `kindOf` gives it.
-fn kind_of(v: &Value) -> &'static str {
+pub(super) fn kind_of(v: &Value) -> &'static str {
     match v {
         Value::Nil => "invalid",
         Value::Bool(_) => "bool",

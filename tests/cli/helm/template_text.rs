@@ -89,3 +89,44 @@ fn a_field_of_a_nil_range_element_fails_as_helm_fails() {
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("web: ''"), "{stdout}");
 }
+
+/// Sprig's `urlParse` and `urlJoin` (harbor's `externalURL`, gitlab's OIDC host), as Go's
+/// net/url splits and prints: the same text `helm template` prints, and Sprig's error for
+/// a URL Go refuses.
+#[test]
+fn url_functions_split_and_join_as_go_does() {
+    let chart = |url: &str| {
+        site(&[
+            (
+                "release.yaml",
+                "apiVersion: tend.dev/v1alpha1\nkind: HelmChart\nmetadata:\n  name: rel\n  namespace: ns1\nspec:\n  chart: charts/app\n",
+            ),
+            ("charts/app/Chart.yaml", "apiVersion: v2\nname: app\nversion: 1.0.0\n"),
+            ("charts/app/values.yaml", &format!("externalURL: {url:?}\n")),
+            (
+                "charts/app/templates/cm.yaml",
+                "{{- $u := urlParse .Values.externalURL }}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: urls\ndata:\n  host: {{ $u.host | quote }}\n  hostname: {{ $u.hostname | quote }}\n  path: {{ $u.path | quote }}\n  userinfo: {{ $u.userinfo | quote }}\n  joined: {{ urlJoin (dict \"scheme\" \"https\" \"host\" $u.hostname \"path\" \"/v2 api\" \"query\" $u.query \"userinfo\" \"me@corp:p\") | quote }}\n",
+            ),
+        ])
+    };
+    let dir = chart("http://admin:s%40cret@core.harbor.local:8443/a%20b?x=1#top");
+    let (code, stdout, stderr) = run(tend()
+        .args(["render", "--helm-template", "--repo"])
+        .arg(dir.path()));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        stdout,
+        "---\n# Source: app/templates/cm.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: urls\ndata:\n  host: \"core.harbor.local:8443\"\n  hostname: \"core.harbor.local\"\n  path: \"/a b\"\n  userinfo: \"admin:s%40cret\"\n  joined: \"https://me%40corp:p@core.harbor.local/v2%20api?x=1\"\n"
+    );
+    let dir = chart("http://harbor:port/");
+    let (code, stdout, stderr) = run(tend()
+        .args(["render", "--helm-template", "--repo"])
+        .arg(dir.path()));
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(
+        stderr.contains(
+            "unable to parse url: parse \"http://harbor:port/\": invalid port \":port\" after host"
+        ),
+        "{stderr}"
+    );
+}
