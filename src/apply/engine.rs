@@ -14,7 +14,7 @@ use super::observe::{self, Observed};
 pub use super::options::{EngineError, EngineOptions};
 use super::prepare::{self, prepare, Prepared};
 use super::writes::{self, needed_after_apply};
-use super::{hooks, interrupted, tend_kinds, waves};
+use super::{hooks, interrupted, prune, tend_kinds, waves};
 use crate::cluster::Session;
 use crate::object::{Object, ObjectKey};
 use crate::plan::planner::{self, Desired, Plan, PlanInput, Triage};
@@ -158,6 +158,11 @@ pub async fn diff(
     let count = prepared.len();
     let planned = observe_and_plan(session, (&prepared, &hooks), opts, true, ahead).await?;
     let mut report = base_report(Mode::Diff, opts, &planned.plan);
+    let (prune, observed) = (&planned.plan.prune, &planned.observed);
+    let tenants = (prune, &observed.recorded.writers);
+    report
+        .errors
+        .extend(prune::tenant_refusals(session, tenants, &observed.live, opts).await);
     waves::describe(&mut report, &prepared, &hooks, &planned.plan, None);
     tend_kinds::add_reload_changes(&mut report, kinds);
     if let Err(message) =

@@ -78,6 +78,33 @@ pub async fn prune(
     pruned
 }
 
+/// `tend diff`: the prunes tenants would make, dry-run as each tenant, so a refusal shows in
+/// the merge request before `apply` meets it. One error per refused prune.
+pub async fn tenant_refusals(
+    session: &Session,
+    (targets, writers): (&BTreeSet<ObjectKey>, &BTreeMap<ObjectKey, Writer>),
+    live: &HashMap<ObjectKey, Value>,
+    opts: &EngineOptions,
+) -> Vec<String> {
+    let tenants: BTreeSet<ObjectKey> = targets
+        .iter()
+        .filter(|k| writers.contains_key(*k))
+        .cloned()
+        .collect();
+    if tenants.is_empty() {
+        return Vec::new();
+    }
+    let dry_run = EngineOptions {
+        dry_run: true,
+        ..opts.clone()
+    };
+    let pruned = prune(session, (&tenants, writers), live, &dry_run).await;
+    let refused = pruned.outcomes.into_iter();
+    refused
+        .filter_map(|(key, outcome)| Some(format!("{key}: {}", outcome.error?)))
+        .collect()
+}
+
 /// DELETE one member, with the version it was last seen at, as the tenant that wrote it
 /// (`writer`) or as tend.
 async fn delete_one(
@@ -106,7 +133,11 @@ async fn delete_one(
     match (deleted, writer) {
         (Ok(()), _) => Ok(()),
         (Err(err), Some(account)) if err.code() == Some(403) => Err(format!(
-            "not pruned: {account}, whose unit wrote it, may not delete it (grant it delete, or delete the object yourself); the cluster said: {}",
+            "{}: {account}, whose unit wrote it, may not delete it (grant it delete, or delete the object yourself); the cluster said: {}",
+            match opts.dry_run {
+                true => "would not be pruned",
+                false => "not pruned",
+            },
             err.server_message().unwrap_or("forbidden")
         )),
         (Err(err), _) => Err(err.to_string()),

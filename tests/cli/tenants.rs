@@ -266,4 +266,13 @@ fn a_prune_the_tenants_rbac_forbids_is_refused_not_done_as_tend() {
         );
         assert!(get(&cluster, "", "configmaps", "team-a", "extra").is_some());
     }
+    // `diff` shows the refusal before an apply meets it: the prune dry-run as the tenant.
+    let diff = [&["diff"][..], &ARGS].concat();
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &diff);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(
+        stderr.contains("ConfigMap team-a/extra: would not be pruned: ServiceAccount team-a/team-a, whose unit wrote it, may not delete it"),
+        "{stderr}"
+    );
+    assert!(get(&cluster, "", "configmaps", "team-a", "extra").is_some());
 }
