@@ -288,12 +288,80 @@ fn an_oci_repository_of_manifests_is_pulled_as_source_controller_pulls_it() {
     let (code, stdout, stderr) = render(&dir);
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("version: 1.0.0"), "{stdout}");
-    // What would change the pull is refused, never ignored.
-    let dir = oci_site(&registry, "tag: 1.0.0", "  secretRef:\n    name: pull\n");
+    // What would change the pull and tend does not do is refused, never ignored.
+    let dir = oci_site(&registry, "tag: 1.0.0", "  certSecretRef:\n    name: ca\n");
     let (code, _, stderr) = render(&dir);
     assert_eq!(code, 2, "{stderr}");
     assert!(
-        stderr.contains("app.yaml:11") && stderr.contains("spec.secretRef"),
+        stderr.contains("app.yaml:11") && stderr.contains("spec.certSecretRef"),
         "{stderr}"
     );
+}
+
+/// An OCIRepository of manifests behind a login (`secretRef`, an image pull Secret) and
+/// signed with cosign (`verify`, checked with the run's `--trusted-keys`): pulled with the
+/// Secret's login, applied only when a trusted key signed the tag; the login never shown.
+#[test]
+fn an_oci_repository_of_manifests_pulls_with_its_pull_secret_and_checks_its_signature() {
+    use crate::helm::registry::{
+        cosign_public_key, docker_config, registry, CosignSigned, RegistryOptions,
+    };
+    const PASSWORD: &str = "pull-canary-5518";
+    let (alice, mallory) = ([7u8; 32], [9u8; 32]);
+    let signed = |tag: &str, key: [u8; 32]| CosignSigned {
+        tag: tag.into(),
+        key,
+        names_other_digest: false,
+        keyless: false,
+    };
+    let opts = RegistryOptions {
+        login: Some(format!("puller:{PASSWORD}")),
+        cosign: vec![signed("1.0.0", alice), signed("1.1.0", mallory)],
+        artifact: true,
+        ..RegistryOptions::default()
+    };
+    let (base, _) = registry(&["1.0.0", "1.1.0"], opts);
+    let host = base.trim_start_matches("http://").to_string();
+    let keys = tempfile::tempdir().unwrap();
+    std::fs::write(keys.path().join("cosign.pub"), cosign_public_key(&alice)).unwrap();
+    let pull_secret = {
+        use base64::Engine;
+        let config = docker_config(&host, &format!("puller:{PASSWORD}"));
+        let encoded = base64::engine::general_purpose::STANDARD.encode(config);
+        format!("apiVersion: v1\nkind: Secret\nmetadata:\n  name: pull\n  namespace: flux-system\ntype: kubernetes.io/dockerconfigjson\ndata:\n  .dockerconfigjson: {encoded}\n")
+    };
+    let render = |tag: &str, extra: &str| {
+        let dir = oci_site(
+            &base.replace("http://", "oci://"),
+            &format!("tag: {tag}"),
+            extra,
+        );
+        let units = dir.path().join("clusters/dev/app.yaml");
+        let text = std::fs::read_to_string(&units).unwrap();
+        std::fs::write(&units, text.replace("/manifests/app", "/charts/shop")).unwrap();
+        std::fs::write(dir.path().join("clusters/dev/pull.yaml"), &pull_secret).unwrap();
+        run(tend()
+            .args(["render", "--path", "clusters/dev", "--trusted-keys"])
+            .arg(keys.path().join("cosign.pub"))
+            .arg("--cache-dir")
+            .arg(dir.path().join(".cache"))
+            .arg("--repo")
+            .arg(dir.path()))
+    };
+    let both = "  secretRef:\n    name: pull\n  verify:\n    provider: cosign\n    secretRef:\n      name: cosign-pub\n";
+    let (code, stdout, stderr) = render("1.0.0", both);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("version: 1.0.0"), "{stdout}");
+    // Signed by a key the run does not trust.
+    let (code, stdout, stderr) = render("1.1.0", both);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(stderr.contains("which is not a trusted key"), "{stderr}");
+    assert!(stderr.contains("spec.verify"), "{stderr}");
+    // Without the pull Secret the registry refuses the pull.
+    let verify_only = "  verify:\n    provider: cosign\n    secretRef:\n      name: cosign-pub\n";
+    let (code, stdout, stderr) = render("1.0.0", verify_only);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    for output in [&stdout, &stderr] {
+        assert!(!output.contains(PASSWORD), "{output}");
+    }
 }

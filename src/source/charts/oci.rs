@@ -43,6 +43,7 @@ pub fn fetch_artifact(
     media_type: Option<&str>,
     cache_dir: &Path,
     credentials: &Credentials,
+    verify: Option<&TrustedKeys>,
 ) -> Result<(ArtifactFiles, String), String> {
     let rest = url.trim_start_matches("oci://").trim_end_matches('/');
     let (host, repo) = rest
@@ -66,6 +67,15 @@ pub fn fetch_artifact(
         return Err(format!(
             "the manifest {url}@{reference} has the digest {manifest_digest}: not what was asked"
         ));
+    }
+    if let Some(keys) = verify {
+        let signatures = registry.cosign_signatures(&manifest_digest)?;
+        let signer = keys
+            .check_cosign(&manifest_digest, &signatures)
+            .map_err(|refusal| {
+                format!("spec.verify: {url}:{reference} ({manifest_digest}) is refused: {refusal}")
+            })?;
+        tracing::info!("{url}:{reference}: signature verified: signed by {signer}");
     }
     let manifest: serde_json::Value = serde_json::from_slice(&manifest)
         .map_err(|_| format!("the manifest of {url}:{reference} is not JSON"))?;

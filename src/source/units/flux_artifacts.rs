@@ -48,7 +48,7 @@ pub fn source_tree(
         Some("OCIRepository") => match sources.get("OCIRepository", namespace, name) {
             Some(source) => {
                 super::flux_sources::source_version(source)?;
-                super::flux_oci::oci_tree(source, ctx)
+                super::flux_oci::oci_tree(source, sources, ctx)
             }
             None => Err(unit.problem(
                 field,

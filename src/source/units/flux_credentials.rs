@@ -1,7 +1,9 @@
 //! Credentials of Flux sources (source-controller): a HelmRepository's `secretRef` (HTTP basic
 //! auth: the Secret's `username` and `password`; for an OCI repository also a
-//! `.dockerconfigjson`), read from the desired state or the cluster and given to tend's chart
-//! fetchers for the repository's host. Never printed: a refused login names the Secret only.
+//! `.dockerconfigjson`) and an OCIRepository's (an image pull Secret: `.dockerconfigjson`,
+//! or the older `.dockercfg`, as `k8schain.NewFromPullSecrets` reads them), read from the
+//! desired state or the cluster and given to tend's chart and artifact fetchers for the
+//! registry's host. Never printed: a refused login names the Secret only.
 
 use super::lookup::{self, Blocked, Lookup};
 use super::model::{Context, Found, Sources};
@@ -78,6 +80,57 @@ fn repository_login(repository: &Found, sources: &Sources, ctx: &Context) -> Res
         ))
         .into()),
     }
+}
+
+/// The image pull Secret an OCIRepository's `secretRef` names, added to the run's registry
+/// logins. A Secret only the cluster holds, not read yet, is a problem the run never shows
+/// (as for [`git_login`]).
+pub fn oci_login(
+    source: &Found,
+    sources: &Sources,
+    ctx: &Context,
+) -> Result<(), crate::problem::Problem> {
+    let Some(name) = source
+        .spec()
+        .pointer("/secretRef/name")
+        .and_then(Value::as_str)
+    else {
+        return Ok(());
+    };
+    let namespace = &source.id.namespace;
+    let at = |message: String| source.problem(&["spec", "secretRef"], message);
+    let origin = format!("Secret {namespace}/{name} of OCIRepository {}", source.id);
+    let entries = match lookup::lookup(sources, ctx, "Secret", namespace, name).map_err(at)? {
+        Lookup::Pending => {
+            return Err(at(format!(
+                "{origin} is only in the cluster; it is read once connected"
+            )))
+        }
+        Lookup::Absent => {
+            return Err(at(format!(
+                "secretRef names Secret {namespace}/{name}, which {}; create it as an image pull Secret (kubectl create secret docker-registry {name} -n {namespace} --docker-server=HOST --docker-username=USER --docker-password=PASSWORD)",
+                lookup::looked_in(ctx)
+            )))
+        }
+        found => found.entries().unwrap_or_default(),
+    };
+    // `.dockercfg` is the config's `auths` map alone.
+    let config = match (entries.get(".dockerconfigjson"), entries.get(".dockercfg")) {
+        (Some(config), _) => config.clone(),
+        (None, Some(old)) => format!("{{\"auths\": {old}}}"),
+        (None, None) => {
+            return Err(at(format!(
+                "{origin} holds neither .dockerconfigjson nor .dockercfg; make it an image pull Secret (kubectl create secret docker-registry {name} -n {namespace} ...)"
+            )))
+        }
+    };
+    let mut logins = ctx
+        .chart_logins
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    logins
+        .add_docker_config(&origin, config.as_bytes())
+        .map_err(|why| at(format!("{origin}: {why}")))
 }
 
 /// A GitRepository's `secretRef` as tend's git source takes it: HTTP basic auth

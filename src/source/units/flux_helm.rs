@@ -176,7 +176,7 @@ fn chart_source(
 ) -> Result<(), Problem> {
     let spec = unit.spec();
     if let Some(chart_ref) = spec.get("chartRef") {
-        return chart_ref_source(unit, chart_ref, sources, chart_spec, produced);
+        return chart_ref_source(unit, chart_ref, (sources, ctx), chart_spec, produced);
     }
     let Some(template) = spec.pointer("/chart/spec") else {
         return Err(unit.problem(
@@ -270,7 +270,7 @@ fn chart_source(
 fn chart_ref_source(
     unit: &Found,
     chart_ref: &Value,
-    sources: &Sources,
+    (sources, ctx): (&Sources, &Context),
     chart_spec: &mut Map<String, Value>,
     produced: &mut Produced,
 ) -> Result<(), Problem> {
@@ -314,6 +314,7 @@ fn chart_ref_source(
         let at = (repository, &["spec", "verify"][..]);
         chart_spec.insert("verify".into(), cosign_verify(verify, at, true)?);
     }
+    super::flux_credentials::oci_login(repository, sources, ctx)?;
     chart_spec.insert("repository".into(), json!(base));
     chart_spec.insert("name".into(), json!(name));
     chart_spec.insert("version".into(), json!(version));
@@ -326,7 +327,7 @@ fn chart_ref_source(
 /// keyless identities) as the synthesized HelmChart's `spec.verify`: the signature is checked
 /// against the run's trusted cosign keys (`--trusted-keys`, `--trusted-keys-secret`); keyless
 /// verification needs the network and is refused.
-fn cosign_verify(
+pub(super) fn cosign_verify(
     verify: &Value,
     (found, field): (&Found, &[&str]),
     oci: bool,

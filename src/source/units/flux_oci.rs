@@ -2,32 +2,32 @@
 //! media type `application/vnd.cncf.flux.content.v1.tar+gzip`) as a Kustomization's source,
 //! pulled as source-controller pulls it: `ref.digest`, else `ref.semver` over the tags, else
 //! `ref.tag` (default `latest`); the layer `layerSelector.mediaType` names (else the first),
-//! extracted into a private directory the unit's build reads. What changes who may pull or
-//! what is trusted (`secretRef`, `certSecretRef`, `verify`, a cloud `provider`) and
-//! `layerSelector.operation: copy` are refused with the way out, never ignored.
+//! extracted into a private directory the unit's build reads. `secretRef` is an image pull
+//! Secret (`flux_credentials::oci_login`); `verify` checks cosign key-pair signatures with the
+//! run's `--trusted-keys`, as for charts (keyless is refused). What else changes who may pull
+//! or what is trusted (`certSecretRef`, a proxy, a ServiceAccount's pull secrets, a cloud
+//! `provider`) and `layerSelector.operation: copy` are refused with the way out, never
+//! ignored.
 
-use super::model::{Context, Found, Tree};
+use super::model::{Context, Found, Sources, Tree};
 use crate::problem::Problem;
-use crate::source::charts::credentials::Credentials;
 use crate::source::charts::oci::{fetch_artifact, ArtifactRef};
 use serde_json::Value;
 use std::sync::Arc;
 
 /// Fields of an OCIRepository that would change the pull and that tend does not read yet.
 const REFUSED: &[(&str, &str)] = &[
-    ("secretRef", "pull credentials"),
     ("certSecretRef", "a TLS client certificate or a private CA"),
     ("proxySecretRef", "a proxy"),
     (
         "serviceAccountName",
         "image pull secrets of a ServiceAccount",
     ),
-    ("verify", "signature verification of manifests"),
     ("ignore", "files left out of the artifact"),
 ];
 
 /// The tree of OCIRepository `source`, for `unit`.
-pub fn oci_tree(source: &Found, ctx: &Context) -> Result<Tree, Problem> {
+pub fn oci_tree(source: &Found, sources: &Sources, ctx: &Context) -> Result<Tree, Problem> {
     let spec = source.spec();
     for (field, what) in REFUSED {
         if spec.get(*field).is_some() {
@@ -63,14 +63,27 @@ pub fn oci_tree(source: &Found, ctx: &Context) -> Result<Tree, Problem> {
         (None, None, tag) => ArtifactRef::Tag(tag.unwrap_or("latest")),
     };
     let media_type = text("/layerSelector/mediaType");
-    let (files, revision) = fetch_artifact(
-        url,
-        wanted,
-        media_type,
-        ctx.cache_dir,
-        &Credentials::default(),
-    )
-    .map_err(|e| source.problem(&["spec", "url"], format!("cannot pull {}: {e}", source.id)))?;
+    let verify = match spec.get("verify") {
+        Some(verify) => {
+            super::flux_helm::cosign_verify(verify, (source, &["spec", "verify"]), true)?;
+            Some(ctx.trusted_keys)
+        }
+        None => None,
+    };
+    super::flux_credentials::oci_login(source, sources, ctx)?;
+    let credentials = ctx
+        .chart_logins
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .clone();
+    let fetched = fetch_artifact(url, wanted, media_type, ctx.cache_dir, &credentials, verify);
+    let (files, revision) = fetched.map_err(|e| {
+        let field = match e.starts_with("spec.verify") {
+            true => "verify",
+            false => "url",
+        };
+        source.problem(&["spec", field], format!("cannot pull {}: {e}", source.id))
+    })?;
     let staging = tempfile::Builder::new()
         .prefix("tend-oci-")
         .tempdir()

@@ -102,6 +102,9 @@ pub struct RegistryOptions {
     /// cosign signatures stored beside tags (`sha256-<digest>.sig`), as `cosign sign --key`
     /// pushes them.
     pub cosign: Vec<CosignSigned>,
+    /// Each tag a Flux artifact of manifests (`flux push artifact`: a ConfigMap saying the
+    /// tag) instead of a chart.
+    pub artifact: bool,
 }
 
 /// A tag signed with a cosign key.
@@ -179,8 +182,24 @@ fn cosign_signature(
 pub fn registry(tags: &[&str], opts: RegistryOptions) -> (String, Log) {
     let mut manifests = BTreeMap::new();
     let mut blobs = BTreeMap::new();
+    let (config_type, layer_type) = match opts.artifact {
+        true => (
+            "application/vnd.cncf.flux.config.v1+json",
+            "application/vnd.cncf.flux.content.v1.tar+gzip",
+        ),
+        false => (
+            "application/vnd.cncf.helm.config.v1+json",
+            "application/vnd.cncf.helm.chart.content.v1.tar+gzip",
+        ),
+    };
     for tag in tags {
-        let archive = chart(&tag.replace('_', "+"));
+        let archive = match opts.artifact {
+            true => tgz(&[(
+                "./config.yaml",
+                &format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: default\ndata:\n  version: \"{tag}\"\n"),
+            )]),
+            false => chart(&tag.replace('_', "+")),
+        };
         let digest = if opts.bad_digest.iter().any(|t| t == tag) {
             sha(b"something else")
         } else {
@@ -189,8 +208,8 @@ pub fn registry(tags: &[&str], opts: RegistryOptions) -> (String, Log) {
         let manifest = serde_json::json!({
             "schemaVersion": 2,
             "mediaType": "application/vnd.oci.image.manifest.v1+json",
-            "config": {"mediaType": "application/vnd.cncf.helm.config.v1+json", "digest": format!("sha256:{}", sha(b"{}")), "size": 2},
-            "layers": [{"mediaType": "application/vnd.cncf.helm.chart.content.v1.tar+gzip", "digest": format!("sha256:{digest}"), "size": archive.len()}],
+            "config": {"mediaType": config_type, "digest": format!("sha256:{}", sha(b"{}")), "size": 2},
+            "layers": [{"mediaType": layer_type, "digest": format!("sha256:{digest}"), "size": archive.len()}],
         });
         let manifest = serde_json::to_vec(&manifest).unwrap();
         for signed in opts.cosign.iter().filter(|s| s.tag == *tag) {
