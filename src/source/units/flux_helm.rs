@@ -292,6 +292,22 @@ fn chart_ref_source(
         ));
     };
     flux_sources::source_version(repository)?;
+    // What would change the pull and tend does not do: refused, never ignored.
+    for field in ["certSecretRef", "proxySecretRef", "serviceAccountName"] {
+        if repository.spec().get(field).is_some() {
+            return Err(repository.problem(
+                &["spec", field],
+                format!("spec.{field} of an OCIRepository is not supported by tend yet; make the chart readable without it (secretRef, an image pull Secret, is read)"),
+            ));
+        }
+    }
+    let provider = repository.spec().get("provider").and_then(Value::as_str);
+    if let Some(provider) = provider.filter(|p| *p != "generic") {
+        return Err(repository.problem(
+            &["spec", "provider"],
+            format!("provider {provider:?} logs in through a cloud's identity, which tend does not do; use provider generic with a secretRef"),
+        ));
+    }
     let url = repository
         .spec()
         .get("url")

@@ -550,4 +550,10 @@ fn a_flux_oci_repository_with_spec_verify_is_checked_with_the_runs_cosign_keys()
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("release.yaml:"), "{err}");
     assert!(err.contains("keyless verification"), "{err}");
+
+    // A client certificate or private CA would change the pull: refused at its line.
+    let dir = site_of("1.0.0", "  certSecretRef:\n    name: ca\n");
+    let (code, _, err) = render_site(dir.path());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("release.yaml:11: spec.certSecretRef"), "{err}");
 }
