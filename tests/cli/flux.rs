@@ -74,8 +74,14 @@ fn a_kustomization_of_the_checkout_is_built_as_kustomize_controller_builds_it() 
     assert!(stdout.contains("greeting: hello\n"), "{stdout}");
     assert!(stdout.contains("other: fallback\n"), "{stdout}");
     assert!(stdout.contains("namespace: web\n"), "{stdout}");
+    // Labelled with their Kustomization, as kustomize-controller labels what it applies.
+    assert!(
+        stdout.contains("    kustomize.toolkit.fluxcd.io/name: apps\n    kustomize.toolkit.fluxcd.io/namespace: flux-system\n"),
+        "{stdout}"
+    );
     // Flux's own objects are not rendered: nothing would read them.
-    assert!(!stdout.contains("toolkit.fluxcd.io"), "{stdout}");
+    assert!(!stdout.contains("kind: Kustomization"), "{stdout}");
+    assert!(!stdout.contains("apiVersion: kustomize.toolkit.fluxcd.io"), "{stdout}");
     assert!(
         stderr.contains("2 objects of Flux or Argo CD not applied"),
         "{stderr}"

@@ -111,7 +111,7 @@ fn a_tenant_writing_outside_its_namespace_is_refused_before_anything_is_written(
         assert_eq!(code, 2, "{command}: {stdout}{stderr}");
         for expected in [
             "apps/team-a (kustomize build) (Flux Kustomization flux-system/tenants → Kustomization team-a/team-a)",
-            "ConfigMap team-b/intruder of Flux Kustomization flux-system/tenants → Kustomization team-a/team-a (at tenants (kustomize build) (Flux Kustomization flux-system/tenants):44)",
+            "ConfigMap team-b/intruder of Flux Kustomization flux-system/tenants → Kustomization team-a/team-a (at tenants (kustomize build) (Flux Kustomization flux-system/tenants):60)",
             "would be written as ServiceAccount team-a/team-a",
             "configmaps \"intruder\" is forbidden: User \"system:serviceaccount:team-a:team-a\" cannot patch resource \"configmaps\" in API group \"\" in the namespace \"team-b\"",
             "with a RoleBinding in namespace team-b, or move the object",

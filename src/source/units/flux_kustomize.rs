@@ -4,7 +4,8 @@
 //! has none (every YAML file below it, a directory holding a kustomization as one resource)
 //! and the unit's `targetNamespace`, `namePrefix`/`nameSuffix`, `patches`, `images` and
 //! `components` are written into it; built with tend's kustomize builder; then
-//! `commonMetadata` and `postBuild` substitution applied to each object, and the unit's
+//! `commonMetadata`, the controller's owner labels (`kustomize.toolkit.fluxcd.io/name` and
+//! `/namespace`) and `postBuild` substitution applied to each object, and the unit's
 //! `prune: false` and `force: true` as tend's per-object policies
 //! (`tend.dev/prune: disabled`, `tend.dev/replace: on-immutable`).
 
@@ -429,9 +430,12 @@ fn post_build(
     if spec.get("force").and_then(Value::as_bool) == Some(true) {
         policies.push(("tend.dev/replace", "on-immutable"));
     }
-    if common.is_none() && vars.is_none() && policies.is_empty() {
-        return Ok(());
-    }
+    // kustomize-controller labels every object it applies with its Kustomization
+    // (fluxcd/pkg `ssa.ResourceManager.SetOwnerLabels`), over labels of the same keys.
+    let owner = json!({"labels": {
+        "kustomize.toolkit.fluxcd.io/name": unit.id.name,
+        "kustomize.toolkit.fluxcd.io/namespace": unit.id.namespace,
+    }});
     for file in files.iter_mut() {
         let (docs, problems) = crate::yaml::parse_file(&file.path, &file.text);
         if !problems.is_empty() {
@@ -440,6 +444,13 @@ fn post_build(
         let mut out = String::new();
         for doc in docs {
             let mut value = doc.value;
+            if value.get("sops").is_some() {
+                // Still encrypted (the unit has no `decryption`): its MAC covers its
+                // metadata, so it goes on as written.
+                out.push_str("---\n");
+                out.push_str(&crate::yaml::to_yaml(&value));
+                continue;
+            }
             if let Some(common) = common {
                 apply_common_metadata(&mut value, common);
             }
@@ -458,6 +469,7 @@ fn post_build(
                 }
                 apply_common_metadata(&mut value, &annotations);
             }
+            apply_common_metadata(&mut value, &owner);
             let mut text = crate::yaml::to_yaml(&value);
             if let Some(vars) = &vars {
                 if !super::flux_substitute::disabled(&value) {
