@@ -81,7 +81,10 @@ fn a_kustomization_of_the_checkout_is_built_as_kustomize_controller_builds_it() 
     );
     // Flux's own objects are not rendered: nothing would read them.
     assert!(!stdout.contains("kind: Kustomization"), "{stdout}");
-    assert!(!stdout.contains("apiVersion: kustomize.toolkit.fluxcd.io"), "{stdout}");
+    assert!(
+        !stdout.contains("apiVersion: kustomize.toolkit.fluxcd.io"),
+        "{stdout}"
+    );
     assert!(
         stderr.contains("2 objects of Flux or Argo CD not applied"),
         "{stderr}"
@@ -607,6 +610,84 @@ fn a_hub_whose_run_fails_still_runs_its_spokes_unless_fail_fast() {
         "{stdout}"
     );
     assert!(podinfo(&staging).is_some() && podinfo(&production).is_some());
+}
+
+/// kustomize-controller's per-object settings (labels or annotations) become tend's
+/// policies: `ssa: IfNotPresent` creates and never updates, `prune: disabled` keeps,
+/// `force: enabled` replaces, `reconcile: disabled` both keeps and never updates.
+#[test]
+fn an_objects_own_flux_settings_become_tend_policies() {
+    let dir = bootstrap_site();
+    let config = |name: &str, metadata: &str, value: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n{metadata}data:\n  v: \"{value}\"\n")
+    };
+    let objects = |value: &str| {
+        [
+            config(
+                "seeded",
+                "  annotations:\n    kustomize.toolkit.fluxcd.io/ssa: IfNotPresent\n",
+                value,
+            ),
+            config(
+                "kept",
+                "  labels:\n    kustomize.toolkit.fluxcd.io/prune: disabled\n",
+                value,
+            ),
+            config(
+                "forced",
+                "  annotations:\n    kustomize.toolkit.fluxcd.io/force: enabled\n",
+                value,
+            ),
+            config(
+                "paused",
+                "  annotations:\n    kustomize.toolkit.fluxcd.io/reconcile: disabled\n",
+                value,
+            ),
+        ]
+        .join("---\n")
+    };
+    let write = |text: &str| std::fs::write(dir.path().join("apps/settings.yaml"), text).unwrap();
+    write(&objects("1"));
+    let (code, stdout, stderr) = run(tend()
+        .args(["render", "--path", "clusters/dev", "-o", "json", "--repo"])
+        .arg(dir.path()));
+    assert_eq!(code, 0, "{stderr}");
+    let rendered: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let annotations = |name: &str| {
+        let items = rendered["items"].as_array().unwrap();
+        let object = items
+            .iter()
+            .find(|o| o["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {stdout}"));
+        object["metadata"]["annotations"].clone()
+    };
+    assert_eq!(annotations("seeded")["tend.dev/apply"], "if-not-present");
+    assert_eq!(annotations("kept")["tend.dev/prune"], "disabled");
+    assert_eq!(annotations("forced")["tend.dev/replace"], "on-immutable");
+    assert_eq!(annotations("paused")["tend.dev/prune"], "disabled");
+    assert_eq!(annotations("paused")["tend.dev/apply"], "if-not-present");
+
+    let cluster = TestCluster::start();
+    let args = ["apply", "--path", "clusters/dev"];
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &args);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    // New values: only `forced` is written; then `kept` and `paused` leave git and stay.
+    write(&objects("2"));
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &args);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let value =
+        |name: &str| get(&cluster, "", "configmaps", "web", name).map(|c| c["data"]["v"].clone());
+    assert_eq!(value("seeded"), Some(json!("1")));
+    assert_eq!(value("paused"), Some(json!("1")));
+    assert_eq!(value("forced"), Some(json!("2")));
+    write(&config("forced", "", "2"));
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &args);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(value("kept").is_some() && value("paused").is_some(), "kept");
+    assert!(
+        value("seeded").is_none(),
+        "an object without prune: disabled is pruned"
+    );
 }
 
 /// A Kustomization of `./apps` named `name`, with `extra` lines under `spec:`.

@@ -448,7 +448,11 @@ fn post_build(
                 // Still encrypted (the unit has no `decryption`): its MAC covers its
                 // metadata, so it goes on as written.
                 out.push_str("---\n");
-                out.push_str(&crate::yaml::to_yaml(&value));
+                let text = doc.text.trim_start();
+                out.push_str(text);
+                if !text.ends_with('\n') {
+                    out.push('\n');
+                }
                 continue;
             }
             if let Some(common) = common {
@@ -456,6 +460,8 @@ fn post_build(
             }
             let own: serde_json::Map<String, Value> = policies
                 .iter()
+                .copied()
+                .chain(object_policies(&value))
                 .map(|(k, v)| (k.to_string(), json!(v)))
                 .collect();
             if !own.is_empty() {
@@ -489,6 +495,35 @@ fn post_build(
         file.text = out;
     }
     Ok(())
+}
+
+/// The tend policies an object's own kustomize-controller settings ask for, labels or
+/// annotations (fluxcd/pkg `utils.AnyInMetadata`): `kustomize.toolkit.fluxcd.io/ssa:
+/// IfNotPresent` (created, never updated), `force: enabled` (replaced where an update is
+/// immutable), `prune: disabled`; `ssa: Ignore` and the older `reconcile: disabled` (never
+/// written, never pruned) as created-if-missing and never pruned, the closest tend has.
+fn object_policies(object: &Value) -> Vec<(&'static str, &'static str)> {
+    let says = |key: &str, wanted: &str| {
+        ["labels", "annotations"].iter().any(|field| {
+            object
+                .pointer(&format!("/metadata/{field}"))
+                .and_then(|m| m.get(format!("kustomize.toolkit.fluxcd.io/{key}")))
+                .and_then(Value::as_str)
+                == Some(wanted)
+        })
+    };
+    let ignored = says("ssa", "Ignore") || says("reconcile", "disabled");
+    let mut out = Vec::new();
+    if says("prune", "disabled") || ignored {
+        out.push(("tend.dev/prune", "disabled"));
+    }
+    if says("ssa", "IfNotPresent") || ignored {
+        out.push(("tend.dev/apply", "if-not-present"));
+    }
+    if says("force", "enabled") {
+        out.push(("tend.dev/replace", "on-immutable"));
+    }
+    out
 }
 
 /// A variable from a Secret lands only in a Secret (tend masks Secret data only).
