@@ -194,3 +194,111 @@ fn plain(key: &ObjectKey, api_version: &str, timeout: Duration) -> Awaited {
         declared: false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::object::Origin;
+    use crate::plan::Change;
+    use serde_json::json;
+
+    fn object(kind: &str, name: &str) -> Object {
+        let api_version = if kind == "Job" { "batch/v1" } else { "apps/v1" };
+        let value = json!({"apiVersion": api_version, "kind": kind,
+                           "metadata": {"name": name, "namespace": "shop"}});
+        let origin = Origin {
+            file: "shop.yaml".into(),
+            line: 1,
+            generated_by: None,
+            sealed: Vec::new(),
+        };
+        Object::new(value, origin)
+    }
+
+    fn created(objects: &[&Object]) -> Plan {
+        let mut plan = Plan::default();
+        plan.changes = objects
+            .iter()
+            .map(|o| Change {
+                key: o.key(),
+                api_version: o.api_version().into(),
+                action: Action::Create,
+                origin: None,
+                before: None,
+                after: None,
+                reason: None,
+                drift: Vec::new(),
+            })
+            .collect();
+        plan
+    }
+
+    fn rule(awaits: Awaits, seconds: u64) -> Rule {
+        Rule {
+            awaits,
+            timeout: Some((Duration::from_secs(seconds), "spec.timeout".into())),
+        }
+    }
+
+    /// A release that waits for all but Jobs on install and for nothing on upgrade, and a
+    /// Kustomization that names one object outside it.
+    fn waits(release: &[&Object], named: &ObjectKey) -> UnitWaits {
+        let mut waits = UnitWaits::default();
+        waits.units.push(UnitWait {
+            label: "Flux HelmRelease flux-system/shop".into(),
+            members: release.iter().map(|o| o.key()).collect(),
+            last_wave: 0,
+            install: rule(Awaits::All { jobs: false }, 60),
+            upgrade: rule(Awaits::Nothing, 60),
+        });
+        waits.units.push(UnitWait {
+            label: "Flux Kustomization flux-system/apps".into(),
+            members: Vec::new(),
+            last_wave: 0,
+            install: rule(Awaits::Named(vec![(named.clone(), "apps/v1".into())]), 30),
+            upgrade: rule(Awaits::Named(vec![(named.clone(), "apps/v1".into())]), 30),
+        });
+        for o in release {
+            waits.unit_of.insert(o.key(), 0);
+        }
+        waits
+    }
+
+    fn keys(awaited: &[Awaited]) -> Vec<(String, bool, u64)> {
+        awaited
+            .iter()
+            .map(|a| (a.key.name.clone(), a.declared, a.timeout.as_secs()))
+            .collect()
+    }
+
+    #[test]
+    fn units_wait_as_their_rules_say_and_other_objects_as_waves_do() {
+        let (web, migrate, plain) = (
+            object("Deployment", "web"),
+            object("Job", "migrate"),
+            object("Deployment", "plain"),
+        );
+        let named = ObjectKey::new("apps", "Deployment", Some("shop"), "elsewhere");
+        let waits = waits(&[&web, &migrate], &named);
+        let members = [&web, &migrate, &plain];
+        let install = created(&members);
+        let timeout = Duration::from_secs(300);
+        // Before a next wave: the release's Deployment (not its Job), the object of no unit
+        // within --timeout, and the object the Kustomization names.
+        assert_eq!(
+            keys(&waits.after_wave(0, &members, &install, timeout, true)),
+            [
+                ("web".into(), true, 60),
+                ("plain".into(), false, 300),
+                ("elsewhere".into(), true, 30)
+            ]
+        );
+        // At the end, only what units ask for; an upgrade of the release asks for nothing.
+        let upgrade = Plan::default();
+        assert_eq!(
+            keys(&waits.at_end(&members, &upgrade, timeout)),
+            [("elsewhere".into(), true, 30)]
+        );
+        assert_eq!(keys(&waits.at_end(&members, &install, timeout)).len(), 2);
+    }
+}

@@ -182,6 +182,9 @@ impl Applying<'_> {
     /// prune; or a stop.
     pub async fn wait_for_units(&self, applied: &stages::Applied, report: &mut RunReport) {
         let (session, prepared, opts) = (self.session, self.site.0, self.opts);
+        if opts.unit_waits.units.is_empty() {
+            return;
+        }
         let objects: Vec<_> = prepared.iter().map(|p| &p.object).collect();
         let awaited = opts.unit_waits.at_end(&objects, self.plan, opts.timeout);
         if awaited.is_empty() {
