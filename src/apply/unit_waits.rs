@@ -216,8 +216,7 @@ mod tests {
     }
 
     fn created(objects: &[&Object]) -> Plan {
-        let mut plan = Plan::default();
-        plan.changes = objects
+        let changes = objects
             .iter()
             .map(|o| Change {
                 key: o.key(),
@@ -230,7 +229,10 @@ mod tests {
                 drift: Vec::new(),
             })
             .collect();
-        plan
+        Plan {
+            changes,
+            ..Plan::default()
+        }
     }
 
     fn rule(awaits: Awaits, seconds: u64) -> Rule {
