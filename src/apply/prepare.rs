@@ -122,23 +122,30 @@ fn secret_string_data_to_data(value: &mut Value) {
     }
 }
 
-/// The prepared objects with the fields other managers own taken out, where an object asks
-/// (`tend.dev/ignore-fields-of`) and its live copy says so; `None` when that is none of them.
+/// The prepared objects with the fields other managers own taken out
+/// (`tend.dev/ignore-fields-of`) and the live values at the pointers they name
+/// (`tend.dev/keep-live-at`), where an object asks and its live copy says so; `None` when
+/// that is none of them.
 pub fn without_others_fields(
     prepared: &[Prepared],
     live: &std::collections::HashMap<crate::object::ObjectKey, Value>,
 ) -> Option<Vec<Prepared>> {
-    use crate::plan::others_fields;
-    let asked = |p: &&Prepared| !others_fields::managers(&p.object.value).is_empty();
+    use crate::plan::{keep_live, others_fields};
+    let asked = |p: &&Prepared| {
+        !others_fields::managers(&p.object.value).is_empty()
+            || !keep_live::pointers(&p.object.value).is_empty()
+    };
     if !prepared.iter().any(|p| asked(&p)) {
         return None;
     }
     let rewritten = prepared
         .iter()
         .map(|p| {
-            let stripped = live
-                .get(&p.object.key())
-                .and_then(|live| others_fields::without_others_fields(&p.object.value, live));
+            let stripped = live.get(&p.object.key()).and_then(|live| {
+                let kept = keep_live::with_live_values(&p.object.value, live);
+                let desired = kept.as_ref().unwrap_or(&p.object.value);
+                others_fields::without_others_fields(desired, live).or(kept)
+            });
             match stripped {
                 Some(value) => Prepared {
                     object: Object::new(value, p.object.origin.clone()),

@@ -6,6 +6,7 @@ pub mod diff;
 pub mod drift;
 pub mod fast_path;
 pub mod inventory;
+pub mod keep_live;
 pub mod normalize;
 pub mod others_fields;
 pub mod planner;

@@ -13,6 +13,10 @@ pub const IF_NOT_PRESENT: &str = "if-not-present";
 pub const REPLACE_ANNOTATION: &str = "tend.dev/replace";
 pub const ON_IMMUTABLE: &str = "on-immutable";
 
+/// `tend.dev/keep-live-at: '["/spec/replicas"]'`: JSON pointers whose values tend takes
+/// from the live object, where it exists (`plan::keep_live`).
+pub const KEEP_LIVE_ANNOTATION: &str = "tend.dev/keep-live-at";
+
 fn annotation<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
     object
         .get("metadata")
@@ -44,6 +48,13 @@ pub fn replace_on_immutable(object: &Value) -> Option<&'static str> {
 /// The problem with one annotation's value, if it is a policy annotation with a value tend
 /// does not know.
 pub fn value_problem(key: &str, value: &str) -> Option<String> {
+    if key == KEEP_LIVE_ANNOTATION {
+        let pointers = serde_json::from_str::<Vec<String>>(value);
+        let valid = pointers.is_ok_and(|list| list.iter().all(|p| p.starts_with('/')));
+        return (!valid).then(|| {
+            format!("metadata.annotations.{key}: {value:?} is not a JSON list of JSON pointers; write e.g. '[\"/spec/replicas\"]'")
+        });
+    }
     let known = match key {
         APPLY_ANNOTATION => IF_NOT_PRESENT,
         REPLACE_ANNOTATION => ON_IMMUTABLE,
@@ -82,6 +93,14 @@ mod tests {
         assert!(replace_on_immutable(&annotated("Service", "other", "x")).is_none());
         // Jobs by default.
         assert!(replace_on_immutable(&annotated("Job", "other", "x")).is_some());
+    }
+
+    #[test]
+    fn keep_live_at_takes_a_list_of_pointers() {
+        let key = KEEP_LIVE_ANNOTATION;
+        assert_eq!(value_problem(key, "[\"/spec/replicas\"]"), None);
+        assert!(value_problem(key, "/spec/replicas").is_some());
+        assert!(value_problem(key, "[\"spec/replicas\"]").is_some());
     }
 
     #[test]

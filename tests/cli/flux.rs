@@ -690,6 +690,59 @@ fn an_objects_own_flux_settings_become_tend_policies() {
     );
 }
 
+/// `spec.ignore` (Flux 2.7): the paths its rules name on the objects they select keep the
+/// in-cluster value once the object exists (an autoscaler's replicas), in diff and apply;
+/// a new object is created with git's.
+#[test]
+fn ignore_rules_keep_the_live_values_of_their_paths() {
+    let dir = bootstrap_site();
+    let deployment = |replicas: u32, image: &str| {
+        format!("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: {replicas}\n  selector:\n    matchLabels: {{app: web}}\n  template:\n    metadata:\n      labels: {{app: web}}\n    spec:\n      containers:\n        - name: web\n          image: {image}\n")
+    };
+    let write = |text: &str| std::fs::write(dir.path().join("apps/web.yaml"), text).unwrap();
+    write(&deployment(2, "nginx:1.27"));
+    let apps = std::fs::read_to_string(dir.path().join("clusters/dev/apps.yaml")).unwrap();
+    let ignore = "  ignore:\n    - paths: [\"/spec/replicas\"]\n      target:\n        kind: Deployment\n        name: \"we.*\"\n";
+    std::fs::write(
+        dir.path().join("clusters/dev/apps.yaml"),
+        format!("{apps}{ignore}"),
+    )
+    .unwrap();
+    let cluster = TestCluster::start();
+    let run_tend =
+        |command: &str| tend_on(&cluster, dir.path(), &[command, "--path", "clusters/dev"]);
+    let (code, stdout, stderr) = run_tend("apply");
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let web = || get(&cluster, "apps", "deployments", "web", "web").expect("applied");
+    assert_eq!(web()["spec"]["replicas"], 2, "created with git's value");
+    // An autoscaler scales it; git changes the replicas and the image.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        use kube::api::{Api, Patch, PatchParams};
+        let client = cluster.client().await;
+        let api: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(client, "web");
+        let params = PatchParams::apply("kube-controller-manager").force();
+        let patch = json!({"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"replicas": 5}});
+        api.patch("web", &params, &Patch::Apply(&patch))
+            .await
+            .unwrap();
+    });
+    write(&deployment(3, "nginx:1.28"));
+    let (code, stdout, stderr) = run_tend("diff");
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(stdout.contains("nginx:1.28"), "{stdout}");
+    assert!(!stdout.contains("replicas"), "{stdout}");
+    let (code, stdout, stderr) = run_tend("apply");
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert_eq!(web()["spec"]["replicas"], 5, "the autoscaler's value stays");
+    assert_eq!(
+        web()["spec"]["template"]["spec"]["containers"][0]["image"],
+        "nginx:1.28"
+    );
+    let (code, stdout, stderr) = run_tend("diff");
+    assert_eq!(code, 0, "{stdout}{stderr}");
+}
+
 /// A Kustomization of `./apps` named `name`, with `extra` lines under `spec:`.
 fn kustomization(name: &str, api_version: &str, extra: &str) -> String {
     format!(

@@ -430,6 +430,7 @@ fn post_build(
     if spec.get("force").and_then(Value::as_bool) == Some(true) {
         policies.push(("tend.dev/replace", "on-immutable"));
     }
+    let ignore = super::flux_ignore::rules(unit)?;
     // kustomize-controller labels every object it applies with its Kustomization
     // (fluxcd/pkg `ssa.ResourceManager.SetOwnerLabels`), over labels of the same keys.
     let owner = json!({"labels": {
@@ -476,6 +477,8 @@ fn post_build(
                 apply_common_metadata(&mut value, &annotations);
             }
             apply_common_metadata(&mut value, &owner);
+            let ignored = ignore.paths_for(&value);
+            keep_live_at(&mut value, ignored);
             let mut text = crate::yaml::to_yaml(&value);
             if let Some(vars) = &vars {
                 if !super::flux_substitute::disabled(&value) {
@@ -495,6 +498,28 @@ fn post_build(
         file.text = out;
     }
     Ok(())
+}
+
+/// Add `paths` (from `spec.ignore`) to the object's `tend.dev/keep-live-at`.
+fn keep_live_at(object: &mut Value, paths: Vec<String>) {
+    if paths.is_empty() {
+        return;
+    }
+    let key = crate::render::policy::KEEP_LIVE_ANNOTATION;
+    let own = object
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(key));
+    let mut all: Vec<String> = own
+        .and_then(Value::as_str)
+        .and_then(|text| serde_json::from_str(text).ok())
+        .unwrap_or_default();
+    for path in paths {
+        if !all.contains(&path) {
+            all.push(path);
+        }
+    }
+    let list = serde_json::to_string(&all).unwrap_or_default();
+    apply_common_metadata(object, &json!({"annotations": {key: list}}));
 }
 
 /// The tend policies an object's own kustomize-controller settings ask for, labels or
