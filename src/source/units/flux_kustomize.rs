@@ -505,7 +505,8 @@ fn keep_live_at(object: &mut Value, paths: Vec<String>) {
     if paths.is_empty() {
         return;
     }
-    let key = crate::render::policy::KEEP_LIVE_ANNOTATION;
+    // render's `policy::KEEP_LIVE_ANNOTATION` (the source stage comes before render).
+    let key = "tend.dev/keep-live-at";
     let own = object
         .pointer("/metadata/annotations")
         .and_then(|a| a.get(key));
