@@ -430,7 +430,7 @@ fn post_build(
     if spec.get("force").and_then(Value::as_bool) == Some(true) {
         policies.push(("tend.dev/replace", "on-immutable"));
     }
-    let ignore = super::flux_ignore::rules(unit)?;
+    let ignore = super::flux_drift_ignore::rules(unit)?;
     // kustomize-controller labels every object it applies with its Kustomization
     // (fluxcd/pkg `ssa.ResourceManager.SetOwnerLabels`), over labels of the same keys.
     let owner = json!({"labels": {
