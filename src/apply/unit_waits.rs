@@ -130,16 +130,16 @@ impl UnitWaits {
     }
 
     /// Per unit: whether this is its first apply (every member is created).
+    /// (Hooks are members the plan does not list: they do not count.)
     fn installing(&self, plan: &Plan) -> Vec<bool> {
-        let created: BTreeSet<&ObjectKey> = plan
-            .changes
-            .iter()
-            .filter(|c| c.action == Action::Create)
-            .map(|c| &c.key)
-            .collect();
+        let actions: HashMap<&ObjectKey, Action> =
+            plan.changes.iter().map(|c| (&c.key, c.action)).collect();
         self.units
             .iter()
-            .map(|u| !u.members.is_empty() && u.members.iter().all(|k| created.contains(k)))
+            .map(|u| {
+                let mut planned = u.members.iter().filter_map(|k| actions.get(k)).peekable();
+                planned.peek().is_some() && planned.all(|a| *a == Action::Create)
+            })
             .collect()
     }
 }
@@ -302,5 +302,11 @@ mod tests {
             [("elsewhere".into(), true, 30)]
         );
         assert_eq!(keys(&waits.at_end(&members, &install, timeout)).len(), 2);
+        // A member the plan does not list (a hook) does not make an install an upgrade.
+        let hooks_unplanned = created(&[&web, &plain]);
+        assert_eq!(
+            keys(&waits.at_end(&members, &hooks_unplanned, timeout)),
+            [("web".into(), true, 60), ("elsewhere".into(), true, 30)]
+        );
     }
 }
