@@ -4,7 +4,9 @@
 //! `ref.tag` (default `latest`); the layer `layerSelector.mediaType` names (else the first),
 //! extracted into a private directory the unit's build reads. What changes who may pull or
 //! what is trusted (`secretRef`, `certSecretRef`, `verify`, a cloud `provider`) and
-//! `layerSelector.operation: copy` are refused with the way out, never ignored.
+//! `layerSelector.operation: copy` are refused with the way out, never ignored. What
+//! source-controller leaves out of the artifact (`.sourceignore` files, `spec.ignore`) is
+//! left out when a Kustomization reads it (`flux_ignore.rs`).
 
 use super::model::{Context, Found, Tree};
 use crate::problem::Problem;
@@ -23,7 +25,6 @@ const REFUSED: &[(&str, &str)] = &[
         "image pull secrets of a ServiceAccount",
     ),
     ("verify", "signature verification of manifests"),
-    ("ignore", "files left out of the artifact"),
 ];
 
 /// The tree of OCIRepository `source`, for `unit`.

@@ -70,6 +70,7 @@ mod flux_checkout;
 mod flux_credentials;
 mod flux_decrypt;
 mod flux_helm;
+mod flux_ignore;
 mod flux_kustomize;
 mod flux_oci;
 mod flux_post_render;
