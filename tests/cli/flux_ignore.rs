@@ -54,6 +54,28 @@ fn a_sourceignore_leaves_files_out_of_a_generated_kustomization() {
     assert!(!stdout.contains("from: example"), "{stdout}");
     assert!(stdout.contains("from: cloudbuild\n"), "{stdout}");
 
+    // A kept build reads the archive: a change of .sourceignore changes the build.
+    let cache = tempfile::tempdir().unwrap();
+    let cached = || {
+        run(tend()
+            .args(["render", "-v", "--path", "clusters/dev", "--cache-dir"])
+            .arg(cache.path())
+            .arg("--repo")
+            .arg(dir.path()))
+    };
+    let (code, first, stderr) = cached();
+    assert_eq!(code, 0, "{stderr}");
+    let (code, second, stderr) = cached();
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(first, second);
+    assert!(stderr.contains("apps built as kept"), "{stderr}");
+    std::fs::write(dir.path().join("apps/.sourceignore"), "cloudbuild.yaml\n").unwrap();
+    let (code, third, stderr) = cached();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(third.contains("from: example\n"), "{third}");
+    assert!(!third.contains("from: cloudbuild"), "{third}");
+    std::fs::write(dir.path().join("apps/.sourceignore"), "docs/\n").unwrap();
+
     // Left out, it is not applied either.
     let cluster = tend_testserver::TestCluster::start();
     let (code, _, stderr) = tend_on(&cluster, dir.path(), &["apply", "--path", "clusters/dev"]);

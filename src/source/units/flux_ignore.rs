@@ -265,6 +265,10 @@ pub fn archived(
     if !left_out {
         return Ok(tree);
     }
+    tracing::debug!(
+        "{kind} {namespace}/{}: read without what its ignore rules leave out, as source-controller archives it",
+        text("name").unwrap_or("")
+    );
     let staging = tempfile::Builder::new()
         .prefix("tend-archive-")
         .tempdir()
@@ -280,7 +284,7 @@ pub fn archived(
             false => target
                 .parent()
                 .map_or(Ok(()), fs::create_dir_all)
-                .and_then(|()| fs::copy(tree.root.join(&path), &target).map(|_| ())),
+                .and_then(|()| link_or_copy(&tree.root.join(&path), &target)),
         };
         done.map_err(|e| fail(format!("cannot copy {} of the source: {e}", path.display())))?;
     }
@@ -290,6 +294,12 @@ pub fn archived(
         is_checkout: tree.is_checkout,
         _staging: Some(Arc::new(staging)),
     })
+}
+
+/// A hard link where the file system allows it (the archive is only read: a build copies
+/// it again before writing), else a copy.
+fn link_or_copy(from: &Path, to: &Path) -> std::io::Result<()> {
+    fs::hard_link(from, to).or_else(|_| fs::copy(from, to).map(|_| ()))
 }
 
 /// The kept files and directories below `domain`, and whether any was left out. A symlink is
