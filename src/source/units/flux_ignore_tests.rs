@@ -10,10 +10,13 @@ fn decide(pattern: &str, domain: &[&str], path: &[&str], is_dir: bool) -> &'stat
     }
 }
 
+/// A pattern, its domain, a path, whether the path is a directory, and the outcome.
+type Case<'a> = (&'a str, &'a [&'a str], &'a [&'a str], bool, &'a str);
+
 #[test]
 fn patterns_decide_as_go_gits_gitignore_patterns() {
     // (pattern, domain, path, is a directory, outcome): go-git's pattern_test.go cases.
-    let cases: &[(&str, &[&str], &[&str], bool, &str)] = &[
+    let cases: &[Case] = &[
         (
             "!vul?ano",
             &[],
