@@ -185,6 +185,7 @@ fn aliases(
             (generator, &source_ref),
             &["spec", "sources"],
             sources,
+            ctx.archives,
         )?;
         out.insert(text("alias").to_string(), tree);
     }

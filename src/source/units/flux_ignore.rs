@@ -15,9 +15,10 @@
 use super::model::{Found, Sources, Tree};
 use crate::problem::Problem;
 use serde_json::Value;
+use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 const IGNORE_FILE: &str = ".sourceignore";
 const VCS: &str = ".git/,.gitignore,.gitmodules,.gitattributes";
@@ -223,6 +224,12 @@ pub fn rules_of(root: &Path, spec_ignore: Option<&str>) -> Result<Rules, String>
     Ok(Rules::new(user))
 }
 
+/// The archives made in one expansion, by source tree and `spec.ignore` (`None`: nothing
+/// left out, the tree is read as it is): made once and shared by the units reading the same
+/// source, which would each walk and link the tree again. Removed when the expansion ends.
+#[derive(Default)]
+pub struct Archives(Mutex<HashMap<(PathBuf, Option<String>), Option<Arc<tempfile::TempDir>>>>);
+
 /// The tree as source-controller archives the source `source_ref` names (a GitRepository or
 /// an OCIRepository; an ExternalArtifact is an archive already): the same tree when nothing
 /// is left out, else the kept files in a private directory.
@@ -231,6 +238,7 @@ pub fn archived(
     (unit, source_ref): (&Found, &Value),
     field: &[&str],
     sources: &Sources,
+    archives: &Archives,
 ) -> Result<Tree, Problem> {
     let text = |k: &str| source_ref.get(k).and_then(Value::as_str);
     let kind = text("kind").unwrap_or("GitRepository");
@@ -238,7 +246,8 @@ pub fn archived(
         return Ok(tree);
     }
     let namespace = text("namespace").unwrap_or(&unit.id.namespace);
-    let source = sources.get(kind, namespace, text("name").unwrap_or(""));
+    let name = text("name").unwrap_or("");
+    let source = sources.get(kind, namespace, name);
     let spec_ignore = match source.and_then(|s| s.spec().get("ignore")) {
         None | Some(Value::Null) => None,
         Some(Value::String(text)) => Some(text.as_str()),
@@ -247,36 +256,58 @@ pub fn archived(
             return Err(source.problem(&["spec", "ignore"], "spec.ignore is not a string; write the patterns as gitignore text, one a line (a block scalar: `ignore: |`)"));
         }
     };
-    let fail = |e: String| unit.problem(field, e);
-    let way_out = |e: String| {
-        fail(format!("in the tree of {kind} {namespace}/{}: {e}; source-controller could not archive it either: make it readable", text("name").unwrap_or("")))
+    let made = |root: &Path| {
+        archive(root, spec_ignore).map_err(|e| {
+            unit.problem(field, format!("in the tree of {kind} {namespace}/{name}: {e}; source-controller could not archive it either: make it readable"))
+        })
     };
-    let rules = rules_of(&tree.root, spec_ignore).map_err(way_out)?;
+    // A tree in a private directory (a pulled OCIRepository) is read by this unit only.
+    let archive = match tree._staging {
+        Some(_) => made(&tree.root)?,
+        None => {
+            let key = (tree.root.clone(), spec_ignore.map(str::to_string));
+            let mut known = archives.0.lock().unwrap_or_else(PoisonError::into_inner);
+            match known.get(&key) {
+                Some(archive) => archive.clone(),
+                None => {
+                    let archive = made(&tree.root)?;
+                    known.insert(key, archive.clone());
+                    archive
+                }
+            }
+        }
+    };
+    let Some(staging) = archive else {
+        return Ok(tree);
+    };
+    tracing::debug!(
+        "{kind} {namespace}/{name}: read without what its ignore rules leave out, as source-controller archives it"
+    );
+    Ok(Tree {
+        root: staging.path().to_path_buf(),
+        revision: tree.revision,
+        is_checkout: tree.is_checkout,
+        _staging: Some(staging),
+    })
+}
+
+/// The kept files of the tree at `root` in a private directory, or `None` when the rules
+/// leave nothing out.
+fn archive(
+    root: &Path,
+    spec_ignore: Option<&str>,
+) -> Result<Option<Arc<tempfile::TempDir>>, String> {
+    let rules = rules_of(root, spec_ignore)?;
     let mut kept = Vec::new();
     let mut left_out = false;
-    walk(
-        &tree.root,
-        &rules,
-        &mut Vec::new(),
-        &mut kept,
-        &mut left_out,
-    )
-    .map_err(way_out)?;
+    walk(root, &rules, &mut Vec::new(), &mut kept, &mut left_out)?;
     if !left_out {
-        return Ok(tree);
+        return Ok(None);
     }
-    tracing::debug!(
-        "{kind} {namespace}/{}: read without what its ignore rules leave out, as source-controller archives it",
-        text("name").unwrap_or("")
-    );
     let staging = tempfile::Builder::new()
         .prefix("tend-archive-")
         .tempdir()
-        .map_err(|e| {
-            fail(format!(
-                "cannot make a directory for the archived source: {e}"
-            ))
-        })?;
+        .map_err(|e| format!("cannot make a directory for the archived source: {e}"))?;
     for (path, is_dir) in kept {
         let target = staging.path().join(&path);
         let done = match is_dir {
@@ -284,16 +315,11 @@ pub fn archived(
             false => target
                 .parent()
                 .map_or(Ok(()), fs::create_dir_all)
-                .and_then(|()| link_or_copy(&tree.root.join(&path), &target)),
+                .and_then(|()| link_or_copy(&root.join(&path), &target)),
         };
-        done.map_err(|e| fail(format!("cannot copy {} of the source: {e}", path.display())))?;
+        done.map_err(|e| format!("cannot copy {}: {e}", path.display()))?;
     }
-    Ok(Tree {
-        root: staging.path().to_path_buf(),
-        revision: tree.revision,
-        is_checkout: tree.is_checkout,
-        _staging: Some(Arc::new(staging)),
-    })
+    Ok(Some(Arc::new(staging)))
 }
 
 /// A hard link where the file system allows it (the archive is only read: a build copies

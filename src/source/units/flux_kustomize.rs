@@ -131,6 +131,7 @@ pub fn expand(unit: &Found, sources: &Sources, ctx: &Context) -> Produced {
         (unit, source_ref),
         &["spec", "sourceRef"],
         sources,
+        ctx.archives,
     ) {
         Ok(tree) => tree,
         Err(problem) => return Produced::failed(problem),
