@@ -228,7 +228,10 @@ pub fn rules_of(root: &Path, spec_ignore: Option<&str>) -> Result<Rules, String>
 /// left out, the tree is read as it is): made once and shared by the units reading the same
 /// source, which would each walk and link the tree again. Removed when the expansion ends.
 #[derive(Default)]
-pub struct Archives(Mutex<HashMap<(PathBuf, Option<String>), Option<Arc<tempfile::TempDir>>>>);
+pub struct Archives(Mutex<HashMap<(PathBuf, Option<String>), Archive>>);
+
+/// A private directory holding an archive, or `None` for a tree read as it is.
+type Archive = Option<Arc<tempfile::TempDir>>;
 
 /// The tree as source-controller archives the source `source_ref` names (a GitRepository or
 /// an OCIRepository; an ExternalArtifact is an archive already): the same tree when nothing
@@ -293,10 +296,7 @@ pub fn archived(
 
 /// The kept files of the tree at `root` in a private directory, or `None` when the rules
 /// leave nothing out.
-fn archive(
-    root: &Path,
-    spec_ignore: Option<&str>,
-) -> Result<Option<Arc<tempfile::TempDir>>, String> {
+fn archive(root: &Path, spec_ignore: Option<&str>) -> Result<Archive, String> {
     let rules = rules_of(root, spec_ignore)?;
     let mut kept = Vec::new();
     let mut left_out = false;
