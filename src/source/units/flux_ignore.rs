@@ -12,13 +12,13 @@
 //!   of directories, each element as Go's `filepath.Match`;
 //! - symlinks are never archived.
 
+use super::flux_archives::{Archive, Archives};
 use super::model::{Found, Sources, Tree};
 use crate::problem::Problem;
 use serde_json::Value;
-use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 const IGNORE_FILE: &str = ".sourceignore";
 const VCS: &str = ".git/,.gitignore,.gitmodules,.gitattributes";
@@ -224,15 +224,6 @@ pub fn rules_of(root: &Path, spec_ignore: Option<&str>) -> Result<Rules, String>
     Ok(Rules::new(user))
 }
 
-/// The archives made in one expansion, by source tree and `spec.ignore` (`None`: nothing
-/// left out, the tree is read as it is): made once and shared by the units reading the same
-/// source, which would each walk and link the tree again. Removed when the expansion ends.
-#[derive(Default)]
-pub struct Archives(Mutex<HashMap<(PathBuf, Option<String>), Archive>>);
-
-/// A private directory holding an archive, or `None` for a tree read as it is.
-type Archive = Option<Arc<tempfile::TempDir>>;
-
 /// The tree as source-controller archives the source `source_ref` names (a GitRepository or
 /// an OCIRepository; an ExternalArtifact is an archive already): the same tree when nothing
 /// is left out, else the kept files in a private directory.
@@ -269,15 +260,7 @@ pub fn archived(
         Some(_) => made(&tree.root)?,
         None => {
             let key = (tree.root.clone(), spec_ignore.map(str::to_string));
-            let mut known = archives.0.lock().unwrap_or_else(PoisonError::into_inner);
-            match known.get(&key) {
-                Some(archive) => archive.clone(),
-                None => {
-                    let archive = made(&tree.root)?;
-                    known.insert(key, archive.clone());
-                    archive
-                }
-            }
+            archives.get_or_make(key, || made(&tree.root))?
         }
     };
     let Some(staging) = archive else {

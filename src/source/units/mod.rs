@@ -65,6 +65,7 @@ mod argo_source;
 mod argo_template;
 mod cluster_objects;
 mod flux;
+mod flux_archives;
 mod flux_artifacts;
 mod flux_checkout;
 mod flux_credentials;

@@ -394,7 +394,7 @@ pub struct Context<'a> {
     /// the run's own for fetching charts.
     pub chart_logins: &'a std::sync::Mutex<crate::source::charts::credentials::Credentials>,
     /// Sources' trees as source-controller archives them, made once per expansion.
-    pub archives: &'a super::flux_ignore::Archives,
+    pub archives: &'a super::flux_archives::Archives,
 }
 
 /// A kubeconfig Secret a unit names for its target cluster (hub and spoke), in the hub
