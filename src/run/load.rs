@@ -132,6 +132,7 @@ pub fn load(source_opts: &SourceOptions, render_opts: &RenderOptions) -> Result<
             trusted_keys: &source_opts.trusted_keys,
             cluster_objects: source_opts.cluster_objects.as_deref(),
             chart_logins: &chart_logins,
+            archives: &Default::default(),
         };
         let expanded = source::units::expand(&mut walked, &context);
         if !expanded.units.is_empty() {

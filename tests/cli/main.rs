@@ -14,6 +14,7 @@ mod flux;
 mod flux_charts;
 mod flux_cluster;
 mod flux_git;
+mod flux_ignore;
 mod flux_layouts;
 mod flux_post_render;
 mod flux_readiness;

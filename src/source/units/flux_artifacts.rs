@@ -17,8 +17,10 @@
 //!   values replaced, as Helm merges values files); `Extract` (tarballs) is refused.
 //!
 //! Sources are `GitRepository`s (the checkout under test or fetched, as for a
-//! Kustomization); the other kinds, and `spec.pathPattern`, are refused with the way out.
+//! Kustomization, without what source-controller leaves out of the artifact:
+//! `flux_ignore.rs`); the other kinds, and `spec.pathPattern`, are refused with the way out.
 
+use super::flux_ignore::element_match;
 use super::flux_sources::git_tree;
 use super::model::{Context, Found, Sources, Tree};
 use crate::problem::Problem;
@@ -177,6 +179,14 @@ fn aliases(
         let source_ref =
             json!({"kind": "GitRepository", "name": text("name"), "namespace": namespace});
         let tree = git_tree(generator, &source_ref, &["spec", "sources"], sources, ctx)?;
+        // The generator reads the source's artifact, which source-controller archived.
+        let tree = super::flux_ignore::archived(
+            tree,
+            (generator, &source_ref),
+            &["spec", "sources"],
+            sources,
+            ctx.archives,
+        )?;
         out.insert(text("alias").to_string(), tree);
     }
     Ok(out)
@@ -468,75 +478,9 @@ fn glob(root: &Path, pattern: &str) -> Result<Vec<PathBuf>, String> {
         .collect())
 }
 
-/// Go's `path.Match` of one element: `*` any run of characters, `?` one, `[...]` a class
-/// (`^` negates, `a-z` ranges), `\` escapes. A malformed class matches nothing.
-fn element_match(pattern: &str, name: &str) -> bool {
-    fn go(p: &[char], n: &[char]) -> bool {
-        match p.first() {
-            None => n.is_empty(),
-            Some('*') => (0..=n.len()).any(|i| go(&p[1..], &n[i..])),
-            Some('?') => !n.is_empty() && go(&p[1..], &n[1..]),
-            Some('[') => {
-                let Some(c) = n.first() else { return false };
-                let mut i = 1;
-                let negate = p.get(1) == Some(&'^');
-                if negate {
-                    i += 1;
-                }
-                let mut matched = false;
-                let mut first = true;
-                loop {
-                    let Some(&lo) = p.get(i) else { return false };
-                    if lo == ']' && !first {
-                        break;
-                    }
-                    first = false;
-                    let (lo, step) = if lo == '\\' {
-                        match p.get(i + 1) {
-                            Some(&e) => (e, 2),
-                            None => return false,
-                        }
-                    } else {
-                        (lo, 1)
-                    };
-                    i += step;
-                    let hi = if p.get(i) == Some(&'-') && p.get(i + 1).is_some_and(|h| *h != ']') {
-                        let hi = p[i + 1];
-                        i += 2;
-                        hi
-                    } else {
-                        lo
-                    };
-                    matched |= lo <= *c && *c <= hi;
-                }
-                matched != negate && go(&p[i + 1..], &n[1..])
-            }
-            Some('\\') => match p.get(1) {
-                Some(e) => n.first() == Some(e) && go(&p[2..], &n[1..]),
-                None => false,
-            },
-            Some(c) => n.first() == Some(c) && go(&p[1..], &n[1..]),
-        }
-    }
-    let p: Vec<char> = pattern.chars().collect();
-    let n: Vec<char> = name.chars().collect();
-    go(&p, &n)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn elements_match_as_go_path_match() {
-        assert!(element_match("*", ".hidden"));
-        assert!(element_match("*.yaml", "a.yaml"));
-        assert!(!element_match("*.yaml", "a.yml"));
-        assert!(element_match("[a-c]?", "bx"));
-        assert!(!element_match("[^a-c]?", "bx"));
-        assert!(element_match("\\*", "*"));
-        assert!(element_match("**", "anything"));
-    }
 
     #[test]
     fn doublestar_crosses_elements_only_as_a_whole_element() {

@@ -126,6 +126,17 @@ pub fn expand(unit: &Found, sources: &Sources, ctx: &Context) -> Produced {
             ),
         ));
     }
+    // Read as kustomize-controller gets it: archived without what source-controller leaves out.
+    let tree = match super::flux_ignore::archived(
+        tree,
+        (unit, source_ref),
+        &["spec", "sourceRef"],
+        sources,
+        ctx.archives,
+    ) {
+        Ok(tree) => tree,
+        Err(problem) => return Produced::failed(problem),
+    };
     if !tree.root.join(&path).is_dir() {
         return Produced::failed(unit.problem(
             &["spec", "path"],

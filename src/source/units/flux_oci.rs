@@ -8,6 +8,8 @@
 //! or what is trusted (`certSecretRef`, a proxy, a ServiceAccount's pull secrets, a cloud
 //! `provider`) and `layerSelector.operation: copy` are refused with the way out, never
 //! ignored.
+//! What source-controller leaves out of the artifact (`.sourceignore` files, `spec.ignore`)
+//! is left out when a Kustomization reads it (`flux_ignore.rs`).
 
 use super::model::{Context, Found, Sources, Tree};
 use crate::problem::Problem;
@@ -23,7 +25,6 @@ const REFUSED: &[(&str, &str)] = &[
         "serviceAccountName",
         "image pull secrets of a ServiceAccount",
     ),
-    ("ignore", "files left out of the artifact"),
 ];
 
 /// The tree of OCIRepository `source`, for `unit`.

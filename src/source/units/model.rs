@@ -393,6 +393,8 @@ pub struct Context<'a> {
     /// Logins of chart repositories units found (a HelmRepository's `secretRef`), added to
     /// the run's own for fetching charts.
     pub chart_logins: &'a std::sync::Mutex<crate::source::charts::credentials::Credentials>,
+    /// Sources' trees as source-controller archives them, made once per expansion.
+    pub archives: &'a super::flux_archives::Archives,
 }
 
 /// A kubeconfig Secret a unit names for its target cluster (hub and spoke), in the hub
