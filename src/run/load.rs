@@ -273,10 +273,13 @@ fn render_keeping_renders(
     let rendered = render_post_rendering(loaded, &opts);
     let added = store.write(&kept.take_added());
     let taken = kept.taken();
-    if taken + added + recalled > 0 {
+    if taken + added > 0 {
         tracing::debug!(
-            "Helm releases: {taken} render(s) from the cache, {added} kept for the next run; {recalled} chart digest(s) recalled by their files' stamps"
+            "Helm releases: {taken} render(s) from the cache, {added} kept for the next run"
         );
+    }
+    if recalled > 0 {
+        tracing::debug!("Helm charts: {recalled} known by their files' stamps, not read again");
     }
     rendered
 }
