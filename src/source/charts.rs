@@ -87,8 +87,12 @@ pub fn read_chart(root: &Path, dir: &Path, rel: &Path) -> Result<Chart, Problem>
     let mut visited = BTreeSet::new();
     read_dir(root, dir, dir, rel, &rules, &mut visited, &mut read)?;
     read.files.sort();
-    let ignore_file = fs::metadata(dir.join(helmignore::FILE)).ok();
-    read.stamp(helmignore::FILE, ignore_file.as_ref());
+    // Not there is a state too: creating it changes what is read.
+    match fs::metadata(dir.join(helmignore::FILE)) {
+        Ok(meta) => read.stamp(helmignore::FILE, Some(&meta)),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+        Err(_) => read.stamp(helmignore::FILE, None),
+    }
     let mut chart = load_files(read.files, rel, &mut TreeBudget::new(), 0)?;
     chart.on_disk = read.stamps.map(|mut stamps| {
         stamps.sort();
@@ -118,12 +122,13 @@ impl Default for DirRead {
 }
 
 impl DirRead {
-    /// Note the stamps of the file `name` (none: it is not there).
+    /// Note the stamps of the file `name`; a file without them (`None`) leaves the chart
+    /// unstamped.
     fn stamp(&mut self, name: &str, meta: Option<&fs::Metadata>) {
         #[cfg(unix)]
-        if let (Some(stamps), Some(m)) = (self.stamps.as_mut(), meta) {
+        let stamp = meta.map(|m| {
             use std::os::unix::fs::MetadataExt;
-            let stamp = [
+            [
                 m.dev() as i64,
                 m.ino() as i64,
                 m.size() as i64,
@@ -131,13 +136,13 @@ impl DirRead {
                 m.mtime_nsec(),
                 m.ctime(),
                 m.ctime_nsec(),
-            ];
-            stamps.push((name.to_string(), stamp));
-            return;
-        }
+            ]
+        });
         #[cfg(not(unix))]
-        if meta.is_some() {
-            self.stamps = None;
+        let stamp: Option<[i64; 7]> = None;
+        match (self.stamps.as_mut(), stamp) {
+            (Some(stamps), Some(stamp)) => stamps.push((name.to_string(), stamp)),
+            _ => self.stamps = None,
         }
     }
 }
