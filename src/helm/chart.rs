@@ -8,8 +8,8 @@
 use super::deps;
 use super::facts::LookupKey;
 use super::funcs;
-pub use super::node::Chart;
 use super::node::Node;
+pub use super::node::{Chart, OnDisk};
 use super::template::value::Struct;
 use super::template::{gofmt, Engine, TemplateError, Value};
 use super::values::coalesce_values;

@@ -21,8 +21,29 @@ pub struct Chart {
     /// `.Files.AsSecrets` encodes these bytes, as Helm does, and any other read of such a
     /// file through `.Files` is an error rather than the lossy text.
     pub binary: BTreeMap<String, Vec<u8>>,
-    /// [`Chart::digest`], computed once.
+    /// [`Chart::digest`], computed once (or recalled, see [`OnDisk`]).
     pub digest: std::sync::OnceLock<String>,
+    /// For a chart read from a directory: its files' stamps.
+    pub on_disk: Option<OnDisk>,
+}
+
+/// A chart directory by the stamps of its files, as git's index knows a work tree: the
+/// name, device, inode, size, modification and change time (nanoseconds) of every file read
+/// (and of `.helmignore`), hashed. A file written changes its change time, which no user can
+/// set back, so while the stamps are those of a run that hashed the chart, its files are
+/// that run's and so is [`Chart::digest`]: the caller may recall it instead of reading the
+/// chart's bytes again. Files stamped in the last moments before that run are not trusted
+/// (a write in the same clock tick leaves the times as they were); see `settled`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OnDisk {
+    /// sha256 (hex) of the stamps.
+    pub stamps: String,
+    /// Whether every stamp was older than the read by more than a clock tick could be
+    /// (two seconds, which also covers a network file system's clock a little apart).
+    pub settled: bool,
+    /// How many of [`Chart::dependencies`] were read from the directory: those after them
+    /// were fetched (a `Chart.yaml` dependency missing from `charts/`) and are not stamped.
+    pub dependencies: usize,
 }
 
 impl Chart {

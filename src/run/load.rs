@@ -261,11 +261,13 @@ fn render_keeping_renders(
     render_opts: &RenderOptions,
 ) -> Result<RenderPass, render::RenderError> {
     let walked = &loaded.walked;
+    let store = super::render_cache::FileRenderCache::new(&loaded.cache_dir);
+    let recalled = store.recall_digests(&walked.charts);
     let keys = render::kept_render_keys(&walked.files, &walked.charts, render_opts);
+    store.keep_digests(&walked.charts);
     if keys.is_empty() {
         return render_post_rendering(loaded, render_opts);
     }
-    let store = super::render_cache::FileRenderCache::new(&loaded.cache_dir);
     let kept = std::sync::Arc::new(store.read(&keys));
     let mut opts = render_opts.clone();
     opts.kept_renders = Some(kept.clone());
@@ -276,6 +278,9 @@ fn render_keeping_renders(
         tracing::debug!(
             "Helm releases: {taken} render(s) from the cache, {added} kept for the next run"
         );
+    }
+    if recalled > 0 {
+        tracing::debug!("Helm charts: {recalled} known by their files' stamps, not read again");
     }
     rendered
 }

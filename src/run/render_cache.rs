@@ -9,7 +9,7 @@
 //! bytes). Reading the cache without the seed, held in the cluster's Secret, gives nothing;
 //! whoever holds the seed could draw the same values anyway.
 
-use crate::helm::chart::Manifest;
+use crate::helm::chart::{Chart, Charts, Manifest, OnDisk};
 use crate::render::helm_cache::{KeptKey, KeptRenders};
 use aes_gcm::aead::{Aead, KeyInit, Payload};
 use aes_gcm::{Aes256Gcm, Nonce};
@@ -94,6 +94,59 @@ impl FileRenderCache {
             }
         }
         written
+    }
+}
+
+impl FileRenderCache {
+    /// Where the digest of a chart directory read with the stamps `on_disk` is kept:
+    /// `helm-renders/charts/<sha256>`, of this binary, the stamps and the digests of the
+    /// dependencies fetched for it (not on disk, so not stamped).
+    fn digest_path(&self, chart: &Chart, on_disk: &OnDisk) -> PathBuf {
+        let mut hash = sha2::Sha256::new();
+        hash.update(self.build.as_bytes());
+        hash.update(b"\0chart digest by stamps\0");
+        hash.update(on_disk.stamps.as_bytes());
+        for fetched in chart.dependencies.iter().skip(on_disk.dependencies) {
+            hash.update([0]);
+            hash.update(fetched.digest().as_bytes());
+        }
+        self.dir.join("charts").join(hex::encode(hash.finalize()))
+    }
+
+    /// Give each chart directory whose files are stamped as when a run hashed them that
+    /// run's digest, so its bytes are not hashed again (see [`OnDisk`]).
+    pub fn recall_digests(&self, charts: &Charts) -> usize {
+        let mut recalled = 0;
+        for chart in charts.dirs.values() {
+            let Some(on_disk) = chart.on_disk.as_ref().filter(|d| d.settled) else {
+                continue;
+            };
+            let Ok(digest) = std::fs::read_to_string(self.digest_path(chart, on_disk)) else {
+                continue;
+            };
+            let well_formed = digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit());
+            if well_formed && chart.digest.set(digest).is_ok() {
+                recalled += 1;
+            }
+        }
+        recalled
+    }
+
+    /// Keep the digests of chart directories that were hashed, when their files' stamps
+    /// can be trusted.
+    pub fn keep_digests(&self, charts: &Charts) {
+        for chart in charts.dirs.values() {
+            let (Some(on_disk), Some(digest)) = (&chart.on_disk, chart.digest.get()) else {
+                continue;
+            };
+            let path = self.digest_path(chart, on_disk);
+            if !on_disk.settled || path.exists() {
+                continue;
+            }
+            if let Err(err) = write_private(&self.dir.join("charts"), &path, digest.as_bytes()) {
+                tracing::debug!("cannot keep a chart's digest in {}: {err}", path.display());
+            }
+        }
     }
 }
 

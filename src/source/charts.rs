@@ -53,15 +53,21 @@ impl TreeBudget {
     }
 
     /// Takes `files` for one chart of the tree.
-    fn take(&mut self, files: &[ChartFile], origin: &Path) -> Result<(), Problem> {
-        let bytes: u64 = files.iter().map(|(_, b)| b.len() as u64).sum();
-        if files.len() > self.files {
+    fn take<'f>(
+        &mut self,
+        files: impl IntoIterator<Item = &'f ChartFile>,
+        origin: &Path,
+    ) -> Result<(), Problem> {
+        let (count, bytes) = files
+            .into_iter()
+            .fold((0, 0u64), |(n, b), (_, f)| (n + 1, b + f.len() as u64));
+        if count > self.files {
             return Err(Problem::new(origin, 1, format!("the chart and its subcharts hold more than {MAX_TREE_FILES} files in all; a chart is a few thousand files at most")));
         }
         if bytes > self.bytes {
             return Err(Problem::new(origin, 1, format!("the chart and its subcharts unpack to more than the budget of the whole chart tree, {MAX_TREE_BYTES} bytes (archives within archives?); a chart is kilobytes")));
         }
-        self.files -= files.len();
+        self.files -= count;
         self.bytes -= bytes;
         Ok(())
     }
@@ -74,11 +80,98 @@ pub fn read_chart(root: &Path, dir: &Path, rel: &Path) -> Result<Chart, Problem>
             .map_err(|(line, e)| Problem::new(rel.join(helmignore::FILE), line, e))?,
         Err(_) => helmignore::Rules::default(),
     };
-    let mut files = Vec::new();
+    let read_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128);
+    let mut read = DirRead::default();
     let mut visited = BTreeSet::new();
-    read_dir(root, dir, dir, rel, &rules, &mut visited, &mut files)?;
-    files.sort();
-    load_files(files, rel, &mut TreeBudget::new(), 0)
+    read_dir(root, dir, dir, rel, &rules, &mut visited, &mut read)?;
+    read.files.sort();
+    // Not there is a state too: creating it changes what is read.
+    match fs::metadata(dir.join(helmignore::FILE)) {
+        Ok(meta) => read.stamp(helmignore::FILE, Some(&meta)),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+        Err(_) => read.stamp(helmignore::FILE, None),
+    }
+    let mut chart = load_files(read.files, rel, &mut TreeBudget::new(), 0)?;
+    chart.on_disk = read.stamps.map(|mut stamps| {
+        stamps.sort();
+        on_disk(&stamps, chart.dependencies.len(), read_at)
+    });
+    Ok(chart)
+}
+
+/// How long before a chart is read its files must have last changed for their stamps to
+/// be trusted ([`crate::helm::chart::OnDisk::settled`]).
+const SETTLED_NS: i128 = 2_000_000_000;
+
+/// What [`read_dir`] read: the chart's files, and the stamps of each (`None` once a symlink
+/// or a file without stamps was met: such a chart is hashed whole every run).
+struct DirRead {
+    files: Vec<ChartFile>,
+    stamps: Option<Vec<(String, [i64; 7])>>,
+}
+
+impl Default for DirRead {
+    fn default() -> DirRead {
+        DirRead {
+            files: Vec::new(),
+            stamps: Some(Vec::new()),
+        }
+    }
+}
+
+impl DirRead {
+    /// Note the stamps of the file `name`; a file without them (`None`) leaves the chart
+    /// unstamped.
+    fn stamp(&mut self, name: &str, meta: Option<&fs::Metadata>) {
+        #[cfg(unix)]
+        let stamp = meta.map(|m| {
+            use std::os::unix::fs::MetadataExt;
+            [
+                m.dev() as i64,
+                m.ino() as i64,
+                m.size() as i64,
+                m.mtime(),
+                m.mtime_nsec(),
+                m.ctime(),
+                m.ctime_nsec(),
+            ]
+        });
+        #[cfg(not(unix))]
+        let stamp: Option<[i64; 7]> = None;
+        match (self.stamps.as_mut(), stamp) {
+            (Some(stamps), Some(stamp)) => stamps.push((name.to_string(), stamp)),
+            _ => self.stamps = None,
+        }
+    }
+}
+
+/// The chart as read from disk, by its files' stamps (see [`crate::helm::chart::OnDisk`]).
+fn on_disk(
+    stamps: &[(String, [i64; 7])],
+    dependencies: usize,
+    read_at: i128,
+) -> crate::helm::chart::OnDisk {
+    use sha2::Digest;
+    let mut hash = sha2::Sha256::new();
+    hash.update(b"tend chart files by stamps 1\0");
+    let mut newest = 0i128;
+    for (name, stamp) in stamps {
+        hash.update((name.len() as u64).to_le_bytes());
+        hash.update(name.as_bytes());
+        for field in stamp {
+            hash.update(field.to_le_bytes());
+        }
+        let [.., mtime, mtime_ns, ctime, ctime_ns] = *stamp;
+        let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+        newest = newest.max(ns(mtime, mtime_ns)).max(ns(ctime, ctime_ns));
+    }
+    crate::helm::chart::OnDisk {
+        stamps: hex::encode(hash.finalize()),
+        settled: newest + SETTLED_NS < read_at,
+        dependencies,
+    }
 }
 
 fn read_dir(
@@ -88,7 +181,7 @@ fn read_dir(
     rel: &Path,
     rules: &helmignore::Rules,
     visited: &mut BTreeSet<PathBuf>,
-    out: &mut Vec<ChartFile>,
+    out: &mut DirRead,
 ) -> Result<(), Problem> {
     // A symlinked directory could loop back; read each real directory once.
     if !visited.insert(dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf())) {
@@ -115,11 +208,16 @@ fn read_dir(
                 "symlink points outside the repository; copy the file into the chart instead",
             ));
         }
+        if is_link {
+            out.stamps = None;
+        }
         if is_dir {
             read_dir(root, chart_dir, &path, rel, rules, visited, out)?;
             continue;
         }
-        let bytes = match fs::metadata(&path) {
+        let meta = fs::metadata(&path);
+        out.stamp(&name, meta.as_ref().ok());
+        let bytes = match meta {
             // A named pipe, socket or device would block the read or never end.
             Ok(m) if !m.is_file() => {
                 return Err(Problem::new(
@@ -138,7 +236,7 @@ fn read_dir(
             _ => fs::read(&path)
                 .map_err(|e| Problem::new(&rel_file, 1, format!("cannot read: {e}")))?,
         };
-        out.push((name, bytes));
+        out.files.push((name, bytes));
     }
     Ok(())
 }
@@ -174,16 +272,13 @@ fn load_files(
     if depth > MAX_TREE_DEPTH {
         return Err(Problem::new(origin, 1, format!("subcharts nest more than {MAX_TREE_DEPTH} levels deep (charts/ within charts/); no real chart does")));
     }
-    let own: Vec<ChartFile> = files
-        .iter()
-        .filter(|(n, _)| !n.starts_with("charts/"))
-        .cloned()
-        .collect();
-    budget.take(&own, origin)?;
+    budget.take(
+        files.iter().filter(|(n, _)| !n.starts_with("charts/")),
+        origin,
+    )?;
     let mut chart = Chart::default();
     let mut subcharts: BTreeMap<String, Vec<ChartFile>> = BTreeMap::new();
     for (name, bytes) in files {
-        let text = String::from_utf8_lossy(&bytes).into_owned();
         if let Some(inner) = name.strip_prefix("charts/") {
             if !name.ends_with(".prov") {
                 let key = inner.split('/').next().unwrap_or(inner).to_string();
@@ -215,10 +310,17 @@ fn load_files(
                 }
             }
             _ => {
-                // Templates read files as text; a binary one keeps its bytes for AsSecrets.
-                if std::str::from_utf8(&bytes).is_err() {
-                    chart.binary.insert(name.clone(), bytes);
-                }
+                // Templates read files as text (moved, not copied); a binary one keeps its
+                // bytes for AsSecrets.
+                let text = match String::from_utf8(bytes) {
+                    Ok(text) => text,
+                    Err(not_utf8) => {
+                        let bytes = not_utf8.into_bytes();
+                        let text = String::from_utf8_lossy(&bytes).into_owned();
+                        chart.binary.insert(name.clone(), bytes);
+                        text
+                    }
+                };
                 chart.files.insert(name, text);
             }
         }
@@ -239,7 +341,9 @@ fn load_files(
         let at = origin.join("charts").join(&key);
         let sub = if key.ends_with(".tgz") {
             let bytes = files.into_iter().next().map(|(_, b)| b).unwrap_or_default();
-            budget.take(&[(key.clone(), bytes.clone())], &at)?;
+            let archive = (key.clone(), bytes);
+            budget.take([&archive], &at)?;
+            let bytes = archive.1;
             let files = archive::files(&bytes, budget.bytes).map_err(|e| {
                 Problem::new(&at, 1, format!("cannot read this chart archive: {e}"))
             })?;

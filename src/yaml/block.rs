@@ -17,6 +17,29 @@ const MAX_DEPTH: usize = 100;
 /// Longest key libyaml takes without `? ` (a "simple key").
 const MAX_KEY: usize = 1024;
 
+thread_local! {
+    /// Whether a plain scalar read since [`parse_noting_yaml_1_1`] began is one YAML 1.1
+    /// reads otherwise (`yes`, `0644`: see `yaml11::is_suspect`).
+    static YAML_1_1_SUSPECT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// [`parse`], and whether any plain scalar (key or value) of the document is one YAML 1.1
+/// reads otherwise, known exactly here where a scan of the text can only guess (a `no` in
+/// a literal block of prose is text in both).
+pub(super) fn parse_noting_yaml_1_1(text: &str) -> Option<(Value, bool)> {
+    YAML_1_1_SUSPECT.with(|s| s.set(false));
+    let value = parse(text)?;
+    Some((value, YAML_1_1_SUSPECT.with(std::cell::Cell::get)))
+}
+
+/// A plain scalar the reader met: [`resolve_plain`], noting one YAML 1.1 reads otherwise.
+fn plain(text: &str) -> Option<Value> {
+    if super::yaml11::is_suspect(text) {
+        YAML_1_1_SUSPECT.with(|s| s.set(true));
+    }
+    resolve_plain(text)
+}
+
 /// `text` read as the full parser reads it, when it is a block mapping at column 0 in the
 /// style this reader knows; `None` otherwise.
 pub(super) fn parse(text: &str) -> Option<Value> {
@@ -238,7 +261,7 @@ impl<'a> Reader<'a> {
             }
             self.at += 1;
         }
-        resolve_plain(&text)
+        plain(&text)
     }
 
     /// A block sequence whose `- ` sits at `indent`.
@@ -325,7 +348,7 @@ fn split_key(line: &str) -> Option<(String, &str)> {
         if text.len() > MAX_KEY || !plain_text(text) {
             return None;
         }
-        let key = match resolve_plain(text)? {
+        let key = match plain(text)? {
             Value::String(s) => s,
             Value::Bool(b) => b.to_string(),
             Value::Number(n) if !n.is_f64() => n.to_string(),
@@ -351,9 +374,7 @@ fn scalar(text: &str) -> Option<Value> {
     match text {
         "[]" => Some(Value::Array(Vec::new())),
         "{}" => Some(Value::Object(Map::new())),
-        _ if plain_text(text) && !text.contains(": ") && !text.ends_with(':') => {
-            resolve_plain(text)
-        }
+        _ if plain_text(text) && !text.contains(": ") && !text.ends_with(':') => plain(text),
         _ => None,
     }
 }

@@ -311,3 +311,40 @@ fn mutated_documents_agree_or_are_left_to_the_full_parser() {
     }
     assert!(taken > 800, "{taken}");
 }
+
+/// The block reader says exactly when a plain scalar reads otherwise in YAML 1.1 (so only
+/// then is the document read again as kubectl reads it); words in literal text or quoted
+/// never count, and the document reads as YAML 1.1 either way.
+#[test]
+fn a_plain_scalar_that_yaml_1_1_reads_otherwise_is_noted_and_only_that() {
+    let noted = |text: &str| super::block::parse_noting_yaml_1_1(text).map(|(_, n)| n);
+    for text in [
+        "a: yes\n",
+        "on: 1\n",
+        "mode: 0644\n",
+        "n: 1_000\n",
+        "l:\n- off\n",
+        "m:\n  k: folded\n    no\n  x: N\n",
+    ] {
+        assert_eq!(noted(text), Some(true), "{text}");
+    }
+    for text in [
+        "a: 'yes'\n",
+        "a: \"on\"\n",
+        "d: |\n  no\n  on: yes\n",
+        "a: yes please\n",
+        "b: 644\n",
+        "c: true\n",
+    ] {
+        assert_eq!(noted(text), Some(false), "{text}");
+    }
+    let (docs, problems) = super::parse_file(
+        std::path::Path::new("a.yaml"),
+        "a: yes\nb: 0644\nd: |\n  no\n",
+    );
+    assert!(problems.is_empty());
+    let value = &docs[0].value;
+    assert_eq!(value["a"], Value::Bool(true));
+    assert_eq!(value["b"].as_f64(), Some(420.0));
+    assert_eq!(value["d"], Value::String("no\n".into()));
+}

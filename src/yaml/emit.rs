@@ -104,6 +104,12 @@ fn write_inline(value: &Value, at: usize, out: &mut String) -> Option<()> {
 /// when it would read back as something else) and libyaml writes it.
 fn write_str(s: &str, at: usize, out: &mut String) -> Option<()> {
     if !printable(s) {
+        // A tab (Kubernetes' API docs hold some) makes libyaml double-quote the string,
+        // on one line at serde_yaml's unbounded width; other such characters are its.
+        if s.contains('\t') && printable(&s.replace('\t', " ")) {
+            write_double_quoted(s, out);
+            return Some(());
+        }
         return None;
     }
     if s.contains('\n') {
@@ -119,6 +125,22 @@ fn write_str(s: &str, at: usize, out: &mut String) -> Option<()> {
         out.push('\'');
     }
     Some(())
+}
+
+/// `s` double-quoted as libyaml writes it when every character but tabs is one it writes as
+/// it is: `"`, `\`, line breaks and tabs escaped.
+fn write_double_quoted(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
 }
 
 /// Whether every character is one libyaml writes as it is (no escapes): its printable set,
@@ -279,6 +301,17 @@ mod tests {
         "a\u{feff}b",
         "a\u{1F600}b",
         "a\tb",
+        "\t",
+        "a\t",
+        "\ta",
+        "x\n\ty",
+        "To\n\t  resolve the error, a \"valid\" C:\\path\n",
+        "a \tb\n ",
+        "- a\t#b: c",
+        "t\té\u{a0}x 'q'",
+        "a\tlong line of words past eighty columns, which libyaml would fold if its width were the default",
+        "a\t\u{85}b",
+        "a\t\rb",
         "a\rb",
         "a\u{7f}b",
         "a\u{1}b",

@@ -47,9 +47,11 @@ pub fn parse_file(file: &Path, text: &str) -> (Vec<Document>, Vec<Problem>) {
         };
         // What the block reader takes has no tab in its indentation, no alias and no deep
         // nesting (it gives up on all three): the checks below are for what it leaves.
-        if let Some(value) = block::parse(&doc.text) {
+        if let Some((value, yaml_1_1_differs)) = block::parse_noting_yaml_1_1(&doc.text) {
             doc.value = value;
-            as_yaml_1_1(&mut doc);
+            if yaml_1_1_differs {
+                as_yaml_1_1(&mut doc);
+            }
             expand_lists(file, doc, 0, &mut docs, &mut problems);
             continue;
         }

@@ -59,7 +59,7 @@ fn stands_alone(bytes: &[u8], start: usize, end: usize) -> bool {
     opens && closes
 }
 
-fn is_suspect(token: &str) -> bool {
+pub(super) fn is_suspect(token: &str) -> bool {
     if matches!(
         token,
         "y" | "Y"

@@ -456,6 +456,7 @@ mod hooks;
 mod oci;
 pub(crate) mod registry;
 pub mod remote;
+mod stamps;
 pub(crate) mod subcharts;
 mod template_text;
 mod values_files;
