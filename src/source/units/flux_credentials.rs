@@ -82,6 +82,40 @@ fn repository_login(repository: &Found, sources: &Sources, ctx: &Context) -> Res
     }
 }
 
+/// The Secret a source's `spec.secretRef` names (in the source's namespace), with its origin
+/// for messages (`Secret ns/name of GitRepository ns/name`); `None` without one. A Secret only
+/// the cluster holds, not read yet, is a problem the run never shows: it reads the Secret and
+/// reads the source again (see `lookup.rs`). `create`: how to create it when it is absent
+/// (`NAME` and `NAMESPACE` stand for the Secret's).
+fn secret_ref(
+    source: &Found,
+    sources: &Sources,
+    ctx: &Context,
+    create: &str,
+) -> Result<Option<(String, super::cluster_objects::Entries)>, crate::problem::Problem> {
+    let Some(name) = source
+        .spec()
+        .pointer("/secretRef/name")
+        .and_then(Value::as_str)
+    else {
+        return Ok(None);
+    };
+    let namespace = &source.id.namespace;
+    let at = |message: String| source.problem(&["spec", "secretRef"], message);
+    let origin = format!("Secret {namespace}/{name} of {}", source.id);
+    match lookup::lookup(sources, ctx, "Secret", namespace, name).map_err(at)? {
+        Lookup::Pending => Err(at(format!(
+            "{origin} is only in the cluster; it is read once connected"
+        ))),
+        Lookup::Absent => Err(at(format!(
+            "secretRef names Secret {namespace}/{name}, which {}; create it {}",
+            lookup::looked_in(ctx),
+            create.replace("NAMESPACE", namespace).replace("NAME", name)
+        ))),
+        found => Ok(Some((origin, found.entries().unwrap_or_default()))),
+    }
+}
+
 /// The image pull Secret an OCIRepository's `secretRef` names, added to the run's registry
 /// logins. A Secret only the cluster holds, not read yet, is a problem the run never shows
 /// (as for [`git_login`]).
@@ -90,37 +124,18 @@ pub fn oci_login(
     sources: &Sources,
     ctx: &Context,
 ) -> Result<(), crate::problem::Problem> {
-    let Some(name) = source
-        .spec()
-        .pointer("/secretRef/name")
-        .and_then(Value::as_str)
-    else {
+    let create = "as an image pull Secret (kubectl create secret docker-registry NAME -n NAMESPACE --docker-server=HOST --docker-username=USER --docker-password=PASSWORD)";
+    let Some((origin, entries)) = secret_ref(source, sources, ctx, create)? else {
         return Ok(());
     };
-    let namespace = &source.id.namespace;
     let at = |message: String| source.problem(&["spec", "secretRef"], message);
-    let origin = format!("Secret {namespace}/{name} of OCIRepository {}", source.id);
-    let entries = match lookup::lookup(sources, ctx, "Secret", namespace, name).map_err(at)? {
-        Lookup::Pending => {
-            return Err(at(format!(
-                "{origin} is only in the cluster; it is read once connected"
-            )))
-        }
-        Lookup::Absent => {
-            return Err(at(format!(
-                "secretRef names Secret {namespace}/{name}, which {}; create it as an image pull Secret (kubectl create secret docker-registry {name} -n {namespace} --docker-server=HOST --docker-username=USER --docker-password=PASSWORD)",
-                lookup::looked_in(ctx)
-            )))
-        }
-        found => found.entries().unwrap_or_default(),
-    };
     // `.dockercfg` is the config's `auths` map alone.
     let config = match (entries.get(".dockerconfigjson"), entries.get(".dockercfg")) {
         (Some(config), _) => config.clone(),
         (None, Some(old)) => format!("{{\"auths\": {old}}}"),
         (None, None) => {
             return Err(at(format!(
-                "{origin} holds neither .dockerconfigjson nor .dockercfg; make it an image pull Secret (kubectl create secret docker-registry {name} -n {namespace} ...)"
+                "{origin} holds neither .dockerconfigjson nor .dockercfg; make it an image pull Secret (kubectl create secret docker-registry ...)"
             )))
         }
     };
@@ -153,30 +168,12 @@ pub fn git_login(
     sources: &Sources,
     ctx: &Context,
 ) -> Result<Option<GitLogin>, crate::problem::Problem> {
-    let Some(name) = source
-        .spec()
-        .pointer("/secretRef/name")
-        .and_then(Value::as_str)
-    else {
+    let create =
+        "with the repository's credentials (username and password, or identity and known_hosts)";
+    let Some((origin, entries)) = secret_ref(source, sources, ctx, create)? else {
         return Ok(None);
     };
-    let namespace = &source.id.namespace;
     let at = |message: String| source.problem(&["spec", "secretRef"], message);
-    let origin = format!("Secret {namespace}/{name} of GitRepository {}", source.id);
-    let entries = match lookup::lookup(sources, ctx, "Secret", namespace, name).map_err(at)? {
-        Lookup::Pending => {
-            return Err(at(format!(
-                "{origin} is only in the cluster; it is read once connected"
-            )))
-        }
-        Lookup::Absent => {
-            return Err(at(format!(
-                "secretRef names Secret {namespace}/{name}, which {}; create it with the repository's credentials (username and password, or identity and known_hosts)",
-                lookup::looked_in(ctx)
-            )))
-        }
-        found => found.entries().unwrap_or_default(),
-    };
     let mut login = GitLogin {
         origin: origin.clone(),
         ..GitLogin::default()
