@@ -17,6 +17,7 @@ mod numbers;
 mod strings;
 mod text;
 mod toml;
+mod toml_read;
 mod url;
 mod yaml11;
 pub use conv::{error_map, from_yaml, strval, to_int, want_str};
@@ -94,6 +95,7 @@ pub fn register(engine: &mut Engine) {
     files::register(engine);
     json::register(engine);
     toml::register(engine);
+    toml_read::register(engine);
     url::register(engine);
     // `lookup` is registered with what the cluster answered: see `helm::lookup`.
     super::lookup::register(engine, None);

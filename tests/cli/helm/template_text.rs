@@ -130,3 +130,43 @@ fn url_functions_split_and_join_as_go_does() {
         "{stderr}"
     );
 }
+
+/// `fromToml` reads a chart file as Helm's BurntSushi/toml does (int64, float64, tables as
+/// maps); a TOML date, which Helm hands templates as Go's time.Time, stops the render naming it.
+#[test]
+fn from_toml_reads_a_config_file_as_helm_does() {
+    let chart = |config: &str| {
+        site(&[
+            (
+                "release.yaml",
+                "apiVersion: tend.dev/v1alpha1\nkind: HelmChart\nmetadata:\n  name: rel\n  namespace: ns1\nspec:\n  chart: charts/app\n",
+            ),
+            ("charts/app/Chart.yaml", "apiVersion: v2\nname: app\nversion: 1.0.0\n"),
+            ("charts/app/config.toml", config),
+            (
+                "charts/app/templates/cm.yaml",
+                "{{- $c := .Files.Get \"config.toml\" | fromToml }}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  port: {{ $c.server.port | quote }}\n  next: {{ add1 $c.server.port }}\n  kind: {{ kindOf $c.server.ratio }}\n  peers: {{ $c.peers | toJson | quote }}\n",
+            ),
+        ])
+    };
+    let dir = chart(
+        "[server]\nport = 8080\nratio = 0.5\n\n[[peers]]\nname = 'a'\n[[peers]]\nname = 'b'\n",
+    );
+    let (code, stdout, stderr) = run(tend()
+        .args(["render", "--helm-template", "--repo"])
+        .arg(dir.path()));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        stdout,
+        "---\n# Source: app/templates/cm.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  port: \"8080\"\n  next: 8081\n  kind: float64\n  peers: \"[{\\\"name\\\":\\\"a\\\"},{\\\"name\\\":\\\"b\\\"}]\"\n"
+    );
+    let dir = chart("[server]\nport = 8080\nratio = 0.5\nsince = 2024-01-02\n");
+    let (code, stdout, stderr) = run(tend()
+        .args(["render", "--helm-template", "--repo"])
+        .arg(dir.path()));
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(
+        stderr.contains("fromToml") && stderr.contains("at server.since is a date or time"),
+        "{stderr}"
+    );
+}
