@@ -54,9 +54,10 @@ async fn observe_and_plan(
 ) -> Result<Planned, EngineError> {
     let id = opts.applyset_id();
     let filter = FastPath {
-        desired: desired_of(prepared)
-            .into_iter()
-            .map(|d| (d.object.key(), d))
+        desired: prepared
+            .iter()
+            .zip(desired_of(prepared))
+            .map(|(p, d)| (p.key.clone(), d))
             .collect(),
     };
     let observed = observe::observe(session, prepared, opts, &id, &filter, ahead).await?;
@@ -65,10 +66,10 @@ async fn observe_and_plan(
     let inputs = desired_of(prepared);
     let needs_server: BTreeSet<ObjectKey> = inputs
         .iter()
-        .map(|d| (d, d.object.key()))
-        .filter(|(_, key)| !observed.unchanged.contains(key))
-        .filter(|(d, key)| planner::triage(**d, observed.live.get(key)) == Triage::NeedsServer)
-        .map(|(_, key)| key)
+        .zip(prepared)
+        .filter(|(_, p)| !observed.unchanged.contains(&p.key))
+        .filter(|(d, p)| planner::triage(**d, observed.live.get(&p.key)) == Triage::NeedsServer)
+        .map(|(_, p)| p.key.clone())
         .collect();
     let (dry_runs, pending) = if dry_run_all {
         let answers =
@@ -280,7 +281,7 @@ async fn apply_planned(
         interrupted::not_started(&mut report, stop);
         return Ok(report);
     }
-    let desired_keys: Vec<ObjectKey> = prepared.iter().map(|p| p.object.key()).collect();
+    let desired_keys: Vec<ObjectKey> = prepared.iter().map(|p| p.key.clone()).collect();
     let run = writes::Applying {
         session,
         site: (prepared, hooks),

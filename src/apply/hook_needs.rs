@@ -33,9 +33,9 @@ pub fn namespaces_to_create<'p>(
     prepared
         .iter()
         .filter(|p| p.object.kind() == "Namespace" && p.object.api_version() == "v1")
-        .filter(|p| created.contains(&p.object.key()))
+        .filter(|p| created.contains(&p.key))
         .filter_map(|p| {
-            let name = p.object.key().name;
+            let name = p.key.clone().name;
             needed.contains(&name).then_some((name, p))
         })
         .collect()
@@ -54,8 +54,8 @@ pub fn unmet_needs(hooks: &[Hook], prepared: &[Prepared], plan: &Plan) -> Vec<St
         .collect();
     let waves: BTreeMap<ObjectKey, i64> = prepared
         .iter()
-        .filter(|p| created.contains(&p.object.key()))
-        .map(|p| (p.object.key(), waves::wave_of(&p.object.value)))
+        .filter(|p| created.contains(&p.key))
+        .map(|p| (p.key.clone(), waves::wave_of(&p.object.value)))
         .collect();
     let mut out = Vec::new();
     for hook in hooks.iter().filter(|h| h.phase == Phase::PreApply) {
@@ -161,10 +161,7 @@ mod tests {
             generated_by: None,
             sealed: Vec::new(),
         };
-        Prepared {
-            object: Object::new(value, origin),
-            resource: None,
-        }
+        Prepared::new(Object::new(value, origin), None)
     }
 
     fn namespace(name: &str) -> Prepared {
@@ -183,7 +180,7 @@ mod tests {
 
     fn change(ns: &Prepared, action: Action) -> crate::plan::Change {
         crate::plan::Change {
-            key: ns.object.key(),
+            key: ns.key.clone(),
             api_version: "v1".into(),
             action,
             origin: None,

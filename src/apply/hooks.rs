@@ -32,7 +32,7 @@ pub struct Hook {
 
 impl Hook {
     pub fn key(&self) -> ObjectKey {
-        self.prepared.object.key()
+        self.prepared.key.clone()
     }
 
     /// Its report entry before (or instead of) running.

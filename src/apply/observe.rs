@@ -65,7 +65,7 @@ pub async fn observe(
     let mut kinds = kinds_to_list(session, prepared, &recorded);
     let ahead_lists = covered(&mut kinds, ahead_lists);
     let scans = scans(session, kinds, opts.concurrency).await;
-    let desired: HashSet<ObjectKey> = prepared.iter().map(|p| p.object.key()).collect();
+    let desired: HashSet<ObjectKey> = prepared.iter().map(|p| p.key.clone()).collect();
     let observed = std::sync::Mutex::new(Observed {
         has_parent: parent.is_some(),
         recorded,
@@ -172,7 +172,7 @@ async fn read_non_members(
         let o = observed.lock().map_err(|_| poisoned())?;
         prepared
             .iter()
-            .filter(|p| p.resource.is_some() && !o.existing.contains(&p.object.key()))
+            .filter(|p| p.resource.is_some() && !o.existing.contains(&p.key))
             .collect()
     };
     let (namespaces, others): (Vec<&Prepared>, Vec<&Prepared>) = missing
@@ -185,7 +185,7 @@ async fn read_non_members(
         let o = observed.lock().map_err(|_| poisoned())?;
         namespaces
             .iter()
-            .filter(|p| !o.existing.contains(&p.object.key()))
+            .filter(|p| !o.existing.contains(&p.key))
             .map(|p| p.object.name())
             .collect()
     };
@@ -244,19 +244,19 @@ pub async fn dry_runs(
         .filter(|p| {
             p.object.group().is_empty()
                 && p.object.kind() == "Namespace"
-                && !live.contains_key(&p.object.key())
+                && !live.contains_key(&p.key)
         })
         .map(|p| p.object.name())
         .collect();
     let items: Vec<(&Prepared, &Resource)> = prepared
         .iter()
-        .filter(|p| targets.contains(&p.object.key()))
+        .filter(|p| targets.contains(&p.key))
         .filter_map(|p| Some((p, p.resource.as_ref()?)))
         .collect();
     let bar = progress::bar(opts.progress, items.len(), "dry run");
     let results = stream::iter(items.into_iter().map(|(p, resource)| {
         // A tenant's object is dry-run as its ServiceAccount, as it will be written.
-        let client = session.writer(&p.object.key());
+        let client = session.writer(&p.key);
         let bar = bar.clone();
         async move {
             let _tick = Tick(&bar);
@@ -282,7 +282,7 @@ pub async fn dry_runs(
     .await;
     results
         .into_iter()
-        .map(|(p, result)| (p.object.key(), answer(p, result, live, &new_namespaces)))
+        .map(|(p, result)| (p.key.clone(), answer(p, result, live, &new_namespaces)))
         .collect()
 }
 
@@ -298,7 +298,7 @@ fn answer(
         Ok(after) => DryRun::Applied(after),
         Err(err)
             if err.code() == Some(404)
-                && !live.contains_key(&p.object.key())
+                && !live.contains_key(&p.key)
                 && p.object
                     .namespace()
                     .is_some_and(|ns| new_namespaces.contains(ns)) =>

@@ -4,7 +4,7 @@
 
 use super::options::EngineError;
 use crate::cluster::{Resource, Resources};
-use crate::object::{split_api_version, Object};
+use crate::object::{split_api_version, Object, ObjectKey};
 use crate::plan::inventory;
 use crate::problem::{Problem, Problems};
 use serde_json::Value;
@@ -14,8 +14,21 @@ use std::collections::BTreeSet;
 #[derive(Debug, Clone)]
 pub struct Prepared {
     pub object: Object,
+    /// `object`'s key, read once: the engine looks objects up by key many times per run.
+    pub key: ObjectKey,
     /// None when the kind is defined by a CRD of this same run and not served yet.
     pub resource: Option<Resource>,
+}
+
+impl Prepared {
+    pub fn new(object: Object, resource: Option<Resource>) -> Self {
+        let key = object.key();
+        Prepared {
+            object,
+            key,
+            resource,
+        }
+    }
 }
 
 /// Resolve every desired object against discovery, or report every problem at once.
@@ -70,7 +83,7 @@ pub fn prepare(
         }
         inventory::label_member(&mut object.value, applyset_id);
         secret_string_data_to_data(&mut object.value);
-        prepared.push(Prepared { object, resource });
+        prepared.push(Prepared::new(object, resource));
     }
     if problems.is_empty() {
         Ok(prepared)
@@ -147,10 +160,10 @@ pub fn without_others_fields(
                 others_fields::without_others_fields(desired, live).or(kept)
             });
             match stripped {
-                Some(value) => Prepared {
-                    object: Object::new(value, p.object.origin.clone()),
-                    resource: p.resource.clone(),
-                },
+                Some(value) => Prepared::new(
+                    Object::new(value, p.object.origin.clone()),
+                    p.resource.clone(),
+                ),
                 None => p.clone(),
             }
         })

@@ -81,7 +81,7 @@ pub async fn apply_stages(
         let bar = progress::bar(opts.progress, count, &format!("{stage:?}").to_lowercase());
         let results = stream::iter(items.into_iter().map(|p| {
             // A tenant's object is written as its ServiceAccount.
-            let client = session.writer(&p.object.key()).map_err(|e| e.to_string());
+            let client = session.writer(&p.key).map_err(|e| e.to_string());
             let bar = bar.clone();
             // Kinds whose CRD was created in an earlier stage of this run are served now.
             let resource = p.resource.clone().or_else(|| {
@@ -121,7 +121,7 @@ pub async fn apply_stages(
 /// The objects to write, by stage: created, updated or replaced, without a planning error.
 fn by_stage<'p>(prepared: &'p [Prepared], plan: &Plan) -> BTreeMap<Stage, Vec<&'p Prepared>> {
     let by_key: HashMap<ObjectKey, &Prepared> =
-        prepared.iter().map(|p| (p.object.key(), p)).collect();
+        prepared.iter().map(|p| (p.key.clone(), p)).collect();
     let mut stages: BTreeMap<Stage, Vec<&Prepared>> = BTreeMap::new();
     for c in &plan.changes {
         if matches!(c.action, Action::Create | Action::Update | Action::Replace)
@@ -153,22 +153,20 @@ impl How<'_> {
         resource: Option<&Resource>,
     ) -> Result<Written, String> {
         match resource {
-            Some(r) if self.recreate.contains(&p.object.key()) => {
-                crate::apply::tend_kinds::recreate_pod(
-                    &client,
-                    r,
-                    &p.object.value,
-                    self.opts.timeout,
-                )
-                .await
-                .map(|value| Written {
-                    value,
-                    replaced: None,
-                })
-                .map_err(|e| e.to_string())
-            }
+            Some(r) if self.recreate.contains(&p.key) => crate::apply::tend_kinds::recreate_pod(
+                &client,
+                r,
+                &p.object.value,
+                self.opts.timeout,
+            )
+            .await
+            .map(|value| Written {
+                value,
+                replaced: None,
+            })
+            .map_err(|e| e.to_string()),
             Some(r) => {
-                let key = p.object.key();
+                let key = p.key.clone();
                 let planned = self.planned.get(&key).copied();
                 apply_or_replace(&client, r, &p.object.value, planned, self.opts).await
             }
@@ -197,7 +195,7 @@ fn record_results(
     let mut failed = 0;
     let mut crds = Vec::new();
     for (p, resource, duration, result) in results {
-        let key = p.object.key();
+        let key = p.key.clone();
         let error = match result {
             Ok(Written { value, replaced }) => {
                 tracing::debug!("applied {key}");
@@ -269,7 +267,7 @@ pub fn changes_of_applies_without_dry_run(
                 c.after = c.before.clone().or_else(|| {
                     prepared
                         .iter()
-                        .find(|p| p.object.key() == c.key)
+                        .find(|p| p.key.clone() == c.key)
                         .map(|p| normalize(&p.object.value))
                 });
             }

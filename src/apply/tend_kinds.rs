@@ -118,7 +118,7 @@ pub async fn after_apply(
             let failures = prepared
                 .iter()
                 .filter(|p| release.files.contains(&p.object.origin.file))
-                .filter(|p| failed(&p.object.key()))
+                .filter(|p| failed(&p.key))
                 .count();
             (release.clone(), failures)
         })
@@ -131,10 +131,7 @@ pub async fn after_apply(
         releases: &releases,
         now: clock.now(),
     };
-    let applied: Vec<_> = prepared
-        .iter()
-        .filter(|p| !failed(&p.object.key()))
-        .collect();
+    let applied: Vec<_> = prepared.iter().filter(|p| !failed(&p.key)).collect();
 
     errors.extend(set_owners(session, &applied, &run).await);
     errors.extend(write_statuses(session, &applied, &run).await);
@@ -162,7 +159,7 @@ async fn set_owners(session: &Session, applied: &[&Prepared], run: &RunState<'_>
             false,
         );
         if let Err(err) = written.await {
-            errors.push(format!("cannot set the owner of {}: {err}", p.object.key()));
+            errors.push(format!("cannot set the owner of {}: {err}", p.key.clone()));
         }
     }
     errors

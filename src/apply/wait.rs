@@ -63,7 +63,7 @@ pub async fn ready<'a>(
 ) -> (BTreeMap<ObjectKey, Status>, Vec<String>) {
     let mut targets = Vec::new();
     for p in prepared {
-        let key = p.object.key();
+        let key = p.key.clone();
         if !awaitable(&key, Some(&p.object.value), report) {
             continue;
         }
@@ -94,7 +94,7 @@ pub async fn ready_awaited(
     why: &str,
 ) -> (BTreeMap<ObjectKey, Status>, Vec<String>) {
     let prepared: HashMap<ObjectKey, &Prepared> =
-        prepared.iter().map(|p| (p.object.key(), p)).collect();
+        prepared.iter().map(|p| (p.key.clone(), p)).collect();
     let mut targets = Vec::new();
     let mut unserved = Vec::new();
     for a in awaited {

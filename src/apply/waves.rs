@@ -50,7 +50,7 @@ pub fn describe(
     }
     report.waves = prepared
         .iter()
-        .map(|p| (p.object.key(), wave_of(&p.object.value)))
+        .map(|p| (p.key.clone(), wave_of(&p.object.value)))
         .collect();
     let state = match (not_run, has_changes(plan)) {
         (_, false) => HookState::NotRun("nothing to change".into()),
@@ -69,7 +69,7 @@ pub fn describe(
                 (HookState::NotRun(why), Some(_), Some(ns)) => {
                     h.run_as(HookState::NotRun(format!(
                         "{why}; Namespace {} would be created first",
-                        ns.object.key().name
+                        ns.key.clone().name
                     )))
                 }
                 _ => h.run_as(state.clone()),
@@ -189,7 +189,7 @@ impl Waves<'_> {
         // Namespaces created early for the hooks are not applied twice.
         let members: Vec<&Prepared> = members
             .into_iter()
-            .filter(|p| !total.outcomes.contains_key(&p.object.key()))
+            .filter(|p| !total.outcomes.contains_key(&p.key))
             .collect();
         // Kinds whose CRD an earlier wave created are served now.
         let crds_applied = total
@@ -197,7 +197,7 @@ impl Waves<'_> {
             .iter()
             .any(|(k, o)| k.kind == "CustomResourceDefinition" && o.error.is_none());
         let members = resolve(session, members, crds_applied, total).await?;
-        let keys: BTreeSet<ObjectKey> = members.iter().map(|p| p.object.key()).collect();
+        let keys: BTreeSet<ObjectKey> = members.iter().map(|p| p.key.clone()).collect();
         let wave_plan = wave_plan(self.plan, &keys);
         tracing::info!("wave {wave}: {} object(s)", members.len());
         let applied =
@@ -258,7 +258,7 @@ impl Waves<'_> {
         let namespaces: BTreeMap<ObjectKey, Prepared> = pre
             .iter()
             .filter_map(|h| self.hook_namespaces.get(h.key().namespace.as_deref()?))
-            .map(|p| (p.object.key(), (*p).clone()))
+            .map(|p| (p.key.clone(), (*p).clone()))
             .filter(|(key, _)| !total.outcomes.contains_key(key))
             .collect();
         if !namespaces.is_empty() {
@@ -385,7 +385,7 @@ async fn resolve(
                 let (g, v) = split_api_version(p.object.api_version());
                 p.resource = resources.get(g, v, p.object.kind()).cloned();
                 if let Some(r) = &p.resource {
-                    applied.served.insert(p.object.key(), r.clone());
+                    applied.served.insert(p.key.clone(), r.clone());
                 }
             }
             p

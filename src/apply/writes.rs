@@ -76,7 +76,7 @@ impl Applying<'_> {
         let prepared = self.site.0;
         let live_desired: HashMap<ObjectKey, Value> = prepared
             .iter()
-            .map(|p| p.object.key())
+            .map(|p| p.key.clone())
             .filter(needed_after_apply)
             .filter_map(|k| Some((k.clone(), self.observed.live.get(&k)?.clone())))
             .collect();

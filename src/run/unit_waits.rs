@@ -14,6 +14,10 @@ use std::collections::HashMap;
 
 pub fn unit_waits(expanded: &Expanded, objects: &[Object]) -> Result<UnitWaits, Problems> {
     let mut waits = UnitWaits::default();
+    if expanded.units.iter().all(|u| u.readiness.is_none()) {
+        // No unit waits: skip indexing every object of every cluster by key.
+        return Ok(waits);
+    }
     let mut problems = Vec::new();
     let by_key: HashMap<ObjectKey, &Object> = objects.iter().map(|o| (o.key(), o)).collect();
     for unit in &expanded.units {

@@ -129,15 +129,17 @@ pub struct Plan {
 /// Classify every desired object and every member no longer desired.
 pub fn plan(input: PlanInput<'_>) -> Plan {
     let mut plan = Plan::default();
+    let mut desired_keys = BTreeSet::new();
     for d in input.desired {
         let key = d.object.key();
+        desired_keys.insert(key.clone());
         let live = input.live.get(&key);
         let triaged = match input.unchanged.contains(&key) {
             true => Triage::Unchanged,
             false => triage(*d, live),
         };
         let change = match triaged {
-            Triage::Unchanged => change_of(d.object, Action::Unchanged, None, None),
+            Triage::Unchanged => change_of_keyed(key.clone(), d.object, Action::Unchanged),
             Triage::CreateUnserved => change_of(
                 d.object,
                 Action::Create,
@@ -172,7 +174,6 @@ pub fn plan(input: PlanInput<'_>) -> Plan {
         plan.changes.push(change);
     }
 
-    let desired_keys: BTreeSet<ObjectKey> = input.desired.iter().map(|d| d.object.key()).collect();
     for (key, value) in input.live {
         if desired_keys.contains(key) || !super::inventory::is_member(value, input.applyset_id) {
             continue;
@@ -294,12 +295,22 @@ fn change_of(
     after: Option<Value>,
 ) -> Change {
     Change {
-        key: object.key(),
+        before,
+        after,
+        ..change_of_keyed(object.key(), object, action)
+    }
+}
+
+/// A change without before and after, with the key the caller read (once per object: it
+/// costs a few lookups and copies, and the planner runs for every object of every cluster).
+fn change_of_keyed(key: ObjectKey, object: &Object, action: Action) -> Change {
+    Change {
+        key,
         api_version: object.api_version().to_string(),
         action,
         origin: Some(object.origin.clone()),
-        before,
-        after,
+        before: None,
+        after: None,
         reason: None,
         drift: Vec::new(),
     }
