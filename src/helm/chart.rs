@@ -518,7 +518,7 @@ fn render_on(
             ("Service", Value::str("Helm")),
             ("IsInstall", Value::Bool(true)),
             ("IsUpgrade", Value::Bool(false)),
-            ("Revision", Value::Int(1)),
+            ("Revision", Value::int(1)),
         ]),
         capabilities: capabilities(release),
     };

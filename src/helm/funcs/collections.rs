@@ -197,7 +197,7 @@ pub fn register(engine: &mut Engine) {
         let n = to_int(&n);
         let step = if n < 0 { -1 } else { 1 };
         let items = super::lists::until_step(exec, 0, n, step, 24)?;
-        Ok(Value::list(items.into_iter().map(Value::Int).collect()))
+        Ok(Value::list(items.into_iter().map(Value::int).collect()))
     });
     engine.register("kindIs", |_, args| {
         let [kind, v] = exact::<2>(args, "kindIs")?;
@@ -210,23 +210,23 @@ pub fn register(engine: &mut Engine) {
         Ok(Value::str(exact::<1>(args, "typeOf")?[0].type_name()))
     });
     engine.register("add", |_, args| {
-        Ok(Value::Int(
+        Ok(Value::int64(
             args.iter().map(to_int).fold(0, i64::wrapping_add),
         ))
     });
     engine.register("add1", |_, args| {
-        Ok(Value::Int(
+        Ok(Value::int64(
             to_int(&exact::<1>(args, "add1")?[0]).wrapping_add(1),
         ))
     });
     engine.register("mul", |_, args| {
-        Ok(Value::Int(
+        Ok(Value::int64(
             args.iter().map(to_int).fold(1, i64::wrapping_mul),
         ))
     });
     engine.register("sub", |_, args| {
         let [a, b] = exact::<2>(args, "sub")?;
-        Ok(Value::Int(to_int(&a).wrapping_sub(to_int(&b))))
+        Ok(Value::int64(to_int(&a).wrapping_sub(to_int(&b))))
     });
     engine.register("div", |_, args| {
         let [a, b] = exact::<2>(args, "div")?;
@@ -235,7 +235,7 @@ pub fn register(engine: &mut Engine) {
             return Err("integer divide by zero".into());
         }
         // Go's integers wrap: MinInt64 / -1 is MinInt64.
-        Ok(Value::Int(to_int(&a).wrapping_div(b)))
+        Ok(Value::int64(to_int(&a).wrapping_div(b)))
     });
     engine.register("mod", |_, args| {
         let [a, b] = exact::<2>(args, "mod")?;
@@ -243,13 +243,13 @@ pub fn register(engine: &mut Engine) {
         if b == 0 {
             return Err("integer divide by zero".into());
         }
-        Ok(Value::Int(to_int(&a).wrapping_rem(b)))
+        Ok(Value::int64(to_int(&a).wrapping_rem(b)))
     });
     engine.register("max", |_, args| {
-        Ok(Value::Int(args.iter().map(to_int).max().unwrap_or(0)))
+        Ok(Value::int64(args.iter().map(to_int).max().unwrap_or(0)))
     });
     engine.register("min", |_, args| {
-        Ok(Value::Int(args.iter().map(to_int).min().unwrap_or(0)))
+        Ok(Value::int64(args.iter().map(to_int).min().unwrap_or(0)))
     });
 }
 
@@ -258,7 +258,7 @@ pub(super) fn kind_of(v: &Value) -> &'static str {
     match v {
         Value::Nil => "invalid",
         Value::Bool(_) => "bool",
-        Value::Int(_) => "int",
+        Value::Int(_, t) => t.name(),
         Value::Float(_) => "float64",
         Value::Str(_) => "string",
         Value::List(_) => "slice",

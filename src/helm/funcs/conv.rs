@@ -29,7 +29,7 @@ pub fn want_str(v: &Value) -> Result<&str, CallError> {
 /// An int parameter, or Go's error for a value of another type.
 pub fn want_int(v: &Value) -> Result<i64, CallError> {
     match v {
-        Value::Int(i) => Ok(*i),
+        Value::Int(i, _) => Ok(*i),
         Value::Nil => Err("invalid value; expected int".into()),
         other => Err(format!(
             "wrong type for value; expected int; got {}",
@@ -44,7 +44,7 @@ pub fn want_int(v: &Value) -> Result<i64, CallError> {
 /// (`"0x1A"` is 26, `"010"` is 8, `"3.0"` is 3; `"3.5"` or `" 3"` is 0).
 pub fn to_int(v: &Value) -> i64 {
     match v {
-        Value::Int(i) => *i,
+        Value::Int(i, _) => *i,
         Value::Float(f) => *f as i64,
         Value::Bool(b) => i64::from(*b),
         Value::Str(s) => parse_go_int(trim_zero_decimal(s)).unwrap_or(0),
@@ -99,7 +99,7 @@ fn parse_go_int(s: &str) -> Option<i64> {
 /// cast's `ToFloat64`: strings parse as Go's `ParseFloat` (no surrounding spaces).
 pub fn to_float(v: &Value) -> f64 {
     match v {
-        Value::Int(i) => *i as f64,
+        Value::Int(i, _) => *i as f64,
         Value::Float(f) => *f,
         Value::Bool(b) => f64::from(u8::from(*b)),
         Value::Str(s) => s.parse().unwrap_or(0.0),

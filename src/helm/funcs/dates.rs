@@ -5,7 +5,7 @@
 
 use super::conv::want_str;
 use crate::helm::template::builtins::exact;
-use crate::helm::template::{Engine, RenderContext, Value};
+use crate::helm::template::{Engine, IntType, RenderContext, Value};
 
 /// Go's zero `time.Time` (0001-01-01 UTC), what `toDate` gives for text it can't parse.
 const ZERO_TIME: i64 = -62_135_596_800;
@@ -14,7 +14,7 @@ const ZERO_TIME: i64 = -62_135_596_800;
 /// to now for anything else.
 fn time_of(context: &RenderContext, v: &Value) -> i64 {
     match v {
-        Value::Int(i) => *i,
+        Value::Int(i, _) => *i,
         _ => context.now(),
     }
 }
@@ -22,7 +22,7 @@ fn time_of(context: &RenderContext, v: &Value) -> i64 {
 pub fn register(engine: &mut Engine) {
     engine.register("now", |exec, args| {
         let [] = exact::<0>(args, "now")?;
-        Ok(Value::Int(exec.context().now()))
+        Ok(Value::int(exec.context().now()))
     });
     engine.register("date", |exec, args| {
         let [layout, t] = exact::<2>(args, "date")?;
@@ -59,7 +59,7 @@ pub fn register(engine: &mut Engine) {
         engine.register(name, |exec, args| {
             let [d, t] = exact::<2>(args, "dateModify")?;
             let t = time_of(exec.context(), &t);
-            Ok(Value::Int(
+            Ok(Value::int(
                 parse_duration(want_str(&d)?).map_or(t, |n| t + n / 1_000_000_000),
             ))
         });
@@ -70,19 +70,19 @@ pub fn register(engine: &mut Engine) {
             let text = want_str(&d)?;
             let n =
                 parse_duration(text).ok_or_else(|| format!("time: invalid duration \"{text}\""))?;
-            Ok(Value::Int(time_of(exec.context(), &t) + n / 1_000_000_000))
+            Ok(Value::int(time_of(exec.context(), &t) + n / 1_000_000_000))
         });
     }
     engine.register("toDate", |_, args| {
         let [layout, text] = exact::<2>(args, "toDate")?;
-        Ok(Value::Int(
+        Ok(Value::int(
             parse(want_str(&layout)?, want_str(&text)?).unwrap_or(ZERO_TIME),
         ))
     });
     engine.register("mustToDate", |_, args| {
         let [layout, text] = exact::<2>(args, "mustToDate")?;
         let (layout, text) = (want_str(&layout)?, want_str(&text)?);
-        Ok(Value::Int(parse(layout, text).ok_or_else(|| {
+        Ok(Value::int(parse(layout, text).ok_or_else(|| {
             format!("parsing time \"{text}\" as \"{layout}\": cannot parse")
         })?))
     });
@@ -98,10 +98,10 @@ pub fn register(engine: &mut Engine) {
     });
     engine.register("duration", |_, args| {
         let [sec] = exact::<1>(args, "duration")?;
-        // Sprig reads a string or an int64; anything else is 0.
+        // Sprig reads a string or an int64; anything else (an int, a float64) is 0.
         let n = match &sec {
             Value::Str(s) => s.parse::<i64>().unwrap_or(0),
-            Value::Int(i) => *i,
+            Value::Int(i, IntType::Int64) => *i,
             _ => 0,
         };
         Ok(Value::str(format_duration(n.saturating_mul(1_000_000_000))))
@@ -110,7 +110,8 @@ pub fn register(engine: &mut Engine) {
         let [d] = exact::<1>(args, "durationRound")?;
         let nanos = match &d {
             Value::Str(s) => parse_duration(s).unwrap_or(0),
-            Value::Int(i) => *i,
+            // Only an int64 is a duration to Sprig; an int is 0.
+            Value::Int(i, IntType::Int64) => *i,
             _ => 0,
         };
         Ok(Value::str(duration_round(nanos)))

@@ -111,7 +111,7 @@ impl Writer {
         let text = match v {
             Value::Nil => "null".to_string(),
             Value::Bool(b) => b.to_string(),
-            Value::Int(i) => i.to_string(),
+            Value::Int(i, _) => i.to_string(),
             Value::Float(f) => float_text(*f),
             Value::Map(_) => "{}".to_string(),
             Value::List(_) => "[]".to_string(),

@@ -85,7 +85,7 @@ fn write_json(out: &mut String, v: &Value, html: bool, depth: Option<usize>) {
         Value::Nil => out.push_str("null"),
         Value::Struct(s) => write_json(out, &Value::from_json(&s.json, false), html, depth),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Int(i) => out.push_str(&i.to_string()),
+        Value::Int(i, _) => out.push_str(&i.to_string()),
         Value::Float(f) => write_float(out, *f),
         Value::Str(s) => json_string(out, s, html),
         Value::List(l) if l.is_empty() => out.push_str("[]"),

@@ -163,7 +163,7 @@ pub fn register(engine: &mut Engine) {
     engine.register("untilStep", |exec, args| {
         let [start, stop, step] = exact::<3>(args, "untilStep")?;
         let items = until_step(exec, to_int(&start), to_int(&stop), to_int(&step), 24)?;
-        Ok(Value::list(items.into_iter().map(Value::Int).collect()))
+        Ok(Value::list(items.into_iter().map(Value::int).collect()))
     });
     engine.register("toStrings", |_, args| {
         let [v] = exact::<1>(args, "toStrings")?;
@@ -195,13 +195,13 @@ pub fn register(engine: &mut Engine) {
     });
 }
 
-/// Go's `reflect.DeepEqual` over template values: an int never equals a float; lists and
-/// maps compare item by item.
+/// Go's `reflect.DeepEqual` over template values: an int never equals a float, nor an int64;
+/// lists and maps compare item by item.
 pub fn deep_equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Nil, Value::Nil) => true,
         (Value::Bool(x), Value::Bool(y)) => x == y,
-        (Value::Int(x), Value::Int(y)) => x == y,
+        (Value::Int(x, s), Value::Int(y, t)) => x == y && s == t,
         (Value::Float(x), Value::Float(y)) => x == y,
         (Value::Str(x), Value::Str(y)) => x == y,
         (Value::List(x), Value::List(y)) => {

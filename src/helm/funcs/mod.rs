@@ -134,7 +134,7 @@ pub fn register_random(engine: &mut Engine, seed: u64) {
         }
         let span = (max as i128 - min as i128) as u128;
         let offset = (exec.context().next_random() as u128 % span) as i128;
-        Ok(Value::Int((min as i128 + offset) as i64))
+        Ok(Value::int((min as i128 + offset) as i64))
     });
     engine.register("randBytes", |exec, args| {
         use base64::Engine as _;

@@ -8,7 +8,7 @@ use crate::helm::template::{CallError, Engine, Value};
 pub fn register(engine: &mut Engine) {
     engine.register("add1f", |_, args| {
         let [a] = exact::<1>(args, "add1f")?;
-        Ok(Value::Float(decimal_op(&a, &[Value::Int(1)], Op::Add)))
+        Ok(Value::Float(decimal_op(&a, &[Value::int(1)], Op::Add)))
     });
     engine.register("addf", |_, args| {
         Ok(Value::Float(decimal_op(&Value::Float(0.0), &args, Op::Add)))
@@ -29,7 +29,7 @@ pub fn register(engine: &mut Engine) {
         ))
     });
     engine.register("biggest", |_, args| {
-        Ok(Value::Int(args.iter().map(to_int).max().unwrap_or(0)))
+        Ok(Value::int64(args.iter().map(to_int).max().unwrap_or(0)))
     });
     engine.register("ceil", |_, args| {
         Ok(Value::Float(to_float(&exact::<1>(args, "ceil")?[0]).ceil()))

@@ -3,7 +3,7 @@
 
 use super::conv::{string_list, strval, to_float, to_int, want_int, want_str};
 use crate::helm::template::builtins::exact;
-use crate::helm::template::{gofmt, CallError, Engine, Exec, Value};
+use crate::helm::template::{gofmt, CallError, Engine, Exec, IntType, Value};
 use base64::Engine as _;
 use sha2::Digest;
 
@@ -119,17 +119,17 @@ pub fn register(engine: &mut Engine) {
         s(strval(&v))
     });
     engine.register("int", |_, args| {
-        Ok(Value::Int(to_int(&exact::<1>(args, "int")?[0])))
+        Ok(Value::int(to_int(&exact::<1>(args, "int")?[0])))
     });
     engine.register("int64", |_, args| {
-        Ok(Value::Int(to_int(&exact::<1>(args, "int64")?[0])))
+        Ok(Value::int64(to_int(&exact::<1>(args, "int64")?[0])))
     });
     engine.register("float64", |_, args| {
         Ok(Value::Float(to_float(&exact::<1>(args, "float64")?[0])))
     });
     engine.register("atoi", |_, args| {
         let [v] = exact::<1>(args, "atoi")?;
-        Ok(Value::Int(want_str(&v)?.parse().unwrap_or(0)))
+        Ok(Value::int(want_str(&v)?.parse().unwrap_or(0)))
     });
     engine.register("join", |exec, args| {
         let [sep, v] = exact::<2>(args, "join")?;
@@ -189,7 +189,7 @@ pub fn register(engine: &mut Engine) {
     engine.register_method("Compare", |_, args| {
         let [a, b] = exact::<2>(args, "Compare")?;
         let order = semver_receiver_order(&a, &b)?;
-        Ok(Value::Int(order as i64))
+        Ok(Value::int(order as i64))
     });
     engine.register("semverCompare", |_, args| {
         let [constraint, version] = exact::<2>(args, "semverCompare")?;
@@ -329,9 +329,9 @@ pub fn semver(text: &str) -> Result<Value, CallError> {
         string.push_str(metadata);
     }
     let fields = [
-        ("Major", Value::Int(nums[0] as i64)),
-        ("Minor", Value::Int(nums[1] as i64)),
-        ("Patch", Value::Int(nums[2] as i64)),
+        ("Major", Value::Int(nums[0] as i64, IntType::Uint64)),
+        ("Minor", Value::Int(nums[1] as i64, IntType::Uint64)),
+        ("Patch", Value::Int(nums[2] as i64, IntType::Uint64)),
         ("Prerelease", Value::str(pre)),
         ("Metadata", Value::str(metadata)),
         ("Original", Value::str(text)),

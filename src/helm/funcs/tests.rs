@@ -475,3 +475,42 @@ fn wrap_and_wrap_with_as_goutils() {
     assert_eq!(ok(r#"{{ wrapWith 5 "\t" "Hello World" }}"#), "Hello\tWorld");
     assert_eq!(ok(r#"{{ wrap 10 "" }}|{{ wrap 0 "ab" }}"#), "|ab");
 }
+
+/// Go's integer types as Sprig and text/template give them: Sprig's arithmetic, `int64`,
+/// `toDecimal` and `fromToml` are int64, `len`, `atoi`, `int`, `until` and literals int,
+/// a semver's numbers uint64. Only kinds, types, `%T`-style messages, `deepEqual` and
+/// Sprig's `duration` (an int64 only) see the difference.
+#[test]
+fn integer_types() {
+    assert_eq!(
+        ok(
+            r#"{{ kindOf (add 1 2) }} {{ typeOf (sub 3 1) }} {{ kindOf (int64 "4") }} {{ kindOf (toDecimal "0644") }} {{ kindOf (max 1 2) }} {{ kindOf (biggest 1 2) }}"#
+        ),
+        "int64 int64 int64 int64 int64 int64"
+    );
+    assert_eq!(
+        ok(
+            r#"{{ kindOf (len .list) }} {{ kindOf (atoi "4") }} {{ kindOf (int "4") }} {{ kindOf 4 }} {{ kindOf (first (until 2)) }}"#
+        ),
+        "int int int int int"
+    );
+    assert_eq!(
+        ok(
+            r#"{{ kindOf (semver "1.2.3").Major }} {{ kindOf ("a = 1" | fromToml).a }} {{ kindOf .n }}"#
+        ),
+        "uint64 int64 float64"
+    );
+    // eq and lt compare integers of any type by value; deepEqual does not.
+    assert_eq!(
+        ok(
+            r#"{{ eq (add 1 1) 2 }} {{ lt (add 1 1) 3 }} {{ deepEqual (add 1 1) 2 }} {{ deepEqual (add 1 1) (int64 2) }} {{ eq (semver "1.2.3").Major 1 }}"#
+        ),
+        "true true false true true"
+    );
+    assert_eq!(
+        ok(
+            r#"{{ printf "%s" (add 1 2) }} {{ printf "%s" 3 }} {{ duration 90 }} {{ duration (int64 90) }}"#
+        ),
+        "%!s(int64=3) %!s(int=3) 0s 1m30s"
+    );
+}

@@ -220,7 +220,7 @@ pub fn register(engine: &mut Engine) {
     });
     engine.register("toDecimal", |_, args| {
         let [v] = exact::<1>(args, "toDecimal")?;
-        Ok(Value::Int(
+        Ok(Value::int64(
             i64::from_str_radix(&gofmt::display(&v), 8).unwrap_or(0),
         ))
     });

@@ -133,7 +133,7 @@ impl Encoder {
         match v {
             Value::Str(s) => self.write(&format!("\"{}\"", escape(s))),
             Value::Bool(b) => self.write(if *b { "true" } else { "false" }),
-            Value::Int(i) => self.write(&i.to_string()),
+            Value::Int(i, _) => self.write(&i.to_string()),
             Value::Float(f) => self.write(&float(*f)),
             Value::List(items) => {
                 self.write("[");
@@ -245,7 +245,7 @@ mod tests {
     #[test]
     fn integers_and_floats_as_go_formats_them() {
         let mut map = BTreeMap::new();
-        map.insert("i".to_string(), Value::Int(3));
+        map.insert("i".to_string(), Value::int(3));
         map.insert("f".to_string(), Value::Float(0.5));
         map.insert("big".to_string(), Value::Float(1e21));
         assert_eq!(

@@ -55,7 +55,7 @@ fn value(v: &toml_edit::Value, at: &str) -> Result<Value, String> {
     use toml_edit::Value as T;
     Ok(match v {
         T::String(s) => Value::str(s.value().as_str()),
-        T::Integer(i) => Value::Int(*i.value()),
+        T::Integer(i) => Value::int64(*i.value()),
         T::Float(f) => Value::Float(*f.value()),
         T::Boolean(b) => Value::Bool(*b.value()),
         T::Datetime(_) => {

@@ -28,7 +28,7 @@ pub fn register(engine: &mut Engine) {
     });
     engine.register("len", |_, args| {
         let [v] = exact::<1>(args, "len")?;
-        Ok(Value::Int(match &v {
+        Ok(Value::int(match &v {
             Value::Str(s) => s.len(),
             Value::List(l) => l.len(),
             Value::Map(m) => m.borrow().len(),
@@ -119,7 +119,7 @@ pub fn equal(a: &Value, b: &Value) -> Result<bool, CallError> {
         (Value::Nil, Value::Nil) => true,
         (Value::Nil, _) | (_, Value::Nil) => false,
         (Value::Bool(x), Value::Bool(y)) => x == y,
-        (Value::Int(x), Value::Int(y)) => x == y,
+        (Value::Int(x, _), Value::Int(y, _)) => x == y,
         (Value::Float(x), Value::Float(y)) => x == y,
         (Value::Str(x), Value::Str(y)) => x == y,
         (Value::List(_) | Value::Map(_), _) | (_, Value::List(_) | Value::Map(_)) => {
@@ -137,12 +137,12 @@ pub fn equal(a: &Value, b: &Value) -> Result<bool, CallError> {
 fn ordered(args: Vec<Value>, name: &str, test: fn(Ordering) -> bool) -> Result<Value, CallError> {
     let [a, b] = exact::<2>(args, name)?;
     let order = match (&a, &b) {
-        (Value::Int(x), Value::Int(y)) => x.cmp(y),
+        (Value::Int(x, _), Value::Int(y, _)) => x.cmp(y),
         (Value::Float(x), Value::Float(y)) => x.partial_cmp(y).unwrap_or(Ordering::Equal),
         (Value::Str(x), Value::Str(y)) => x.cmp(y),
         (
-            Value::Int(_) | Value::Float(_) | Value::Str(_),
-            Value::Int(_) | Value::Float(_) | Value::Str(_),
+            Value::Int(..) | Value::Float(_) | Value::Str(_),
+            Value::Int(..) | Value::Float(_) | Value::Str(_),
         ) => {
             return Err("incompatible types for comparison".into());
         }
@@ -153,7 +153,7 @@ fn ordered(args: Vec<Value>, name: &str, test: fn(Ordering) -> bool) -> Result<V
 
 fn int_arg(v: &Value, what: &str) -> Result<i64, CallError> {
     match v {
-        Value::Int(i) => Ok(*i),
+        Value::Int(i, _) => Ok(*i),
         other => Err(format!("cannot {what} with type {}", other.type_name()).into()),
     }
 }
@@ -176,7 +176,7 @@ fn index(item: &Value, key: &Value) -> Result<Value, CallError> {
             s.as_bytes()
                 .get(i as usize)
                 .filter(|_| i >= 0)
-                .map(|b| Value::Int(*b as i64))
+                .map(|b| Value::int(*b as i64))
                 .ok_or_else(|| format!("index out of range: {i}").into())
         }
         Value::Nil => Err("index of untyped nil".into()),

@@ -294,7 +294,7 @@ impl<'e> Exec<'e> {
             Value::Nil => 0,
             Value::List(l) => l.len(),
             Value::Map(m) => m.borrow().len(),
-            Value::Int(n) => {
+            Value::Int(n, _) => {
                 if c.pipe.decl.len() > 1 {
                     return Err(self.error("can't use two iteration variables with range over int"));
                 }
@@ -326,9 +326,9 @@ impl<'e> Exec<'e> {
         for i in 0..count {
             self.spend_steps(1)?;
             let (key, item) = match &value {
-                Value::List(l) => (Value::Int(i as i64), l[i].clone()),
+                Value::List(l) => (Value::int(i as i64), l[i].clone()),
                 Value::Map(_) => (Value::str(entries[i].0.as_str()), entries[i].1.clone()),
-                _ => (Value::Int(i as i64), Value::Int(i as i64)),
+                _ => (Value::int(i as i64), Value::int(i as i64)),
             };
             // The element as the list or map holds it: a nil one is a nil interface.
             let element = Binding {
@@ -523,7 +523,7 @@ impl<'e> Exec<'e> {
             Operand::Dot => dot.clone(),
             Operand::Nil => return Err(self.error("nil is not a command")),
             Operand::Bool(b) => Value::Bool(*b),
-            Operand::Int(i) => Value::Int(*i),
+            Operand::Int(i) => Value::int(*i),
             Operand::Float(f) => Value::Float(*f),
             Operand::Str(s) => Value::Str(s.clone()),
             Operand::Field(fields) => {

@@ -293,17 +293,17 @@ fn write_verb(out: &mut String, v: &Value, verb: char, spec: &Spec) {
         }
         (Value::Nil, 'v') => spec.pad(out, "<nil>", false),
         (Value::Bool(b), 'v' | 't') => spec.pad(out, if *b { "true" } else { "false" }, false),
-        (Value::Int(i), 'v' | 'd') => spec.pad(out, &sign(spec, i.to_string()), true),
-        (Value::Int(i), 'x') => spec.pad(out, &format!("{i:x}"), true),
-        (Value::Int(i), 'X') => spec.pad(out, &format!("{i:X}"), true),
-        (Value::Int(i), 'o') => spec.pad(out, &format!("{i:o}"), true),
-        (Value::Int(i), 'b') => spec.pad(out, &format!("{i:b}"), true),
-        (Value::Int(i), 'c') => spec.pad(
+        (Value::Int(i, _), 'v' | 'd') => spec.pad(out, &sign(spec, i.to_string()), true),
+        (Value::Int(i, _), 'x') => spec.pad(out, &format!("{i:x}"), true),
+        (Value::Int(i, _), 'X') => spec.pad(out, &format!("{i:X}"), true),
+        (Value::Int(i, _), 'o') => spec.pad(out, &format!("{i:o}"), true),
+        (Value::Int(i, _), 'b') => spec.pad(out, &format!("{i:b}"), true),
+        (Value::Int(i, _), 'c') => spec.pad(
             out,
             &char::from_u32(*i as u32).unwrap_or('\u{fffd}').to_string(),
             false,
         ),
-        (Value::Int(i), 'q') => {
+        (Value::Int(i, _), 'q') => {
             let c = char::from_u32(*i as u32).unwrap_or('\u{fffd}');
             let quoted = quote(&c.to_string());
             let inner = &quoted[1..quoted.len() - 1];
@@ -407,7 +407,7 @@ pub fn sprintf_within(format: &str, args: &[Value], limit: usize) -> Option<Stri
             let arg = args.get(*next)?;
             *next += 1;
             match arg {
-                Value::Int(n) if n.unsigned_abs() <= MAX_WIDTH as u64 => Some(*n),
+                Value::Int(n, _) if n.unsigned_abs() <= MAX_WIDTH as u64 => Some(*n),
                 _ => None,
             }
         };
@@ -512,42 +512,42 @@ mod tests {
     #[test]
     fn verbs_and_mismatches() {
         let s = Value::str;
-        assert_eq!(sprintf("%s-%d", &[s("a"), Value::Int(3)]), "a-3");
+        assert_eq!(sprintf("%s-%d", &[s("a"), Value::int(3)]), "a-3");
         assert_eq!(sprintf("%q", &[s("a\"b\n")]), "\"a\\\"b\\n\"");
         assert_eq!(
             sprintf("%v %t", &[Value::Nil, Value::Bool(true)]),
             "<nil> true"
         );
         assert_eq!(sprintf("%d", &[Value::Float(1.0)]), "%!d(float64=1)");
-        assert_eq!(sprintf("%s", &[Value::Int(5)]), "%!s(int=5)");
+        assert_eq!(sprintf("%s", &[Value::int(5)]), "%!s(int=5)");
         assert_eq!(sprintf("%s", &[Value::Nil]), "%!s(<nil>)");
-        assert_eq!(sprintf("%d %d", &[Value::Int(1)]), "1 %!d(MISSING)");
+        assert_eq!(sprintf("%d %d", &[Value::int(1)]), "1 %!d(MISSING)");
         assert_eq!(
-            sprintf("%d", &[Value::Int(1), s("x")]),
+            sprintf("%d", &[Value::int(1), s("x")]),
             "1%!(EXTRA string=x)"
         );
         assert_eq!(
-            sprintf("%5s|%-5s|%05d", &[s("ab"), s("cd"), Value::Int(-42)]),
+            sprintf("%5s|%-5s|%05d", &[s("ab"), s("cd"), Value::int(-42)]),
             "   ab|cd   |-0042"
         );
         assert_eq!(sprintf("100%%", &[]), "100%");
-        assert_eq!(sprintf("%x", &[Value::Int(255)]), "ff");
+        assert_eq!(sprintf("%x", &[Value::int(255)]), "ff");
     }
 
     #[test]
     fn containers_and_print_spacing() {
-        let list = Value::list(vec![Value::str("a"), Value::Int(1), Value::Nil]);
+        let list = Value::list(vec![Value::str("a"), Value::int(1), Value::Nil]);
         assert_eq!(display(&list), "[a 1 <nil>]");
         let map = Value::empty_map();
         if let Value::Map(m) = &map {
-            m.borrow_mut().insert("b".into(), Value::Int(2));
+            m.borrow_mut().insert("b".into(), Value::int(2));
             m.borrow_mut().insert("a".into(), Value::str("x"));
         }
         assert_eq!(display(&map), "map[a:x b:2]");
         assert_eq!(
-            sprint(&[Value::Int(1), Value::Int(2), Value::str("a"), Value::Int(3)]),
+            sprint(&[Value::int(1), Value::int(2), Value::str("a"), Value::int(3)]),
             "1 2a3"
         );
-        assert_eq!(sprintln(&[Value::Int(1), Value::str("a")]), "1 a\n");
+        assert_eq!(sprintln(&[Value::int(1), Value::str("a")]), "1 a\n");
     }
 }

@@ -240,7 +240,7 @@ mod tests {
             v = map_of(vec![("a", v.clone()), ("b", v)]);
         }
         assert_eq!(expanded_size(&v, 1 << 30), Err(WalkError::TooLarge));
-        let small = map_of(vec![("a", Value::Int(1))]);
+        let small = map_of(vec![("a", Value::int(1))]);
         assert!(expanded_size(&small, 100).is_ok());
     }
 

@@ -15,7 +15,7 @@ pub mod value;
 pub use context::RenderContext;
 pub use exec::Exec;
 pub use limits::RenderLimits;
-pub use value::Value;
+pub use value::{IntType, Value};
 
 use parse::Node;
 use std::collections::HashMap;

@@ -18,7 +18,9 @@ pub enum Value {
     #[default]
     Nil,
     Bool(bool),
-    Int(i64),
+    /// An integer and which of Go's integer types holds it: `kindOf`, `typeOf`, `%T` and
+    /// `deepEqual` tell them apart, while arithmetic, `eq`/`lt` and printing do not.
+    Int(i64, IntType),
     Float(f64),
     Str(Rc<str>),
     List(Rc<Vec<Value>>),
@@ -48,7 +50,37 @@ pub struct Struct {
     pub json: serde_json::Value,
 }
 
+/// Go's integer types a template meets: `int` (`len`, `atoi`, `int`, YAML's integers),
+/// `int64` (Sprig's arithmetic, `int64`, TOML's integers), `uint64` (a semver's numbers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IntType {
+    Int,
+    Int64,
+    Uint64,
+}
+
+impl IntType {
+    /// Go's name of the type, which is also its `reflect.Kind` name.
+    pub fn name(self) -> &'static str {
+        match self {
+            IntType::Int => "int",
+            IntType::Int64 => "int64",
+            IntType::Uint64 => "uint64",
+        }
+    }
+}
+
 impl Value {
+    /// A Go `int`.
+    pub fn int(i: i64) -> Value {
+        Value::Int(i, IntType::Int)
+    }
+
+    /// A Go `int64`.
+    pub fn int64(i: i64) -> Value {
+        Value::Int(i, IntType::Int64)
+    }
+
     pub fn str(s: impl Into<Rc<str>>) -> Value {
         Value::Str(s.into())
     }
@@ -70,7 +102,7 @@ impl Value {
         match self {
             Value::Nil => false,
             Value::Bool(b) => *b,
-            Value::Int(i) => *i != 0,
+            Value::Int(i, _) => *i != 0,
             Value::Float(f) => *f != 0.0,
             Value::Str(s) => !s.is_empty(),
             Value::List(l) => !l.is_empty(),
@@ -86,7 +118,7 @@ impl Value {
         match self {
             Value::Nil => "<nil>",
             Value::Bool(_) => "bool",
-            Value::Int(_) => "int",
+            Value::Int(_, t) => t.name(),
             Value::Float(_) => "float64",
             Value::Str(_) => "string",
             Value::List(_) => "[]interface {}",
@@ -130,7 +162,7 @@ impl Value {
             serde_json::Value::Null => Value::Nil,
             serde_json::Value::Bool(b) => Value::Bool(*b),
             serde_json::Value::Number(n) => match n.as_i64() {
-                Some(i) if !numbers_as_float => Value::Int(i),
+                Some(i) if !numbers_as_float => Value::int(i),
                 _ => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
             },
             serde_json::Value::String(s) => Value::str(s.as_str()),
@@ -179,7 +211,7 @@ impl Value {
         match self {
             Value::Nil => serde_json::Value::Null,
             Value::Bool(b) => serde_json::Value::Bool(*b),
-            Value::Int(i) => serde_json::Value::from(*i),
+            Value::Int(i, _) => serde_json::Value::from(*i),
             Value::Float(f) if f.fract() == 0.0 && f.abs() < 1e15 => {
                 serde_json::Value::from(*f as i64)
             }
@@ -219,7 +251,7 @@ impl From<bool> for Value {
 
 impl From<i64> for Value {
     fn from(i: i64) -> Value {
-        Value::Int(i)
+        Value::int(i)
     }
 }
 /// Dropping a value takes no stack however deep it nests (a template can build a chain of

@@ -206,7 +206,7 @@ fn slugify_args(args: Vec<Value>) -> Result<(usize, bool, String), CallError> {
             name = string_arg(arg)?;
         } else if i == 0 {
             max = match arg {
-                Value::Int(m) if *m >= 0 => *m as usize,
+                Value::Int(m, _) if *m >= 0 => *m as usize,
                 _ => return Err("slugify: the first argument is the maximum size".into()),
             };
         } else if i == 1 {
