@@ -145,7 +145,7 @@ fn from_toml_reads_a_config_file_as_helm_does() {
             ("charts/app/config.toml", config),
             (
                 "charts/app/templates/cm.yaml",
-                "{{- $c := .Files.Get \"config.toml\" | fromToml }}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  port: {{ $c.server.port | quote }}\n  next: {{ add1 $c.server.port }}\n  kind: {{ kindOf $c.server.ratio }}\n  peers: {{ $c.peers | toJson | quote }}\n",
+                "{{- $c := .Files.Get \"config.toml\" | fromToml }}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  port: {{ $c.server.port | quote }}\n  next: {{ add1 $c.server.port }}\n  kind: {{ kindOf $c.server.port }}/{{ kindOf $c.server.ratio }}\n  peers: {{ $c.peers | toJson | quote }}\n",
             ),
         ])
     };
@@ -158,7 +158,7 @@ fn from_toml_reads_a_config_file_as_helm_does() {
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(
         stdout,
-        "---\n# Source: app/templates/cm.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  port: \"8080\"\n  next: 8081\n  kind: float64\n  peers: \"[{\\\"name\\\":\\\"a\\\"},{\\\"name\\\":\\\"b\\\"}]\"\n"
+        "---\n# Source: app/templates/cm.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  port: \"8080\"\n  next: 8081\n  kind: int64/float64\n  peers: \"[{\\\"name\\\":\\\"a\\\"},{\\\"name\\\":\\\"b\\\"}]\"\n"
     );
     let dir = chart("[server]\nport = 8080\nratio = 0.5\nsince = 2024-01-02\n");
     let (code, stdout, stderr) = run(tend()
