@@ -18,6 +18,8 @@ a ready status), as the CLI test plays Flux's controllers.
     python3 bench/flux.py                 # 11 pairs, release build
     RUNS=21 python3 bench/flux.py
     TARGET=profiling python3 bench/flux.py   # another cargo profile's binaries
+    CALLGRIND=1 TARGET=profiling python3 bench/flux.py   # also A's and B's instruction counts
+    KEEP=/tmp/keep TARGET=profiling python3 bench/flux.py  # servers kept up while /tmp/keep exists
 """
 import base64
 import functools
@@ -200,6 +202,19 @@ def main():
         a = [TEND, "diff", "--repo", flux, "--path", "hub", *common]
         b = [TEND, "diff", "--repo", plain, "--fleet", fleet_file, *common]
         timed(a), timed(b)  # warm: both must already be no-ops
+        if os.environ.get("KEEP"):
+            # Leave the servers up for profiling by hand: A's and B's commands, then wait.
+            print("A:", " ".join(a), "\nB:", " ".join(b), "\nremove", os.environ["KEEP"], "to stop", flush=True)
+            while os.path.exists(os.environ["KEEP"]):
+                time.sleep(1)
+        if os.environ.get("SHOW"):
+            for args in (a, b):
+                print(run([*args, "-v", *os.environ.get("SHOW_ARGS", "").split()]).stderr[-int(os.environ["SHOW"]):])
+        if os.environ.get("CALLGRIND"):
+            for name, args in (("A", a), ("B", b)):
+                out = run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *args]).stderr
+                refs = [line.split()[-1] for line in out.splitlines() if "I   refs:" in line]
+                print(f"| {name} instructions (callgrind, one no-op diff) | {refs[-1] if refs else '?'} |")
         pairs = [(timed(a), timed(b)) for _ in range(runs)]
     finally:
         for server in servers:

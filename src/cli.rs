@@ -26,6 +26,7 @@ pub struct Cli {
 
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
+    crate::source::git::start_libgit2_without_ca_bundle();
     let cli = Cli::parse();
     init_logging(&cli.global);
     exit_code(commands::run(cli.command, &cli.global, Cli::command))

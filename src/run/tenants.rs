@@ -22,6 +22,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 /// Dry runs in flight at once.
 const CONCURRENCY: usize = 8;
 
+/// Access reviews in flight at once: small requests the server answers from its RBAC cache,
+/// two per kind and namespace a tenant writes (dozens for a tenant of a few namespaces), so
+/// their round trips, not the server, set how long the check takes.
+const REVIEWS_IN_FLIGHT: usize = 32;
+
 /// Tell the session which objects are written as which tenant, and refuse the run when a
 /// tenant may not write one of its objects.
 pub async fn impersonate(
@@ -112,11 +117,13 @@ async fn allowed_everywhere(session: &Session, owned: &[(&Object, &Tenant)]) -> 
             return (scope, false);
         };
         let namespace = scope.3.as_deref();
-        let allowed = may(&client, resource, "patch", namespace).await
-            && may(&client, resource, "create", namespace).await;
-        (scope, allowed)
+        let (patch, create) = futures::join!(
+            may(&client, resource, "patch", namespace),
+            may(&client, resource, "create", namespace)
+        );
+        (scope, patch && create)
     }))
-    .buffer_unordered(CONCURRENCY)
+    .buffer_unordered(REVIEWS_IN_FLIGHT / 2)
     .collect::<Vec<_>>()
     .await;
     answers

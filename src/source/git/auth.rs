@@ -13,6 +13,8 @@ pub(super) struct Auth<'a> {
 
 impl<'a> Auth<'a> {
     pub(super) fn new(ctx: &'a Ctx<'a>) -> Self {
+        // Every network operation starts here: the CA bundle a TLS handshake needs.
+        super::trust::load_ca_bundle();
         Auth {
             ctx,
             tried: Cell::new(CredentialType::empty()),

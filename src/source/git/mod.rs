@@ -36,7 +36,10 @@ mod auth;
 mod extract;
 mod fetch;
 mod known_hosts;
+mod trust;
 mod url;
+
+pub use trust::start_libgit2_without_ca_bundle;
 
 pub use auth::*;
 
