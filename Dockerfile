@@ -38,7 +38,7 @@ RUN apt-get update \
 WORKDIR /src
 
 # Dependencies first, in their own layer: rebuilt only when Cargo.toml/Cargo.lock change.
-COPY Cargo.toml Cargo.lock build.rs ./
+COPY Cargo.toml Cargo.lock build.rs link-order.txt ./
 COPY testserver/Cargo.toml testserver/Cargo.toml
 RUN mkdir -p src testserver/src \
  && echo 'fn main() {}' > src/main.rs \

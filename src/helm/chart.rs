@@ -570,6 +570,9 @@ fn render_on(
             random: engine.context().random_used(),
         });
     }
+    // The templates' `.` hold `.Files`, a copy of every chart's files (the CRDs among
+    // them): gone before the CRDs are copied out, so the two copies are never alive together.
+    drop(templates);
     crd_files(&root, "", &mut out);
     Ok(out)
 }
