@@ -9,8 +9,8 @@
 //! bytes). Reading the cache without the seed, held in the cluster's Secret, gives nothing;
 //! whoever holds the seed could draw the same values anyway.
 
-use crate::helm::chart::{Chart, Charts, Manifest, OnDisk};
-use crate::render::helm_cache::{KeptKey, KeptRenders};
+use crate::helm::chart::{Chart, Charts, OnDisk};
+use crate::render::helm_cache::{Added, Kept, KeptKey, KeptRenders};
 use aes_gcm::aead::{Aead, KeyInit, Payload};
 use aes_gcm::{Aes256Gcm, Nonce};
 use hmac::{Hmac, Mac};
@@ -66,19 +66,21 @@ impl FileRenderCache {
                     Some(seed) => unseal(key, seed, &bytes)?,
                 };
                 // A damaged entry is rendered again (and replaced).
-                let manifests: Vec<Manifest> = serde_json::from_slice(&bytes).ok()?;
-                Some((key.key.clone(), manifests))
+                let kept: Kept = serde_json::from_slice(&bytes).ok()?;
+                Some((key.key.clone(), kept))
             })
             .collect();
         KeptRenders::new(found)
     }
 
     /// Keep what a render added. Returns how many were written.
-    pub fn write(&self, added: &[(KeptKey, Vec<Manifest>)]) -> usize {
+    pub fn write(&self, added: &[Added]) -> usize {
         let mut written = 0;
-        for (key, manifests) in added {
+        for added in added {
+            let key = &added.key;
             let path = self.path(&key.key);
-            let result = serde_json::to_vec(manifests)
+            let result = added
+                .to_json()
                 .map(|bytes| match key.sealed_with {
                     None => bytes,
                     Some(seed) => seal(key, seed, &bytes),
@@ -218,6 +220,7 @@ pub(super) fn write_private(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::R
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::helm::chart::Manifest;
 
     #[test]
     fn a_kept_render_is_read_back_and_a_damaged_one_is_not() {
@@ -234,14 +237,23 @@ mod tests {
             sealed_with: None,
         };
         let keys = [plain("k"), plain("other")];
-        assert_eq!(cache.read(&keys).get("k"), None);
-        assert_eq!(cache.write(&[(plain("k"), manifests.clone())]), 1);
+        assert!(cache.read(&keys).get("k").is_none());
+        let added = Added {
+            key: plain("k"),
+            manifests: manifests.clone(),
+            parsed: Vec::new(),
+        };
+        assert_eq!(cache.write(&[added]), 1);
         let kept = cache.read(&keys);
-        assert_eq!(kept.get("k"), Some(manifests));
-        assert_eq!(kept.get("other"), None);
+        let found = kept.get("k").expect("kept");
+        assert_eq!((found.manifests, found.parsed.len()), (manifests, 0));
+        assert!(kept.get("other").is_none());
         assert_eq!(kept.taken(), 1);
         std::fs::write(cache.path("k"), b"{not json").expect("write");
-        assert_eq!(cache.read(&keys).get("k"), None);
+        assert!(cache.read(&keys).get("k").is_none());
+        // The format before documents were kept parsed: a list of manifests.
+        std::fs::write(cache.path("k"), b"[]").expect("write");
+        assert!(cache.read(&keys).get("k").is_none());
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
@@ -264,24 +276,34 @@ mod tests {
             random: true,
         }];
         let key = KeptKey::sealed("release", 42);
-        assert_eq!(cache.write(&[(key.clone(), manifests.clone())]), 1);
+        let (docs, _) = crate::yaml::parse_file(Path::new("f"), &manifests[0].text);
+        let docs_json = crate::render::kept_parse::as_json(&docs).expect("json");
+        let added = Added {
+            key: key.clone(),
+            manifests: manifests.clone(),
+            parsed: vec![("templates/secret.yaml".into(), docs_json)],
+        };
+        assert_eq!(cache.write(&[added]), 1);
         let on_disk = std::fs::read(cache.path(&key.key)).expect("written");
         let text = String::from_utf8_lossy(&on_disk);
         assert!(!text.contains("drawn-at-random") && !text.contains("secret.yaml"));
-        assert_eq!(
-            cache.read(std::slice::from_ref(&key)).get(&key.key),
-            Some(manifests)
-        );
+        let found = cache
+            .read(std::slice::from_ref(&key))
+            .get(&key.key)
+            .expect("opens");
+        assert_eq!(found.manifests, manifests);
+        let password = &found.parsed["templates/secret.yaml"][0].value["password"];
+        assert_eq!(password, "drawn-at-random-1234");
         // The same file read as if sealed with another seed, or as plain: nothing.
         let other_seed = KeptKey {
             key: key.key.clone(),
             sealed_with: Some(43),
         };
-        assert_eq!(cache.read(&[other_seed]).get(&key.key), None);
+        assert!(cache.read(&[other_seed]).get(&key.key).is_none());
         let plain = KeptKey {
             key: key.key.clone(),
             sealed_with: None,
         };
-        assert_eq!(cache.read(&[plain]).get(&key.key), None);
+        assert!(cache.read(&[plain]).get(&key.key).is_none());
     }
 }

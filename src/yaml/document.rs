@@ -7,8 +7,9 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::path::Path;
 
-/// One YAML document of a file, parsed into JSON.
-#[derive(Debug, Clone)]
+/// One YAML document of a file, parsed into JSON (kept as JSON with a kept Helm render:
+/// `render::kept_parse`).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Document {
     /// 1-based line of the first non-blank, non-comment line of the document.
     pub line: usize,
