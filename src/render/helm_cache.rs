@@ -33,7 +33,7 @@ pub struct KeptRenders {
 pub struct Kept {
     pub manifests: Vec<Manifest>,
     #[serde(default)]
-    pub parsed: HashMap<String, Vec<crate::yaml::Document>>,
+    pub parsed: HashMap<String, Vec<super::kept_parse::KeptDoc>>,
 }
 
 /// A render the render added, to keep.

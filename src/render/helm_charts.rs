@@ -579,7 +579,7 @@ fn add_release(
         if !crd {
             templates.push(path.clone());
         }
-        out.kept_parses.note(&mut parse, &template, &path);
+        out.kept_parses.note(&mut parse, &template, &path, &text);
         out.files.push(SourceFile {
             path,
             text,

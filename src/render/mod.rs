@@ -167,7 +167,7 @@ fn render_files(
     }
     let all = all_files.as_deref().unwrap_or(files);
     let parsed = parse_all(all, &opts.keys, &mut kept_parses);
-    let documents = kept_parse::hand_over(all, parsed, &kept_parses, opts.kept_renders.as_deref());
+    let documents = hand_over(all, parsed, &kept_parses, opts.kept_renders.as_deref());
     // Each document keeps its own text (for the lines of problems): the charts' output is
     // not needed again.
     let all_files = all_files.map(|mut all| {
@@ -569,7 +569,7 @@ fn parse_all(
             }
         };
         let to_keep = (!parsed_before && problems.is_empty() && keep.contains_key(&file.path))
-            .then(|| kept_parse::as_json(&docs))
+            .then(|| kept_parse::as_json(&docs, &file.text))
             .flatten();
         problems.extend(decrypt::decrypt_file(file, &mut docs, keys));
         let docs = docs
@@ -592,6 +592,29 @@ fn parse_all(
         crate::parallel::budget()
     };
     crate::parallel::map(&inputs, threads, PARSE_BATCH, parse)
+}
+
+/// The documents and problems of each file, with the documents of those to keep handed to
+/// the render being kept (`kept_renders`).
+#[allow(clippy::type_complexity)]
+fn hand_over(
+    files: &[SourceFile],
+    parsed: Vec<ParsedFile>,
+    kept: &kept_parse::KeptParses,
+    kept_renders: Option<&helm_cache::KeptRenders>,
+) -> Vec<(Vec<(yaml::Document, Vec<Problem>)>, Vec<Problem>)> {
+    files
+        .iter()
+        .zip(parsed)
+        .map(|(file, (docs, problems, to_keep))| {
+            let key = kept.keep.get(&file.path);
+            if let (Some(json), Some((key, template)), Some(renders)) = (to_keep, key, kept_renders)
+            {
+                renders.put_parsed(key, template, json);
+            }
+            (docs, problems)
+        })
+        .collect()
 }
 
 /// Sort objects into apply order (stage, then identity), which is also the stable output
