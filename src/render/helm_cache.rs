@@ -47,20 +47,27 @@ pub struct Added {
 
 impl Added {
     /// The entry as kept: a [`Kept`] in JSON.
-    pub fn to_json(&self) -> serde_json::Result<Vec<u8>> {
-        let mut out = b"{\"manifests\":".to_vec();
-        serde_json::to_writer(&mut out, &self.manifests)?;
-        out.extend_from_slice(b",\"parsed\":{");
+    pub fn to_json(&self) -> std::io::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.write_json(&mut out)?;
+        Ok(out)
+    }
+
+    /// Write the entry as kept to `out` (a big chart's is megabytes: not copied first when
+    /// it is not sealed).
+    pub fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        out.write_all(b"{\"manifests\":")?;
+        serde_json::to_writer(&mut *out, &self.manifests)?;
+        out.write_all(b",\"parsed\":{")?;
         for (i, (template, docs)) in self.parsed.iter().enumerate() {
             if i > 0 {
-                out.push(b',');
+                out.write_all(b",")?;
             }
-            serde_json::to_writer(&mut out, template)?;
-            out.push(b':');
-            out.extend_from_slice(docs.as_bytes());
+            serde_json::to_writer(&mut *out, template)?;
+            out.write_all(b":")?;
+            out.write_all(docs.as_bytes())?;
         }
-        out.extend_from_slice(b"}}");
-        Ok(out)
+        out.write_all(b"}}")
     }
 }
 

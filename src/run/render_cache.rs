@@ -15,6 +15,7 @@ use aes_gcm::aead::{Aead, KeyInit, Payload};
 use aes_gcm::{Aes256Gcm, Nonce};
 use hmac::{Hmac, Mac};
 use sha2::Digest;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Bytes of the nonce at the start of a sealed entry.
@@ -79,14 +80,13 @@ impl FileRenderCache {
         for added in added {
             let key = &added.key;
             let path = self.path(&key.key);
-            let result = added
-                .to_json()
-                .map(|bytes| match key.sealed_with {
-                    None => bytes,
-                    Some(seed) => seal(key, seed, &bytes),
-                })
-                .map_err(std::io::Error::other)
-                .and_then(|bytes| write_private(&self.dir, &path, &bytes));
+            let result = match key.sealed_with {
+                None => write_private_with(&self.dir, &path, |file| added.write_json(file)),
+                Some(seed) => added
+                    .to_json()
+                    .map(|bytes| seal(key, seed, &bytes))
+                    .and_then(|bytes| write_private(&self.dir, &path, &bytes)),
+            };
             match result {
                 Ok(()) => written += 1,
                 // Only a cost: the next run renders it again.
@@ -204,7 +204,15 @@ fn unseal(key: &KeptKey, seed: u64, bytes: &[u8]) -> Option<Vec<u8>> {
 /// Write `bytes` to `path` in `dir` (created owner-only) through a temporary file, so a
 /// reader never sees half of it.
 pub(super) fn write_private(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
+    write_private_with(dir, path, |file| file.write_all(bytes))
+}
+
+/// Write what `write` writes to `path` in `dir`, as [`write_private`] does.
+fn write_private_with(
+    dir: &Path,
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     #[cfg(unix)]
     {
@@ -212,7 +220,11 @@ pub(super) fn write_private(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::R
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
     }
     let mut file = tempfile::NamedTempFile::new_in(dir)?;
-    file.write_all(bytes)?;
+    {
+        let mut buffered = std::io::BufWriter::new(file.as_file_mut());
+        write(&mut buffered)?;
+        buffered.flush()?;
+    }
     file.persist(path).map_err(|e| e.error)?;
     Ok(())
 }
