@@ -20,9 +20,55 @@ use std::sync::Mutex;
 pub struct KeptRenders {
     /// Taken out, not copied, by the render that uses them: a big chart's render is
     /// megabytes.
-    found: Mutex<HashMap<String, Vec<Manifest>>>,
+    found: Mutex<HashMap<String, Kept>>,
     added: Mutex<Vec<(KeptKey, Vec<Manifest>)>>,
+    /// The documents of the added renders' files, as parsed (JSON), by key and template.
+    parsed: Mutex<HashMap<String, Vec<(String, String)>>>,
     taken: AtomicUsize,
+}
+
+/// A release's render as kept: its manifests, and the documents of its files as the render
+/// parsed them, by template (see [`super::kept_parse`]).
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct Kept {
+    pub manifests: Vec<Manifest>,
+    #[serde(default)]
+    pub parsed: HashMap<String, Vec<super::kept_parse::KeptDoc>>,
+}
+
+/// A render the render added, to keep.
+#[derive(Debug)]
+pub struct Added {
+    pub key: KeptKey,
+    pub manifests: Vec<Manifest>,
+    /// Its files' documents as JSON, by template: those that were parsed without a problem.
+    pub parsed: Vec<(String, String)>,
+}
+
+impl Added {
+    /// The entry as kept: a [`Kept`] in JSON.
+    pub fn to_json(&self) -> std::io::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.write_json(&mut out)?;
+        Ok(out)
+    }
+
+    /// Write the entry as kept to `out` (a big chart's is megabytes: not copied first when
+    /// it is not sealed).
+    pub fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        out.write_all(b"{\"manifests\":")?;
+        serde_json::to_writer(&mut *out, &self.manifests)?;
+        out.write_all(b",\"parsed\":{")?;
+        for (i, (template, docs)) in self.parsed.iter().enumerate() {
+            if i > 0 {
+                out.write_all(b",")?;
+            }
+            serde_json::to_writer(&mut *out, template)?;
+            out.write_all(b":")?;
+            out.write_all(docs.as_bytes())?;
+        }
+        out.write_all(b"}}")
+    }
 }
 
 /// What a render is kept under.
@@ -65,7 +111,7 @@ impl KeptKey {
 
 impl KeptRenders {
     /// What was kept, by [`key`].
-    pub fn new(found: HashMap<String, Vec<Manifest>>) -> KeptRenders {
+    pub fn new(found: HashMap<String, Kept>) -> KeptRenders {
         KeptRenders {
             found: Mutex::new(found),
             ..KeptRenders::default()
@@ -73,10 +119,19 @@ impl KeptRenders {
     }
 
     /// The render kept under `key`, taken out (a release renders once a pass).
-    pub fn get(&self, key: &str) -> Option<Vec<Manifest>> {
-        let manifests = self.found.lock().ok()?.remove(key)?;
+    pub fn get(&self, key: &str) -> Option<Kept> {
+        let kept = self.found.lock().ok()?.remove(key)?;
         self.taken.fetch_add(1, Ordering::Relaxed);
-        Some(manifests)
+        Some(kept)
+    }
+
+    /// Keep the documents of the file of `template` of the render added under `key`, as
+    /// parsed (see [`super::kept_parse::as_json`]).
+    pub fn put_parsed(&self, key: &str, template: &str, docs: String) {
+        if let Ok(mut parsed) = self.parsed.lock() {
+            let templates = parsed.entry(key.to_string()).or_default();
+            templates.push((template.to_string(), docs));
+        }
     }
 
     /// Keep a render the render made.
@@ -86,12 +141,26 @@ impl KeptRenders {
         }
     }
 
-    /// The renders added since the last call.
-    pub fn take_added(&self) -> Vec<(KeptKey, Vec<Manifest>)> {
-        self.added
+    /// The renders added since the last call, with their files' documents.
+    pub fn take_added(&self) -> Vec<Added> {
+        let added = self
+            .added
             .lock()
             .map(|mut added| std::mem::take(&mut *added))
-            .unwrap_or_default()
+            .unwrap_or_default();
+        let mut parsed = self
+            .parsed
+            .lock()
+            .map(|mut parsed| std::mem::take(&mut *parsed))
+            .unwrap_or_default();
+        added
+            .into_iter()
+            .map(|(key, manifests)| Added {
+                parsed: parsed.remove(&key.key).unwrap_or_default(),
+                key,
+                manifests,
+            })
+            .collect()
     }
 
     /// Renders taken from what was kept so far, for the log.
@@ -101,7 +170,7 @@ impl KeptRenders {
 }
 
 /// Changes whenever what a kept render means changes.
-const FORMAT: &str = "tend helm render 2";
+const FORMAT: &str = "tend helm render 3";
 
 /// What a release's render is kept under: sha256 (hex) of everything it depends on but the
 /// seed and the time (renders that use them are not kept).

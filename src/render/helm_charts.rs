@@ -7,6 +7,8 @@
 //! `helm template --skip-tests` does. Pure: the charts were read by the source stage.
 
 use super::chart_values::{encrypted_values, exposing, user_values, UserValues};
+use super::kept_parse::ReleaseParse;
+use super::left_out::{pre_hook_jobs, without_left_out};
 use super::{is_targeted, tend_kinds, waves, RenderOptions};
 use crate::helm::chart::{self, Chart, Charts, Release};
 use crate::helm::hooks::{self, Hook, When};
@@ -56,6 +58,8 @@ pub struct ChartOutput {
     /// The post-renders of Flux HelmReleases, for the source stage to build before the
     /// render goes on (`super::post_render`).
     pub post_renders: Vec<super::post_render::Pending>,
+    /// Files parsed already by a kept render, or to keep parsed with the render.
+    pub kept_parses: super::kept_parse::KeptParses,
 }
 
 impl ChartOutput {
@@ -73,6 +77,7 @@ impl ChartOutput {
         self.helm_template.extend(other.helm_template);
         self.unit_policies.extend(other.unit_policies);
         self.post_renders.extend(other.post_renders);
+        self.kept_parses.extend(other.kept_parses);
     }
 }
 
@@ -339,7 +344,7 @@ fn render_release(
     let Some(mut input) = release_input(file, doc, helm_chart, charts, opts, out) else {
         return Vec::new();
     };
-    let rendered = manifests(&input, opts, out);
+    let (rendered, parse) = manifests(&input, opts, out);
     if let Some(cluster) = opts
         .helm_cluster
         .as_deref()
@@ -364,7 +369,8 @@ fn render_release(
     if opts.helm_template {
         print_as_helm(&at, &input, &manifests, out);
     }
-    if let Some(made) = release_files(&at, &input, manifests, out) {
+    if let Some(mut made) = release_files(&at, &input, manifests, out) {
+        made.parse = parse;
         add_release(&at, input, made, out);
     }
     secrets
@@ -409,13 +415,17 @@ impl ReleaseAt<'_> {
     }
 }
 
-/// The release's manifests: kept from an earlier run, or rendered (and kept when they may
-/// be; renders of releases whose values came from SOPS files never are).
+/// The release's manifests: kept from an earlier run (with their files' documents), or
+/// rendered (and kept when they may be; renders of releases whose values came from SOPS
+/// files never are).
 fn manifests(
     input: &ReleaseInput<'_>,
     opts: &RenderOptions,
     out: &mut ChartOutput,
-) -> Result<Vec<chart::Manifest>, chart::ChartError> {
+) -> (
+    Result<Vec<chart::Manifest>, chart::ChartError>,
+    ReleaseParse,
+) {
     let ReleaseInput {
         chart,
         release,
@@ -436,7 +446,7 @@ fn manifests(
             .find_map(|k| c.get(&k.key))
     });
     if let Some(kept) = kept {
-        return Ok(kept);
+        return (Ok(kept.manifests), ReleaseParse::Have(kept.parsed));
     }
     let (rendered, depended) = chart::render_reporting(chart, &user.values, release);
     out.lookups_missed
@@ -449,10 +459,12 @@ fn manifests(
         };
         let kept = super::helm_cache::keepable(manifests, &depended, left_out, (key, seed));
         if let Some((key, kept)) = kept {
+            let parse = ReleaseParse::Keep(key.key.clone());
             cache.put(key, &kept);
+            return (rendered, parse);
         }
     }
-    rendered
+    (rendered, ReleaseParse::Neither)
 }
 
 /// What a release's manifests make: `(template, text, is a CRD)` per file, the templates
@@ -461,6 +473,7 @@ struct ReleaseFiles {
     files: Vec<(String, String, bool)>,
     random: Vec<String>,
     has_pre_hooks: bool,
+    parse: ReleaseParse,
 }
 
 /// The release's files, without what tend leaves out (noted), or `None` when values of
@@ -476,6 +489,7 @@ fn release_files(
         files: Vec::new(),
         random: Vec::new(),
         has_pre_hooks: false,
+        parse: ReleaseParse::Neither,
     };
     let mut exposed = Vec::new();
     for manifest in manifests {
@@ -536,6 +550,7 @@ fn add_release(
     let mut outcome = release_outcome(at, &chart, resolved, &namespace, &release);
     let first = out.files.len();
     let mut templates = Vec::new();
+    let mut parse = made.parse;
     for (template, text, crd) in made.files {
         // A template that rendered nothing (a feature turned off) holds no object: not
         // parsed at all.
@@ -564,6 +579,7 @@ fn add_release(
         if !crd {
             templates.push(path.clone());
         }
+        out.kept_parses.note(&mut parse, &template, &path, &text);
         out.files.push(SourceFile {
             path,
             text,
@@ -571,7 +587,12 @@ fn add_release(
         });
     }
     out.releases.push(outcome);
+    let post_renders = out.post_renders.len();
     post_render(at, &user, (first, &templates), out);
+    if out.post_renders.len() > post_renders {
+        let files = out.files[first..].iter().map(|f| f.path.as_path());
+        out.kept_parses.forget(files);
+    }
     if !made.random.is_empty() {
         let described = at.described(&namespace);
         out.random
@@ -633,55 +654,6 @@ fn release_outcome(
     }
 }
 
-/// The text with the documents tend never runs blanked out (chart tests, deletion and
-/// rollback hooks; lines kept, so the lines of the others hold), and a note for each of the
-/// hooks among them.
-fn without_left_out(text: &str, template: &str, notes: &mut Vec<String>) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut doc: Vec<&str> = Vec::new();
-    let mut flush = |doc: &mut Vec<&str>, out: &mut String| {
-        let body = doc.join("\n");
-        // Only hooks are left out: a document without Helm's hook annotation stays as is.
-        let value = if body.contains("helm.sh/hook") {
-            yaml::parse_value(&body)
-        } else {
-            None
-        };
-        let left_out = match value.as_ref().map(hooks::classify) {
-            Some(Hook::LeftOut(why)) => {
-                if !value.as_ref().is_some_and(hooks::is_test) {
-                    let value = value.as_ref().unwrap_or(&serde_json::Value::Null);
-                    let field = |p: &str| value.pointer(p).and_then(|v| v.as_str()).unwrap_or("");
-                    notes.push(format!(
-                        "{} {} ({template}) is {why}: left out",
-                        field("/kind"),
-                        field("/metadata/name")
-                    ));
-                }
-                true
-            }
-            _ => false,
-        };
-        for line in doc.iter() {
-            if !left_out {
-                out.push_str(line);
-            }
-            out.push('\n');
-        }
-        doc.clear();
-    };
-    for line in text.lines() {
-        if line.trim_end() == "---" {
-            flush(&mut doc, &mut out);
-            out.push_str("---\n");
-        } else {
-            doc.push(line);
-        }
-    }
-    flush(&mut doc, &mut out);
-    out
-}
-
 /// Problems found in what a chart rendered, moved to the line of their HelmChart (their
 /// file names the chart and template); the line in the rendered text goes into the message.
 pub fn at_helm_chart_lines(problems: &mut [Problem], lines: &HashMap<PathBuf, usize>) {
@@ -696,22 +668,6 @@ pub fn at_helm_chart_lines(problems: &mut [Problem], lines: &HashMap<PathBuf, us
             problem.line = line;
         }
     }
-}
-
-/// Whether a rendered template holds a pre-install/pre-upgrade Job or Pod.
-fn pre_hook_jobs(text: &str) -> bool {
-    text.contains("helm.sh/hook")
-        && text.split("\n---").any(|doc| {
-            yaml::parse_value(doc).is_some_and(|v| {
-                matches!(
-                    hooks::classify(&v),
-                    Hook::Run {
-                        when: When::Before,
-                        ..
-                    }
-                )
-            })
-        })
 }
 
 /// tend's prune policy (`plan`'s `PRUNE_ANNOTATION`, which render may not import).

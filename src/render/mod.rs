@@ -19,6 +19,8 @@ mod decrypt;
 pub mod file_modes;
 pub mod helm_cache;
 mod helm_charts;
+pub mod kept_parse;
+mod left_out;
 mod options;
 pub mod policy;
 mod post_render;
@@ -45,6 +47,7 @@ use crate::yaml;
 use helm_charts::ChartOutput;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Mutex;
 
 /// The desired state of one run.
 #[derive(Debug, Clone)]
@@ -155,7 +158,16 @@ fn render_files(
         let chart_files = std::mem::take(&mut charted.files);
         files.iter().cloned().chain(chart_files).collect()
     });
-    let documents = parse_all(all_files.as_deref().unwrap_or(files), &opts.keys);
+    let mut kept_parses = std::mem::take(&mut charted.kept_parses);
+    if !kept_parses.have.is_empty() {
+        tracing::debug!(
+            "Helm releases: {} file(s) of kept renders taken as parsed",
+            kept_parses.have.len()
+        );
+    }
+    let all = all_files.as_deref().unwrap_or(files);
+    let parsed = parse_all(all, &opts.keys, &mut kept_parses);
+    let documents = hand_over(all, parsed, &kept_parses, opts.kept_renders.as_deref());
     // Each document keeps its own text (for the lines of problems): the charts' output is
     // not needed again.
     let all_files = all_files.map(|mut all| {
@@ -518,17 +530,47 @@ const PARALLEL_PARSE_MIN_BYTES: usize = 64 * 1024;
 /// Files a thread of [`parse_all`] takes at a time.
 const PARSE_BATCH: usize = 16;
 
-/// Each file's documents, parsed, decrypted where SOPS-encrypted, and checked (octal file modes fixed, shape validated), in
-/// file order. Files are independent, so this runs on every core (the bulk of rendering a
+/// A file's documents, each with its problems; the file's problems; and its documents as
+/// parsed, when they are to be kept with a Helm render (see [`kept_parse`]).
+type ParsedFile = (
+    Vec<(yaml::Document, Vec<Problem>)>,
+    Vec<Problem>,
+    Option<String>,
+);
+
+/// Each file's documents, parsed (or as a kept Helm render brought them), decrypted where
+/// SOPS-encrypted, and checked (octal file modes fixed, shape validated), in file order.
+/// Files are independent, so this runs on every core (the bulk of rendering a
 /// 10,000-object site); the result is the same as one after the other.
-#[allow(clippy::type_complexity)]
 fn parse_all(
     files: &[SourceFile],
     keys: &Keys,
-) -> Vec<(Vec<(yaml::Document, Vec<Problem>)>, Vec<Problem>)> {
-    let parse = |file: &SourceFile| {
-        let (mut docs, mut problems) =
-            kustomize_annotations::parse_source(&file.path, &file.text, file.unit.is_some());
+    kept: &mut kept_parse::KeptParses,
+) -> Vec<ParsedFile> {
+    // Threads pay off on enough text only: one costs more memory (its stack, its allocator
+    // pages) than parsing a chart's output takes, and about the time.
+    let bytes: usize = files
+        .iter()
+        .filter(|f| !kept.have.contains_key(&f.path))
+        .map(|f| f.text.len())
+        .sum();
+    let inputs: Vec<(&SourceFile, Mutex<Option<Vec<yaml::Document>>>)> = files
+        .iter()
+        .map(|f| (f, Mutex::new(kept.have.remove(&f.path))))
+        .collect();
+    let keep = &kept.keep;
+    let parse = |(file, have): &(&SourceFile, Mutex<Option<Vec<yaml::Document>>>)| {
+        let have = have.lock().ok().and_then(|mut have| have.take());
+        let parsed_before = have.is_some();
+        let (mut docs, mut problems) = match have {
+            Some(docs) => (docs, Vec::new()),
+            None => {
+                kustomize_annotations::parse_source(&file.path, &file.text, file.unit.is_some())
+            }
+        };
+        let to_keep = (!parsed_before && problems.is_empty() && keep.contains_key(&file.path))
+            .then(|| kept_parse::as_json(&docs, &file.text))
+            .flatten();
         problems.extend(decrypt::decrypt_file(file, &mut docs, keys));
         let docs = docs
             .into_iter()
@@ -542,17 +584,37 @@ fn parse_all(
                 (doc, problems)
             })
             .collect();
-        (docs, problems)
+        (docs, problems, to_keep)
     };
-    // Threads pay off on enough text only: one costs more memory (its stack, its allocator
-    // pages) than parsing a chart's output takes, and about the time.
-    let bytes: usize = files.iter().map(|f| f.text.len()).sum();
     let threads = if bytes < PARALLEL_PARSE_MIN_BYTES {
         1
     } else {
         crate::parallel::budget()
     };
-    crate::parallel::map(files, threads, PARSE_BATCH, parse)
+    crate::parallel::map(&inputs, threads, PARSE_BATCH, parse)
+}
+
+/// The documents and problems of each file, with the documents of those to keep handed to
+/// the render being kept (`kept_renders`).
+#[allow(clippy::type_complexity)]
+fn hand_over(
+    files: &[SourceFile],
+    parsed: Vec<ParsedFile>,
+    kept: &kept_parse::KeptParses,
+    kept_renders: Option<&helm_cache::KeptRenders>,
+) -> Vec<(Vec<(yaml::Document, Vec<Problem>)>, Vec<Problem>)> {
+    files
+        .iter()
+        .zip(parsed)
+        .map(|(file, (docs, problems, to_keep))| {
+            let key = kept.keep.get(&file.path);
+            if let (Some(json), Some((key, template)), Some(renders)) = (to_keep, key, kept_renders)
+            {
+                renders.put_parsed(key, template, json);
+            }
+            (docs, problems)
+        })
+        .collect()
 }
 
 /// Sort objects into apply order (stage, then identity), which is also the stable output
@@ -591,9 +653,10 @@ mod tests {
             })
             .collect();
         assert!(files.iter().map(|f| f.text.len()).sum::<usize>() > PARALLEL_PARSE_MIN_BYTES);
-        let names: Vec<String> = parse_all(&files, &Keys::default())
+        let mut kept = kept_parse::KeptParses::default();
+        let names: Vec<String> = parse_all(&files, &Keys::default(), &mut kept)
             .into_iter()
-            .flat_map(|(docs, _)| docs)
+            .flat_map(|(docs, _, _)| docs)
             .map(|(doc, _)| doc.value["metadata"]["name"].as_str().unwrap().to_string())
             .collect();
         let expected: Vec<String> = (0..700).map(|i| format!("c{i}")).collect();

@@ -9,12 +9,13 @@
 //! bytes). Reading the cache without the seed, held in the cluster's Secret, gives nothing;
 //! whoever holds the seed could draw the same values anyway.
 
-use crate::helm::chart::{Chart, Charts, Manifest, OnDisk};
-use crate::render::helm_cache::{KeptKey, KeptRenders};
+use crate::helm::chart::{Chart, Charts, OnDisk};
+use crate::render::helm_cache::{Added, Kept, KeptKey, KeptRenders};
 use aes_gcm::aead::{Aead, KeyInit, Payload};
 use aes_gcm::{Aes256Gcm, Nonce};
 use hmac::{Hmac, Mac};
 use sha2::Digest;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Bytes of the nonce at the start of a sealed entry.
@@ -66,25 +67,26 @@ impl FileRenderCache {
                     Some(seed) => unseal(key, seed, &bytes)?,
                 };
                 // A damaged entry is rendered again (and replaced).
-                let manifests: Vec<Manifest> = serde_json::from_slice(&bytes).ok()?;
-                Some((key.key.clone(), manifests))
+                let kept: Kept = serde_json::from_slice(&bytes).ok()?;
+                Some((key.key.clone(), kept))
             })
             .collect();
         KeptRenders::new(found)
     }
 
     /// Keep what a render added. Returns how many were written.
-    pub fn write(&self, added: &[(KeptKey, Vec<Manifest>)]) -> usize {
+    pub fn write(&self, added: &[Added]) -> usize {
         let mut written = 0;
-        for (key, manifests) in added {
+        for added in added {
+            let key = &added.key;
             let path = self.path(&key.key);
-            let result = serde_json::to_vec(manifests)
-                .map(|bytes| match key.sealed_with {
-                    None => bytes,
-                    Some(seed) => seal(key, seed, &bytes),
-                })
-                .map_err(std::io::Error::other)
-                .and_then(|bytes| write_private(&self.dir, &path, &bytes));
+            let result = match key.sealed_with {
+                None => write_private_with(&self.dir, &path, |file| added.write_json(file)),
+                Some(seed) => added
+                    .to_json()
+                    .map(|bytes| seal(key, seed, &bytes))
+                    .and_then(|bytes| write_private(&self.dir, &path, &bytes)),
+            };
             match result {
                 Ok(()) => written += 1,
                 // Only a cost: the next run renders it again.
@@ -202,7 +204,15 @@ fn unseal(key: &KeptKey, seed: u64, bytes: &[u8]) -> Option<Vec<u8>> {
 /// Write `bytes` to `path` in `dir` (created owner-only) through a temporary file, so a
 /// reader never sees half of it.
 pub(super) fn write_private(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
+    write_private_with(dir, path, |file| file.write_all(bytes))
+}
+
+/// Write what `write` writes to `path` in `dir`, as [`write_private`] does.
+fn write_private_with(
+    dir: &Path,
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     #[cfg(unix)]
     {
@@ -210,7 +220,11 @@ pub(super) fn write_private(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::R
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
     }
     let mut file = tempfile::NamedTempFile::new_in(dir)?;
-    file.write_all(bytes)?;
+    {
+        let mut buffered = std::io::BufWriter::new(file.as_file_mut());
+        write(&mut buffered)?;
+        buffered.flush()?;
+    }
     file.persist(path).map_err(|e| e.error)?;
     Ok(())
 }
@@ -218,6 +232,7 @@ pub(super) fn write_private(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::R
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::helm::chart::Manifest;
 
     #[test]
     fn a_kept_render_is_read_back_and_a_damaged_one_is_not() {
@@ -234,14 +249,23 @@ mod tests {
             sealed_with: None,
         };
         let keys = [plain("k"), plain("other")];
-        assert_eq!(cache.read(&keys).get("k"), None);
-        assert_eq!(cache.write(&[(plain("k"), manifests.clone())]), 1);
+        assert!(cache.read(&keys).get("k").is_none());
+        let added = Added {
+            key: plain("k"),
+            manifests: manifests.clone(),
+            parsed: Vec::new(),
+        };
+        assert_eq!(cache.write(&[added]), 1);
         let kept = cache.read(&keys);
-        assert_eq!(kept.get("k"), Some(manifests));
-        assert_eq!(kept.get("other"), None);
+        let found = kept.get("k").expect("kept");
+        assert_eq!((found.manifests, found.parsed.len()), (manifests, 0));
+        assert!(kept.get("other").is_none());
         assert_eq!(kept.taken(), 1);
         std::fs::write(cache.path("k"), b"{not json").expect("write");
-        assert_eq!(cache.read(&keys).get("k"), None);
+        assert!(cache.read(&keys).get("k").is_none());
+        // The format before documents were kept parsed: a list of manifests.
+        std::fs::write(cache.path("k"), b"[]").expect("write");
+        assert!(cache.read(&keys).get("k").is_none());
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
@@ -264,24 +288,34 @@ mod tests {
             random: true,
         }];
         let key = KeptKey::sealed("release", 42);
-        assert_eq!(cache.write(&[(key.clone(), manifests.clone())]), 1);
+        let (docs, _) = crate::yaml::parse_file(Path::new("f"), &manifests[0].text);
+        let docs_json =
+            crate::render::kept_parse::as_json(&docs, &manifests[0].text).expect("json");
+        let added = Added {
+            key: key.clone(),
+            manifests: manifests.clone(),
+            parsed: vec![("templates/secret.yaml".into(), docs_json)],
+        };
+        assert_eq!(cache.write(&[added]), 1);
         let on_disk = std::fs::read(cache.path(&key.key)).expect("written");
         let text = String::from_utf8_lossy(&on_disk);
         assert!(!text.contains("drawn-at-random") && !text.contains("secret.yaml"));
-        assert_eq!(
-            cache.read(std::slice::from_ref(&key)).get(&key.key),
-            Some(manifests)
-        );
+        let found = cache
+            .read(std::slice::from_ref(&key))
+            .get(&key.key)
+            .expect("opens");
+        assert_eq!(found.manifests, manifests);
+        assert_eq!(found.parsed["templates/secret.yaml"].len(), 1);
         // The same file read as if sealed with another seed, or as plain: nothing.
         let other_seed = KeptKey {
             key: key.key.clone(),
             sealed_with: Some(43),
         };
-        assert_eq!(cache.read(&[other_seed]).get(&key.key), None);
+        assert!(cache.read(&[other_seed]).get(&key.key).is_none());
         let plain = KeptKey {
             key: key.key.clone(),
             sealed_with: None,
         };
-        assert_eq!(cache.read(&[plain]).get(&key.key), None);
+        assert!(cache.read(&[plain]).get(&key.key).is_none());
     }
 }

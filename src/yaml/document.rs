@@ -7,23 +7,24 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::path::Path;
 
-/// One YAML document of a file, parsed into JSON.
+/// One YAML document of a file, parsed into JSON (kept with a kept Helm render:
+/// `render::kept_parse`, which writes every field down).
 #[derive(Debug, Clone)]
 pub struct Document {
     /// 1-based line of the first non-blank, non-comment line of the document.
     pub line: usize,
     /// 1-based line where the document's text starts (its `---` line, or line 1).
-    pub(super) start_line: usize,
+    pub(crate) start_line: usize,
     /// The document's text (`---` marker blanked out, so lines and columns stay put).
     pub text: String,
     pub value: Value,
     /// Whether typed parsing must take `value` rather than `text`: set when the value was
     /// changed after parsing (kustomize's build annotations removed), so the text would put
     /// them back.
-    pub(super) typed_from_value: bool,
+    pub(crate) typed_from_value: bool,
     /// The value was decrypted from the text's ciphertext: serde's messages about it could
     /// quote plaintext, so they are not shown.
-    pub(super) decrypted: bool,
+    pub(crate) decrypted: bool,
     /// JSON pointers of the fields that were SOPS-encrypted, once the document is decrypted
     /// (see [`crate::object::Origin::sealed`]).
     pub sealed: Vec<String>,

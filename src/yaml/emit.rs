@@ -11,23 +11,56 @@ use serde_json::Value;
 /// Longest key libyaml writes as a simple key (`key: value`, not `? key`).
 const MAX_SIMPLE_KEY: usize = 128;
 
-/// `value` as serde_yaml writes it (one document, no `---`), or `None` where this writer
+/// What [`write`] wrote, and whether a plain scalar of it (a key or a value) is one YAML
+/// 1.1 reads as other than a string (`yes`, `0644`): written down as it is written, so
+/// the text need not be scanned for them again.
+struct Out {
+    text: String,
+    yaml_1_1_suspect: bool,
+}
+
+impl std::ops::Deref for Out {
+    type Target = String;
+    fn deref(&self) -> &String {
+        &self.text
+    }
+}
+
+impl std::ops::DerefMut for Out {
+    fn deref_mut(&mut self) -> &mut String {
+        &mut self.text
+    }
+}
+
+/// `value` as serde_yaml writes it (one document, no `---`), and whether a plain scalar of
+/// it reads otherwise as YAML 1.1 ([`super::yaml11::is_suspect`]); `None` where this writer
 /// does not know libyaml's choice.
-pub(super) fn write(value: &Value) -> Option<String> {
-    let mut out = String::new();
+pub(super) fn write(value: &Value) -> Option<(String, bool)> {
+    let mut out = Out {
+        text: String::new(),
+        yaml_1_1_suspect: false,
+    };
+    let out = &mut out;
     match value {
-        Value::Object(map) if !map.is_empty() => write_map(map, 0, false, &mut out)?,
-        Value::Array(items) if !items.is_empty() => write_seq(items, 0, false, &mut out)?,
+        Value::Object(map) if !map.is_empty() => write_map(map, 0, false, out)?,
+        Value::Array(items) if !items.is_empty() => write_seq(items, 0, false, out)?,
         _ => {
-            write_inline(value, 0, &mut out)?;
+            write_inline(value, 0, out)?;
             out.push('\n');
         }
     }
-    Some(out)
+    Some((std::mem::take(&mut out.text), out.yaml_1_1_suspect))
 }
 
 fn indent(out: &mut String, n: usize) {
-    out.extend(std::iter::repeat_n(' ', n));
+    // A slice at a time, not a char at a time: indentation is much of what is written.
+    const SPACES: &str = "                                                                ";
+    let mut left = n;
+    while left > 0 {
+        let take = left.min(SPACES.len());
+        out.push_str(&SPACES[..take]);
+        left -= take;
+    }
 }
 
 /// A mapping whose keys sit at `at`; with `inline`, its first key follows a `- ` already
@@ -36,7 +69,7 @@ fn write_map(
     map: &serde_json::Map<String, Value>,
     at: usize,
     inline: bool,
-    out: &mut String,
+    out: &mut Out,
 ) -> Option<()> {
     for (i, (key, value)) in map.iter().enumerate() {
         if i > 0 || !inline {
@@ -68,7 +101,7 @@ fn write_map(
 
 /// A sequence whose `- ` sit at `at`; with `inline`, its first item follows a `- ` already
 /// written.
-fn write_seq(items: &[Value], at: usize, inline: bool, out: &mut String) -> Option<()> {
+fn write_seq(items: &[Value], at: usize, inline: bool, out: &mut Out) -> Option<()> {
     for (i, item) in items.iter().enumerate() {
         if i > 0 || !inline {
             indent(out, at);
@@ -87,7 +120,7 @@ fn write_seq(items: &[Value], at: usize, inline: bool, out: &mut String) -> Opti
 }
 
 /// A scalar, or an empty collection, of a node at `at` (a literal block's lines go under it).
-fn write_inline(value: &Value, at: usize, out: &mut String) -> Option<()> {
+fn write_inline(value: &Value, at: usize, out: &mut Out) -> Option<()> {
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
@@ -102,7 +135,7 @@ fn write_inline(value: &Value, at: usize, out: &mut String) -> Option<()> {
 
 /// A string as serde_yaml asks for it (a literal block when it has line breaks; quoted
 /// when it would read back as something else) and libyaml writes it.
-fn write_str(s: &str, at: usize, out: &mut String) -> Option<()> {
+fn write_str(s: &str, at: usize, out: &mut Out) -> Option<()> {
     if !printable(s) {
         // A tab (Kubernetes' API docs hold some) makes libyaml double-quote the string,
         // on one line at serde_yaml's unbounded width; other such characters are its.
@@ -118,6 +151,7 @@ fn write_str(s: &str, at: usize, out: &mut String) -> Option<()> {
     let reads_as_string = matches!(super::block::resolve_unless_string(s), Some(None))
         && !super::block::leading_zero_digits(s);
     if reads_as_string && plain_allowed(s) {
+        out.yaml_1_1_suspect |= super::yaml11::is_suspect(s);
         out.push_str(s);
     } else {
         out.push('\'');
@@ -187,7 +221,7 @@ fn plain_allowed(s: &str) -> bool {
 /// A literal block (`|`, `|-`; an indentation indicator when it starts with a space or a
 /// line break) whose lines go two past `at`. `|+` (more than one final line break) is
 /// left to libyaml, which may end the document with `...` after it.
-fn write_literal(s: &str, at: usize, out: &mut String) -> Option<()> {
+fn write_literal(s: &str, at: usize, out: &mut Out) -> Option<()> {
     // A space before a line break, or at the very end, makes libyaml double-quote.
     if s.contains(" \n") || s.ends_with(' ') || s.ends_with("\n\n") || s == "\n" {
         return None;
@@ -218,15 +252,26 @@ fn write_literal(s: &str, at: usize, out: &mut String) -> Option<()> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::yaml11;
     use super::*;
     use serde_json::json;
 
     fn agrees(value: &Value) -> bool {
         match write(value) {
-            Some(text) => {
+            Some((text, suspect)) => {
                 assert_eq!(
                     text,
                     serde_yaml::to_string(value).expect("serializes"),
+                    "{value}"
+                );
+                // What the writer noted quotes as a scan of its text would.
+                let quoted = |on: bool| match on {
+                    true => yaml11::quote_for_yaml_1_1(&text),
+                    false => text.clone(),
+                };
+                assert_eq!(
+                    quoted(suspect),
+                    quoted(yaml11::may_differ(&text)),
                     "{value}"
                 );
                 true
@@ -245,6 +290,17 @@ mod tests {
         "true",
         "True",
         "yes",
+        "No",
+        "on",
+        "OFF",
+        "y",
+        "0644",
+        "-0644",
+        "1_000",
+        "0b101",
+        "08",
+        "x\nno\n",
+        "prose\n  yes\n- on\n0644: x\n",
         "null",
         "~",
         "1",

@@ -194,11 +194,18 @@ fn leading_tab_line(chunk: &str) -> Option<usize> {
 
 /// Serialize a value as one YAML document (no leading `---`).
 pub fn to_yaml(value: &Value) -> String {
-    let text = emit::write(value).unwrap_or_else(|| {
-        serde_yaml::to_string(value).unwrap_or_else(|e| format!("# cannot serialize: {e}\n"))
-    });
-    // Read back as kubectl reads it (YAML 1.1), a string must stay a string.
-    match yaml11::may_differ(&text) {
+    // Read back as kubectl reads it (YAML 1.1), a string must stay a string. The writer
+    // notes the plain scalars YAML 1.1 reads otherwise; serde_yaml's text is scanned.
+    let (text, suspect) = match emit::write(value) {
+        Some(written) => written,
+        None => {
+            let text = serde_yaml::to_string(value)
+                .unwrap_or_else(|e| format!("# cannot serialize: {e}\n"));
+            let suspect = yaml11::may_differ(&text);
+            (text, suspect)
+        }
+    };
+    match suspect {
         true => yaml11::quote_for_yaml_1_1(&text),
         false => text,
     }

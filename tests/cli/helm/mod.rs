@@ -453,6 +453,7 @@ mod cluster;
 mod crypto;
 mod dependencies;
 mod hooks;
+mod kept_parse;
 mod oci;
 pub(crate) mod registry;
 pub mod remote;

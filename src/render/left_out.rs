@@ -1,0 +1,72 @@
+//! What tend leaves out of a chart's rendered templates: chart tests, deletion and
+//! rollback hooks (`helm template --skip-tests` leaves out tests; tend never runs the
+//! others), and whether a template holds the pre-install hooks that move a release's
+//! objects a wave later.
+
+use crate::helm::hooks::{self, Hook, When};
+use crate::yaml;
+
+/// The text with the documents tend never runs blanked out (chart tests, deletion and
+/// rollback hooks; lines kept, so the lines of the others hold), and a note for each of the
+/// hooks among them.
+pub(super) fn without_left_out(text: &str, template: &str, notes: &mut Vec<String>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut doc: Vec<&str> = Vec::new();
+    let mut flush = |doc: &mut Vec<&str>, out: &mut String| {
+        let body = doc.join("\n");
+        // Only hooks are left out: a document without Helm's hook annotation stays as is.
+        let value = if body.contains("helm.sh/hook") {
+            yaml::parse_value(&body)
+        } else {
+            None
+        };
+        let left_out = match value.as_ref().map(hooks::classify) {
+            Some(Hook::LeftOut(why)) => {
+                if !value.as_ref().is_some_and(hooks::is_test) {
+                    let value = value.as_ref().unwrap_or(&serde_json::Value::Null);
+                    let field = |p: &str| value.pointer(p).and_then(|v| v.as_str()).unwrap_or("");
+                    notes.push(format!(
+                        "{} {} ({template}) is {why}: left out",
+                        field("/kind"),
+                        field("/metadata/name")
+                    ));
+                }
+                true
+            }
+            _ => false,
+        };
+        for line in doc.iter() {
+            if !left_out {
+                out.push_str(line);
+            }
+            out.push('\n');
+        }
+        doc.clear();
+    };
+    for line in text.lines() {
+        if line.trim_end() == "---" {
+            flush(&mut doc, &mut out);
+            out.push_str("---\n");
+        } else {
+            doc.push(line);
+        }
+    }
+    flush(&mut doc, &mut out);
+    out
+}
+
+/// Whether a rendered template holds a pre-install/pre-upgrade Job or Pod.
+pub(super) fn pre_hook_jobs(text: &str) -> bool {
+    text.contains("helm.sh/hook")
+        && text.split("\n---").any(|doc| {
+            yaml::parse_value(doc).is_some_and(|v| {
+                matches!(
+                    hooks::classify(&v),
+                    Hook::Run {
+                        when: When::Before,
+                        ..
+                    }
+                )
+            })
+        })
+}
