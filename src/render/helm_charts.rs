@@ -511,7 +511,10 @@ fn release_files(
         if manifest.random && !text.trim().is_empty() {
             made.random.push(manifest.template.clone());
         }
-        if !forms.is_empty() {
+        // A chart's `crds/` files are never templated (Helm copies them as they are), so no
+        // value can reach them: a secret value found there is a coincidence (grafana's
+        // looked-up admin user "admin" in kube-prometheus-stack's CRD descriptions).
+        if !forms.is_empty() && !manifest.crd {
             exposed.extend(exposing(&text, &forms, &manifest.template));
         }
         made.files.push((manifest.template, text, manifest.crd));

@@ -294,6 +294,57 @@ data:
 
 /// Helm's `now` is the commit's time in a git source, so a commit renders the same on every
 /// run; outside git it is the run's time.
+/// A chart's `crds/` files are copied, never templated, so a looked-up Secret value that
+/// happens to appear in them (kube-prometheus-stack's CRD descriptions say "admin", grafana
+/// looks up its admin user "admin") is no leak: the release applies and diffs clean.
+#[test]
+fn a_looked_up_value_that_a_crd_happens_to_hold_is_no_leak() {
+    use base64::Engine;
+    let cluster = cluster_with_crds();
+    cluster
+        .seed(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "probe"}}))
+        .unwrap();
+    cluster
+        .seed(json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "grafana", "namespace": "probe"},
+            "data": {"admin-user": base64::engine::general_purpose::STANDARD.encode("admin")},
+        }))
+        .unwrap();
+    let secret = r#"{{- $found := lookup "v1" "Secret" "probe" "grafana" }}
+apiVersion: v1
+kind: Secret
+metadata:
+  name: grafana-copy
+data:
+  admin-user: {{ (default (dict) $found.data) | dig "admin-user" ("admin" | b64enc) | quote }}
+"#;
+    let dir = probe_site(RELEASE, &[("secret.yaml", secret)]);
+    let crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\nspec:\n  group: example.com\n  names:\n    kind: Widget\n    plural: widgets\n  scope: Namespaced\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        description: Needs an admin to approve it.\n";
+    std::fs::create_dir_all(dir.path().join("charts/probe/crds")).unwrap();
+    std::fs::write(dir.path().join("charts/probe/crds/widgets.yaml"), crd).unwrap();
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["apply"]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["diff"]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    // The same value copied into a template's ConfigMap is still refused.
+    let leak = r#"{{- $found := lookup "v1" "Secret" "probe" "grafana" }}
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: leak
+data:
+  user: {{ index (default (dict) $found.data) "admin-user" | b64dec | quote }}
+"#;
+    std::fs::write(dir.path().join("charts/probe/templates/leak.yaml"), leak).unwrap();
+    let (code, stdout, stderr) = tend_on(&cluster, dir.path(), &["diff"]);
+    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("reach ConfigMap leak (templates/leak.yaml:"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn now_is_the_commits_time_in_git_and_the_runs_time_outside() {
     let template = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stamped\ndata:\n  at: {{ now | date \"2006-01-02T15:04:05Z07:00\" | quote }}\n";
