@@ -19,9 +19,7 @@ fn a_release_prints_as_helm_template_prints_it() {
         "apiVersion: tend.dev/v1alpha1\nkind: HelmChart\nmetadata:\n  name: rel\n  namespace: ns1\nspec:\n  chart: charts/ksm\n  kubeVersion: v1.33.0\n",
     )]);
     copy_tree(&chart, &dir.path().join("charts/ksm"));
-    let (code, stdout, stderr) = run(tend()
-        .args(["render", "--helm-template", "--repo"])
-        .arg(dir.path()));
+    let (code, stdout, stderr) = helm_template(&dir);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(stdout, expected);
 }
@@ -39,9 +37,7 @@ fn a_release_with_a_secret_prints_only_with_show_secrets() {
             "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {{ .Release.Name }}-creds\nstringData:\n  password: hunter2-canary\n",
         ),
     ]);
-    let (code, stdout, stderr) = run(tend()
-        .args(["render", "--helm-template", "--repo"])
-        .arg(dir.path()));
+    let (code, stdout, stderr) = helm_template(&dir);
     assert_eq!(code, 2, "{stdout}{stderr}");
     assert!(stderr.contains("--show-secrets"), "{stderr}");
     assert!(!stdout.contains("hunter2-canary") && !stderr.contains("hunter2-canary"));
@@ -96,32 +92,23 @@ fn a_field_of_a_nil_range_element_fails_as_helm_fails() {
 #[test]
 fn url_functions_split_and_join_as_go_does() {
     let chart = |url: &str| {
-        site(&[
+        app_chart(&[
+            ("values.yaml", &format!("externalURL: {url:?}\n")),
             (
-                "release.yaml",
-                "apiVersion: tend.dev/v1alpha1\nkind: HelmChart\nmetadata:\n  name: rel\n  namespace: ns1\nspec:\n  chart: charts/app\n",
-            ),
-            ("charts/app/Chart.yaml", "apiVersion: v2\nname: app\nversion: 1.0.0\n"),
-            ("charts/app/values.yaml", &format!("externalURL: {url:?}\n")),
-            (
-                "charts/app/templates/cm.yaml",
+                "templates/cm.yaml",
                 "{{- $u := urlParse .Values.externalURL }}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: urls\ndata:\n  host: {{ $u.host | quote }}\n  hostname: {{ $u.hostname | quote }}\n  path: {{ $u.path | quote }}\n  userinfo: {{ $u.userinfo | quote }}\n  joined: {{ urlJoin (dict \"scheme\" \"https\" \"host\" $u.hostname \"path\" \"/v2 api\" \"query\" $u.query \"userinfo\" \"me@corp:p\") | quote }}\n",
             ),
         ])
     };
     let dir = chart("http://admin:s%40cret@core.harbor.local:8443/a%20b?x=1#top");
-    let (code, stdout, stderr) = run(tend()
-        .args(["render", "--helm-template", "--repo"])
-        .arg(dir.path()));
+    let (code, stdout, stderr) = helm_template(&dir);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(
         stdout,
         "---\n# Source: app/templates/cm.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: urls\ndata:\n  host: \"core.harbor.local:8443\"\n  hostname: \"core.harbor.local\"\n  path: \"/a b\"\n  userinfo: \"admin:s%40cret\"\n  joined: \"https://me%40corp:p@core.harbor.local/v2%20api?x=1\"\n"
     );
     let dir = chart("http://harbor:port/");
-    let (code, stdout, stderr) = run(tend()
-        .args(["render", "--helm-template", "--repo"])
-        .arg(dir.path()));
+    let (code, stdout, stderr) = helm_template(&dir);
     assert_eq!(code, 2, "{stdout}{stderr}");
     assert!(
         stderr.contains(
@@ -136,15 +123,10 @@ fn url_functions_split_and_join_as_go_does() {
 #[test]
 fn from_toml_reads_a_config_file_as_helm_does() {
     let chart = |config: &str| {
-        site(&[
+        app_chart(&[
+            ("config.toml", config),
             (
-                "release.yaml",
-                "apiVersion: tend.dev/v1alpha1\nkind: HelmChart\nmetadata:\n  name: rel\n  namespace: ns1\nspec:\n  chart: charts/app\n",
-            ),
-            ("charts/app/Chart.yaml", "apiVersion: v2\nname: app\nversion: 1.0.0\n"),
-            ("charts/app/config.toml", config),
-            (
-                "charts/app/templates/cm.yaml",
+                "templates/cm.yaml",
                 "{{- $c := .Files.Get \"config.toml\" | fromToml }}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  port: {{ $c.server.port | quote }}\n  next: {{ add1 $c.server.port }}\n  kind: {{ kindOf $c.server.port }}/{{ kindOf $c.server.ratio }}\n  peers: {{ $c.peers | toJson | quote }}\n",
             ),
         ])
@@ -152,21 +134,47 @@ fn from_toml_reads_a_config_file_as_helm_does() {
     let dir = chart(
         "[server]\nport = 8080\nratio = 0.5\n\n[[peers]]\nname = 'a'\n[[peers]]\nname = 'b'\n",
     );
-    let (code, stdout, stderr) = run(tend()
-        .args(["render", "--helm-template", "--repo"])
-        .arg(dir.path()));
+    let (code, stdout, stderr) = helm_template(&dir);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(
         stdout,
         "---\n# Source: app/templates/cm.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  port: \"8080\"\n  next: 8081\n  kind: int64/float64\n  peers: \"[{\\\"name\\\":\\\"a\\\"},{\\\"name\\\":\\\"b\\\"}]\"\n"
     );
     let dir = chart("[server]\nport = 8080\nratio = 0.5\nsince = 2024-01-02\n");
-    let (code, stdout, stderr) = run(tend()
-        .args(["render", "--helm-template", "--repo"])
-        .arg(dir.path()));
+    let (code, stdout, stderr) = helm_template(&dir);
     assert_eq!(code, 2, "{stdout}{stderr}");
     assert!(
         stderr.contains("fromToml") && stderr.contains("at server.since is a date or time"),
         "{stderr}"
     );
+}
+
+/// A repository with one HelmChart `rel` (namespace ns1) of the chart `charts/app`, whose
+/// files are `files` (paths inside the chart) besides its Chart.yaml.
+fn app_chart(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let paths: Vec<String> = files
+        .iter()
+        .map(|(p, _)| format!("charts/app/{p}"))
+        .collect();
+    let mut all = vec![
+        (
+            "release.yaml",
+            "apiVersion: tend.dev/v1alpha1\nkind: HelmChart\nmetadata:\n  name: rel\n  namespace: ns1\nspec:\n  chart: charts/app\n",
+        ),
+        ("charts/app/Chart.yaml", "apiVersion: v2\nname: app\nversion: 1.0.0\n"),
+    ];
+    all.extend(
+        paths
+            .iter()
+            .map(String::as_str)
+            .zip(files.iter().map(|(_, t)| *t)),
+    );
+    site(&all)
+}
+
+/// `tend render --helm-template` of the repository `dir`.
+fn helm_template(dir: &tempfile::TempDir) -> (i32, String, String) {
+    run(tend()
+        .args(["render", "--helm-template", "--repo"])
+        .arg(dir.path()))
 }
