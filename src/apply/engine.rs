@@ -16,8 +16,9 @@ use super::prepare::{self, prepare, Prepared};
 use super::writes::{self, needed_after_apply};
 use super::{hooks, interrupted, prune, tend_kinds, waves};
 use crate::cluster::Session;
-use crate::object::{Object, ObjectKey};
+use crate::object::{Identity, Object, ObjectKey};
 use crate::plan::planner::{self, Desired, Plan, PlanInput, Triage};
+use crate::plan::settled::{self, DesiredDigest, Settled};
 use crate::report::run::{Mode, Outcome, RunReport};
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
@@ -59,6 +60,14 @@ async fn observe_and_plan(
             .zip(desired_of(prepared))
             .map(|(p, d)| (p.key.clone(), d))
             .collect(),
+        settled: opts.settled.as_deref().map(|settled| {
+            let digests = prepared
+                .iter()
+                .filter(|p| settled::may_note(&p.object))
+                .map(|p| (p.key.clone(), settled::digest(&p.object.value)))
+                .collect();
+            (settled, digests)
+        }),
     };
     let observed = observe::observe(session, prepared, opts, &id, &filter, ahead).await?;
     let rewritten = prepare::without_others_fields(prepared, &observed.live);
@@ -94,16 +103,40 @@ async fn observe_and_plan(
     })
 }
 
-/// The planner's fast path, applied while LIST pages are read.
+/// The planner's fast path, applied while LIST pages are read; with what earlier runs
+/// settled, and the digests of the desired objects to compare with it.
 struct FastPath<'a> {
     desired: HashMap<ObjectKey, Desired<'a>>,
+    settled: Option<(&'a Settled, HashMap<ObjectKey, DesiredDigest>)>,
 }
 
 impl observe::LiveFilter for FastPath<'_> {
     fn unchanged(&self, key: &ObjectKey, live: &Value) -> bool {
-        self.desired
+        let unchanged = self
+            .desired
             .get(key)
-            .is_some_and(|d| planner::triage(*d, Some(live)) == Triage::Unchanged)
+            .is_some_and(|d| planner::triage(*d, Some(live)) == Triage::Unchanged);
+        if let (true, Some((settled, digests))) = (unchanged, &self.settled) {
+            let api_version = live.get("apiVersion").and_then(Value::as_str);
+            if let (Some(digest), Some(api_version)) = (digests.get(key), api_version) {
+                settled.settle(key, &Identity::of_value(live), api_version, digest);
+            }
+        }
+        unchanged
+    }
+
+    fn still_unchanged(&self, key: &ObjectKey, live: &Identity, api_version: &str) -> bool {
+        let Some((settled, digests)) = &self.settled else {
+            return false;
+        };
+        let Some(digest) = digests.get(key) else {
+            return false;
+        };
+        let still = settled.still(key, live, api_version, digest);
+        if still {
+            settled.settle(key, live, api_version, digest);
+        }
+        still
     }
 
     fn keep(&self, key: &ObjectKey) -> bool {

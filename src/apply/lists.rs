@@ -4,7 +4,7 @@
 //! run recorded.
 
 use super::options::{EngineError, EngineOptions};
-use crate::cluster::{self, ListQuery, Resource, Session};
+use crate::cluster::{self, ListQuery, Listed, Resource, Session};
 use crate::plan::inventory::{self, GroupKind, Inventory};
 use futures::stream::{self, StreamExt};
 use serde_json::Value;
@@ -23,7 +23,7 @@ pub struct Scan {
 #[derive(Default)]
 pub struct ReadAhead {
     pub(super) parent: Option<Value>,
-    pub(super) lists: Vec<(Scan, Vec<Value>)>,
+    pub(super) lists: Vec<(Scan, Vec<Listed>)>,
 }
 
 /// Read the parent and LIST the members it records (see [`ReadAhead`]).
@@ -59,7 +59,7 @@ pub async fn read_ahead(session: &Session, opts: &EngineOptions) -> Result<ReadA
                         ..ListQuery::default()
                     };
                     let mut items = Vec::new();
-                    let result = cluster::list_each(
+                    let result = cluster::list_listed(
                         &session.client,
                         &scan.resource,
                         scan.namespace.as_deref(),
@@ -101,8 +101,8 @@ pub async fn read_parent(
 /// namespaces or in a namespace needed), taken out of `kinds`; the others are dropped.
 pub fn covered(
     kinds: &mut BTreeMap<GroupKind, (Resource, BTreeSet<String>)>,
-    ahead: Vec<(Scan, Vec<Value>)>,
-) -> Vec<(Scan, Vec<Value>)> {
+    ahead: Vec<(Scan, Vec<Listed>)>,
+) -> Vec<(Scan, Vec<Listed>)> {
     let mut used = Vec::new();
     for (scan, items) in ahead {
         let gk = GroupKind::new(&scan.resource.api.group, &scan.resource.api.kind);

@@ -10,8 +10,8 @@ use super::non_members;
 use super::options::{EngineError, EngineOptions};
 use super::prepare::Prepared;
 use super::progress::{self, Tick};
-use crate::cluster::{self, key_of, ListQuery, Resource, Session};
-use crate::object::ObjectKey;
+use crate::cluster::{self, key_of, ListQuery, Listed, Resource, Session};
+use crate::object::{Identity, ObjectKey};
 use crate::plan::diff::scrub_message;
 use crate::plan::inventory::{self, GroupKind, Inventory};
 use crate::plan::planner::DryRun;
@@ -33,12 +33,20 @@ pub struct Observed {
     pub unchanged: HashSet<ObjectKey>,
     /// Desired objects that exist (kept in `live` or settled in `unchanged`).
     pub existing: HashSet<ObjectKey>,
+    /// How many of `unchanged` an earlier run settled in the very version listed now, so
+    /// they were not read past their identity (`plan::settled`).
+    pub settled_earlier: usize,
+    /// A LIST item that is not a JSON object after all (never seen from a server).
+    unreadable: Option<String>,
 }
 
 /// How observation treats a desired object's live state.
 pub trait LiveFilter: Sync {
     /// Whether the live object already is as desired (the fast path).
     fn unchanged(&self, key: &ObjectKey, live: &Value) -> bool;
+    /// Whether an earlier run found this very version of the object (listed in
+    /// `api_version`) as desired now: unchanged without reading it further.
+    fn still_unchanged(&self, key: &ObjectKey, live: &Identity, api_version: &str) -> bool;
     /// Whether the live object is needed after planning even when unchanged.
     fn keep(&self, key: &ObjectKey) -> bool;
 }
@@ -77,13 +85,32 @@ pub async fn observe(
             o.take(key, item, &desired, filter);
         }
     };
+    let take_listed = |item: Listed, resource: &Resource| {
+        if let Ok(mut o) = observed.lock() {
+            o.take_listed(item, resource, &desired, filter);
+        }
+    };
     let selector = format!("{}={}", inventory::PART_OF_LABEL, applyset_id);
-    list_members(session, &scans, &selector, &take, opts.concurrency).await?;
-    for item in ahead_lists.into_iter().flat_map(|(_, items)| items) {
-        take(item);
+    list_members(session, &scans, &selector, &take_listed, opts.concurrency).await?;
+    for (scan, items) in ahead_lists {
+        for item in items {
+            take_listed(item, &scan.resource);
+        }
     }
     read_non_members(session, prepared, &observed, &take, opts.concurrency).await?;
-    observed.into_inner().map_err(|_| poisoned())
+    let observed = observed.into_inner().map_err(|_| poisoned())?;
+    if let Some(problem) = &observed.unreadable {
+        return Err(EngineError::Cluster(cluster::ClusterError::Config(
+            problem.clone(),
+        )));
+    }
+    if observed.settled_earlier > 0 {
+        tracing::info!(
+            "{} object(s) found as an earlier run left them (same uid and resourceVersion, same desired state): not read again",
+            observed.settled_earlier
+        );
+    }
+    Ok(observed)
 }
 
 /// Which kinds, in which namespaces: every desired kind where it is desired, and every
@@ -130,7 +157,7 @@ async fn list_members(
     session: &Session,
     scans: &[Scan],
     selector: &str,
-    take: &(dyn Fn(Value) + Sync),
+    take: &(dyn Fn(Listed, &Resource) + Sync),
     concurrency: usize,
 ) -> Result<(), EngineError> {
     let lists = stream::iter(scans.iter().map(|scan| {
@@ -141,8 +168,10 @@ async fn list_members(
         };
         async move {
             let namespace = scan.namespace.as_deref();
+            let resource = &scan.resource;
+            let each = |item| take(item, resource);
             let result =
-                cluster::list_each(&session.client, &scan.resource, namespace, query, take).await;
+                cluster::list_listed(&session.client, resource, namespace, query, each).await;
             match result {
                 // A namespace that does not exist (yet, or any more) holds nothing.
                 Err(err) if err.code() == Some(404) => Ok(()),
@@ -210,6 +239,33 @@ fn poisoned() -> EngineError {
 }
 
 impl Observed {
+    /// Record one LIST item: settled by an earlier run as it is now, or read in full and
+    /// taken as any live object.
+    fn take_listed(
+        &mut self,
+        item: Listed,
+        resource: &Resource,
+        desired: &HashSet<ObjectKey>,
+        filter: &dyn LiveFilter,
+    ) {
+        let key = item.key(resource);
+        if desired.contains(&key)
+            && !filter.keep(&key)
+            && filter.still_unchanged(&key, &item.identity, &resource.api.api_version)
+        {
+            self.existing.insert(key.clone());
+            self.unchanged.insert(key);
+            self.settled_earlier += 1;
+            return;
+        }
+        match item.into_value(resource) {
+            Ok(value) => self.take(key, value, desired, filter),
+            Err(err) => {
+                self.unreadable = Some(format!("cannot read {key} as the server listed it: {err}"))
+            }
+        }
+    }
+
     /// Record one live object: settle it, keep it, or ignore it.
     fn take(
         &mut self,

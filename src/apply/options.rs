@@ -37,6 +37,9 @@ pub struct EngineOptions {
     pub spokes: Vec<String>,
     /// How the objects of Flux's units wait (their controllers' rules); empty: as waves do.
     pub unit_waits: std::sync::Arc<super::unit_waits::UnitWaits>,
+    /// What earlier runs found as desired, and what this run finds (`plan::settled`);
+    /// `None`: every LIST item is read in full and nothing is noted.
+    pub settled: Option<std::sync::Arc<crate::plan::settled::Settled>>,
 }
 
 impl EngineOptions {

@@ -5,6 +5,7 @@
 pub mod cause;
 mod discovery;
 pub mod impersonation;
+mod listed;
 mod logs;
 pub mod outage;
 pub mod retry;
@@ -12,10 +13,11 @@ mod session;
 mod verbs;
 
 pub use discovery::{discover, Resource, Resources};
+pub use listed::Listed;
 pub use logs::pod_log_tail;
 pub use verbs::{
-    apply, apply_status, can_list_cluster_wide, create, delete, get, list, list_each, merge_patch,
-    replace, ListQuery,
+    apply, apply_status, can_list_cluster_wide, create, delete, get, list, list_each, list_listed,
+    merge_patch, replace, ListQuery,
 };
 
 pub use session::{key_of, Session};

@@ -1,6 +1,7 @@
 //! The verbs tend uses on `DynamicObject`s, as JSON values. Every call goes through [`call`]:
 //! retried with backoff when transient, and its error names what was attempted.
 
+use super::listed::Listed;
 use super::retry::retry;
 use super::{ClusterError, Resource};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
@@ -63,26 +64,43 @@ pub struct ListQuery<'a> {
     pub metadata_only: bool,
 }
 
-/// One page of a LIST, parsed once: items stay JSON values, nothing else is kept.
+/// One page of a LIST, parsed once: items stay JSON values (or [`Listed`] items), nothing
+/// else is kept.
 #[derive(serde::Deserialize)]
-struct Page {
+#[serde(bound = "T: serde::de::DeserializeOwned")]
+struct Page<T> {
     /// A real apiserver answers an empty `PartialObjectMetadataList` with `"items": null`.
-    #[serde(default, deserialize_with = "null_as_empty")]
-    items: Vec<Value>,
+    #[serde(default = "Vec::new", deserialize_with = "null_as_empty")]
+    items: Vec<T>,
     #[serde(default)]
     metadata: PageMeta,
 }
 
 /// `null` (or absent, with `default`) reads as an empty list.
-fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Value>, D::Error> {
+fn null_as_empty<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
     use serde::Deserialize;
-    Ok(Option::<Vec<Value>>::deserialize(d)?.unwrap_or_default())
+    Ok(Option::<Vec<T>>::deserialize(d)?.unwrap_or_default())
 }
 
 #[derive(serde::Deserialize, Default)]
 struct PageMeta {
     #[serde(rename = "continue", default)]
     next: Option<String>,
+}
+
+/// Give a LIST item the resource's apiVersion and kind, which LIST items lack.
+pub(super) fn name_kind(item: &mut Value, resource: &Resource) {
+    if let Some(map) = item.as_object_mut() {
+        map.insert(
+            "apiVersion".into(),
+            Value::String(resource.api.api_version.clone()),
+        );
+        map.insert("kind".into(), Value::String(resource.api.kind.clone()));
+    }
 }
 
 /// LIST a resource in a namespace (or cluster-wide), following `continue`, handing each item
@@ -94,6 +112,31 @@ pub async fn list_each(
     namespace: Option<&str>,
     query: ListQuery<'_>,
     mut each: impl FnMut(Value),
+) -> Result<(), ClusterError> {
+    list_pages(client, resource, namespace, query, |mut item: Value| {
+        name_kind(&mut item, resource);
+        each(item)
+    })
+    .await
+}
+
+/// [`list_each`] with each item read only as far as its identity ([`Listed`]).
+pub async fn list_listed(
+    client: &Client,
+    resource: &Resource,
+    namespace: Option<&str>,
+    query: ListQuery<'_>,
+    each: impl FnMut(Listed),
+) -> Result<(), ClusterError> {
+    list_pages(client, resource, namespace, query, each).await
+}
+
+async fn list_pages<T: serde::de::DeserializeOwned>(
+    client: &Client,
+    resource: &Resource,
+    namespace: Option<&str>,
+    query: ListQuery<'_>,
+    mut each: impl FnMut(T),
 ) -> Result<(), ClusterError> {
     let url = api_for(client, resource, namespace)
         .resource_url()
@@ -111,7 +154,7 @@ pub async fn list_each(
         if let Some(t) = &token {
             params = params.continue_token(t);
         }
-        let page: Page = call(
+        let page: Page<T> = call(
             || {
                 format!(
                     "cannot list {}{}",
@@ -133,21 +176,12 @@ pub async fn list_each(
                     if let Some(stats) = query.stats {
                         stats.record_list_bytes(text.len());
                     }
-                    serde_json::from_str::<Page>(&text).map_err(kube::Error::SerdeError)
+                    serde_json::from_str::<Page<T>>(&text).map_err(kube::Error::SerdeError)
                 }
             },
         )
         .await?;
-        for mut item in page.items {
-            if let Some(map) = item.as_object_mut() {
-                map.insert(
-                    "apiVersion".into(),
-                    Value::String(resource.api.api_version.clone()),
-                );
-                map.insert("kind".into(), Value::String(resource.api.kind.clone()));
-            }
-            each(item);
-        }
+        page.items.into_iter().for_each(&mut each);
         match page.metadata.next.filter(|c| !c.is_empty()) {
             Some(next) => token = Some(next),
             None => break,

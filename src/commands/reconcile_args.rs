@@ -145,6 +145,7 @@ impl EngineArgs {
                 default_service_account: self.default_service_account.clone(),
                 spokes: Vec::new(),
                 unit_waits: Default::default(),
+                settled: None,
             },
         })
     }

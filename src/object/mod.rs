@@ -3,7 +3,10 @@
 //! of them can share it without depending on each other; [`names`] holds the syntax rules of
 //! Kubernetes names that render and tend's kinds both check.
 
+mod identity;
 pub mod names;
+
+pub use identity::Identity;
 
 use serde_json::Value;
 use std::fmt;

@@ -10,6 +10,7 @@ pub mod keep_live;
 pub mod normalize;
 pub mod others_fields;
 pub mod planner;
+pub mod settled;
 
 use crate::object::{ObjectKey, Origin};
 use serde_json::Value;

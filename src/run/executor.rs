@@ -35,6 +35,7 @@ use super::helm_cluster::{self, Speculative};
 use super::helm_seed::NewSeed;
 use super::load::{self, Loaded};
 use super::plan::{ClusterRun, KubeconfigSecret, Run};
+use super::settled_cache;
 use crate::apply::engine;
 use crate::apply::lists::ReadAhead;
 use crate::apply::live::OptedIn;
@@ -176,7 +177,7 @@ fn execute_cluster(
             default_account,
         )
         .await?;
-        let engine_opts = engine_options(cluster, &loaded, &rendered.objects, spokes)?;
+        let (engine_opts, settled) = engine_options(cluster, &loaded, &rendered.objects, spokes)?;
         let ahead = match mode {
             Mode::Diff => Some(connecting),
             Mode::Apply => None,
@@ -189,6 +190,7 @@ fn execute_cluster(
             ahead,
         )
         .await?;
+        settled.write();
         report.units = super::units_live::reports(&loaded.expanded);
         if let (Some(seed), true) = (new_seed, cluster.writes(mode)) {
             store_seed(&session, &engine_opts.state_namespace, seed).await;
@@ -201,13 +203,13 @@ fn execute_cluster(
 }
 
 /// The cluster's engine options with what its source said: the commit, the spokes, how its
-/// units wait.
+/// units wait; and what the last run here found as desired.
 fn engine_options(
     cluster: &ClusterRun,
     loaded: &Loaded,
     objects: &[crate::object::Object],
     spokes: &[KubeConfigRef],
-) -> Result<crate::apply::options::EngineOptions, Error> {
+) -> Result<(crate::apply::options::EngineOptions, settled_cache::Kept), Error> {
     let mut engine_opts = cluster.engine.clone();
     engine_opts.commit = loaded.checkout.commit.clone();
     engine_opts.signed_by = loaded.checkout.signed_by.clone();
@@ -215,7 +217,9 @@ fn engine_options(
     let waits = super::unit_waits::unit_waits(&loaded.expanded, objects)
         .map_err(crate::render::RenderError::Invalid)?;
     engine_opts.unit_waits = Arc::new(waits);
-    Ok(engine_opts)
+    let settled = settled_cache::read(cluster, &engine_opts.applyset_id());
+    engine_opts.settled = Some(settled.settled.clone());
+    Ok((engine_opts, settled))
 }
 
 /// The spokes a cluster's units target; none for a spoke's own run (its units all target

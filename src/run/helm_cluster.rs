@@ -36,6 +36,14 @@ struct Remembered {
 }
 
 fn remembered_path(cache_dir: &Path, access: &Access) -> PathBuf {
+    cache_dir
+        .join("helm-capabilities")
+        .join(format!("{}.json", reached_as(access)))
+}
+
+/// A name for how a cluster is reached from here (kubeconfig, context, `KUBECONFIG`), for
+/// what the cache directory keeps per cluster.
+pub(super) fn reached_as(access: &Access) -> String {
     use sha2::Digest;
     let mut reached = format!(
         "{:?}\n{:?}\n{:?}",
@@ -46,10 +54,7 @@ fn remembered_path(cache_dir: &Path, access: &Access) -> PathBuf {
     if let Some(text) = &access.kubeconfig_text {
         reached.push_str(&format!("\n{}", text.origin));
     }
-    let name = hex::encode(sha2::Sha256::digest(reached.as_bytes()));
-    cache_dir
-        .join("helm-capabilities")
-        .join(format!("{name}.json"))
+    hex::encode(sha2::Sha256::digest(reached.as_bytes()))
 }
 
 /// Render `loaded` before connecting, as the cluster was last seen; `None` when it was

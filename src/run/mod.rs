@@ -17,6 +17,7 @@ pub mod keys;
 pub mod load;
 pub mod plan;
 pub mod render_cache;
+mod settled_cache;
 mod tenants;
 mod trusted_keys;
 mod unit_waits;

@@ -34,6 +34,7 @@ mod quickstart;
 mod reads;
 mod render;
 mod run;
+mod settled;
 mod shipping;
 mod sops;
 mod tenants;
