@@ -26,13 +26,105 @@ struct Head {
 impl<'de> Deserialize<'de> for Listed {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let text = Box::<RawValue>::deserialize(d)?;
-        // Only `metadata`'s four fields are kept; the rest is skipped without allocating.
-        let head: Head = serde_json::from_str(text.get()).map_err(D::Error::custom)?;
-        Ok(Listed {
-            identity: head.metadata,
-            text,
-        })
+        let identity = match head_of(text.get()) {
+            Some(identity) => identity,
+            // Only `metadata`'s four fields are kept; the rest is skipped without allocating.
+            None => {
+                serde_json::from_str::<Head>(text.get())
+                    .map_err(D::Error::custom)?
+                    .metadata
+            }
+        };
+        Ok(Listed { identity, text })
     }
+}
+
+/// The identity read from the start of an item, stopping as soon as it is known: the API
+/// server writes `metadata` first and in it name, namespace, uid and resourceVersion before
+/// the bulk (managedFields), so most of the item is never looked at a second time. `None`
+/// when the item is laid out otherwise (or is cluster-scoped: only its end says there is no
+/// namespace); the caller then reads the whole item.
+fn head_of(text: &str) -> Option<Identity> {
+    use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+    use std::borrow::Cow;
+    use std::fmt;
+
+    /// What is read so far, and whether it is all: the reader is then stopped with an
+    /// error nobody sees.
+    struct Found {
+        identity: Identity,
+        complete: bool,
+    }
+    struct Item<'a>(&'a mut Found);
+    struct Metadata<'a>(&'a mut Found);
+
+    impl<'de> Visitor<'de> for Item<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                if key == "metadata" {
+                    return map.next_value_seed(Metadata(self.0));
+                }
+                map.next_value::<IgnoredAny>()?;
+            }
+            Ok(())
+        }
+    }
+
+    impl<'de> DeserializeSeed<'de> for Metadata<'_> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_map(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Metadata<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            let (mut name, mut namespace, mut uid, mut version) = (false, false, false, false);
+            while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                let (slot, seen) = match &*key {
+                    "name" => (&mut self.0.identity.name, &mut name),
+                    "uid" => (&mut self.0.identity.uid, &mut uid),
+                    "resourceVersion" => (&mut self.0.identity.resource_version, &mut version),
+                    "namespace" => {
+                        self.0.identity.namespace = Some(map.next_value()?);
+                        namespace = true;
+                        if name && uid && version {
+                            self.0.complete = true;
+                            return Err(A::Error::custom("enough"));
+                        }
+                        continue;
+                    }
+                    _ => {
+                        map.next_value::<IgnoredAny>()?;
+                        continue;
+                    }
+                };
+                *slot = map.next_value()?;
+                *seen = true;
+                if name && namespace && uid && version {
+                    self.0.complete = true;
+                    return Err(A::Error::custom("enough"));
+                }
+            }
+            Err(A::Error::custom("incomplete"))
+        }
+    }
+
+    let mut found = Found {
+        identity: Identity::default(),
+        complete: false,
+    };
+    let mut reader = serde_json::Deserializer::from_str(text);
+    let _stopped = serde::Deserializer::deserialize_map(&mut reader, Item(&mut found));
+    found.complete.then_some(found.identity)
 }
 
 impl Listed {
@@ -94,6 +186,31 @@ mod tests {
         assert_eq!(value["data"]["k"], "vé");
         assert_eq!(value["apiVersion"], "v1");
         assert_eq!(value["kind"], "ConfigMap");
+    }
+
+    #[test]
+    fn the_identity_is_the_same_however_the_item_is_laid_out() {
+        let items = [
+            // As the API server writes it: read no further than resourceVersion.
+            r#"{"metadata":{"name":"a","namespace":"web","uid":"u","resourceVersion":"7","managedFields":[]},"data":{}}"#,
+            // metadata after the body, namespace last, escapes in a name.
+            r#"{"data":{"metadata":{"name":"decoy"}},"metadata":{"uid":"u","resourceVersion":"7","name":"a","namespace":"web"}}"#,
+            // namespace missing from the front: the whole item is read.
+            r#"{"metadata":{"name":"a","uid":"u","resourceVersion":"7","labels":{"namespace":"x"},"namespace":"web"}}"#,
+        ];
+        for text in items {
+            let listed: Listed = serde_json::from_str(text).expect("an item");
+            assert_eq!(
+                listed.identity,
+                Identity {
+                    name: "a".into(),
+                    namespace: Some("web".into()),
+                    uid: "u".into(),
+                    resource_version: "7".into(),
+                },
+                "{text}"
+            );
+        }
     }
 
     #[test]
