@@ -67,6 +67,8 @@ pub(super) enum Payload {
     Json(Value),
     /// A non-JSON body (the plain `404 page not found` of paths no API serves).
     Text(std::borrow::Cow<'static, str>),
+    /// A JSON document already written.
+    Written(Vec<u8>),
     /// A watch's event stream.
     Stream(mpsc::Receiver<Bytes>),
 }
@@ -90,6 +92,10 @@ impl Outcome {
         let body = match self.payload {
             Payload::Json(v) => {
                 let bytes = serde_json::to_vec(&v).unwrap_or_default();
+                count.add(bytes.len());
+                Body::Full(Some(Bytes::from(bytes)))
+            }
+            Payload::Written(bytes) => {
                 count.add(bytes.len());
                 Body::Full(Some(Bytes::from(bytes)))
             }
@@ -118,6 +124,16 @@ pub(super) fn json_outcome(r: Result<(u16, Value), ApiError>) -> Outcome {
             content_type: "application/json".into(),
             headers: e.headers.clone(),
         },
+    }
+}
+
+/// A successful answer whose JSON is already written.
+pub(super) fn written_outcome(code: u16, bytes: Vec<u8>) -> Outcome {
+    Outcome {
+        code,
+        payload: Payload::Written(bytes),
+        content_type: "application/json".into(),
+        headers: vec![],
     }
 }
 

@@ -1,15 +1,15 @@
 //! Routing: a request's path and method to a [`Route`] and [`Verb`], and each route to its
 //! handler (discovery, access reviews, the store).
 
-use super::response::{json_outcome, page_not_found, ByteCount, Outcome, Payload};
+use super::response::{json_outcome, page_not_found, written_outcome, ByteCount, Outcome, Payload};
 use super::shared::Shared;
 use super::watch::watch_outcome;
 use crate::discovery::{self, ResourceDef};
 use crate::errors::ApiError;
 use crate::faults::Verb;
-use crate::negotiate::{negotiate, represent};
+use crate::negotiate::{negotiate, represent, Representation};
 use crate::rbac::{self, Attributes, User};
-use crate::store::{Call, Query};
+use crate::store::{Call, Query, Reply};
 use serde_json::Value;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -318,6 +318,7 @@ pub(super) fn dispatch(shared: &Shared, r: &ApiRequest, count: &ByteCount) -> Ou
                 body: r.body,
                 content_type: r.content_type,
                 user_agent: r.user_agent,
+                full_json: matches!(rep, Representation::Full),
             };
             if r.verb == Verb::Watch {
                 return match st.watch(&call) {
@@ -333,7 +334,16 @@ pub(super) fn dispatch(shared: &Shared, r: &ApiRequest, count: &ByteCount) -> Ou
             }
             // The content type stays `application/json` for metadata-only answers too
             // (kube-apiserver names the serializer's media type, not the `as=` asked for).
-            json_outcome(result.and_then(|reply| Ok((reply.code, represent(reply.body, rep)?))))
+            match result {
+                Ok(Reply {
+                    code,
+                    written: Some(bytes),
+                    ..
+                }) => written_outcome(code, bytes),
+                result => json_outcome(
+                    result.and_then(|reply| Ok((reply.code, represent(reply.body, rep)?))),
+                ),
+            }
         }
     }
 }

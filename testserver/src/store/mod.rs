@@ -103,11 +103,17 @@ pub struct Call<'a> {
     pub body: &'a [u8],
     pub content_type: &'a str,
     pub user_agent: &'a str,
+    /// The answer goes out as the full JSON document (not `as=PartialObjectMetadata`), so a
+    /// LIST may be written straight from the store ([`Reply::written`]).
+    pub full_json: bool,
 }
 
 pub struct Reply {
     pub code: u16,
     pub body: Value,
+    /// The body already written as JSON (a LIST written straight from the store, without
+    /// copying its objects); `body` is then empty.
+    pub written: Option<Vec<u8>>,
 }
 
 type Res = Result<Reply, ApiError>;
@@ -119,7 +125,11 @@ pub fn now() -> String {
 }
 
 fn ok(code: u16, body: Value) -> Res {
-    Ok(Reply { code, body })
+    Ok(Reply {
+        code,
+        body,
+        written: None,
+    })
 }
 
 /// Parses a request body as JSON, or YAML when the content type says so (or for apply).

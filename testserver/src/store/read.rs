@@ -47,15 +47,7 @@ impl State {
                     remaining += 1;
                     continue;
                 }
-                let mut item = Self::present(&c.def, v);
-                // Typed (built-in) lists omit apiVersion/kind on items; unstructured keep them.
-                if c.def.crd.is_none() {
-                    if let Some(m) = item.as_object_mut() {
-                        m.shift_remove("apiVersion");
-                        m.shift_remove("kind");
-                    }
-                }
-                items.push(item);
+                items.push(v);
                 last_key = Some(key.clone());
             }
         }
@@ -69,10 +61,101 @@ impl State {
                 }
             }
         }
-        ok(
-            200,
-            json!({"kind": c.def.list_kind(), "apiVersion": c.def.api_version(), "metadata": md, "items": items}),
-        )
+        // Typed (built-in) lists omit apiVersion/kind on items; unstructured keep them.
+        let typed = c.def.crd.is_none();
+        let body = |items: Value| json!({"kind": c.def.list_kind(), "apiVersion": c.def.api_version(), "metadata": md, "items": items});
+        if !c.full_json {
+            let items = items
+                .into_iter()
+                .map(|v| {
+                    let mut item = Self::present(&c.def, v);
+                    if typed {
+                        if let Some(m) = item.as_object_mut() {
+                            m.shift_remove("apiVersion");
+                            m.shift_remove("kind");
+                        }
+                    }
+                    item
+                })
+                .collect();
+            return ok(200, body(Value::Array(items)));
+        }
+        // Written straight from the store: the same bytes, without copying the objects.
+        let mut written = serde_json::to_vec(&body(Value::Array(Vec::new()))).unwrap_or_default();
+        written.truncate(written.len().saturating_sub(2));
+        for (i, v) in items.into_iter().enumerate() {
+            if i > 0 {
+                written.push(b',');
+            }
+            let presented = Presented {
+                def: &c.def,
+                object: v,
+                typed,
+            };
+            let _ = serde_json::to_writer(&mut written, &presented);
+        }
+        written.extend_from_slice(b"]}");
+        Ok(Reply {
+            code: 200,
+            body: Value::Null,
+            written: Some(written),
+        })
+    }
+}
+
+/// A stored object as [`State::present`] (and, in a typed list, without apiVersion and
+/// kind) would give it, written without copying it.
+struct Presented<'a> {
+    def: &'a ResourceDef,
+    object: &'a Value,
+    typed: bool,
+}
+
+impl serde::Serialize for Presented<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let Value::Object(m) = self.object else {
+            return self.object.serialize(s);
+        };
+        let mut out = s.serialize_map(None)?;
+        if !self.typed {
+            out.serialize_entry("apiVersion", &self.def.api_version())?;
+            out.serialize_entry("kind", &self.def.kind)?;
+        }
+        if let Some(Value::Object(md)) = m.get("metadata") {
+            out.serialize_key("metadata")?;
+            out.serialize_value(&InOrder(md))?;
+        }
+        for (k, v) in m {
+            if !matches!(k.as_str(), "apiVersion" | "kind" | "metadata" | "status") {
+                out.serialize_entry(k, v)?;
+            }
+        }
+        if let Some(status) = m.get("status") {
+            out.serialize_entry("status", status)?;
+        }
+        out.end()
+    }
+}
+
+/// Metadata in the order `normalize` gives it.
+struct InOrder<'a>(&'a Map<String, Value>);
+
+impl serde::Serialize for InOrder<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut out = s.serialize_map(Some(self.0.len()))?;
+        for k in META_ORDER {
+            if let Some(v) = self.0.get(*k) {
+                out.serialize_entry(k, v)?;
+            }
+        }
+        for (k, v) in self.0 {
+            if !META_ORDER.contains(&k.as_str()) {
+                out.serialize_entry(k, v)?;
+            }
+        }
+        out.end()
     }
 }
 
@@ -174,6 +257,41 @@ mod tests {
             .unwrap_err()
             .starts_with("continue key is not valid: illegal base64 data at input byte 7"));
         assert!(decode_continue("e30").is_err(), "{{}} has no version");
+    }
+
+    #[test]
+    fn a_list_written_from_the_store_is_what_presenting_each_object_gives() {
+        let stored = json!({"spec": {"b": 1}, "status": {"ready": true}, "kind": "stale",
+            "metadata": {"labels": {"a": "b"}, "uid": "u", "name": "n", "managedFields": [], "namespace": "ns"},
+            "data": {"k": "v"}, "apiVersion": "stale/v0"});
+        for def in [
+            discovery::builtin_resources()
+                .into_iter()
+                .find(|d| d.plural == "configmaps"),
+            Some(ResourceDef {
+                crd: Some("widgets.example.com".into()),
+                ..discovery::builtin_resources()
+                    .into_iter()
+                    .find(|d| d.plural == "configmaps")
+                    .unwrap()
+            }),
+        ] {
+            let def = def.expect("a definition");
+            let typed = def.crd.is_none();
+            let mut expected = State::present(&def, &stored);
+            if typed {
+                let m = expected.as_object_mut().unwrap();
+                m.shift_remove("apiVersion");
+                m.shift_remove("kind");
+            }
+            let written = serde_json::to_string(&Presented {
+                def: &def,
+                object: &stored,
+                typed,
+            })
+            .unwrap();
+            assert_eq!(written, serde_json::to_string(&expected).unwrap());
+        }
     }
 
     #[test]
