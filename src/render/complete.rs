@@ -48,8 +48,15 @@ pub fn complete(rendered: Rendered, view: &ClusterView) -> Result<Rendered, Rend
     }
     let mut changed_config: BTreeSet<ObjectKey> = missing_config;
     changed_config.extend(copies.iter().map(Object::key));
+    // The render checked and sorted the rest (`finish`); only copies can add a duplicate or
+    // an object out of order. Skipped otherwise: a fleet completes one render per cluster.
+    let copied = !copies.is_empty();
     objects.extend(copies);
-    let mut problems = duplicates(&objects);
+    let mut problems = if copied {
+        duplicates(&objects)
+    } else {
+        Vec::new()
+    };
     if !problems.is_empty() {
         problems.sort();
         problems.dedup();
@@ -76,7 +83,9 @@ pub fn complete(rendered: Rendered, view: &ClusterView) -> Result<Rendered, Rend
 
     let (notes, missing_config) =
         config_hash::reannotate(&mut objects, &view.live_config, &changed_config);
-    sort_for_apply(&mut objects);
+    if copied {
+        sort_for_apply(&mut objects);
+    }
     Ok(Rendered {
         objects,
         notes,
