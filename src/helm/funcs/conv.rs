@@ -18,11 +18,24 @@ pub fn want_str(v: &Value) -> Result<&str, CallError> {
     match v {
         Value::Str(s) => Ok(s),
         Value::Nil => Err("invalid value; expected string".into()),
+        other if super::files::is_binary_text(other) => Err(
+            "the text is a chart file that is not UTF-8 (from .Files.Get): tend passes its bytes to b64enc, b32enc, sha256sum, sha1sum and adler32sum only"
+                .into(),
+        ),
         other => Err(format!(
             "wrong type for value; expected string; got {}",
             other.type_name()
         )
         .into()),
+    }
+}
+
+/// The bytes of a string parameter, which may be a chart file's bytes that are not UTF-8
+/// text (`.Files.Get`): for the functions that only encode or hash them.
+pub fn want_bytes(v: &Value) -> Result<std::borrow::Cow<'_, [u8]>, CallError> {
+    match super::files::bytes_of(v) {
+        Some(bytes) => Ok(bytes),
+        None => want_str(v).map(|s| std::borrow::Cow::Borrowed(s.as_bytes())),
     }
 }
 

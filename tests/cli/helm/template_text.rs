@@ -149,6 +149,36 @@ fn from_toml_reads_a_config_file_as_helm_does() {
     );
 }
 
+/// A chart file that is not UTF-8 text reaches a ConfigMap's binaryData through
+/// `.Files.Get | b64enc` (kube-prometheus-stack's CRD upgrade job): its exact bytes, as Go's
+/// string holds them; printing it as text stops the render naming the file's bytes.
+#[test]
+fn a_binary_chart_file_encodes_to_its_exact_bytes() {
+    let chart = |template: &str| {
+        let dir = app_chart(&[("templates/cm.yaml", template)]);
+        std::fs::create_dir_all(dir.path().join("charts/app/files")).unwrap();
+        std::fs::write(
+            dir.path().join("charts/app/files/data.bz2"),
+            [0x42, 0x5a, 0x68, 0x39, 0xff, 0x00, 0x80],
+        )
+        .unwrap();
+        dir
+    };
+    let dir = chart(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n  annotations:\n    sum: {{ .Files.Get \"files/data.bz2\" | sha256sum }}\nbinaryData:\n  data.bz2: {{ .Files.Get \"files/data.bz2\" | b64enc }}\n",
+    );
+    let (code, stdout, stderr) = helm_template(&dir);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        stdout,
+        "---\n# Source: app/templates/cm.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n  annotations:\n    sum: bffc85939c1e3bdf88147e5594e54aa00e989a253f4ce73fec11f71d7c04cc5e\nbinaryData:\n  data.bz2: QlpoOf8AgA==\n"
+    );
+    let dir = chart("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  x: {{ .Files.Get \"files/data.bz2\" | quote }}\n");
+    let (code, stdout, stderr) = helm_template(&dir);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(stderr.contains("not UTF-8"), "{stderr}");
+}
+
 /// A repository with one HelmChart `rel` (namespace ns1) of the chart `charts/app`, whose
 /// files are `files` (paths inside the chart) besides its Chart.yaml.
 fn app_chart(files: &[(&str, &str)]) -> tempfile::TempDir {
