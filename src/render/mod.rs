@@ -166,7 +166,7 @@ fn render_files(
         );
     }
     let all = all_files.as_deref().unwrap_or(files);
-    let parsed = parse_all(all, &opts.keys, &mut kept_parses);
+    let parsed = parse_all(all, file_count, &opts.keys, &mut kept_parses);
     let documents = hand_over(all, parsed, &kept_parses, opts.kept_renders.as_deref());
     // Each document keeps its own text (for the lines of problems): the charts' output is
     // not needed again.
@@ -544,6 +544,7 @@ type ParsedFile = (
 /// 10,000-object site); the result is the same as one after the other.
 fn parse_all(
     files: &[SourceFile],
+    first_charted: usize,
     keys: &Keys,
     kept: &mut kept_parse::KeptParses,
 ) -> Vec<ParsedFile> {
@@ -554,38 +555,42 @@ fn parse_all(
         .filter(|f| !kept.have.contains_key(&f.path))
         .map(|f| f.text.len())
         .sum();
-    let inputs: Vec<(&SourceFile, Mutex<Option<Vec<yaml::Document>>>)> = files
+    // The files from `first_charted` on are what charts rendered.
+    let inputs: Vec<(&SourceFile, Mutex<Option<Vec<yaml::Document>>>, bool)> = files
         .iter()
-        .map(|f| (f, Mutex::new(kept.have.remove(&f.path))))
+        .enumerate()
+        .map(|(i, f)| (f, Mutex::new(kept.have.remove(&f.path)), i >= first_charted))
         .collect();
     let keep = &kept.keep;
-    let parse = |(file, have): &(&SourceFile, Mutex<Option<Vec<yaml::Document>>>)| {
-        let have = have.lock().ok().and_then(|mut have| have.take());
-        let parsed_before = have.is_some();
-        let (mut docs, mut problems) = match have {
-            Some(docs) => (docs, Vec::new()),
-            None => {
-                kustomize_annotations::parse_source(&file.path, &file.text, file.unit.is_some())
-            }
-        };
-        let to_keep = (!parsed_before && problems.is_empty() && keep.contains_key(&file.path))
-            .then(|| kept_parse::as_json(&docs, &file.text))
-            .flatten();
-        problems.extend(decrypt::decrypt_file(file, &mut docs, keys));
-        let docs = docs
-            .into_iter()
-            .map(|mut doc| {
-                file_modes::fix_octal_modes(&mut doc.value);
-                waves::name_generated_hook(&mut doc.value);
-                if file.unit.is_some() {
-                    builtin::clear_namespace_if_cluster_scoped(&mut doc.value);
+    let parse =
+        |(file, have, charted): &(&SourceFile, Mutex<Option<Vec<yaml::Document>>>, bool)| {
+            let have = have.lock().ok().and_then(|mut have| have.take());
+            let parsed_before = have.is_some();
+            let (mut docs, mut problems) = match have {
+                Some(docs) => (docs, Vec::new()),
+                None if *charted => yaml::parse_rendered(&file.path, &file.text),
+                None => {
+                    kustomize_annotations::parse_source(&file.path, &file.text, file.unit.is_some())
                 }
-                let problems = validate::check_document(&file.path, &doc);
-                (doc, problems)
-            })
-            .collect();
-        (docs, problems, to_keep)
-    };
+            };
+            let to_keep = (!parsed_before && problems.is_empty() && keep.contains_key(&file.path))
+                .then(|| kept_parse::as_json(&docs, &file.text))
+                .flatten();
+            problems.extend(decrypt::decrypt_file(file, &mut docs, keys));
+            let docs = docs
+                .into_iter()
+                .map(|mut doc| {
+                    file_modes::fix_octal_modes(&mut doc.value);
+                    waves::name_generated_hook(&mut doc.value);
+                    if file.unit.is_some() {
+                        builtin::clear_namespace_if_cluster_scoped(&mut doc.value);
+                    }
+                    let problems = validate::check_document(&file.path, &doc);
+                    (doc, problems)
+                })
+                .collect();
+            (docs, problems, to_keep)
+        };
     let threads = if bytes < PARALLEL_PARSE_MIN_BYTES {
         1
     } else {
@@ -654,7 +659,7 @@ mod tests {
             .collect();
         assert!(files.iter().map(|f| f.text.len()).sum::<usize>() > PARALLEL_PARSE_MIN_BYTES);
         let mut kept = kept_parse::KeptParses::default();
-        let names: Vec<String> = parse_all(&files, &Keys::default(), &mut kept)
+        let names: Vec<String> = parse_all(&files, files.len(), &Keys::default(), &mut kept)
             .into_iter()
             .flat_map(|(docs, _, _)| docs)
             .map(|(doc, _)| doc.value["metadata"]["name"].as_str().unwrap().to_string())

@@ -179,6 +179,44 @@ fn a_binary_chart_file_encodes_to_its_exact_bytes() {
     assert!(stderr.contains("not UTF-8"), "{stderr}");
 }
 
+/// A key a template repeats takes its last value, as Helm's Kubernetes client reads the
+/// render (sigs.k8s.io/yaml, non-strict): kube-prometheus-stack's `additionalConfig` repeats
+/// spec fields to override them. `--helm-template` prints the text as Helm does.
+#[test]
+fn a_repeated_key_in_a_render_takes_its_last_value() {
+    let dir = app_chart(&[
+        (
+            "templates/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  level: info\n  format: text\n{{- with .Values.extra }}\n{{ toYaml . | indent 2 }}\n{{- end }}\n",
+        ),
+        // A chart test stays left out though it repeats a key.
+        (
+            "templates/test.yaml",
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: t\n  annotations:\n    helm.sh/hook: test\nspec:\n  containers: []\n  containers: [{name: c, image: busybox}]\n",
+        ),
+    ]);
+    std::fs::write(
+        dir.path().join("charts/app/values.yaml"),
+        "extra:\n  level: debug\n",
+    )
+    .unwrap();
+    let (code, stdout, stderr) = run(tend().args(["render", "--repo"]).arg(dir.path()));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("  level: debug\n")
+            && stdout.contains("  format: text\n")
+            && !stdout.contains("info")
+            && !stdout.contains("kind: Pod"),
+        "{stdout}"
+    );
+    let (code, stdout, stderr) = helm_template(&dir);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("  level: info\n  format: text\n  level: debug\n"),
+        "{stdout}"
+    );
+}
+
 /// A repository with one HelmChart `rel` (namespace ns1) of the chart `charts/app`, whose
 /// files are `files` (paths inside the chart) besides its Chart.yaml.
 fn app_chart(files: &[(&str, &str)]) -> tempfile::TempDir {
