@@ -303,7 +303,8 @@ fn make_objects(parsed: Parsed<'_>, charted: &ChartOutput, opts: &RenderOptions)
             made.skipped_by_targeting += 1;
         } else {
             let default_namespace = default_namespace(&file.path, charted, opts);
-            let scopes = (&repo_scopes, unit_wave.is_some());
+            let from_tool = unit_wave.is_some() || charted.namespaces.contains_key(&file.path);
+            let scopes = (&repo_scopes, from_tool);
             add_object(&mut made, object, &doc, scopes, default_namespace);
         }
     }
@@ -418,7 +419,8 @@ fn add_object(
     }
     if namespaced == Some(false) && from_unit {
         // A controller's client ignores it (controller-runtime's NamespaceIfScoped), and
-        // kustomize's namespace transformer sets it on kinds it does not know.
+        // kustomize's namespace transformer sets it on kinds it does not know; Helm's client
+        // sends it and kube-apiserver drops it.
         if let Some(meta) = object
             .value
             .get_mut("metadata")
@@ -582,7 +584,7 @@ fn parse_all(
                 .map(|mut doc| {
                     file_modes::fix_octal_modes(&mut doc.value);
                     waves::name_generated_hook(&mut doc.value);
-                    if file.unit.is_some() {
+                    if file.unit.is_some() || *charted {
                         builtin::clear_namespace_if_cluster_scoped(&mut doc.value);
                     }
                     let problems = validate::check_document(&file.path, &doc);

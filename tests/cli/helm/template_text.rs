@@ -217,6 +217,41 @@ fn a_repeated_key_in_a_render_takes_its_last_value() {
     );
 }
 
+/// A cluster-scoped object a chart gives a namespace is applied without it, as kube-apiserver
+/// stores what `helm install` sends (opentelemetry-target-allocator's ClusterRole);
+/// `--helm-template` prints the text as Helm does.
+#[test]
+fn a_cluster_scoped_object_a_chart_namespaces_renders_without_it() {
+    let dir = app_chart(&[
+        (
+            "templates/role.yaml",
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: reader\n  namespace: {{ .Release.Namespace }}\nrules: []\n",
+        ),
+        // A kind the chart's own CRD makes cluster-scoped.
+        (
+            "crds/widgets.yaml",
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\nspec:\n  group: example.com\n  names: {kind: Widget, plural: widgets}\n  scope: Cluster\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}\n",
+        ),
+        (
+            "templates/widget.yaml",
+            "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n  namespace: {{ .Release.Namespace }}\n",
+        ),
+    ]);
+    let (code, stdout, stderr) = run(tend().args(["render", "--repo"]).arg(dir.path()));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("kind: ClusterRole\nmetadata:\n  name: reader\nrules: []\n")
+            && stdout.contains("kind: Widget\nmetadata:\n  name: w\n"),
+        "{stdout}"
+    );
+    let (code, stdout, stderr) = helm_template(&dir);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("  name: reader\n  namespace: ns1\n"),
+        "{stdout}"
+    );
+}
+
 /// A repository with one HelmChart `rel` (namespace ns1) of the chart `charts/app`, whose
 /// files are `files` (paths inside the chart) besides its Chart.yaml.
 fn app_chart(files: &[(&str, &str)]) -> tempfile::TempDir {
