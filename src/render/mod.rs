@@ -540,6 +540,10 @@ type ParsedFile = (
     Option<String>,
 );
 
+/// A file to parse, its documents if a kept render has them parsed, and whether a chart
+/// rendered it.
+type ParseInput<'f> = (&'f SourceFile, Mutex<Option<Vec<yaml::Document>>>, bool);
+
 /// Each file's documents, parsed (or as a kept Helm render brought them), decrypted where
 /// SOPS-encrypted, and checked (octal file modes fixed, shape validated), in file order.
 /// Files are independent, so this runs on every core (the bulk of rendering a
@@ -558,41 +562,40 @@ fn parse_all(
         .map(|f| f.text.len())
         .sum();
     // The files from `first_charted` on are what charts rendered.
-    let inputs: Vec<(&SourceFile, Mutex<Option<Vec<yaml::Document>>>, bool)> = files
+    let inputs: Vec<ParseInput<'_>> = files
         .iter()
         .enumerate()
         .map(|(i, f)| (f, Mutex::new(kept.have.remove(&f.path)), i >= first_charted))
         .collect();
     let keep = &kept.keep;
-    let parse =
-        |(file, have, charted): &(&SourceFile, Mutex<Option<Vec<yaml::Document>>>, bool)| {
-            let have = have.lock().ok().and_then(|mut have| have.take());
-            let parsed_before = have.is_some();
-            let (mut docs, mut problems) = match have {
-                Some(docs) => (docs, Vec::new()),
-                None if *charted => yaml::parse_rendered(&file.path, &file.text),
-                None => {
-                    kustomize_annotations::parse_source(&file.path, &file.text, file.unit.is_some())
-                }
-            };
-            let to_keep = (!parsed_before && problems.is_empty() && keep.contains_key(&file.path))
-                .then(|| kept_parse::as_json(&docs, &file.text))
-                .flatten();
-            problems.extend(decrypt::decrypt_file(file, &mut docs, keys));
-            let docs = docs
-                .into_iter()
-                .map(|mut doc| {
-                    file_modes::fix_octal_modes(&mut doc.value);
-                    waves::name_generated_hook(&mut doc.value);
-                    if file.unit.is_some() || *charted {
-                        builtin::clear_namespace_if_cluster_scoped(&mut doc.value);
-                    }
-                    let problems = validate::check_document(&file.path, &doc);
-                    (doc, problems)
-                })
-                .collect();
-            (docs, problems, to_keep)
+    let parse = |(file, have, charted): &ParseInput<'_>| {
+        let have = have.lock().ok().and_then(|mut have| have.take());
+        let parsed_before = have.is_some();
+        let (mut docs, mut problems) = match have {
+            Some(docs) => (docs, Vec::new()),
+            None if *charted => yaml::parse_rendered(&file.path, &file.text),
+            None => {
+                kustomize_annotations::parse_source(&file.path, &file.text, file.unit.is_some())
+            }
         };
+        let to_keep = (!parsed_before && problems.is_empty() && keep.contains_key(&file.path))
+            .then(|| kept_parse::as_json(&docs, &file.text))
+            .flatten();
+        problems.extend(decrypt::decrypt_file(file, &mut docs, keys));
+        let docs = docs
+            .into_iter()
+            .map(|mut doc| {
+                file_modes::fix_octal_modes(&mut doc.value);
+                waves::name_generated_hook(&mut doc.value);
+                if file.unit.is_some() || *charted {
+                    builtin::clear_namespace_if_cluster_scoped(&mut doc.value);
+                }
+                let problems = validate::check_document(&file.path, &doc);
+                (doc, problems)
+            })
+            .collect();
+        (docs, problems, to_keep)
+    };
     let threads = if bytes < PARALLEL_PARSE_MIN_BYTES {
         1
     } else {
