@@ -5,7 +5,7 @@
 //! gives Go's string of its bytes ([`binary_text`]), which only the encodings and hashes
 //! read (`.Files.Get "x.bz2" | b64enc` for a ConfigMap's binaryData).
 
-use super::conv::want_str;
+use super::conv::{want_str, BINARY_TEXT};
 use super::goyaml;
 use crate::helm::template::builtins::exact;
 use crate::helm::template::{CallError, Engine, Value};
@@ -28,9 +28,6 @@ pub fn binary_file(bytes: &[u8]) -> Value {
     }))
 }
 
-/// Go's type of what `.Files.Get` returns: a string, which in Go may hold any bytes.
-const BINARY_TEXT: &str = "string";
-
 /// What `.Files.Get` gives for a file that is not UTF-8 text: Go's `string(bytes)`. tend's
 /// strings are UTF-8, so it is kept as its bytes, which [`bytes_of`] hands to the functions
 /// that only encode or hash them; any other use is an error naming it.
@@ -47,37 +44,6 @@ fn binary_text(file: &Value) -> Option<Value> {
         ))),
         _ => None,
     }
-}
-
-/// The bytes a string argument holds: its text, or the bytes of a chart file `.Files.Get`
-/// read that is not UTF-8 text. `None` for any other value.
-pub fn bytes_of(v: &Value) -> Option<std::borrow::Cow<'_, [u8]>> {
-    match v {
-        Value::Str(s) => Some(std::borrow::Cow::Borrowed(s.as_bytes())),
-        Value::Struct(st) if st.type_name == BINARY_TEXT => {
-            base64::engine::general_purpose::STANDARD
-                .decode(st.json.as_str()?)
-                .ok()
-                .map(std::borrow::Cow::Owned)
-        }
-        _ => None,
-    }
-}
-
-/// The functions that read a chart file's bytes that are not UTF-8 text exactly (they encode
-/// or hash them, or name their type); any other is refused such an argument.
-pub const BINARY_TEXT_FUNCTIONS: [&str; 6] = [
-    "b64enc",
-    "b32enc",
-    "sha256sum",
-    "sha1sum",
-    "adler32sum",
-    "typeOf",
-];
-
-/// Whether a value is the bytes of a chart file that is not UTF-8 text (see [`binary_text`]).
-pub fn is_binary_text(v: &Value) -> bool {
-    matches!(v, Value::Struct(st) if st.type_name == BINARY_TEXT)
 }
 
 /// A file's text, or the error for one that is not UTF-8 text.

@@ -21,7 +21,8 @@ mod toml_read;
 mod url;
 mod yaml11;
 pub use conv::{error_map, from_yaml, strval, to_int, want_str};
-pub use files::{binary_file, is_binary_text, BINARY_TEXT_FUNCTIONS};
+pub use conv::{is_binary_text, BINARY_TEXT_FUNCTIONS};
+pub use files::binary_file;
 pub use strings::{semver_compare, semver_order};
 pub use text::base32_encode;
 
