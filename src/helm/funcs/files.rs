@@ -29,7 +29,7 @@ pub fn binary_file(bytes: &[u8]) -> Value {
 }
 
 /// What `.Files.Get` gives for a file that is not UTF-8 text: Go's `string(bytes)`. tend's
-/// strings are UTF-8, so it is kept as its bytes, which [`bytes_of`] hands to the functions
+/// strings are UTF-8, so it is kept as its bytes, which `conv::want_bytes` hands to the functions
 /// that only encode or hash them; any other use is an error naming it.
 fn binary_text(file: &Value) -> Option<Value> {
     match file {

@@ -19,6 +19,7 @@ mod text;
 mod toml;
 mod toml_read;
 mod url;
+mod values;
 mod yaml11;
 pub use conv::{error_map, from_yaml, strval, to_int, want_str};
 pub use conv::{is_binary_text, BINARY_TEXT_FUNCTIONS};
@@ -94,6 +95,7 @@ pub fn register(engine: &mut Engine) {
         ))
     });
     files::register(engine);
+    values::register(engine);
     json::register(engine);
     toml::register(engine);
     toml_read::register(engine);

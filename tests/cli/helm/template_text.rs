@@ -252,6 +252,26 @@ fn a_cluster_scoped_object_a_chart_namespaces_renders_without_it() {
     );
 }
 
+/// `.Values` is Helm's chartutil.Values: `.Values.AsMap` calls its method (cilium's
+/// validate.yaml digs into it for removed options) rather than looking up a missing key.
+#[test]
+fn values_methods_answer_as_chartutil_values() {
+    let dir = app_chart(&[
+        ("values.yaml", "old:\n  option: true\nport: 80\n"),
+        (
+            "templates/cm.yaml",
+            "{{- if (dig \"old\" \"option\" false .Values.AsMap) }}\n{{ fail \"old.option was removed\" }}\n{{- end }}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  port: {{ .Values.PathValue \"port\" | quote }}\n",
+        ),
+    ]);
+    let (code, stdout, stderr) = helm_template(&dir);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(stderr.contains("old.option was removed"), "{stderr}");
+    std::fs::write(dir.path().join("charts/app/values.yaml"), "port: 80\n").unwrap();
+    let (code, stdout, stderr) = helm_template(&dir);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.ends_with("data:\n  port: \"80\"\n"), "{stdout}");
+}
+
 /// A repository with one HelmChart `rel` (namespace ns1) of the chart `charts/app`, whose
 /// files are `files` (paths inside the chart) besides its Chart.yaml.
 fn app_chart(files: &[(&str, &str)]) -> tempfile::TempDir {
