@@ -272,6 +272,27 @@ fn values_methods_answer_as_chartutil_values() {
     assert!(stdout.ends_with("data:\n  port: \"80\"\n"), "{stdout}");
 }
 
+/// A function with fields after it (`merge.Values.a`) parses, as Go's parser takes it: a
+/// branch that never runs it renders (bitnami's grafana-mimir), one that runs it fails.
+#[test]
+fn a_function_with_fields_fails_only_where_it_runs() {
+    let chart = |values: &str| {
+        app_chart(&[
+            ("values.yaml", values),
+            (
+                "templates/cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n  {{- if .Values.extra }}\n  {{- $a := merge.Values.extra .Values.common }}\n  {{- end }}\n",
+            ),
+        ])
+    };
+    let (code, stdout, stderr) = helm_template(&chart("extra: {}\ncommon: {}\n"));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.ends_with("  name: cfg\n"), "{stdout}");
+    let (code, stdout, stderr) = helm_template(&chart("extra: {a: 1}\ncommon: {}\n"));
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(stderr.contains("merge"), "{stderr}");
+}
+
 /// A repository with one HelmChart `rel` (namespace ns1) of the chart `charts/app`, whose
 /// files are `files` (paths inside the chart) besides its Chart.yaml.
 fn app_chart(files: &[(&str, &str)]) -> tempfile::TempDir {
