@@ -652,10 +652,15 @@ fn capabilities(release: &Release) -> Value {
         ),
         serde_json::json!({"Version": kube, "Major": major, "Minor": minor}),
     );
-    // The Helm whose output tend reproduces (the corpus was rendered by v3.19.4).
+    // The Helm whose output tend reproduces: the release binary of v3.19.5 (its release
+    // build sets the version and commit; the corpus's second set was rendered by it).
     let helm = [
-        ("Version", "version", "v3.19.4"),
-        ("GitCommit", "git_commit", ""),
+        ("Version", "version", "v3.19.5"),
+        (
+            "GitCommit",
+            "git_commit",
+            "4a19a5b6fb912c5c28a779e73f2e0880d9e239a4",
+        ),
         ("GitTreeState", "git_tree_state", "clean"),
         ("GoVersion", "go_version", "go1.24.11"),
     ];
@@ -768,7 +773,7 @@ mod tests {
         // argument is a copy printed field by field.
         assert_eq!(
             render_one(chart_yaml(), "{{ printf \"%v|%s\" .Capabilities.KubeVersion .Capabilities.KubeVersion }} {{ toString .Capabilities.KubeVersion }} {{ .Capabilities.HelmVersion }}").unwrap(),
-            "{v1.33.0 1 33}|{v1.33.0 1 33} {v1.33.0 1 33} {v3.19.4  clean go1.24.11}"
+            "{v1.33.0 1 33}|{v1.33.0 1 33} {v1.33.0 1 33} {v3.19.5 4a19a5b6fb912c5c28a779e73f2e0880d9e239a4 clean go1.24.11}"
         );
         assert!(render_one(chart_yaml(), "{{ .Capabilities }}")
             .unwrap()
