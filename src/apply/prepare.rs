@@ -52,8 +52,9 @@ pub fn prepare(
                 object.set_namespace(default_namespace)
             }
             // kustomize's namespace transformer sets it on kinds its schema does not know,
-            // and kube-apiserver drops it on write: from a build, drop it as the server would.
-            Some(r) if !r.namespaced && object.origin.is_build_output() => object.clear_namespace(),
+            // charts set it too, and kube-apiserver drops it on write: from a build or a
+            // chart, drop it as the server would.
+            Some(r) if !r.namespaced && object.origin.is_tool_output() => object.clear_namespace(),
             Some(r) if !r.namespaced && object.namespace().is_some() => {
                 problems.push(problem(format!(
                     "{} is cluster-scoped and cannot have metadata.namespace; remove it",

@@ -652,10 +652,15 @@ fn capabilities(release: &Release) -> Value {
         ),
         serde_json::json!({"Version": kube, "Major": major, "Minor": minor}),
     );
-    // The Helm whose output tend reproduces (the corpus was rendered by v3.19.4).
+    // The Helm whose output tend reproduces: the release binary of v3.19.5 (its release
+    // build sets the version and commit; the corpus's second set was rendered by it).
     let helm = [
-        ("Version", "version", "v3.19.4"),
-        ("GitCommit", "git_commit", ""),
+        ("Version", "version", "v3.19.5"),
+        (
+            "GitCommit",
+            "git_commit",
+            "4a19a5b6fb912c5c28a779e73f2e0880d9e239a4",
+        ),
         ("GitTreeState", "git_tree_state", "clean"),
         ("GoVersion", "go_version", "go1.24.11"),
     ];
@@ -768,7 +773,7 @@ mod tests {
         // argument is a copy printed field by field.
         assert_eq!(
             render_one(chart_yaml(), "{{ printf \"%v|%s\" .Capabilities.KubeVersion .Capabilities.KubeVersion }} {{ toString .Capabilities.KubeVersion }} {{ .Capabilities.HelmVersion }}").unwrap(),
-            "{v1.33.0 1 33}|{v1.33.0 1 33} {v1.33.0 1 33} {v3.19.4  clean go1.24.11}"
+            "{v1.33.0 1 33}|{v1.33.0 1 33} {v1.33.0 1 33} {v3.19.5 4a19a5b6fb912c5c28a779e73f2e0880d9e239a4 clean go1.24.11}"
         );
         assert!(render_one(chart_yaml(), "{{ .Capabilities }}")
             .unwrap()
@@ -823,8 +828,9 @@ mod tests {
         assert_eq!(text, "true true 420 float64 yes 1e+06 80 false float64");
     }
 
-    /// A file that is not UTF-8 text: AsSecrets encodes its bytes as Helm does; any other
-    /// read is an error, never its lossy text.
+    /// A file that is not UTF-8 text: AsSecrets encodes its bytes as Helm does, and so do
+    /// the encodings and hashes of what `.Files.Get` gives (Go's string of its bytes); any
+    /// other read is an error, never its lossy text.
     #[test]
     fn binary_files_are_bytes_or_an_error() {
         let bytes = vec![0xff, 0x00, 0xfe, b'a'];
@@ -860,8 +866,38 @@ mod tests {
             run("{{ (.Files.Glob \"files/*\").AsSecrets }}").unwrap(),
             "k.jks: /wD+YQ=="
         );
+        assert_eq!(
+            run(concat!(
+                "{{ .Files.Get \"files/k.jks\" | b64enc }} {{ .Files.Get \"files/k.jks\" | b32enc }} ",
+                "{{ .Files.Get \"files/k.jks\" | sha256sum }} {{ .Files.Get \"files/k.jks\" | sha1sum }} ",
+                "{{ .Files.Get \"files/k.jks\" | adler32sum }} {{ .Files.Get \"files/k.jks\" | typeOf }}"
+            ))
+            .unwrap(),
+            "/wD+YQ== 74AP4YI= c22c16ba4e9e4d71936c09a9b87e664614bc62f237dd51151de76b189c3958d4 4fc802b1cf872cba1f7cddd5574c41aae4ba0f47 106758751 string"
+        );
+        for (read, says) in [
+            (
+                "{{ .Files.Get \"files/k.jks\" }}",
+                "tend cannot print a chart file that is not UTF-8 text",
+            ),
+            (
+                "{{ .Files.Get \"files/k.jks\" | upper }}",
+                "tend passes such bytes to b64enc",
+            ),
+            (
+                "{{ .Files.Get \"files/k.jks\" | quote }}",
+                "error calling quote: its argument is a chart file",
+            ),
+            (
+                "{{ list (.Files.Get \"files/k.jks\") | toJson }}",
+                "error calling list",
+            ),
+        ] {
+            let err = run(read).unwrap_err();
+            assert!(err.contains(says), "{read}: {err}");
+        }
         for read in [
-            "{{ .Files.Get \"files/k.jks\" }}",
+            "{{ .Files.GetBytes \"files/k.jks\" }}",
             "{{ .Files.Lines \"files/k.jks\" }}",
             "{{ (.Files.Glob \"files/*\").AsConfig }}",
         ] {

@@ -49,6 +49,14 @@ impl Origin {
     pub fn is_build_output(&self) -> bool {
         self.file.to_string_lossy().contains(" (kustomize build)")
     }
+
+    /// Whether the object came out of a kustomize build or a Helm chart's render (its file
+    /// named `<HelmChart file> (chart <name>, <template>)`): what a tool made and then
+    /// applied as kube-apiserver takes it, rather than a file as written.
+    pub fn is_tool_output(&self) -> bool {
+        let file = self.file.to_string_lossy();
+        self.is_build_output() || (file.contains(" (chart ") && file.ends_with(')'))
+    }
 }
 
 impl fmt::Display for Origin {

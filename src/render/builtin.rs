@@ -224,7 +224,8 @@ pub fn builtin_scope(group: &str, version: &str, kind: &str) -> Option<bool> {
 /// Drops `metadata.namespace` from a built-in cluster-scoped object, as kube-apiserver does on
 /// write: kustomize's namespace transformer (a kustomization's `namespace`, Flux's
 /// `targetNamespace`) sets it on kinds its schema does not know, and kubectl and Flux apply
-/// the result without complaint.
+/// the result without complaint; charts set it too (`namespace: {{ .Release.Namespace }}` on
+/// a ClusterRole), and `helm install` applies them so.
 pub fn clear_namespace_if_cluster_scoped(value: &mut serde_json::Value) {
     let api_version = value.get("apiVersion").and_then(|v| v.as_str());
     let kind = value.get("kind").and_then(|v| v.as_str());

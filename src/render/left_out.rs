@@ -16,7 +16,7 @@ pub(super) fn without_left_out(text: &str, template: &str, notes: &mut Vec<Strin
         let body = doc.join("\n");
         // Only hooks are left out: a document without Helm's hook annotation stays as is.
         let value = if body.contains("helm.sh/hook") {
-            yaml::parse_value(&body)
+            rendered_value(&body)
         } else {
             None
         };
@@ -55,11 +55,17 @@ pub(super) fn without_left_out(text: &str, template: &str, notes: &mut Vec<Strin
     out
 }
 
+/// A rendered document's value; one that repeats a key takes its last value, as Helm reads
+/// hooks (sigs.k8s.io/yaml) and as `yaml::parse_rendered` reads it afterwards.
+fn rendered_value(doc: &str) -> Option<serde_json::Value> {
+    yaml::parse_value(doc).or_else(|| yaml::parse_helm_yaml(doc).ok())
+}
+
 /// Whether a rendered template holds a pre-install/pre-upgrade Job or Pod.
 pub(super) fn pre_hook_jobs(text: &str) -> bool {
     text.contains("helm.sh/hook")
         && text.split("\n---").any(|doc| {
-            yaml::parse_value(doc).is_some_and(|v| {
+            rendered_value(doc).is_some_and(|v| {
                 matches!(
                     hooks::classify(&v),
                     Hook::Run {

@@ -166,7 +166,7 @@ fn render_files(
         );
     }
     let all = all_files.as_deref().unwrap_or(files);
-    let parsed = parse_all(all, &opts.keys, &mut kept_parses);
+    let parsed = parse_all(all, file_count, &opts.keys, &mut kept_parses);
     let documents = hand_over(all, parsed, &kept_parses, opts.kept_renders.as_deref());
     // Each document keeps its own text (for the lines of problems): the charts' output is
     // not needed again.
@@ -303,7 +303,8 @@ fn make_objects(parsed: Parsed<'_>, charted: &ChartOutput, opts: &RenderOptions)
             made.skipped_by_targeting += 1;
         } else {
             let default_namespace = default_namespace(&file.path, charted, opts);
-            let scopes = (&repo_scopes, unit_wave.is_some());
+            let from_tool = unit_wave.is_some() || charted.namespaces.contains_key(&file.path);
+            let scopes = (&repo_scopes, from_tool);
             add_object(&mut made, object, &doc, scopes, default_namespace);
         }
     }
@@ -418,7 +419,8 @@ fn add_object(
     }
     if namespaced == Some(false) && from_unit {
         // A controller's client ignores it (controller-runtime's NamespaceIfScoped), and
-        // kustomize's namespace transformer sets it on kinds it does not know.
+        // kustomize's namespace transformer sets it on kinds it does not know; Helm's client
+        // sends it and kube-apiserver drops it.
         if let Some(meta) = object
             .value
             .get_mut("metadata")
@@ -538,12 +540,17 @@ type ParsedFile = (
     Option<String>,
 );
 
+/// A file to parse, its documents if a kept render has them parsed, and whether a chart
+/// rendered it.
+type ParseInput<'f> = (&'f SourceFile, Mutex<Option<Vec<yaml::Document>>>, bool);
+
 /// Each file's documents, parsed (or as a kept Helm render brought them), decrypted where
 /// SOPS-encrypted, and checked (octal file modes fixed, shape validated), in file order.
 /// Files are independent, so this runs on every core (the bulk of rendering a
 /// 10,000-object site); the result is the same as one after the other.
 fn parse_all(
     files: &[SourceFile],
+    first_charted: usize,
     keys: &Keys,
     kept: &mut kept_parse::KeptParses,
 ) -> Vec<ParsedFile> {
@@ -554,16 +561,19 @@ fn parse_all(
         .filter(|f| !kept.have.contains_key(&f.path))
         .map(|f| f.text.len())
         .sum();
-    let inputs: Vec<(&SourceFile, Mutex<Option<Vec<yaml::Document>>>)> = files
+    // The files from `first_charted` on are what charts rendered.
+    let inputs: Vec<ParseInput<'_>> = files
         .iter()
-        .map(|f| (f, Mutex::new(kept.have.remove(&f.path))))
+        .enumerate()
+        .map(|(i, f)| (f, Mutex::new(kept.have.remove(&f.path)), i >= first_charted))
         .collect();
     let keep = &kept.keep;
-    let parse = |(file, have): &(&SourceFile, Mutex<Option<Vec<yaml::Document>>>)| {
+    let parse = |(file, have, charted): &ParseInput<'_>| {
         let have = have.lock().ok().and_then(|mut have| have.take());
         let parsed_before = have.is_some();
         let (mut docs, mut problems) = match have {
             Some(docs) => (docs, Vec::new()),
+            None if *charted => yaml::parse_rendered(&file.path, &file.text),
             None => {
                 kustomize_annotations::parse_source(&file.path, &file.text, file.unit.is_some())
             }
@@ -577,7 +587,7 @@ fn parse_all(
             .map(|mut doc| {
                 file_modes::fix_octal_modes(&mut doc.value);
                 waves::name_generated_hook(&mut doc.value);
-                if file.unit.is_some() {
+                if file.unit.is_some() || *charted {
                     builtin::clear_namespace_if_cluster_scoped(&mut doc.value);
                 }
                 let problems = validate::check_document(&file.path, &doc);
@@ -654,7 +664,7 @@ mod tests {
             .collect();
         assert!(files.iter().map(|f| f.text.len()).sum::<usize>() > PARALLEL_PARSE_MIN_BYTES);
         let mut kept = kept_parse::KeptParses::default();
-        let names: Vec<String> = parse_all(&files, &Keys::default(), &mut kept)
+        let names: Vec<String> = parse_all(&files, files.len(), &Keys::default(), &mut kept)
             .into_iter()
             .flat_map(|(docs, _, _)| docs)
             .map(|(doc, _)| doc.value["metadata"]["name"].as_str().unwrap().to_string())

@@ -29,6 +29,19 @@ use std::path::Path;
 /// Split `text` into documents and parse each. Empty documents (only comments or blank) are
 /// skipped. Problems are returned per document; a bad document does not hide later ones.
 pub fn parse_file(file: &Path, text: &str) -> (Vec<Document>, Vec<Problem>) {
+    parse_documents(file, text, false)
+}
+
+/// [`parse_file`] for what a Helm chart rendered, read as Helm's Kubernetes client reads it
+/// (sigs.k8s.io/yaml's non-strict `Unmarshal` over go-yaml v2): a key a mapping repeats takes
+/// its last value, where tend refuses it in the files it reads. Charts rely on it
+/// (kube-prometheus-stack's `additionalConfig` repeats spec fields to override them), and
+/// `helm install` applies them so.
+pub fn parse_rendered(file: &Path, text: &str) -> (Vec<Document>, Vec<Problem>) {
+    parse_documents(file, text, true)
+}
+
+fn parse_documents(file: &Path, text: &str, last_key_wins: bool) -> (Vec<Document>, Vec<Problem>) {
     let mut docs = Vec::new();
     let mut problems = Vec::new();
     for (start_line, chunk) in split_documents(text) {
@@ -97,10 +110,27 @@ pub fn parse_file(file: &Path, text: &str) -> (Vec<Document>, Vec<Problem>) {
                     problems.push(Problem::new(file, doc.line_at(&path), one_line(&msg)))
                 }
             },
-            Err(e) => problems.push(doc.problem_from(file, &e)),
+            Err(e) => match repeated_keys_last_wins(last_key_wins, &e, &doc.text) {
+                Some(Value::Null) => {}
+                Some(value) => {
+                    // Typed parsing takes the value: the text holds the keys twice.
+                    doc.set_value(value);
+                    expand_lists(file, doc, 0, &mut docs, &mut problems);
+                }
+                None => problems.push(doc.problem_from(file, &e)),
+            },
         }
     }
     (docs, problems)
+}
+
+/// A document that failed only for a repeated mapping key, read with the last value of each
+/// key (go-yaml v2's non-strict decoding, YAML 1.1 as there), when that is the rule.
+fn repeated_keys_last_wins(rule: bool, error: &serde_yaml::Error, text: &str) -> Option<Value> {
+    if !rule || !error.to_string().contains("duplicate entry with key") {
+        return None;
+    }
+    parse_helm_yaml(text).ok()
 }
 
 /// The document's value as kubectl, Helm, Flux and Argo CD read it (YAML 1.1, see
@@ -263,6 +293,27 @@ mod tests {
         assert_eq!(problems.len(), 1);
         assert!(problems[0].message.contains("duplicate"), "{}", problems[0]);
         assert_eq!(problems[0].line, 2);
+    }
+
+    /// What a chart rendered takes the last value of a repeated key, as sigs.k8s.io/yaml's
+    /// `Unmarshal` does ("Last declaration of `a` wins", even over one of another type),
+    /// nested too, with YAML 1.1's scalars; other problems stay problems.
+    #[test]
+    fn rendered_documents_take_the_last_value_of_a_repeated_key() {
+        let text = "kind: A\nspec:\n  a: [1, 2]\n  b: yes\n  a: last\n---\nkind: B\nx: 1\nx: 2\n---\na: [\n";
+        let (docs, problems) = parse_rendered(Path::new("f.yaml"), text);
+        assert_eq!(
+            docs.iter().map(|d| d.value.clone()).collect::<Vec<_>>(),
+            vec![
+                serde_json::json!({"kind": "A", "spec": {"a": "last", "b": true}}),
+                serde_json::json!({"kind": "B", "x": 2}),
+            ]
+        );
+        assert_eq!(docs[1].line, 7);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].line, 12);
+        let (docs, problems) = parse(text);
+        assert_eq!((docs.len(), problems.len()), (0, 3), "{problems:?}");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use crate::helm::template::gofmt;
 use crate::helm::template::{CallError, Value};
+use base64::Engine as _;
 
 /// Sprig's `strval`: strings as they are, everything else as `%v` prints it.
 pub fn strval(v: &Value) -> String {
@@ -18,11 +19,24 @@ pub fn want_str(v: &Value) -> Result<&str, CallError> {
     match v {
         Value::Str(s) => Ok(s),
         Value::Nil => Err("invalid value; expected string".into()),
+        other if is_binary_text(other) => Err(
+            "the text is a chart file that is not UTF-8 (from .Files.Get): tend passes its bytes to b64enc, b32enc, sha256sum, sha1sum and adler32sum only"
+                .into(),
+        ),
         other => Err(format!(
             "wrong type for value; expected string; got {}",
             other.type_name()
         )
         .into()),
+    }
+}
+
+/// The bytes of a string parameter, which may be a chart file's bytes that are not UTF-8
+/// text (`.Files.Get`): for the functions that only encode or hash them.
+pub fn want_bytes(v: &Value) -> Result<std::borrow::Cow<'_, [u8]>, CallError> {
+    match bytes_of(v) {
+        Some(bytes) => Ok(bytes),
+        None => want_str(v).map(|s| std::borrow::Cow::Borrowed(s.as_bytes())),
     }
 }
 
@@ -151,4 +165,38 @@ pub fn error_map(message: &str) -> Value {
         m.borrow_mut().insert("Error".into(), Value::str(message));
     }
     map
+}
+
+/// Go's type of what `.Files.Get` returns: a string, which in Go may hold any bytes.
+pub const BINARY_TEXT: &str = "string";
+
+/// The bytes a string argument holds: its text, or the bytes of a chart file `.Files.Get`
+/// read that is not UTF-8 text. `None` for any other value.
+fn bytes_of(v: &Value) -> Option<std::borrow::Cow<'_, [u8]>> {
+    match v {
+        Value::Str(s) => Some(std::borrow::Cow::Borrowed(s.as_bytes())),
+        Value::Struct(st) if st.type_name == BINARY_TEXT => {
+            base64::engine::general_purpose::STANDARD
+                .decode(st.json.as_str()?)
+                .ok()
+                .map(std::borrow::Cow::Owned)
+        }
+        _ => None,
+    }
+}
+
+/// The functions that read a chart file's bytes that are not UTF-8 text exactly (they encode
+/// or hash them, or name their type); any other is refused such an argument.
+pub const BINARY_TEXT_FUNCTIONS: [&str; 6] = [
+    "b64enc",
+    "b32enc",
+    "sha256sum",
+    "sha1sum",
+    "adler32sum",
+    "typeOf",
+];
+
+/// Whether a value is the bytes of a chart file that is not UTF-8 text (what `.Files.Get` gives for one).
+pub fn is_binary_text(v: &Value) -> bool {
+    matches!(v, Value::Struct(st) if st.type_name == BINARY_TEXT)
 }

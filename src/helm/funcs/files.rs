@@ -1,9 +1,11 @@
 //! The methods of Helm's `.Files` (helm/helm `pkg/engine/files.go`): `Get`, `GetBytes`,
 //! `Glob` (gobwas/glob with `/` as separator), `Lines`, `AsConfig`, `AsSecrets`. `.Files`
 //! is a map of path to text; `GetBytes` gives the text too (tend's values have no byte
-//! slices; `b64enc` and friends treat both alike).
+//! slices; `b64enc` and friends treat both alike). `Get` of a file that is not UTF-8 text
+//! gives Go's string of its bytes ([`binary_text`]), which only the encodings and hashes
+//! read (`.Files.Get "x.bz2" | b64enc` for a ConfigMap's binaryData).
 
-use super::conv::want_str;
+use super::conv::{want_str, BINARY_TEXT};
 use super::goyaml;
 use crate::helm::template::builtins::exact;
 use crate::helm::template::{CallError, Engine, Value};
@@ -24,6 +26,24 @@ pub fn binary_file(bytes: &[u8]) -> Value {
         fmt: None,
         json: serde_json::Value::String(base64::engine::general_purpose::STANDARD.encode(bytes)),
     }))
+}
+
+/// What `.Files.Get` gives for a file that is not UTF-8 text: Go's `string(bytes)`. tend's
+/// strings are UTF-8, so it is kept as its bytes, which `conv::want_bytes` hands to the functions
+/// that only encode or hash them; any other use is an error naming it.
+fn binary_text(file: &Value) -> Option<Value> {
+    match file {
+        Value::Struct(st) if st.type_name == BYTES => Some(Value::Struct(std::rc::Rc::new(
+            crate::helm::template::value::Struct {
+                type_name: BINARY_TEXT,
+                fields: BTreeMap::new(),
+                text: None,
+                fmt: None,
+                json: st.json.clone(),
+            },
+        ))),
+        _ => None,
+    }
 }
 
 /// A file's text, or the error for one that is not UTF-8 text.
@@ -65,16 +85,25 @@ fn as_yaml(files: BTreeMap<String, Value>, encode: bool) -> Result<Value, CallEr
 
 pub fn register(engine: &mut Engine) {
     // A file's text, "" when the chart has no such file.
-    let get: crate::helm::template::Func = |_, args| {
+    engine.register_method("Get", |_, args| {
         let [files, path] = exact::<2>(args, "Get")?;
         let path = want_str(&path)?;
         match files_of(&files, "Get")?.get(path) {
+            Some(v) => match binary_text(v) {
+                Some(bytes) => Ok(bytes),
+                None => Ok(Value::str(text_of(path, v)?)),
+            },
+            None => Ok(Value::str("")),
+        }
+    });
+    engine.register_method("GetBytes", |_, args| {
+        let [files, path] = exact::<2>(args, "GetBytes")?;
+        let path = want_str(&path)?;
+        match files_of(&files, "GetBytes")?.get(path) {
             Some(v) => Ok(Value::str(text_of(path, v)?)),
             None => Ok(Value::str("")),
         }
-    };
-    engine.register_method("Get", get);
-    engine.register_method("GetBytes", get);
+    });
     engine.register_method("Glob", |_, args| {
         let [files, pattern] = exact::<2>(args, "Glob")?;
         let pattern = want_str(&pattern)?.to_string();

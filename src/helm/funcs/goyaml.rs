@@ -303,10 +303,18 @@ fn float_text(f: f64) -> String {
     if f.is_infinite() {
         return if f > 0.0 { ".inf" } else { "-.inf" }.into();
     }
-    // JSON in between: encoding/json writes integral floats without a fraction, which
-    // go-yaml then reads back as ints.
+    // JSON in between: encoding/json writes an integral float below 1e21 in 'f' form with
+    // its shortest digits, zeros after (1.2345678901234567e19 as 12345678901234567000,
+    // Rust's `{}` too), which go-yaml reads back as an int64 or uint64 where one holds it
+    // (-0 as 0), else as a float it writes in 'g' form (1e+20).
     if f.fract() == 0.0 && f.abs() < 1e21 {
-        return format!("{f:.0}");
+        let json = format!("{f}");
+        if let Ok(i) = json.parse::<i64>() {
+            return i.to_string();
+        }
+        if let Ok(u) = json.parse::<u64>() {
+            return u.to_string();
+        }
     }
     gofmt::float_v(f)
 }
@@ -535,6 +543,22 @@ mod tests {
             to_yaml(&value),
             "a:\n  c: null\n  d: {}\n  e: []\nb:\n- 1\n- two\n- x: 1\n  \"y\":\n  - true\n- - 1\n  - 2\nbig: 1000000\n\"n\": 1.5\nnum: 2\n"
         );
+    }
+
+    /// Floats through sigs.k8s.io/yaml: encoding/json's text, read back by go-yaml v2 as an
+    /// int64, a uint64 or a float64 ('g' form), whichever first holds it.
+    #[test]
+    fn floats_go_through_json_then_go_yaml() {
+        let f = |x: f64| to_yaml(&Value::Float(x));
+        assert_eq!(f(1e6), "1000000\n");
+        assert_eq!(f(-0.0), "0\n");
+        assert_eq!(f(9.223372036854776e18), "9223372036854776000\n");
+        assert_eq!(f(1.2345678901234567e19), "12345678901234567000\n");
+        assert_eq!(f(-1e19), "-1e+19\n");
+        assert_eq!(f(1e20), "1e+20\n");
+        assert_eq!(f(1e21), "1e+21\n");
+        assert_eq!(f(1.5), "1.5\n");
+        assert_eq!(f(1e-7), "1e-07\n");
     }
 
     #[test]

@@ -19,8 +19,10 @@ mod text;
 mod toml;
 mod toml_read;
 mod url;
+mod values;
 mod yaml11;
 pub use conv::{error_map, from_yaml, strval, to_int, want_str};
+pub use conv::{is_binary_text, BINARY_TEXT_FUNCTIONS};
 pub use files::binary_file;
 pub use strings::{semver_compare, semver_order};
 pub use text::base32_encode;
@@ -93,6 +95,7 @@ pub fn register(engine: &mut Engine) {
         ))
     });
     files::register(engine);
+    values::register(engine);
     json::register(engine);
     toml::register(engine);
     toml_read::register(engine);

@@ -1,7 +1,7 @@
 //! Sprig's string functions, type conversions, encodings, hashes, regular expressions and
 //! semver comparison.
 
-use super::conv::{string_list, strval, to_float, to_int, want_int, want_str};
+use super::conv::{string_list, strval, to_float, to_int, want_bytes, want_int, want_str};
 use crate::helm::template::builtins::exact;
 use crate::helm::template::{gofmt, CallError, Engine, Exec, IntType, Value};
 use base64::Engine as _;
@@ -38,15 +38,19 @@ pub fn register(engine: &mut Engine) {
     unary!(engine, "lower", |x| x.to_lowercase());
     unary!(engine, "trim", |x| x.trim());
     unary!(engine, "title", |x| title(x));
-    unary!(engine, "b64enc", |x| {
-        base64::engine::general_purpose::STANDARD.encode(x)
+    // These take a string's bytes, which may be a chart file's that are not UTF-8 text.
+    engine.register("b64enc", |_, args| {
+        let [v] = exact::<1>(args, "b64enc")?;
+        s(base64::engine::general_purpose::STANDARD.encode(want_bytes(&v)?))
     });
-    unary!(engine, "sha256sum", |x| hex::encode(sha2::Sha256::digest(
-        x.as_bytes()
-    )));
-    unary!(engine, "sha1sum", |x| hex::encode(sha1::Sha1::digest(
-        x.as_bytes()
-    )));
+    engine.register("sha256sum", |_, args| {
+        let [v] = exact::<1>(args, "sha256sum")?;
+        s(hex::encode(sha2::Sha256::digest(want_bytes(&v)?)))
+    });
+    engine.register("sha1sum", |_, args| {
+        let [v] = exact::<1>(args, "sha1sum")?;
+        s(hex::encode(sha1::Sha1::digest(want_bytes(&v)?)))
+    });
     engine.register("b64dec", |_, args| {
         let [v] = exact::<1>(args, "b64dec")?;
         match base64::engine::general_purpose::STANDARD.decode(want_str(&v)?) {

@@ -514,3 +514,39 @@ fn integer_types() {
         "%!s(int64=3) %!s(int=3) 0s 1m30s"
     );
 }
+
+/// chartutil.Values' methods, which Go's text/template calls before it looks a key up:
+/// `.Values.AsMap` is the values (cilium's validate.yaml digs into it); `Table` and
+/// `PathValue` follow a dotted path with Helm's errors.
+#[test]
+fn values_methods() {
+    let values = serde_json::json!({"Values": {"a": {"b": {"c": 1}}, "s": "x"}});
+    let out = render(
+        r#"{{ dig "a" "b" "c" 0 .Values.AsMap }}|{{ .Values.Table "a.b" }}|{{ .Values.PathValue "a.b.c" }}|{{ .Values.PathValue "s" }}|{{ (.Values.Table "a").YAML }}"#,
+        values.clone(),
+    )
+    .unwrap();
+    assert_eq!(out, "1|map[c:1]|1|x|b:\n  c: 1\n");
+    for (src, says) in [
+        (
+            r#"{{ .Values.Table "a.x" }}"#,
+            r#"error calling Table: "x" is not a table"#,
+        ),
+        (
+            r#"{{ .Values.Table "s" }}"#,
+            r#"error calling Table: "s" is not a table"#,
+        ),
+        (
+            r#"{{ .Values.PathValue "a.b" }}"#,
+            r#"error calling PathValue: "b" is not a value"#,
+        ),
+        (r#"{{ .Values.PathValue "" }}"#, "YAML path cannot be empty"),
+        (
+            r#"{{ .Values.Encode }}"#,
+            "wrong number of args for Encode: want 1 got 0",
+        ),
+    ] {
+        let err = render(src, values.clone()).unwrap_err();
+        assert!(err.contains(says), "{src}: {err}");
+    }
+}

@@ -2,7 +2,7 @@
 //! `camelcase`, `snakecase`, `b32enc`, `adler32sum`, `regexFindAll`, `regexSplit`, paths,
 //! ...) and Go's `html`/`js`, with the semantics of Sprig, goutils, xstrings and Go.
 
-use super::conv::{want_int, want_str};
+use super::conv::{want_bytes, want_int, want_str};
 use super::lists::numbered;
 use crate::helm::template::builtins::exact;
 use crate::helm::template::{gofmt, CallError, Engine, Value};
@@ -192,7 +192,7 @@ pub fn register(engine: &mut Engine) {
     engine.register("adler32sum", |_, args| {
         let [v] = exact::<1>(args, "adler32sum")?;
         let (mut a, mut b) = (1u32, 0u32);
-        for byte in want_str(&v)?.bytes() {
+        for &byte in want_bytes(&v)?.iter() {
             a = (a + u32::from(byte)) % 65521;
             b = (b + a) % 65521;
         }
@@ -200,7 +200,7 @@ pub fn register(engine: &mut Engine) {
     });
     engine.register("b32enc", |_, args| {
         let [v] = exact::<1>(args, "b32enc")?;
-        s(base32_encode(want_str(&v)?.as_bytes()))
+        s(base32_encode(&want_bytes(&v)?))
     });
     engine.register("b32dec", |_, args| {
         let [v] = exact::<1>(args, "b32dec")?;

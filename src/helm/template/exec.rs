@@ -227,6 +227,11 @@ impl<'e> Exec<'e> {
                         self.check_walk(&value)?;
                     }
                     if let Value::Struct(st) = &value {
+                        if crate::helm::funcs::is_binary_text(&value) {
+                            return Err(self.error(
+                                "tend cannot print a chart file that is not UTF-8 text (from .Files.Get); encode it (b64enc) or read it as text".to_string(),
+                            ));
+                        }
                         if st.text.is_none() {
                             return Err(self.error(format!(
                                 "tend cannot print a {} as Go's fmt does (its fields in declaration order); print its fields instead",
@@ -603,6 +608,15 @@ impl<'e> Exec<'e> {
         let Some(func) = self.engine.function(name) else {
             return Err(self.error(format!("function {name:?} not defined")));
         };
+        // A chart file's bytes that are not UTF-8 text go only where tend keeps them exact.
+        if values.iter().any(crate::helm::funcs::is_binary_text)
+            && !crate::helm::funcs::BINARY_TEXT_FUNCTIONS.contains(&name)
+        {
+            return Err(self.error(format!(
+                "error calling {name}: its argument is a chart file that is not UTF-8 text (from .Files.Get); tend passes such bytes to {} only",
+                crate::helm::funcs::BINARY_TEXT_FUNCTIONS.join(", ")
+            )));
+        }
         self.spend_steps(call_cost(&values))?;
         let walks = !SHALLOW_FUNCTIONS.contains(&name);
         if walks {

@@ -485,6 +485,20 @@ impl Parser<'_> {
             }
         };
         if let Some(Token::Field(name)) = self.peek() {
+            // Go chains fields onto a function's result too (`now.Year`): the function is
+            // called without arguments when the chain is evaluated, so an error it gives
+            // (`merge.Values.x`: merge wants arguments) stops only a branch that runs.
+            if let Operand::Function(_) = operand {
+                let pipe = Pipe {
+                    line,
+                    decl: Vec::new(),
+                    assign: false,
+                    cmds: vec![Command {
+                        args: vec![operand],
+                    }],
+                };
+                return Ok(Operand::Chain(Box::new(pipe), self.fields()));
+            }
             if !matches!(operand, Operand::Chain(..) | Operand::Pipe(_)) {
                 return Err((line, format!("unexpected .{name} after a constant")));
             }

@@ -408,3 +408,21 @@ fn try_render_with(src: &str, data: Value) -> Result<String, super::TemplateErro
     engine.add("t", src)?;
     engine.execute("t", data)
 }
+
+/// Go's parser chains fields onto a function too (`print.x`, `now.Year`): the function runs
+/// without arguments when the chain is evaluated, so the template parses and only a branch
+/// that runs it fails (bitnami's grafana-mimir writes `merge.Values.a .Values.b`).
+#[test]
+fn fields_of_a_function_result() {
+    assert_eq!(render("{{ if false }}{{ len.x }}{{ end }}ok"), "ok");
+    let err = try_render("{{ print.x }}").unwrap_err();
+    assert_eq!(err.message, "can't evaluate field x in type string");
+    let err = try_render("{{ len.x }}").unwrap_err();
+    assert!(
+        err.message.contains("wrong number of args for len"),
+        "{}",
+        err.message
+    );
+    let err = try_render(r#"{{ "a".x }}"#).unwrap_err();
+    assert!(err.message.contains("unexpected .x"), "{}", err.message);
+}

@@ -149,6 +149,150 @@ fn from_toml_reads_a_config_file_as_helm_does() {
     );
 }
 
+/// A chart file that is not UTF-8 text reaches a ConfigMap's binaryData through
+/// `.Files.Get | b64enc` (kube-prometheus-stack's CRD upgrade job): its exact bytes, as Go's
+/// string holds them; printing it as text stops the render naming the file's bytes.
+#[test]
+fn a_binary_chart_file_encodes_to_its_exact_bytes() {
+    let chart = |template: &str| {
+        let dir = app_chart(&[("templates/cm.yaml", template)]);
+        std::fs::create_dir_all(dir.path().join("charts/app/files")).unwrap();
+        std::fs::write(
+            dir.path().join("charts/app/files/data.bz2"),
+            [0x42, 0x5a, 0x68, 0x39, 0xff, 0x00, 0x80],
+        )
+        .unwrap();
+        dir
+    };
+    let dir = chart(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n  annotations:\n    sum: {{ .Files.Get \"files/data.bz2\" | sha256sum }}\nbinaryData:\n  data.bz2: {{ .Files.Get \"files/data.bz2\" | b64enc }}\n",
+    );
+    let (code, stdout, stderr) = helm_template(&dir);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        stdout,
+        "---\n# Source: app/templates/cm.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n  annotations:\n    sum: bffc85939c1e3bdf88147e5594e54aa00e989a253f4ce73fec11f71d7c04cc5e\nbinaryData:\n  data.bz2: QlpoOf8AgA==\n"
+    );
+    let dir = chart("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  x: {{ .Files.Get \"files/data.bz2\" | quote }}\n");
+    let (code, stdout, stderr) = helm_template(&dir);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(stderr.contains("not UTF-8"), "{stderr}");
+}
+
+/// A key a template repeats takes its last value, as Helm's Kubernetes client reads the
+/// render (sigs.k8s.io/yaml, non-strict): kube-prometheus-stack's `additionalConfig` repeats
+/// spec fields to override them. `--helm-template` prints the text as Helm does.
+#[test]
+fn a_repeated_key_in_a_render_takes_its_last_value() {
+    let dir = app_chart(&[
+        (
+            "templates/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  level: info\n  format: text\n{{- with .Values.extra }}\n{{ toYaml . | indent 2 }}\n{{- end }}\n",
+        ),
+        // A chart test stays left out though it repeats a key.
+        (
+            "templates/test.yaml",
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: t\n  annotations:\n    helm.sh/hook: test\nspec:\n  containers: []\n  containers: [{name: c, image: busybox}]\n",
+        ),
+    ]);
+    std::fs::write(
+        dir.path().join("charts/app/values.yaml"),
+        "extra:\n  level: debug\n",
+    )
+    .unwrap();
+    let (code, stdout, stderr) = run(tend().args(["render", "--repo"]).arg(dir.path()));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("  level: debug\n")
+            && stdout.contains("  format: text\n")
+            && !stdout.contains("info")
+            && !stdout.contains("kind: Pod"),
+        "{stdout}"
+    );
+    let (code, stdout, stderr) = helm_template(&dir);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("  level: info\n  format: text\n  level: debug\n"),
+        "{stdout}"
+    );
+}
+
+/// A cluster-scoped object a chart gives a namespace is applied without it, as kube-apiserver
+/// stores what `helm install` sends (opentelemetry-target-allocator's ClusterRole);
+/// `--helm-template` prints the text as Helm does.
+#[test]
+fn a_cluster_scoped_object_a_chart_namespaces_renders_without_it() {
+    let dir = app_chart(&[
+        (
+            "templates/role.yaml",
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: reader\n  namespace: {{ .Release.Namespace }}\nrules: []\n",
+        ),
+        // A kind the chart's own CRD makes cluster-scoped.
+        (
+            "crds/widgets.yaml",
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\nspec:\n  group: example.com\n  names: {kind: Widget, plural: widgets}\n  scope: Cluster\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}\n",
+        ),
+        (
+            "templates/widget.yaml",
+            "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n  namespace: {{ .Release.Namespace }}\n",
+        ),
+    ]);
+    let (code, stdout, stderr) = run(tend().args(["render", "--repo"]).arg(dir.path()));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("kind: ClusterRole\nmetadata:\n  name: reader\nrules: []\n")
+            && stdout.contains("kind: Widget\nmetadata:\n  name: w\n"),
+        "{stdout}"
+    );
+    let (code, stdout, stderr) = helm_template(&dir);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("  name: reader\n  namespace: ns1\n"),
+        "{stdout}"
+    );
+}
+
+/// `.Values` is Helm's chartutil.Values: `.Values.AsMap` calls its method (cilium's
+/// validate.yaml digs into it for removed options) rather than looking up a missing key.
+#[test]
+fn values_methods_answer_as_chartutil_values() {
+    let dir = app_chart(&[
+        ("values.yaml", "old:\n  option: true\nport: 80\n"),
+        (
+            "templates/cm.yaml",
+            "{{- if (dig \"old\" \"option\" false .Values.AsMap) }}\n{{ fail \"old.option was removed\" }}\n{{- end }}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  port: {{ .Values.PathValue \"port\" | quote }}\n",
+        ),
+    ]);
+    let (code, stdout, stderr) = helm_template(&dir);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(stderr.contains("old.option was removed"), "{stderr}");
+    std::fs::write(dir.path().join("charts/app/values.yaml"), "port: 80\n").unwrap();
+    let (code, stdout, stderr) = helm_template(&dir);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.ends_with("data:\n  port: \"80\"\n"), "{stdout}");
+}
+
+/// A function with fields after it (`merge.Values.a`) parses, as Go's parser takes it: a
+/// branch that never runs it renders (bitnami's grafana-mimir), one that runs it fails.
+#[test]
+fn a_function_with_fields_fails_only_where_it_runs() {
+    let chart = |values: &str| {
+        app_chart(&[
+            ("values.yaml", values),
+            (
+                "templates/cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n  {{- if .Values.extra }}\n  {{- $a := merge.Values.extra .Values.common }}\n  {{- end }}\n",
+            ),
+        ])
+    };
+    let (code, stdout, stderr) = helm_template(&chart("extra: {}\ncommon: {}\n"));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.ends_with("  name: cfg\n"), "{stdout}");
+    let (code, stdout, stderr) = helm_template(&chart("extra: {a: 1}\ncommon: {}\n"));
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(stderr.contains("merge"), "{stderr}");
+}
+
 /// A repository with one HelmChart `rel` (namespace ns1) of the chart `charts/app`, whose
 /// files are `files` (paths inside the chart) besides its Chart.yaml.
 fn app_chart(files: &[(&str, &str)]) -> tempfile::TempDir {

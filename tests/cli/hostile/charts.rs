@@ -180,10 +180,23 @@ fn bytes_that_are_not_text_are_kept_or_refused_never_mangled() {
     use base64::Engine;
     let encoded = base64::engine::general_purpose::STANDARD.encode(jks);
     assert!(out.stdout.contains(&encoded), "{}", out.stdout);
-    // Any other read of it is refused, naming the file, never its lossy text.
+    // `.Files.Get` gives Go's string of its bytes: b64enc encodes them exactly.
     let get = b"apiVersion: v1\nkind: Secret\nmetadata:\n  name: store\n  namespace: default\ndata:\n  k: {{ .Files.Get \"files/k.jks\" | b64enc }}\n";
     let dir = chart_repo(&[("files/k.jks", jks), ("templates/s.yaml", get)]);
+    let out = render_bounded(dir.path(), &["--show-secrets"]);
+    out.rendered();
+    assert!(
+        out.stdout.contains(&format!("k: {encoded}")),
+        "{}",
+        out.stdout
+    );
+    // Any read of it as text is refused, never its lossy text.
+    let lines = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: default\ndata:\n  k: {{ .Files.Lines \"files/k.jks\" | join \",\" | quote }}\n";
+    let dir = chart_repo(&[("files/k.jks", jks), ("templates/s.yaml", lines)]);
     render_bounded(dir.path(), &[]).refused_with("files/k.jks is not UTF-8 text");
+    let printed = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: default\ndata:\n  k: \"{{ .Files.Get \"files/k.jks\" }}\"\n";
+    let dir = chart_repo(&[("files/k.jks", jks), ("templates/s.yaml", printed)]);
+    render_bounded(dir.path(), &[]).refused_with("not UTF-8 text");
     // values.yaml and Chart.yaml are YAML, which is UTF-8: refused at the line, as Helm does.
     let values: &[u8] = b"a: 1\nname: caf\xe9\n";
     let dir = chart_repo(&[("values.yaml", values), ("templates/t.yaml", b"")]);
