@@ -142,8 +142,19 @@ impl Listed {
     /// items lack), as [`super::list_each`] hands it.
     pub fn into_value(self, resource: &Resource) -> Result<Value, serde_json::Error> {
         let mut item: Value = serde_json::from_str(self.text.get())?;
-        super::verbs::name_kind(&mut item, resource);
+        name_kind(&mut item, resource);
         Ok(item)
+    }
+}
+
+/// Give a LIST item the resource's apiVersion and kind, which LIST items lack.
+pub(super) fn name_kind(item: &mut Value, resource: &Resource) {
+    if let Some(map) = item.as_object_mut() {
+        map.insert(
+            "apiVersion".into(),
+            Value::String(resource.api.api_version.clone()),
+        );
+        map.insert("kind".into(), Value::String(resource.api.kind.clone()));
     }
 }
 

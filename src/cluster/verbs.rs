@@ -1,7 +1,7 @@
 //! The verbs tend uses on `DynamicObject`s, as JSON values. Every call goes through [`call`]:
 //! retried with backoff when transient, and its error names what was attempted.
 
-use super::listed::Listed;
+use super::listed::{name_kind, Listed};
 use super::retry::retry;
 use super::{ClusterError, Resource};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
@@ -90,17 +90,6 @@ where
 struct PageMeta {
     #[serde(rename = "continue", default)]
     next: Option<String>,
-}
-
-/// Give a LIST item the resource's apiVersion and kind, which LIST items lack.
-pub(super) fn name_kind(item: &mut Value, resource: &Resource) {
-    if let Some(map) = item.as_object_mut() {
-        map.insert(
-            "apiVersion".into(),
-            Value::String(resource.api.api_version.clone()),
-        );
-        map.insert("kind".into(), Value::String(resource.api.kind.clone()));
-    }
 }
 
 /// LIST a resource in a namespace (or cluster-wide), following `continue`, handing each item
