@@ -137,6 +137,9 @@ pub fn render_charted(
     if !charted.lookups_missed.is_empty() {
         return Ok(RenderPass::NeedsLookups(charted.lookups_missed));
     }
+    // The charts' parse trees are kept on this thread for a pass that renders again with
+    // the cluster's answers; this one is final, and its output is parsed next.
+    crate::helm::template::forget_parsed();
     for pending in std::mem::take(&mut charted.post_renders) {
         if let Err(problem) = post_render::finish(pending, &mut charted.files) {
             charted.problems.push(problem);
@@ -153,9 +156,15 @@ fn render_files(
     opts: &RenderOptions,
 ) -> Result<Rendered, RenderError> {
     let file_count = files.len();
-    // The charts' files are moved, not copied: a big chart's CRDs are megabytes.
+    // The charts' files are moved, not copied: a big chart's CRDs are megabytes. Their texts
+    // go to the parse, which frees each once its documents are read.
+    let mut chart_texts = Vec::new();
     let all_files: Option<Vec<SourceFile>> = (!charted.files.is_empty()).then(|| {
-        let chart_files = std::mem::take(&mut charted.files);
+        let mut chart_files = std::mem::take(&mut charted.files);
+        chart_texts = chart_files
+            .iter_mut()
+            .map(|f| std::mem::take(&mut f.text))
+            .collect();
         files.iter().cloned().chain(chart_files).collect()
     });
     let mut kept_parses = std::mem::take(&mut charted.kept_parses);
@@ -165,18 +174,13 @@ fn render_files(
             kept_parses.have.len()
         );
     }
-    let all = all_files.as_deref().unwrap_or(files);
-    let parsed = parse_all(all, &opts.keys, &mut kept_parses);
-    let documents = hand_over(all, parsed, &kept_parses, opts.kept_renders.as_deref());
-    // Each document keeps its own text (for the lines of problems): the charts' output is
-    // not needed again.
-    let all_files = all_files.map(|mut all| {
-        for file in &mut all[file_count..] {
-            file.text = String::new();
-        }
-        all
-    });
     let files = all_files.as_deref().unwrap_or(files);
+    let texts = Texts {
+        owned_from: file_count,
+        owned: chart_texts,
+    };
+    let parsed = parse_all(files, texts, &opts.keys, &mut kept_parses);
+    let documents = hand_over(files, parsed, &kept_parses, opts.kept_renders.as_deref());
     let parsed = parse_and_check(files, documents, &charted);
     let made = make_objects(parsed, &charted, opts);
     finish(made, charted, file_count)
@@ -542,35 +546,67 @@ type ParsedFile = (
 /// SOPS-encrypted, and checked (octal file modes fixed, shape validated), in file order.
 /// Files are independent, so this runs on every core (the bulk of rendering a
 /// 10,000-object site); the result is the same as one after the other.
+/// The texts of files the render owns (the charts' output, `owned_from` on in file order),
+/// handed to [`parse_all`] to be freed once parsed; the others are the files' own.
+struct Texts {
+    owned_from: usize,
+    owned: Vec<String>,
+}
+
+/// One file for [`parse_all`]: its documents as a kept render brought them, and its text
+/// when the render owns it.
+type ParseInput<'f> = (
+    &'f SourceFile,
+    Mutex<Option<Vec<yaml::Document>>>,
+    Mutex<Option<String>>,
+);
+
 fn parse_all(
     files: &[SourceFile],
+    texts: Texts,
     keys: &Keys,
     kept: &mut kept_parse::KeptParses,
 ) -> Vec<ParsedFile> {
+    let mut owned = texts.owned.into_iter();
+    let inputs: Vec<ParseInput<'_>> = files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let text = (i >= texts.owned_from).then(|| owned.next()).flatten();
+            (f, Mutex::new(kept.have.remove(&f.path)), Mutex::new(text))
+        })
+        .collect();
     // Threads pay off on enough text only: one costs more memory (its stack, its allocator
     // pages) than parsing a chart's output takes, and about the time.
-    let bytes: usize = files
+    let bytes: usize = inputs
         .iter()
-        .filter(|f| !kept.have.contains_key(&f.path))
-        .map(|f| f.text.len())
+        .map(|(file, have, text)| {
+            let parsed = have.lock().is_ok_and(|have| have.is_some());
+            let owned = text
+                .lock()
+                .map_or(0, |text| text.as_ref().map_or(0, String::len));
+            if parsed {
+                0
+            } else {
+                owned + file.text.len()
+            }
+        })
         .sum();
-    let inputs: Vec<(&SourceFile, Mutex<Option<Vec<yaml::Document>>>)> = files
-        .iter()
-        .map(|f| (f, Mutex::new(kept.have.remove(&f.path))))
-        .collect();
     let keep = &kept.keep;
-    let parse = |(file, have): &(&SourceFile, Mutex<Option<Vec<yaml::Document>>>)| {
+    let parse = |(file, have, text): &ParseInput<'_>| {
         let have = have.lock().ok().and_then(|mut have| have.take());
+        let owned = text.lock().ok().and_then(|mut text| text.take());
+        let text = owned.as_deref().unwrap_or(&file.text);
         let parsed_before = have.is_some();
         let (mut docs, mut problems) = match have {
             Some(docs) => (docs, Vec::new()),
-            None => {
-                kustomize_annotations::parse_source(&file.path, &file.text, file.unit.is_some())
-            }
+            None => kustomize_annotations::parse_source(&file.path, text, file.unit.is_some()),
         };
         let to_keep = (!parsed_before && problems.is_empty() && keep.contains_key(&file.path))
-            .then(|| kept_parse::as_json(&docs, &file.text))
+            .then(|| kept_parse::as_json(&docs, text))
             .flatten();
+        // Each document has its own text: the file's is not needed again.
+        drop(owned);
         problems.extend(decrypt::decrypt_file(file, &mut docs, keys));
         let docs = docs
             .into_iter()
@@ -581,6 +617,11 @@ fn parse_all(
                     builtin::clear_namespace_if_cluster_scoped(&mut doc.value);
                 }
                 let problems = validate::check_document(&file.path, &doc);
+                if !text_read_later(&doc.value) {
+                    // A big chart's CRDs are megabytes of text, alive with their values
+                    // until objects are made.
+                    doc.text = String::new();
+                }
                 (doc, problems)
             })
             .collect();
@@ -592,6 +633,15 @@ fn parse_all(
         crate::parallel::budget()
     };
     crate::parallel::map(&inputs, threads, PARSE_BATCH, parse)
+}
+
+/// Whether the render reads a checked document's text again once it is parsed: tend's
+/// kinds are parsed from it (typed, with lines), and a namespace set on a kind that turns
+/// out cluster-scoped is reported at its line. Other documents' lines are known by then.
+fn text_read_later(value: &Value) -> bool {
+    let api_version = value.get("apiVersion").and_then(|v| v.as_str());
+    api_version.is_some_and(|v| split_api_version(v).0 == crate::GROUP)
+        || value.pointer("/metadata/namespace").is_some()
 }
 
 /// The documents and problems of each file, with the documents of those to keep handed to
@@ -654,7 +704,11 @@ mod tests {
             .collect();
         assert!(files.iter().map(|f| f.text.len()).sum::<usize>() > PARALLEL_PARSE_MIN_BYTES);
         let mut kept = kept_parse::KeptParses::default();
-        let names: Vec<String> = parse_all(&files, &Keys::default(), &mut kept)
+        let texts = Texts {
+            owned_from: files.len(),
+            owned: Vec::new(),
+        };
+        let names: Vec<String> = parse_all(&files, texts, &Keys::default(), &mut kept)
             .into_iter()
             .flat_map(|(docs, _, _)| docs)
             .map(|(doc, _)| doc.value["metadata"]["name"].as_str().unwrap().to_string())
