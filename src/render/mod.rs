@@ -608,24 +608,7 @@ fn parse_all(
         // Each document has its own text: the file's is not needed again.
         drop(owned);
         problems.extend(decrypt::decrypt_file(file, &mut docs, keys));
-        let docs = docs
-            .into_iter()
-            .map(|mut doc| {
-                file_modes::fix_octal_modes(&mut doc.value);
-                waves::name_generated_hook(&mut doc.value);
-                if file.unit.is_some() {
-                    builtin::clear_namespace_if_cluster_scoped(&mut doc.value);
-                }
-                let problems = validate::check_document(&file.path, &doc);
-                if !text_read_later(&doc.value) {
-                    // A big chart's CRDs are megabytes of text, alive with their values
-                    // until objects are made.
-                    doc.text = String::new();
-                }
-                (doc, problems)
-            })
-            .collect();
-        (docs, problems, to_keep)
+        (checked(file, docs), problems, to_keep)
     };
     let threads = if bytes < PARALLEL_PARSE_MIN_BYTES {
         1
@@ -633,6 +616,27 @@ fn parse_all(
         crate::parallel::budget()
     };
     crate::parallel::map(&inputs, threads, PARSE_BATCH, parse)
+}
+
+/// A file's documents with octal file modes fixed, generated hook names given, and each
+/// checked; their text dropped where nothing reads it again.
+fn checked(file: &SourceFile, docs: Vec<yaml::Document>) -> Vec<(yaml::Document, Vec<Problem>)> {
+    docs.into_iter()
+        .map(|mut doc| {
+            file_modes::fix_octal_modes(&mut doc.value);
+            waves::name_generated_hook(&mut doc.value);
+            if file.unit.is_some() {
+                builtin::clear_namespace_if_cluster_scoped(&mut doc.value);
+            }
+            let problems = validate::check_document(&file.path, &doc);
+            if !text_read_later(&doc.value) {
+                // A big chart's CRDs are megabytes of text, alive with their values until
+                // objects are made.
+                doc.text = String::new();
+            }
+            (doc, problems)
+        })
+        .collect()
 }
 
 /// Whether the render reads a checked document's text again once it is parsed: tend's
