@@ -137,6 +137,9 @@ pub fn render_charted(
     if !charted.lookups_missed.is_empty() {
         return Ok(RenderPass::NeedsLookups(charted.lookups_missed));
     }
+    // The charts' parse trees are kept on this thread for a pass that renders again with
+    // the cluster's answers; this one is final, and its output is parsed next.
+    crate::helm::template::forget_parsed();
     for pending in std::mem::take(&mut charted.post_renders) {
         if let Err(problem) = post_render::finish(pending, &mut charted.files) {
             charted.problems.push(problem);
@@ -153,9 +156,15 @@ fn render_files(
     opts: &RenderOptions,
 ) -> Result<Rendered, RenderError> {
     let file_count = files.len();
-    // The charts' files are moved, not copied: a big chart's CRDs are megabytes.
+    // The charts' files are moved, not copied: a big chart's CRDs are megabytes. Their texts
+    // go to the parse, which frees each once its documents are read.
+    let mut chart_texts = Vec::new();
     let all_files: Option<Vec<SourceFile>> = (!charted.files.is_empty()).then(|| {
-        let chart_files = std::mem::take(&mut charted.files);
+        let mut chart_files = std::mem::take(&mut charted.files);
+        chart_texts = chart_files
+            .iter_mut()
+            .map(|f| std::mem::take(&mut f.text))
+            .collect();
         files.iter().cloned().chain(chart_files).collect()
     });
     let mut kept_parses = std::mem::take(&mut charted.kept_parses);
@@ -165,18 +174,13 @@ fn render_files(
             kept_parses.have.len()
         );
     }
-    let all = all_files.as_deref().unwrap_or(files);
-    let parsed = parse_all(all, file_count, &opts.keys, &mut kept_parses);
-    let documents = hand_over(all, parsed, &kept_parses, opts.kept_renders.as_deref());
-    // Each document keeps its own text (for the lines of problems): the charts' output is
-    // not needed again.
-    let all_files = all_files.map(|mut all| {
-        for file in &mut all[file_count..] {
-            file.text = String::new();
-        }
-        all
-    });
     let files = all_files.as_deref().unwrap_or(files);
+    let texts = Texts {
+        owned_from: file_count,
+        owned: chart_texts,
+    };
+    let parsed = parse_all(files, texts, &opts.keys, &mut kept_parses);
+    let documents = hand_over(files, parsed, &kept_parses, opts.kept_renders.as_deref());
     let parsed = parse_and_check(files, documents, &charted);
     let made = make_objects(parsed, &charted, opts);
     finish(made, charted, file_count)
@@ -540,61 +544,78 @@ type ParsedFile = (
     Option<String>,
 );
 
-/// A file to parse, its documents if a kept render has them parsed, and whether a chart
-/// rendered it.
-type ParseInput<'f> = (&'f SourceFile, Mutex<Option<Vec<yaml::Document>>>, bool);
-
 /// Each file's documents, parsed (or as a kept Helm render brought them), decrypted where
 /// SOPS-encrypted, and checked (octal file modes fixed, shape validated), in file order.
 /// Files are independent, so this runs on every core (the bulk of rendering a
 /// 10,000-object site); the result is the same as one after the other.
+/// The texts of files the render owns (the charts' output, `owned_from` on in file order),
+/// handed to [`parse_all`] to be freed once parsed; the others are the files' own.
+struct Texts {
+    owned_from: usize,
+    owned: Vec<String>,
+}
+
+/// One file for [`parse_all`]: its documents as a kept render brought them, its text when
+/// the render owns it, and whether a chart rendered it.
+type ParseInput<'f> = (
+    &'f SourceFile,
+    Mutex<Option<Vec<yaml::Document>>>,
+    Mutex<Option<String>>,
+    bool,
+);
+
 fn parse_all(
     files: &[SourceFile],
-    first_charted: usize,
+    texts: Texts,
     keys: &Keys,
     kept: &mut kept_parse::KeptParses,
 ) -> Vec<ParsedFile> {
-    // Threads pay off on enough text only: one costs more memory (its stack, its allocator
-    // pages) than parsing a chart's output takes, and about the time.
-    let bytes: usize = files
-        .iter()
-        .filter(|f| !kept.have.contains_key(&f.path))
-        .map(|f| f.text.len())
-        .sum();
-    // The files from `first_charted` on are what charts rendered.
+    let mut owned = texts.owned.into_iter();
+    // The files from `owned_from` on are what charts rendered.
     let inputs: Vec<ParseInput<'_>> = files
         .iter()
         .enumerate()
-        .map(|(i, f)| (f, Mutex::new(kept.have.remove(&f.path)), i >= first_charted))
+        .map(|(i, f)| {
+            let charted = i >= texts.owned_from;
+            let text = charted.then(|| owned.next()).flatten();
+            let have = Mutex::new(kept.have.remove(&f.path));
+            (f, have, Mutex::new(text), charted)
+        })
         .collect();
+    // Threads pay off on enough text only: one costs more memory (its stack, its allocator
+    // pages) than parsing a chart's output takes, and about the time.
+    let bytes: usize = inputs
+        .iter()
+        .map(|(file, have, text, _)| {
+            let parsed = have.lock().is_ok_and(|have| have.is_some());
+            let owned = text
+                .lock()
+                .map_or(0, |text| text.as_ref().map_or(0, String::len));
+            if parsed {
+                0
+            } else {
+                owned + file.text.len()
+            }
+        })
+        .sum();
     let keep = &kept.keep;
-    let parse = |(file, have, charted): &ParseInput<'_>| {
+    let parse = |(file, have, text, charted): &ParseInput<'_>| {
         let have = have.lock().ok().and_then(|mut have| have.take());
+        let owned = text.lock().ok().and_then(|mut text| text.take());
+        let text = owned.as_deref().unwrap_or(&file.text);
         let parsed_before = have.is_some();
         let (mut docs, mut problems) = match have {
             Some(docs) => (docs, Vec::new()),
-            None if *charted => yaml::parse_rendered(&file.path, &file.text),
-            None => {
-                kustomize_annotations::parse_source(&file.path, &file.text, file.unit.is_some())
-            }
+            None if *charted => yaml::parse_rendered(&file.path, text),
+            None => kustomize_annotations::parse_source(&file.path, text, file.unit.is_some()),
         };
         let to_keep = (!parsed_before && problems.is_empty() && keep.contains_key(&file.path))
-            .then(|| kept_parse::as_json(&docs, &file.text))
+            .then(|| kept_parse::as_json(&docs, text))
             .flatten();
+        // Each document has its own text: the file's is not needed again.
+        drop(owned);
         problems.extend(decrypt::decrypt_file(file, &mut docs, keys));
-        let docs = docs
-            .into_iter()
-            .map(|mut doc| {
-                file_modes::fix_octal_modes(&mut doc.value);
-                waves::name_generated_hook(&mut doc.value);
-                if file.unit.is_some() || *charted {
-                    builtin::clear_namespace_if_cluster_scoped(&mut doc.value);
-                }
-                let problems = validate::check_document(&file.path, &doc);
-                (doc, problems)
-            })
-            .collect();
-        (docs, problems, to_keep)
+        (checked(file, docs, *charted), problems, to_keep)
     };
     let threads = if bytes < PARALLEL_PARSE_MIN_BYTES {
         1
@@ -602,6 +623,40 @@ fn parse_all(
         crate::parallel::budget()
     };
     crate::parallel::map(&inputs, threads, PARSE_BATCH, parse)
+}
+
+/// A file's documents with octal file modes fixed, generated hook names given, and each
+/// checked; their text dropped where nothing reads it again.
+fn checked(
+    file: &SourceFile,
+    docs: Vec<yaml::Document>,
+    charted: bool,
+) -> Vec<(yaml::Document, Vec<Problem>)> {
+    docs.into_iter()
+        .map(|mut doc| {
+            file_modes::fix_octal_modes(&mut doc.value);
+            waves::name_generated_hook(&mut doc.value);
+            if file.unit.is_some() || charted {
+                builtin::clear_namespace_if_cluster_scoped(&mut doc.value);
+            }
+            let problems = validate::check_document(&file.path, &doc);
+            if !text_read_later(&doc.value) {
+                // A big chart's CRDs are megabytes of text, alive with their values until
+                // objects are made.
+                doc.text = String::new();
+            }
+            (doc, problems)
+        })
+        .collect()
+}
+
+/// Whether the render reads a checked document's text again once it is parsed: tend's
+/// kinds are parsed from it (typed, with lines), and a namespace set on a kind that turns
+/// out cluster-scoped is reported at its line. Other documents' lines are known by then.
+fn text_read_later(value: &Value) -> bool {
+    let api_version = value.get("apiVersion").and_then(|v| v.as_str());
+    api_version.is_some_and(|v| split_api_version(v).0 == crate::GROUP)
+        || value.pointer("/metadata/namespace").is_some()
 }
 
 /// The documents and problems of each file, with the documents of those to keep handed to
@@ -664,7 +719,11 @@ mod tests {
             .collect();
         assert!(files.iter().map(|f| f.text.len()).sum::<usize>() > PARALLEL_PARSE_MIN_BYTES);
         let mut kept = kept_parse::KeptParses::default();
-        let names: Vec<String> = parse_all(&files, files.len(), &Keys::default(), &mut kept)
+        let texts = Texts {
+            owned_from: files.len(),
+            owned: Vec::new(),
+        };
+        let names: Vec<String> = parse_all(&files, texts, &Keys::default(), &mut kept)
             .into_iter()
             .flat_map(|(docs, _, _)| docs)
             .map(|(doc, _)| doc.value["metadata"]["name"].as_str().unwrap().to_string())

@@ -118,7 +118,9 @@ impl<'a> Reader<'a> {
         if depth > MAX_DEPTH {
             return None;
         }
-        let mut map = Map::new();
+        // Entries first, then the map at its size: a map grown key by key holds room for up
+        // to twice its entries, and a big chart's CRDs are some 15,000 small maps.
+        let mut entries: Vec<(String, Value)> = Vec::new();
         loop {
             let line = if std::mem::take(&mut item) {
                 self.lines[self.at].get(indent..)?
@@ -129,7 +131,7 @@ impl<'a> Reader<'a> {
                 &self.lines[self.at][indent..]
             };
             if line.starts_with("- ") || line == "-" {
-                if map.is_empty() {
+                if entries.is_empty() {
                     return None;
                 }
                 break;
@@ -137,11 +139,12 @@ impl<'a> Reader<'a> {
             let (key, rest) = split_key(line)?;
             self.at += 1;
             let value = self.value_after(rest, indent, depth)?;
-            if map.insert(key, value).is_some() {
-                return None;
-            }
+            entries.push((key, value));
         }
-        Some(map)
+        let count = entries.len();
+        let map = Map::from_iter(entries);
+        // A key given twice is the full parser's (its error).
+        (map.len() == count).then_some(map)
     }
 
     /// The value of a node at `indent` (a key, or a sequence item's `-`) whose line
@@ -288,6 +291,7 @@ impl<'a> Reader<'a> {
                 items.push(self.value_after(item, indent, depth)?);
             }
         }
+        items.shrink_to_fit();
         Some(Value::Array(items))
     }
 

@@ -72,6 +72,12 @@ thread_local! {
         std::cell::RefCell::new(HashMap::new());
 }
 
+/// Forget the templates this thread parsed: a big chart's parse trees are megabytes
+/// (kube-prometheus-stack's some 10 MB), which a finished render no longer needs.
+pub fn forget_parsed() {
+    PARSED.with(|parsed| *parsed.borrow_mut() = HashMap::new());
+}
+
 /// A set of templates sharing one namespace of `define`d names, and the functions they may
 /// call.
 #[derive(Default)]

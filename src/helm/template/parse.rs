@@ -159,7 +159,7 @@ impl Parser<'_> {
         loop {
             let line = self.line();
             match self.next() {
-                None if top => return Ok((nodes, None)),
+                None if top => return Ok((fitted(nodes), None)),
                 None => return Err((line, "unexpected EOF".into())),
                 Some(Token::Text(t)) => nodes.push(Node::Text(t)),
                 Some(Token::Open) => {
@@ -174,9 +174,9 @@ impl Parser<'_> {
                             self.pos += 1;
                             if keyword == "end" {
                                 self.expect_close("end")?;
-                                return Ok((nodes, Some((line, "end"))));
+                                return Ok((fitted(nodes), Some((line, "end"))));
                             }
-                            return Ok((nodes, Some((line, "else"))));
+                            return Ok((fitted(nodes), Some((line, "else"))));
                         }
                         "if" | "with" | "range" => {
                             self.pos += 1;
@@ -250,7 +250,7 @@ impl Parser<'_> {
                         return Err((else_line, "expected end; found with".into()));
                     }
                     self.pos += 1;
-                    otherwise.push(self.control(&word)?);
+                    otherwise = vec![self.control(&word)?];
                 }
                 _ => {
                     self.expect_close("else")?;
@@ -385,6 +385,7 @@ impl Parser<'_> {
                     if pipe.cmds.is_empty() && end == Token::RParen {
                         return Err((line, "missing value for parenthesized pipeline".into()));
                     }
+                    pipe.cmds.shrink_to_fit();
                     return Ok(());
                 }
                 None => return Err((line, format!("unclosed action in {context}"))),
@@ -419,7 +420,7 @@ impl Parser<'_> {
                 _ => args.push(self.operand()?),
             }
         }
-        Ok(Command { args })
+        Ok(Command { args: fitted(args) })
     }
 
     fn fields(&mut self) -> Vec<String> {
@@ -428,7 +429,7 @@ impl Parser<'_> {
             fields.push(name.clone());
             self.pos += 1;
         }
-        fields
+        fitted(fields)
     }
 
     fn operand(&mut self) -> Res<Operand> {
@@ -446,7 +447,7 @@ impl Parser<'_> {
             Some(Token::Field(first)) => {
                 let mut fields = vec![first];
                 fields.extend(self.fields());
-                return Ok(Operand::Field(fields));
+                return Ok(Operand::Field(fitted(fields)));
             }
             Some(Token::Variable(name)) => {
                 let fields = self.fields();
@@ -505,6 +506,13 @@ impl Parser<'_> {
         }
         Ok(operand)
     }
+}
+
+/// `items` without the room a `Vec` grown item by item keeps: parse trees live as long as
+/// their engine (and the thread's cache of parsed texts), a big chart's some 100,000 nodes.
+fn fitted<T>(mut items: Vec<T>) -> Vec<T> {
+    items.shrink_to_fit();
+    items
 }
 
 /// Go's number literals: ints (decimal, 0x, 0o, 0b, `_`) and floats; an integer-valued
