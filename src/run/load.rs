@@ -71,8 +71,6 @@ pub struct Loaded {
     /// The charts with those of `walked.charts.unread` read whole, once a render needed
     /// them, and the problems reading them.
     read_charts: std::sync::OnceLock<(Charts, Vec<Problem>)>,
-    /// Charts whose digest their stamps recalled while loading, for the log.
-    recalled: usize,
 }
 
 impl Loaded {
@@ -121,7 +119,7 @@ pub fn load(source_opts: &SourceOptions, render_opts: &RenderOptions) -> Result<
         .clone()
         .unwrap_or_else(source::default_cache_dir);
     let store = super::render_cache::FileRenderCache::new(&cache_dir);
-    let recalled = read_unknown_charts(&mut walked, &store);
+    read_unknown_charts(&mut walked, &store);
     let chart_logins = std::sync::Mutex::new(Default::default());
     let for_kubeconfig =
         source_opts
@@ -180,18 +178,14 @@ pub fn load(source_opts: &SourceOptions, render_opts: &RenderOptions) -> Result<
         cache_dir,
         expanded,
         read_charts: Default::default(),
-        recalled,
     })
 }
 
 /// Read whole the charts the walk knows by their stamps only but no earlier run hashed
 /// with these stamps: a render will need their files (a kept render is found by the
 /// chart's digest). Those left unread had their digest recalled, and were whole, their
-/// dependencies in `charts/`, when hashed. Returns how many were left unread.
-fn read_unknown_charts(
-    walked: &mut walk::Walked,
-    store: &super::render_cache::FileRenderCache,
-) -> usize {
+/// dependencies in `charts/`, when hashed.
+fn read_unknown_charts(walked: &mut walk::Walked, store: &super::render_cache::FileRenderCache) {
     let charts = &mut walked.charts;
     let unknown: Vec<std::path::PathBuf> = charts
         .unread
@@ -207,7 +201,6 @@ fn read_unknown_charts(
     for dir in unknown {
         walked.problems.extend(read_whole(charts, &dir));
     }
-    charts.unread.len()
 }
 
 /// Read the unread chart `dir` of `charts` whole (a problem, and no chart, when it does
@@ -373,15 +366,17 @@ fn render_keeping_renders(
     render_opts: &RenderOptions,
 ) -> (Result<RenderPass, render::RenderError>, Vec<Problem>) {
     let store = super::render_cache::FileRenderCache::new(&loaded.cache_dir);
-    let mut recalled = loaded.recalled + store.recall_digests(charts.get());
+    let mut recalled = store.recall_digests(charts.get());
     let releases = render::kept_render_keys(&loaded.walked.files, charts.get(), render_opts);
     let keys: Vec<_> = releases.iter().flat_map(|r| r.keys.clone()).collect();
     let kept = std::sync::Arc::new(store.read(&keys));
     let (charts, read_late) = if kept.serves_all_unread(&releases) {
+        // Their digests were recalled while loading.
         let unread = charts.get().unread.len();
         if unread > 0 {
             tracing::debug!("Helm charts: {unread} not read, every release of them kept");
         }
+        recalled += unread;
         (charts, Vec::new())
     } else {
         let (charts, problems) = charts.read_whole(loaded);
