@@ -22,7 +22,8 @@ pub struct KeptRenders {
     /// megabytes.
     found: Mutex<HashMap<String, Kept>>,
     added: Mutex<Vec<(KeptKey, Vec<Manifest>)>>,
-    /// The documents of the added renders' files, as parsed (JSON), by key and template.
+    /// The documents of the added renders' files, as parsed (see
+    /// [`super::kept_parse::as_kept`]), by key and template.
     parsed: Mutex<HashMap<String, Vec<(String, String)>>>,
     taken: AtomicUsize,
 }
@@ -36,16 +37,18 @@ pub struct Kept {
 }
 
 /// The first line of a kept entry: changes whenever its layout does.
-const ENTRY: &[u8] = b"tend kept helm render 4\n";
+const ENTRY: &[u8] = b"tend kept helm render 5\n";
 
 /// What a kept entry holds after its first line: the length of its head (decimal, a line),
-/// the head (JSON: each manifest's template, flags and text length, and the parsed
-/// documents), then the manifests' texts one after another, as they are. A big chart's
-/// texts are megabytes: kept raw they are copied, not read as JSON strings.
+/// the head (JSON: each manifest's template, flags and text length; each parsed file's
+/// template and the length of its documents), then the files' documents as
+/// [`super::kept_parse`] keeps them, then the manifests' texts one after another, as they
+/// are. A big chart's texts are megabytes: kept raw they are copied, not read as JSON
+/// strings.
 #[derive(serde::Deserialize)]
 struct Head {
     manifests: Vec<ManifestHead>,
-    parsed: HashMap<String, Vec<super::kept_parse::KeptDoc>>,
+    parsed: Vec<(String, usize)>,
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -66,23 +69,28 @@ impl Kept {
         let head_len: usize = std::str::from_utf8(&rest[..newline]).ok()?.parse().ok()?;
         let rest = &rest[newline + 1..];
         let head: Head = serde_json::from_slice(rest.get(..head_len)?).ok()?;
-        let texts = std::str::from_utf8(&rest[head_len..]).ok()?;
+        let body = std::str::from_utf8(&rest[head_len..]).ok()?;
         let mut at = 0usize;
+        let mut take = |len: usize| {
+            let end = at.checked_add(len)?;
+            let taken = body.get(at..end)?;
+            at = end;
+            Some(taken)
+        };
+        let mut parsed = HashMap::with_capacity(head.parsed.len());
+        for (template, len) in head.parsed {
+            parsed.insert(template, super::kept_parse::read(take(len)?)?);
+        }
         let mut manifests = Vec::with_capacity(head.manifests.len());
         for m in head.manifests {
-            let end = at.checked_add(m.len)?;
             manifests.push(Manifest {
                 template: m.template,
                 crd: m.crd,
-                text: texts.get(at..end)?.to_string(),
+                text: take(m.len)?.to_string(),
                 random: m.random,
             });
-            at = end;
         }
-        (at == texts.len()).then_some(Kept {
-            manifests,
-            parsed: head.parsed,
-        })
+        (at == body.len()).then_some(Kept { manifests, parsed })
     }
 }
 
@@ -91,7 +99,8 @@ impl Kept {
 pub struct Added {
     pub key: KeptKey,
     pub manifests: Vec<Manifest>,
-    /// Its files' documents as JSON, by template: those that were parsed without a problem.
+    /// Its files' documents as kept (see [`super::kept_parse::as_kept`]), by template: those
+    /// that were parsed without a problem.
     pub parsed: Vec<(String, String)>,
 }
 
@@ -106,7 +115,6 @@ impl Added {
     /// Write the entry as kept to `out` (a big chart's is megabytes: not copied first when
     /// it is not sealed).
     pub fn write_entry(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        let mut head = b"{\"manifests\":".to_vec();
         let heads: Vec<ManifestHead> = self
             .manifests
             .iter()
@@ -117,20 +125,18 @@ impl Added {
                 len: m.text.len(),
             })
             .collect();
-        serde_json::to_writer(&mut head, &heads)?;
-        head.extend_from_slice(b",\"parsed\":{");
-        for (i, (template, docs)) in self.parsed.iter().enumerate() {
-            if i > 0 {
-                head.push(b',');
-            }
-            serde_json::to_writer(&mut head, template)?;
-            head.push(b':');
-            head.extend_from_slice(docs.as_bytes());
-        }
-        head.extend_from_slice(b"}}");
+        let parsed: Vec<(&str, usize)> = self
+            .parsed
+            .iter()
+            .map(|(template, docs)| (template.as_str(), docs.len()))
+            .collect();
+        let head = serde_json::to_vec(&serde_json::json!({"manifests": heads, "parsed": parsed}))?;
         out.write_all(ENTRY)?;
         out.write_all(format!("{}\n", head.len()).as_bytes())?;
         out.write_all(&head)?;
+        for (_, docs) in &self.parsed {
+            out.write_all(docs.as_bytes())?;
+        }
         for m in &self.manifests {
             out.write_all(m.text.as_bytes())?;
         }
@@ -221,7 +227,7 @@ impl KeptRenders {
     }
 
     /// Keep the documents of the file of `template` of the render added under `key`, as
-    /// parsed (see [`super::kept_parse::as_json`]).
+    /// parsed (see [`super::kept_parse::as_kept`]).
     pub fn put_parsed(&self, key: &str, template: &str, docs: String) {
         if let Ok(mut parsed) = self.parsed.lock() {
             let templates = parsed.entry(key.to_string()).or_default();
@@ -265,7 +271,7 @@ impl KeptRenders {
 }
 
 /// Changes whenever what a kept render means changes.
-const FORMAT: &str = "tend helm render 4";
+const FORMAT: &str = "tend helm render 5";
 
 /// What a release's render is kept under: sha256 (hex) of everything it depends on but the
 /// seed and the time (renders that use them are not kept).

@@ -569,7 +569,7 @@ fn parse_all(
             }
         };
         let to_keep = (!parsed_before && problems.is_empty() && keep.contains_key(&file.path))
-            .then(|| kept_parse::as_json(&docs, &file.text))
+            .then(|| kept_parse::as_kept(&docs, &file.text))
             .flatten();
         problems.extend(decrypt::decrypt_file(file, &mut docs, keys));
         let docs = docs

@@ -281,6 +281,9 @@ mod tests {
         // Earlier layouts: the manifests and documents as one JSON document, or a list.
         std::fs::write(cache.path("k"), br#"{"manifests":[],"parsed":{}}"#).expect("write");
         assert!(cache.read(&keys).get("k").is_none());
+        let layout_4 = b"tend kept helm render 4\n28\n{\"manifests\":[],\"parsed\":{}}";
+        std::fs::write(cache.path("k"), layout_4).expect("write");
+        assert!(cache.read(&keys).get("k").is_none());
         std::fs::write(cache.path("k"), b"[]").expect("write");
         assert!(cache.read(&keys).get("k").is_none());
         #[cfg(unix)]
@@ -306,12 +309,12 @@ mod tests {
         }];
         let key = KeptKey::sealed("release", 42);
         let (docs, _) = crate::yaml::parse_file(Path::new("f"), &manifests[0].text);
-        let docs_json =
-            crate::render::kept_parse::as_json(&docs, &manifests[0].text).expect("json");
+        let docs_kept =
+            crate::render::kept_parse::as_kept(&docs, &manifests[0].text).expect("kept");
         let added = Added {
             key: key.clone(),
             manifests: manifests.clone(),
-            parsed: vec![("templates/secret.yaml".into(), docs_json)],
+            parsed: vec![("templates/secret.yaml".into(), docs_kept)],
         };
         assert_eq!(cache.write(&[added]), 1);
         let on_disk = std::fs::read(cache.path(&key.key)).expect("written");

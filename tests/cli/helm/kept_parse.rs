@@ -51,7 +51,7 @@ fn a_kept_render_brings_its_documents_parsed_with_their_lines() {
         assert_eq!(kept.len(), 1);
         let entry = std::fs::read_to_string(&kept[0]).unwrap();
         assert!(
-            entry.contains("\"parsed\":{\"") && entry.contains("templates/deployment.yaml"),
+            entry.contains("\"parsed\":[[\"") && entry.contains("templates/deployment.yaml"),
             "{entry}"
         );
         let (second_code, second, second_err) = render(cache.path(), dir.path());
