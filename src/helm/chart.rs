@@ -32,6 +32,18 @@ pub struct Charts {
     /// The `HelmChart` documents of each plain file (not kustomize output), parsed once for
     /// everything that reads them; a file not here was not read by the source stage.
     pub helm_chart_docs: BTreeMap<std::path::PathBuf, Vec<crate::yaml::Document>>,
+    /// The charts of [`Charts::dirs`] known so far by their files' stamps only: their
+    /// `Chart.yaml` read, no other file (see `source::charts::stamp_chart`). The run reads
+    /// them whole before a render that needs more than their kept renders.
+    pub unread: BTreeMap<std::path::PathBuf, UnreadChart>,
+}
+
+/// Where to read a chart of [`Charts::unread`] from.
+#[derive(Debug, Clone, Default)]
+pub struct UnreadChart {
+    /// The root symlinks in the chart may not lead out of.
+    pub root: std::path::PathBuf,
+    pub dir: std::path::PathBuf,
 }
 
 /// A chart fetched from a chart repository.

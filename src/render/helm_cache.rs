@@ -22,18 +22,76 @@ pub struct KeptRenders {
     /// megabytes.
     found: Mutex<HashMap<String, Kept>>,
     added: Mutex<Vec<(KeptKey, Vec<Manifest>)>>,
-    /// The documents of the added renders' files, as parsed (JSON), by key and template.
+    /// The documents of the added renders' files, as parsed (see
+    /// [`super::kept_parse::as_kept`]), by key and template.
     parsed: Mutex<HashMap<String, Vec<(String, String)>>>,
     taken: AtomicUsize,
 }
 
 /// A release's render as kept: its manifests, and the documents of its files as the render
 /// parsed them, by template (see [`super::kept_parse`]).
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default)]
 pub struct Kept {
     pub manifests: Vec<Manifest>,
-    #[serde(default)]
     pub parsed: HashMap<String, Vec<super::kept_parse::KeptDoc>>,
+}
+
+/// The first line of a kept entry: changes whenever its layout does.
+const ENTRY: &[u8] = b"tend kept helm render 5\n";
+
+/// What a kept entry holds after its first line: the length of its head (decimal, a line),
+/// the head (JSON: each manifest's template, flags and text length; each parsed file's
+/// template and the length of its documents), then the files' documents as
+/// [`super::kept_parse`] keeps them, then the manifests' texts one after another, as they
+/// are. A big chart's texts are megabytes: kept raw they are copied, not read as JSON
+/// strings.
+#[derive(serde::Deserialize)]
+struct Head {
+    manifests: Vec<ManifestHead>,
+    parsed: Vec<(String, usize)>,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ManifestHead {
+    template: String,
+    crd: bool,
+    random: bool,
+    /// Bytes of its text.
+    len: usize,
+}
+
+impl Kept {
+    /// The entry [`Added::write_entry`] wrote; `None` when `bytes` are not one (damaged, or
+    /// of another layout): that render is rendered again.
+    pub fn read(bytes: &[u8]) -> Option<Kept> {
+        let rest = bytes.strip_prefix(ENTRY)?;
+        let newline = rest.iter().position(|&b| b == b'\n')?;
+        let head_len: usize = std::str::from_utf8(&rest[..newline]).ok()?.parse().ok()?;
+        let rest = &rest[newline + 1..];
+        let head: Head = serde_json::from_slice(rest.get(..head_len)?).ok()?;
+        let body = std::str::from_utf8(&rest[head_len..]).ok()?;
+        let mut at = 0usize;
+        let mut take = |len: usize| {
+            let end = at.checked_add(len)?;
+            let taken = body.get(at..end)?;
+            at = end;
+            Some(taken)
+        };
+        let mut parsed = HashMap::with_capacity(head.parsed.len());
+        for (template, len) in head.parsed {
+            parsed.insert(template, super::kept_parse::read(take(len)?)?);
+        }
+        let mut manifests = Vec::with_capacity(head.manifests.len());
+        for m in head.manifests {
+            manifests.push(Manifest {
+                template: m.template,
+                crd: m.crd,
+                text: take(m.len)?.to_string(),
+                random: m.random,
+            });
+        }
+        (at == body.len()).then_some(Kept { manifests, parsed })
+    }
 }
 
 /// A render the render added, to keep.
@@ -41,34 +99,57 @@ pub struct Kept {
 pub struct Added {
     pub key: KeptKey,
     pub manifests: Vec<Manifest>,
-    /// Its files' documents as JSON, by template: those that were parsed without a problem.
+    /// Its files' documents as kept (see [`super::kept_parse::as_kept`]), by template: those
+    /// that were parsed without a problem.
     pub parsed: Vec<(String, String)>,
 }
 
 impl Added {
-    /// The entry as kept: a [`Kept`] in JSON.
-    pub fn to_json(&self) -> std::io::Result<Vec<u8>> {
+    /// The entry as kept (see [`Kept::read`]).
+    pub fn to_entry(&self) -> std::io::Result<Vec<u8>> {
         let mut out = Vec::new();
-        self.write_json(&mut out)?;
+        self.write_entry(&mut out)?;
         Ok(out)
     }
 
     /// Write the entry as kept to `out` (a big chart's is megabytes: not copied first when
     /// it is not sealed).
-    pub fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        out.write_all(b"{\"manifests\":")?;
-        serde_json::to_writer(&mut *out, &self.manifests)?;
-        out.write_all(b",\"parsed\":{")?;
-        for (i, (template, docs)) in self.parsed.iter().enumerate() {
-            if i > 0 {
-                out.write_all(b",")?;
-            }
-            serde_json::to_writer(&mut *out, template)?;
-            out.write_all(b":")?;
+    pub fn write_entry(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        let heads: Vec<ManifestHead> = self
+            .manifests
+            .iter()
+            .map(|m| ManifestHead {
+                template: m.template.clone(),
+                crd: m.crd,
+                random: m.random,
+                len: m.text.len(),
+            })
+            .collect();
+        let parsed: Vec<(&str, usize)> = self
+            .parsed
+            .iter()
+            .map(|(template, docs)| (template.as_str(), docs.len()))
+            .collect();
+        let head = serde_json::to_vec(&serde_json::json!({"manifests": heads, "parsed": parsed}))?;
+        out.write_all(ENTRY)?;
+        out.write_all(format!("{}\n", head.len()).as_bytes())?;
+        out.write_all(&head)?;
+        for (_, docs) in &self.parsed {
             out.write_all(docs.as_bytes())?;
         }
-        out.write_all(b"}}")
+        for m in &self.manifests {
+            out.write_all(m.text.as_bytes())?;
+        }
+        Ok(())
     }
+}
+
+/// The keys a release's render may be kept under (none when it is never kept), and whether
+/// its chart is known by its stamps only (read whole unless this render is kept).
+#[derive(Debug, Clone)]
+pub struct ReleaseKeys {
+    pub keys: Vec<KeptKey>,
+    pub unread_chart: bool,
 }
 
 /// What a render is kept under.
@@ -118,6 +199,26 @@ impl KeptRenders {
         }
     }
 
+    /// Whether every release of `releases` whose chart is unread finds its render here, one
+    /// no other release of the pass could take first (the releases render side by side).
+    pub fn serves_all_unread(&self, releases: &[ReleaseKeys]) -> bool {
+        let Ok(found) = self.found.lock() else {
+            return false;
+        };
+        let mut claims: HashMap<&str, usize> = HashMap::new();
+        for key in releases.iter().flat_map(|r| &r.keys) {
+            *claims.entry(key.key.as_str()).or_default() += 1;
+        }
+        releases.iter().filter(|r| r.unread_chart).all(|release| {
+            let mut found_keys = release
+                .keys
+                .iter()
+                .filter(|k| found.contains_key(&k.key))
+                .peekable();
+            found_keys.peek().is_some() && found_keys.all(|k| claims[k.key.as_str()] == 1)
+        })
+    }
+
     /// The render kept under `key`, taken out (a release renders once a pass).
     pub fn get(&self, key: &str) -> Option<Kept> {
         let kept = self.found.lock().ok()?.remove(key)?;
@@ -126,7 +227,7 @@ impl KeptRenders {
     }
 
     /// Keep the documents of the file of `template` of the render added under `key`, as
-    /// parsed (see [`super::kept_parse::as_json`]).
+    /// parsed (see [`super::kept_parse::as_kept`]).
     pub fn put_parsed(&self, key: &str, template: &str, docs: String) {
         if let Ok(mut parsed) = self.parsed.lock() {
             let templates = parsed.entry(key.to_string()).or_default();
@@ -170,7 +271,7 @@ impl KeptRenders {
 }
 
 /// Changes whenever what a kept render means changes.
-const FORMAT: &str = "tend helm render 3";
+const FORMAT: &str = "tend helm render 5";
 
 /// What a release's render is kept under: sha256 (hex) of everything it depends on but the
 /// seed and the time (renders that use them are not kept).

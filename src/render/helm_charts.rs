@@ -163,6 +163,9 @@ struct ReleaseInput<'c> {
     namespace: String,
     release: Release,
     user: UserValues,
+    /// The chart is known by its stamps only (see `Charts::unread`): renders from what was
+    /// kept, or not at all.
+    unread: bool,
 }
 
 /// What a release renders from, or `None` (with the problem in `out`) when it cannot render.
@@ -176,10 +179,12 @@ fn release_input<'c>(
 ) -> Option<ReleaseInput<'c>> {
     let spec = &helm_chart.spec;
     let mut resolved: Option<(String, String)> = None;
+    let mut unread = false;
     let (chart, chart_line) = match (&spec.chart, &spec.repository, &spec.name, &spec.version) {
         (Some(chart_dir), None, _, _) => {
             let chart_line = doc.line_of(&["spec".to_string(), "chart".to_string()]);
-            let dir = normalize(&file.path.parent().unwrap_or(Path::new("")).join(chart_dir));
+            let dir = local_chart_dir(file, chart_dir);
+            unread = charts.unread.contains_key(&dir);
             let Some(chart) = charts.dirs.get(&dir) else {
                 let why = if leaves_root(&dir) {
                     "it is outside the repository (or --path); keep charts inside it"
@@ -273,21 +278,48 @@ fn release_input<'c>(
         namespace,
         release,
         user,
+        unread,
     })
 }
 
+/// The chart directory `spec.chart` names, relative to the walked directory.
+fn local_chart_dir(file: &SourceFile, chart_dir: &str) -> PathBuf {
+    normalize(&file.path.parent().unwrap_or(Path::new("")).join(chart_dir))
+}
+
+/// Whether the release reads its chart's files for more than its kept render: values files
+/// inside the chart (a Flux HelmRelease's `valuesFiles`) are merged into its values.
+fn needs_chart_files(helm_chart: &HelmChart) -> bool {
+    let annotations = helm_chart.metadata.annotations.as_ref();
+    annotations.is_some_and(|a| a.contains_key(crate::source::units::VALUES_FILES_ANNOTATION))
+}
+
 /// The keys under which the renders of the targeted releases of `files` are kept (see
-/// [`super::helm_cache`]), for the caller to read them before the render. Releases with a
-/// SOPS-encrypted values file are never kept, and are left out without decrypting anything.
+/// [`super::helm_cache`]), for the caller to read them before the render, and whether each
+/// release's chart is unread. Releases with a SOPS-encrypted values file are never kept,
+/// and are left out without decrypting anything; nor are releases printed as Helm prints
+/// them.
 pub fn kept_render_keys(
     files: &[SourceFile],
     charts: &Charts,
     opts: &RenderOptions,
-) -> Vec<super::helm_cache::KeptKey> {
+) -> Vec<super::helm_cache::ReleaseKeys> {
     releases(files, charts, opts)
         .iter()
-        .filter(|(file, _, helm_chart)| !encrypted_values(file, &helm_chart.spec, charts))
         .filter_map(|(file, doc, helm_chart)| {
+            let spec = &helm_chart.spec;
+            let unread_chart = spec.repository.is_none()
+                && spec
+                    .chart
+                    .as_ref()
+                    .is_some_and(|dir| charts.unread.contains_key(&local_chart_dir(file, dir)));
+            let never_kept = opts.helm_template
+                || encrypted_values(file, spec, charts)
+                || (unread_chart && needs_chart_files(helm_chart));
+            if never_kept {
+                let keys = Vec::new();
+                return Some(super::helm_cache::ReleaseKeys { keys, unread_chart });
+            }
             let input = release_input(
                 file,
                 doc,
@@ -303,12 +335,13 @@ pub fn kept_render_keys(
                 ..
             } = input;
             let seed = opts.helm_seed_kept.then_some(release.seed);
-            user.secrets.is_empty().then(|| {
+            let mut keys = Vec::new();
+            if user.secrets.is_empty() {
                 let key = super::helm_cache::key(&chart, &user.values, &release);
-                super::helm_cache::KeptKey::both(&key, seed)
-            })
+                keys = super::helm_cache::KeptKey::both(&key, seed);
+            }
+            Some(super::helm_cache::ReleaseKeys { keys, unread_chart })
         })
-        .flatten()
         .collect()
 }
 
@@ -447,6 +480,15 @@ fn manifests(
     });
     if let Some(kept) = kept {
         return (Ok(kept.manifests), ReleaseParse::Have(kept.parsed));
+    }
+    if input.unread {
+        // The run reads a chart whole unless all its releases are kept: never an empty render.
+        let not_read = chart::ChartError::Values {
+            chart: chart.name().to_string(),
+            message: "its files were not read before it rendered (a bug in tend); run again"
+                .to_string(),
+        };
+        return (Err(not_read), ReleaseParse::Neither);
     }
     let (rendered, depended) = chart::render_reporting(chart, &user.values, release);
     out.lookups_missed

@@ -610,7 +610,7 @@ fn parse_all(
             None => kustomize_annotations::parse_source(&file.path, text, file.unit.is_some()),
         };
         let to_keep = (!parsed_before && problems.is_empty() && keep.contains_key(&file.path))
-            .then(|| kept_parse::as_json(&docs, text))
+            .then(|| kept_parse::as_kept(&docs, text))
             .flatten();
         // Each document has its own text: the file's is not needed again.
         drop(owned);

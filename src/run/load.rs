@@ -1,6 +1,8 @@
 //! Load the desired state: resolve the source, walk it, render it.
 
 use super::plan::{Producer, Unit};
+use crate::helm::chart::Charts;
+use crate::problem::Problem;
 use crate::render::{self, RenderOptions, RenderPass, Rendered};
 use crate::source::{self, walk, Checkout, SourceOptions};
 use crate::text::count;
@@ -66,6 +68,9 @@ pub struct Loaded {
     cache_dir: std::path::PathBuf,
     /// Flux's and Argo CD's units found in the source, expanded into its files.
     pub expanded: source::units::Expanded,
+    /// The charts with those of `walked.charts.unread` read whole, once a render needed
+    /// them, and the problems reading them.
+    read_charts: std::sync::OnceLock<(Charts, Vec<Problem>)>,
 }
 
 impl Loaded {
@@ -93,8 +98,13 @@ pub fn read_and_render(
     source_opts: &SourceOptions,
     render_opts: &RenderOptions,
 ) -> Result<(Checkout, Rendered), Error> {
-    let loaded = load(source_opts, render_opts)?;
-    let rendered = render_offline(&loaded, render_opts)?;
+    let mut loaded = load(source_opts, render_opts)?;
+    // Owned by this render alone: the charts' files are freed once the charts rendered.
+    let charts = std::mem::take(&mut loaded.walked.charts);
+    let rendered = match render_with(&loaded, ChartsIn::Owned(Box::new(charts)), render_opts)? {
+        RenderPass::Rendered(rendered) => rendered,
+        RenderPass::NeedsLookups(_) => return Err(offline_lookups()),
+    };
     Ok((loaded.checkout, rendered))
 }
 
@@ -108,6 +118,8 @@ pub fn load(source_opts: &SourceOptions, render_opts: &RenderOptions) -> Result<
         .cache_dir
         .clone()
         .unwrap_or_else(source::default_cache_dir);
+    let store = super::render_cache::FileRenderCache::new(&cache_dir);
+    read_unknown_charts(&mut walked, &store);
     let chart_logins = std::sync::Mutex::new(Default::default());
     let for_kubeconfig =
         source_opts
@@ -165,7 +177,86 @@ pub fn load(source_opts: &SourceOptions, render_opts: &RenderOptions) -> Result<
         walked,
         cache_dir,
         expanded,
+        read_charts: Default::default(),
     })
+}
+
+/// Read whole the charts the walk knows by their stamps only but no earlier run hashed
+/// with these stamps: a render will need their files (a kept render is found by the
+/// chart's digest). Those left unread had their digest recalled, and were whole, their
+/// dependencies in `charts/`, when hashed.
+fn read_unknown_charts(walked: &mut walk::Walked, store: &super::render_cache::FileRenderCache) {
+    let charts = &mut walked.charts;
+    let unknown: Vec<std::path::PathBuf> = charts
+        .unread
+        .keys()
+        .filter(|dir| {
+            !charts
+                .dirs
+                .get(*dir)
+                .is_some_and(|c| store.recall_digest(c))
+        })
+        .cloned()
+        .collect();
+    for dir in unknown {
+        walked.problems.extend(read_whole(charts, &dir));
+    }
+}
+
+/// Read the unread chart `dir` of `charts` whole (a problem, and no chart, when it does
+/// not read).
+fn read_whole(charts: &mut Charts, dir: &std::path::Path) -> Option<Problem> {
+    let unread = charts.unread.remove(dir)?;
+    match source::charts::read_chart(&unread.root, &unread.dir, dir) {
+        Ok(chart) => {
+            charts.dirs.insert(dir.to_path_buf(), chart);
+            None
+        }
+        Err(problem) => {
+            charts.dirs.remove(dir);
+            Some(problem)
+        }
+    }
+}
+
+/// The charts a render reads: those of a [`Loaded`] that may render again, or its own
+/// (freed once the charts have rendered).
+enum ChartsIn<'a> {
+    Shared(&'a Charts),
+    Owned(Box<Charts>),
+}
+
+impl<'a> ChartsIn<'a> {
+    fn get(&self) -> &Charts {
+        match self {
+            ChartsIn::Shared(charts) => charts,
+            ChartsIn::Owned(charts) => charts,
+        }
+    }
+
+    /// These charts with the unread ones read whole, and the problems reading them.
+    fn read_whole(self, loaded: &'a Loaded) -> (ChartsIn<'a>, Vec<Problem>) {
+        let read = |charts: &mut Charts| {
+            let dirs: Vec<_> = charts.unread.keys().cloned().collect();
+            dirs.iter()
+                .filter_map(|dir| read_whole(charts, dir))
+                .collect::<Vec<_>>()
+        };
+        match self {
+            ChartsIn::Owned(mut charts) => {
+                let problems = read(&mut charts);
+                (ChartsIn::Owned(charts), problems)
+            }
+            ChartsIn::Shared(charts) => {
+                let (charts, problems) = loaded.read_charts.get_or_init(|| {
+                    let mut charts = charts.clone();
+                    let problems = read(&mut charts);
+                    (charts, problems)
+                });
+                (ChartsIn::Shared(charts), problems.clone())
+            }
+        }
+    }
 }
 
 /// The files of `--path` (and a Fleet cluster's other `paths`), walked.
@@ -220,6 +311,18 @@ fn resolved_chart_versions(
 
 /// Render what [`load`] read, as often as needed (a render with what the cluster said).
 pub fn render(loaded: &Loaded, render_opts: &RenderOptions) -> Result<RenderPass, Error> {
+    let charts = match loaded.read_charts.get() {
+        Some((charts, _)) => charts,
+        None => &loaded.walked.charts,
+    };
+    render_with(loaded, ChartsIn::Shared(charts), render_opts)
+}
+
+fn render_with(
+    loaded: &Loaded,
+    charts: ChartsIn<'_>,
+    render_opts: &RenderOptions,
+) -> Result<RenderPass, Error> {
     let walked = &loaded.walked;
     let mut render_opts = std::borrow::Cow::Borrowed(render_opts);
     if let Some(time) = loaded.checkout.commit_time {
@@ -238,40 +341,61 @@ pub fn render(loaded: &Loaded, render_opts: &RenderOptions) -> Result<RenderPass
         render_opts.to_mut().unit_files = std::sync::Arc::new(unit_files);
     }
     let render_opts = render_opts.as_ref();
-    let rendered = render_keeping_renders(loaded, render_opts);
+    let (rendered, read_late) = render_keeping_renders(loaded, charts, render_opts);
     super::keys::save_cache(&render_opts.keys, &loaded.cache_dir);
+    let mut problems = walked.problems.clone();
+    problems.extend(read_late);
     match rendered {
-        Ok(pass) if walked.problems.is_empty() => Ok(pass),
-        Ok(_) => Err(render::RenderError::Invalid(crate::problem::Problems(
-            walked.problems.clone(),
-        ))
-        .into()),
-        Err(render::RenderError::Invalid(mut problems)) => {
-            problems.0.extend(walked.problems.iter().cloned());
-            problems.0.sort();
-            Err(render::RenderError::Invalid(problems).into())
+        Ok(pass) if problems.is_empty() => Ok(pass),
+        Ok(_) => Err(render::RenderError::Invalid(crate::problem::Problems(problems)).into()),
+        Err(render::RenderError::Invalid(mut found)) => {
+            found.0.extend(problems);
+            found.0.sort();
+            Err(render::RenderError::Invalid(found).into())
         }
     }
 }
 
 /// Render, with the renders of Helm releases kept by earlier runs read before (under the keys
 /// the render names) and those it adds written after: the render itself reads no file.
+/// Charts known by their stamps only are read whole first unless every release of them is
+/// kept; the problems reading them are returned.
 fn render_keeping_renders(
     loaded: &Loaded,
+    charts: ChartsIn<'_>,
     render_opts: &RenderOptions,
-) -> Result<RenderPass, render::RenderError> {
-    let walked = &loaded.walked;
+) -> (Result<RenderPass, render::RenderError>, Vec<Problem>) {
     let store = super::render_cache::FileRenderCache::new(&loaded.cache_dir);
-    let recalled = store.recall_digests(&walked.charts);
-    let keys = render::kept_render_keys(&walked.files, &walked.charts, render_opts);
-    store.keep_digests(&walked.charts);
-    if keys.is_empty() {
-        return render_post_rendering(loaded, render_opts);
-    }
+    let mut recalled = store.recall_digests(charts.get());
+    let releases = render::kept_render_keys(&loaded.walked.files, charts.get(), render_opts);
+    let keys: Vec<_> = releases.iter().flat_map(|r| r.keys.clone()).collect();
     let kept = std::sync::Arc::new(store.read(&keys));
+    let (charts, read_late) = if kept.serves_all_unread(&releases) {
+        // Their digests were recalled while loading.
+        let unread = charts.get().unread.len();
+        if unread > 0 {
+            tracing::debug!("Helm charts: {unread} not read, every release of them kept");
+        }
+        recalled += unread;
+        (charts, Vec::new())
+    } else {
+        let (charts, problems) = charts.read_whole(loaded);
+        recalled += store.recall_digests(charts.get());
+        (charts, problems)
+    };
+    store.keep_digests(charts.get());
+    if recalled > 0 {
+        tracing::debug!("Helm charts: {recalled} known by their files' stamps, not read again");
+    }
+    if keys.is_empty() {
+        return (
+            render_post_rendering(loaded, charts, render_opts),
+            read_late,
+        );
+    }
     let mut opts = render_opts.clone();
     opts.kept_renders = Some(kept.clone());
-    let rendered = render_post_rendering(loaded, &opts);
+    let rendered = render_post_rendering(loaded, charts, &opts);
     let added = store.write(&kept.take_added());
     let taken = kept.taken();
     if taken + added > 0 {
@@ -279,20 +403,19 @@ fn render_keeping_renders(
             "Helm releases: {taken} render(s) from the cache, {added} kept for the next run"
         );
     }
-    if recalled > 0 {
-        tracing::debug!("Helm charts: {recalled} known by their files' stamps, not read again");
-    }
-    rendered
+    (rendered, read_late)
 }
 
 /// Render the charts, build their releases' post-renderers (kustomize, run by the source
-/// stage), and render the rest.
+/// stage), and render the rest; charts owned by this render are freed once rendered.
 fn render_post_rendering(
     loaded: &Loaded,
+    charts: ChartsIn<'_>,
     render_opts: &RenderOptions,
 ) -> Result<RenderPass, render::RenderError> {
     let walked = &loaded.walked;
-    let mut charted = render::render_charts(&walked.files, &walked.charts, render_opts);
+    let mut charted = render::render_charts(&walked.files, charts.get(), render_opts);
+    drop(charts);
     let post_renders = charted.post_renders();
     if !post_renders.is_empty() {
         source::post_render::run_all(post_renders, &loaded.checkout.kustomize);
@@ -305,8 +428,10 @@ fn render_post_rendering(
 pub fn render_offline(loaded: &Loaded, render_opts: &RenderOptions) -> Result<Rendered, Error> {
     match render(loaded, render_opts)? {
         RenderPass::Rendered(rendered) => Ok(rendered),
-        RenderPass::NeedsLookups(_) => Err(Error::Usage(
-            "Helm charts asked to look up the cluster in a render without one".into(),
-        )),
+        RenderPass::NeedsLookups(_) => Err(offline_lookups()),
     }
+}
+
+fn offline_lookups() -> Error {
+    Error::Usage("Helm charts asked to look up the cluster in a render without one".into())
 }

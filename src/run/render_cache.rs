@@ -67,7 +67,7 @@ impl FileRenderCache {
                     Some(seed) => unseal(key, seed, &bytes)?,
                 };
                 // A damaged entry is rendered again (and replaced).
-                let kept: Kept = serde_json::from_slice(&bytes).ok()?;
+                let kept = Kept::read(&bytes)?;
                 Some((key.key.clone(), kept))
             })
             .collect();
@@ -81,9 +81,9 @@ impl FileRenderCache {
             let key = &added.key;
             let path = self.path(&key.key);
             let result = match key.sealed_with {
-                None => write_private_with(&self.dir, &path, |file| added.write_json(file)),
+                None => write_private_with(&self.dir, &path, |file| added.write_entry(file)),
                 Some(seed) => added
-                    .to_json()
+                    .to_entry()
                     .map(|bytes| seal(key, seed, &bytes))
                     .and_then(|bytes| write_private(&self.dir, &path, &bytes)),
             };
@@ -118,20 +118,23 @@ impl FileRenderCache {
     /// Give each chart directory whose files are stamped as when a run hashed them that
     /// run's digest, so its bytes are not hashed again (see [`OnDisk`]).
     pub fn recall_digests(&self, charts: &Charts) -> usize {
-        let mut recalled = 0;
-        for chart in charts.dirs.values() {
-            let Some(on_disk) = chart.on_disk.as_ref().filter(|d| d.settled) else {
-                continue;
-            };
-            let Ok(digest) = std::fs::read_to_string(self.digest_path(chart, on_disk)) else {
-                continue;
-            };
-            let well_formed = digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit());
-            if well_formed && chart.digest.set(digest).is_ok() {
-                recalled += 1;
-            }
+        let unrecalled = charts.dirs.values().filter(|c| c.digest.get().is_none());
+        unrecalled.filter(|c| self.recall_digest(c)).count()
+    }
+
+    /// Whether `chart` has its digest: recalled now, or had it already.
+    pub fn recall_digest(&self, chart: &Chart) -> bool {
+        if chart.digest.get().is_some() {
+            return true;
         }
-        recalled
+        let Some(on_disk) = chart.on_disk.as_ref().filter(|d| d.settled) else {
+            return false;
+        };
+        let Ok(digest) = std::fs::read_to_string(self.digest_path(chart, on_disk)) else {
+            return false;
+        };
+        let well_formed = digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit());
+        well_formed && chart.digest.set(digest).is_ok()
     }
 
     /// Keep the digests of chart directories that were hashed, when their files' stamps
@@ -261,9 +264,26 @@ mod tests {
         assert_eq!((found.manifests, found.parsed.len()), (manifests, 0));
         assert!(kept.get("other").is_none());
         assert_eq!(kept.taken(), 1);
-        std::fs::write(cache.path("k"), b"{not json").expect("write");
+        // Cut short, one byte more, or damaged anywhere: rendered again.
+        let entry = std::fs::read(cache.path("k")).expect("entry");
+        for damaged in [
+            &entry[..entry.len() - 1],
+            &[entry.as_slice(), b"x"].concat(),
+            &entry[..entry.len() / 2],
+            &entry
+                .iter()
+                .map(|&b| if b == b'{' { b'[' } else { b })
+                .collect::<Vec<_>>(),
+        ] {
+            std::fs::write(cache.path("k"), damaged).expect("write");
+            assert!(cache.read(&keys).get("k").is_none());
+        }
+        // Earlier layouts: the manifests and documents as one JSON document, or a list.
+        std::fs::write(cache.path("k"), br#"{"manifests":[],"parsed":{}}"#).expect("write");
         assert!(cache.read(&keys).get("k").is_none());
-        // The format before documents were kept parsed: a list of manifests.
+        let layout_4 = b"tend kept helm render 4\n28\n{\"manifests\":[],\"parsed\":{}}";
+        std::fs::write(cache.path("k"), layout_4).expect("write");
+        assert!(cache.read(&keys).get("k").is_none());
         std::fs::write(cache.path("k"), b"[]").expect("write");
         assert!(cache.read(&keys).get("k").is_none());
         #[cfg(unix)]
@@ -289,12 +309,12 @@ mod tests {
         }];
         let key = KeptKey::sealed("release", 42);
         let (docs, _) = crate::yaml::parse_file(Path::new("f"), &manifests[0].text);
-        let docs_json =
-            crate::render::kept_parse::as_json(&docs, &manifests[0].text).expect("json");
+        let docs_kept =
+            crate::render::kept_parse::as_kept(&docs, &manifests[0].text).expect("kept");
         let added = Added {
             key: key.clone(),
             manifests: manifests.clone(),
-            parsed: vec![("templates/secret.yaml".into(), docs_json)],
+            parsed: vec![("templates/secret.yaml".into(), docs_kept)],
         };
         assert_eq!(cache.write(&[added]), 1);
         let on_disk = std::fs::read(cache.path(&key.key)).expect("written");

@@ -75,6 +75,60 @@ impl TreeBudget {
 
 /// Reads the chart in `dir` (`rel` to the repository root, for messages).
 pub fn read_chart(root: &Path, dir: &Path, rel: &Path) -> Result<Chart, Problem> {
+    let (read, read_at) = read_tree(root, dir, rel, DirRead::default())?;
+    let mut chart = load_files(read.files, rel, &mut TreeBudget::new(), 0)?;
+    chart.on_disk = read.stamps.map(|mut stamps| {
+        stamps.sort();
+        on_disk(&stamps, chart.dependencies.len(), read_at)
+    });
+    Ok(chart)
+}
+
+/// The chart in `dir` known by its files' stamps alone: its `Chart.yaml` read, no other
+/// file (a chart's files are megabytes; a kept render of it needs only its digest, which
+/// the stamps recall, see [`crate::helm::chart::OnDisk`]). `None` when the chart cannot be
+/// known so (a symlink, files written in the last moments, anything [`read_chart`] would
+/// refuse): read it whole. The caller reads it whole too when the render needs its files.
+pub fn stamp_chart(root: &Path, dir: &Path, rel: &Path) -> Option<Chart> {
+    let only_stamps = DirRead {
+        only_stamps: true,
+        ..DirRead::default()
+    };
+    let (read, read_at) = read_tree(root, dir, rel, only_stamps).ok()?;
+    let mut stamps = read.stamps?;
+    stamps.sort();
+    let subcharts: BTreeSet<&str> = stamps
+        .iter()
+        .filter_map(|(name, _)| {
+            name.strip_prefix("charts/")
+                .filter(|_| !name.ends_with(".prov"))
+        })
+        .map(|inner| inner.split('/').next().unwrap_or(inner))
+        .filter(|key| !key.starts_with(['_', '.']))
+        .collect();
+    let on_disk = on_disk(&stamps, subcharts.len(), read_at);
+    if !on_disk.settled {
+        return None;
+    }
+    let text = fs::read_to_string(dir.join(CHART_FILE)).ok()?;
+    let metadata = yaml::parse_value(&text)?;
+    let chart = Chart {
+        metadata,
+        on_disk: Some(on_disk),
+        ..Chart::default()
+    };
+    let valid = !chart.name().is_empty() && validate::metadata(&chart.metadata).is_ok();
+    valid.then_some(chart)
+}
+
+/// The files of the chart tree in `dir` (or only their stamps), and when they were read
+/// (ns since the epoch).
+fn read_tree(
+    root: &Path,
+    dir: &Path,
+    rel: &Path,
+    mut read: DirRead,
+) -> Result<(DirRead, i128), Problem> {
     let rules = match fs::read_to_string(dir.join(helmignore::FILE)) {
         Ok(text) => helmignore::Rules::parse(&text)
             .map_err(|(line, e)| Problem::new(rel.join(helmignore::FILE), line, e))?,
@@ -83,7 +137,6 @@ pub fn read_chart(root: &Path, dir: &Path, rel: &Path) -> Result<Chart, Problem>
     let read_at = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as i128);
-    let mut read = DirRead::default();
     let mut visited = BTreeSet::new();
     read_dir(root, dir, dir, rel, &rules, &mut visited, &mut read)?;
     read.files.sort();
@@ -93,12 +146,7 @@ pub fn read_chart(root: &Path, dir: &Path, rel: &Path) -> Result<Chart, Problem>
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
         Err(_) => read.stamp(helmignore::FILE, None),
     }
-    let mut chart = load_files(read.files, rel, &mut TreeBudget::new(), 0)?;
-    chart.on_disk = read.stamps.map(|mut stamps| {
-        stamps.sort();
-        on_disk(&stamps, chart.dependencies.len(), read_at)
-    });
-    Ok(chart)
+    Ok((read, read_at))
 }
 
 /// How long before a chart is read its files must have last changed for their stamps to
@@ -110,6 +158,8 @@ const SETTLED_NS: i128 = 2_000_000_000;
 struct DirRead {
     files: Vec<ChartFile>,
     stamps: Option<Vec<(String, [i64; 7])>>,
+    /// Stamp the files without reading them.
+    only_stamps: bool,
 }
 
 impl Default for DirRead {
@@ -117,6 +167,7 @@ impl Default for DirRead {
         DirRead {
             files: Vec::new(),
             stamps: Some(Vec::new()),
+            only_stamps: false,
         }
     }
 }
@@ -233,6 +284,7 @@ fn read_dir(
                     format!("chart file is larger than {MAX_FILE_BYTES} bytes"),
                 ))
             }
+            _ if out.only_stamps => continue,
             _ => fs::read(&path)
                 .map_err(|e| Problem::new(&rel_file, 1, format!("cannot read: {e}")))?,
         };

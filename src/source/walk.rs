@@ -247,6 +247,17 @@ fn visit(
     if dir.join(super::charts::CHART_FILE).is_file()
         && !ignore.matched(&chart_file, false).is_ignore()
     {
+        // Known by its files' stamps first: a run whose renders of it were kept reads no
+        // more of it.
+        if let Some(chart) = super::charts::stamp_chart(root, dir, rel) {
+            let unread = crate::helm::chart::UnreadChart {
+                root: root.to_path_buf(),
+                dir: dir.to_path_buf(),
+            };
+            out.charts.unread.insert(rel.to_path_buf(), unread);
+            out.charts.dirs.insert(rel.to_path_buf(), chart);
+            return;
+        }
         match super::charts::read_chart(root, dir, rel) {
             Ok(chart) => {
                 out.charts.dirs.insert(rel.to_path_buf(), chart);

@@ -67,6 +67,9 @@ fn merge(out: &mut Walked, walked: Walked, prefix: &Path) {
             .map(|(k, v)| (under(&k), v)),
     );
     out.charts.remote.extend(charts.remote);
+    out.charts
+        .unread
+        .extend(charts.unread.into_iter().map(|(k, v)| (under(&k), v)));
     for mut problem in walked.problems {
         if problem.file.is_relative() {
             problem.file = under(&problem.file);

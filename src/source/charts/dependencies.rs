@@ -407,6 +407,11 @@ pub fn fill_all(
             let key = crate::source::paths::normalize(
                 &file.parent().unwrap_or(Path::new("")).join(chart_dir),
             );
+            // A chart known by its stamps only was whole, its dependencies all in `charts/`,
+            // when a run hashed it with these stamps (`run::load` reads any other whole).
+            if charts.unread.contains_key(&key) {
+                continue;
+            }
             let Some(chart) = charts.dirs.get_mut(&key) else {
                 continue; // render names what is wrong with the path
             };

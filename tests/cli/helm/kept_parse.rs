@@ -51,7 +51,7 @@ fn a_kept_render_brings_its_documents_parsed_with_their_lines() {
         assert_eq!(kept.len(), 1);
         let entry = std::fs::read_to_string(&kept[0]).unwrap();
         assert!(
-            entry.contains("\"parsed\":{\"") && entry.contains("templates/deployment.yaml"),
+            entry.contains("\"parsed\":[[\"") && entry.contains("templates/deployment.yaml"),
             "{entry}"
         );
         let (second_code, second, second_err) = render(cache.path(), dir.path());
@@ -78,5 +78,39 @@ fn a_kept_render_brings_its_documents_parsed_with_their_lines() {
             "{third_err}"
         );
         assert_eq!(first, third);
+    }
+}
+
+#[test]
+fn an_entry_whose_texts_do_not_fit_its_head_is_rendered_again() {
+    let dir = chart_site(RELEASE, DEPLOYMENT);
+    let cache = tempfile::tempdir().unwrap();
+    let (code, first, stderr) = render(cache.path(), dir.path());
+    assert_eq!(code, 0, "{stderr}");
+    let kept = entries(cache.path());
+    let entry = std::fs::read(&kept[0]).unwrap();
+    // The manifests' texts are kept raw after the head, which gives each one's length.
+    let text = String::from_utf8_lossy(&entry).to_string();
+    let at = text.find("\"len\":").expect("a text's length") + 6;
+    let mut other_length = entry.clone();
+    other_length[at] = if entry[at] == b'1' { b'2' } else { b'1' };
+    let damaged: [Vec<u8>; 4] = [
+        [entry.as_slice(), b"x"].concat(),
+        entry[..entry.len() - 1].to_vec(),
+        other_length,
+        entry
+            .iter()
+            .map(|&b| if b == b'\n' { b' ' } else { b })
+            .collect(),
+    ];
+    for bytes in damaged {
+        std::fs::write(&kept[0], &bytes).unwrap();
+        let (code, again, stderr) = render(cache.path(), dir.path());
+        assert_eq!(code, 0, "{stderr}");
+        assert!(
+            stderr.contains("0 render(s) from the cache, 1 kept"),
+            "{stderr}"
+        );
+        assert_eq!(first, again);
     }
 }

@@ -107,3 +107,92 @@ fn a_chart_is_known_by_its_files_stamps_until_any_file_is_written() {
     assert!(stderr.contains(RENDERED), "{stderr}");
     assert!(!seventh.contains("kind: Deployment"), "{seventh}");
 }
+
+const NOT_READ: &str = "Helm charts: 1 not read, every release of them kept";
+
+/// Make `dir`'s files older than the two seconds stamps must have settled for.
+fn settle() {
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+}
+
+#[test]
+fn a_kept_render_reads_no_chart_file_and_a_release_that_misses_reads_them_all() {
+    let dir = chart_site(RELEASE, DEPLOYMENT);
+    let cache = tempfile::tempdir().unwrap();
+    settle();
+    let (fresh, stderr) = render(cache.path(), dir.path());
+    assert!(
+        stderr.contains(RENDERED) && !stderr.contains(NOT_READ),
+        "{stderr}"
+    );
+    let (kept, stderr) = render(cache.path(), dir.path());
+    assert!(
+        stderr.contains(TAKEN) && stderr.contains(NOT_READ),
+        "{stderr}"
+    );
+    assert_eq!(fresh, kept);
+
+    // The release's own values changed: no render kept for them, so the chart is read whole
+    // and rendered with them.
+    let release = dir.path().join("apps/store.yaml");
+    std::fs::write(&release, RELEASE.replace("replicas: 3", "replicas: 5")).unwrap();
+    let (changed, stderr) = render(cache.path(), dir.path());
+    assert!(
+        stderr.contains(RENDERED) && !stderr.contains(NOT_READ),
+        "{stderr}"
+    );
+    assert!(changed.contains("replicas: 5"), "{changed}");
+    let (_, stderr) = render(cache.path(), dir.path());
+    assert!(stderr.contains(NOT_READ), "{stderr}");
+
+    // A second release of the chart: the first is kept, the second is not, so the chart is
+    // read whole for it; both render as they do from a fresh cache.
+    let second = RELEASE
+        .replace("name: store", "name: other")
+        .replace("spec:\n", "spec:\n  includeCrds: false\n");
+    std::fs::write(dir.path().join("apps/other.yaml"), &second).unwrap();
+    let (both, stderr) = render(cache.path(), dir.path());
+    assert!(
+        stderr.contains("1 render(s) from the cache, 1 kept") && !stderr.contains(NOT_READ),
+        "{stderr}"
+    );
+    let (both_fresh, _) = render(tempfile::tempdir().unwrap().path(), dir.path());
+    assert_eq!(both, both_fresh);
+    assert!(both.contains("name: other-shop"), "{both}");
+
+    // Printed as Helm prints it, a release renders afresh from the chart's files.
+    let (code, printed, stderr) = run(tend()
+        .args(["-v", "render", "--helm-template", "--cache-dir"])
+        .arg(cache.path())
+        .arg("--repo")
+        .arg(dir.path()));
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stderr.contains(NOT_READ), "{stderr}");
+    assert!(
+        printed.contains("# Source: shop/templates/deployment.yaml"),
+        "{printed}"
+    );
+}
+
+#[test]
+fn a_chart_broken_after_its_render_was_kept_is_reported_not_served_from_the_cache() {
+    let dir = chart_site(RELEASE, DEPLOYMENT);
+    let cache = tempfile::tempdir().unwrap();
+    settle();
+    render(cache.path(), dir.path());
+    let (_, stderr) = render(cache.path(), dir.path());
+    assert!(stderr.contains(NOT_READ), "{stderr}");
+    let values = dir.path().join("charts/shop/values.yaml");
+    std::fs::write(&values, "replicas: [unclosed\n").unwrap();
+    settle();
+    let (code, _, stderr) = run(tend()
+        .args(["-v", "render", "--cache-dir"])
+        .arg(cache.path())
+        .arg("--repo")
+        .arg(dir.path()));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("charts/shop/values.yaml") && !stderr.contains(TAKEN),
+        "{stderr}"
+    );
+}
