@@ -44,7 +44,8 @@ def executed(profile, binary):
                 if kind == "ob":
                     in_binary = os.path.realpath(name) == binary
                 elif kind == "fn":
-                    current = name if in_binary else None
+                    # callgrind marks a recursive function's deeper calls `'2`, `'3`: one symbol.
+                    current = re.sub(r"'\d+$", "", name) if in_binary else None
                 continue
             if line.startswith("calls="):
                 after_call = True
