@@ -176,20 +176,22 @@ mod tests {
         }
     }
 
+    /// ConfigMap `web/a` in this version.
+    fn identity(uid: &str, resource_version: &str) -> Identity {
+        Identity {
+            name: "a".into(),
+            namespace: Some("web".into()),
+            uid: uid.into(),
+            resource_version: resource_version.into(),
+        }
+    }
+
     #[test]
     fn an_item_reads_as_its_identity_and_parses_to_the_same_value() {
         let text = r#"{"metadata":{"name":"a","namespace":"web","uid":"u-1","resourceVersion":"42",
             "managedFields":[{"manager":"tend","fieldsV1":{"f:data":{}}}]},"data":{"k":"v\u00e9"}}"#;
         let listed: Listed = serde_json::from_str(text).expect("an item");
-        assert_eq!(
-            listed.identity,
-            Identity {
-                name: "a".into(),
-                namespace: Some("web".into()),
-                uid: "u-1".into(),
-                resource_version: "42".into(),
-            }
-        );
+        assert_eq!(listed.identity, identity("u-1", "42"));
         let resource = configmaps();
         let key = listed.key(&resource);
         let value = listed.into_value(&resource).expect("valid JSON");
@@ -205,22 +207,13 @@ mod tests {
             // As the API server writes it: read no further than resourceVersion.
             r#"{"metadata":{"name":"a","namespace":"web","uid":"u","resourceVersion":"7","managedFields":[]},"data":{}}"#,
             // metadata after the body, namespace last, escapes in a name.
-            r#"{"data":{"metadata":{"name":"decoy"}},"metadata":{"uid":"u","resourceVersion":"7","name":"a","namespace":"web"}}"#,
+            r#"{"data":{"metadata":{"name":"decoy"}},"metadata":{"uid":"u","resourceVersion":"7","name":"\u0061","namespace":"web"}}"#,
             // namespace missing from the front: the whole item is read.
             r#"{"metadata":{"name":"a","uid":"u","resourceVersion":"7","labels":{"namespace":"x"},"namespace":"web"}}"#,
         ];
         for text in items {
             let listed: Listed = serde_json::from_str(text).expect("an item");
-            assert_eq!(
-                listed.identity,
-                Identity {
-                    name: "a".into(),
-                    namespace: Some("web".into()),
-                    uid: "u".into(),
-                    resource_version: "7".into(),
-                },
-                "{text}"
-            );
+            assert_eq!(listed.identity, identity("u", "7"), "{text}");
         }
     }
 
