@@ -56,6 +56,7 @@ RUN cargo build --release --locked --bin tend \
  && multiarch="$(gcc -dumpmachine)" \
  && mkdir -p /out/bin "/out/lib/$multiarch" /out/share/man/man1 /out/share/completions \
  && cp target/release/tend /out/bin/tend \
+ && strip /out/bin/tend \
  && cp -L "/usr/lib/$multiarch/libz.so.1" "/out/lib/$multiarch/libz.so.1" \
  && ldd /out/bin/tend \
  && /out/bin/tend man --out-dir /out/share/man/man1 \

@@ -10,7 +10,7 @@ The names carry rustc's symbol hashes, so the file matches the build it was made
 version, Cargo.lock): rewrite it when either changes. Names that no longer match are skipped
 by the linker, which costs only the gain.
 
-    cargo rustc --release --bin tend -- -C strip=none     # symbols, the release's names
+    cargo build --release --bin tend     # keeps its symbol table (Cargo.toml), its own names
     python3 scripts/link-order.py target/release/tend SITE [SITE ...]
 
 Each SITE is a repository `tend render --repo SITE` renders (e.g. one Namespace, a site with a
