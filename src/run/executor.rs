@@ -46,7 +46,7 @@ use crate::render::{RenderOptions, Rendered};
 use crate::report::run::{Mode, RunReport};
 use crate::source::units::{KubeConfigRef, ObjectRef};
 use crate::Error;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -90,6 +90,13 @@ pub fn execute(run: &Run) -> Vec<Option<ClusterEnd>> {
         // Clusters reading one repository share its cache (git clones, charts): one at a time.
         reading: Mutex::new(()),
         rendered: Mutex::new(Vec::new()),
+        readers: run
+            .clusters
+            .iter()
+            .fold(HashMap::new(), |mut readers, cluster| {
+                *readers.entry(paths_key(&cluster.source)).or_insert(0) += 1;
+                readers
+            }),
         listening: AtomicBool::new(false),
     };
     crate::parallel::map(&run.clusters, run.parallel.max(1), 1, |cluster| {
@@ -126,8 +133,11 @@ fn runtime() -> Result<tokio::runtime::Runtime, Error> {
 struct Shared {
     reading: Mutex<()>,
     /// Sources read and rendered offline that render the same for every cluster, by their
-    /// paths (the clusters of a run differ in nothing else that reading the source sees).
-    rendered: Mutex<Vec<(PathsKey, Arc<Loaded>, Rendered)>>,
+    /// paths (the clusters of a run differ in nothing else that reading the source sees),
+    /// with how many clusters are still to take a copy: the last takes the render itself.
+    rendered: Mutex<Vec<SharedRender>>,
+    /// How many clusters of the run read each source.
+    readers: HashMap<PathsKey, usize>,
     /// Whether the run listens for signals already: one listener sets the one stop request
     /// every cluster shares.
     listening: AtomicBool,
@@ -370,6 +380,9 @@ fn read_while_connecting(
 type ReadOffline = (Arc<Loaded>, OfflineRender);
 
 /// `--path` and a Fleet cluster's other `paths`, and the spoke a run is for.
+/// A render shared by the clusters reading the same paths, and how many are still to take it.
+type SharedRender = (PathsKey, Arc<Loaded>, Arc<Rendered>, usize);
+
 type PathsKey = (
     Option<std::path::PathBuf>,
     Vec<std::path::PathBuf>,
@@ -389,23 +402,33 @@ fn read_and_render_offline(
         .reading
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let source = &cluster.source;
-    let key: PathsKey = (
-        source.path.clone(),
-        source.more_paths.clone(),
-        source.units_for_kubeconfig_secret.clone(),
-    );
+    let key = paths_key(&cluster.source);
     let rendered = || {
         shared
             .rendered
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     };
-    if let Some((_, loaded, done)) = rendered().iter().find(|(k, _, _)| *k == key) {
+    let taken = {
+        let mut rendered = rendered();
+        let at = rendered.iter().position(|(k, ..)| *k == key);
+        at.map(|at| {
+            rendered[at].3 -= 1;
+            if rendered[at].3 == 0 {
+                let (_, loaded, done, _) = rendered.remove(at);
+                (loaded, done)
+            } else {
+                (rendered[at].1.clone(), rendered[at].2.clone())
+            }
+        })
+    };
+    if let Some((loaded, done)) = taken {
         tracing::debug!("the source as another cluster of the run read and rendered it");
-        return Ok(Ok((loaded.clone(), OfflineRender::Done(done.clone()))));
+        // Copied outside the locks: the clusters copy side by side.
+        drop(turn);
+        return Ok(Ok((loaded, OfflineRender::Done(own_copy(done)))));
     }
-    let reading = super::cluster_objects::reading(source);
+    let reading = super::cluster_objects::reading(&cluster.source);
     let loaded = Arc::new(load::load(&reading, &cluster.render)?);
     let wanted = super::cluster_objects::wanted(&reading);
     if !wanted.is_empty() {
@@ -419,10 +442,30 @@ fn read_and_render_offline(
         return Ok(Ok((loaded, render)));
     }
     let render = render_offline(&loaded, cluster, &cluster.render, true)?;
-    if let OfflineRender::Done(done) = &render {
-        rendered().push((key, loaded.clone(), done.clone()));
+    let others = shared.readers.get(&key).map_or(0, |n| n.saturating_sub(1));
+    let OfflineRender::Done(done) = render else {
+        return Ok(Ok((loaded, render)));
+    };
+    if others == 0 {
+        return Ok(Ok((loaded, OfflineRender::Done(done))));
     }
-    Ok(Ok((loaded, render)))
+    let done = Arc::new(done);
+    rendered().push((key, loaded.clone(), done.clone(), others));
+    drop(turn);
+    Ok(Ok((loaded, OfflineRender::Done(own_copy(done)))))
+}
+
+/// The render itself when no other cluster holds it any more, else a copy of it.
+fn own_copy(rendered: Arc<Rendered>) -> Rendered {
+    Arc::try_unwrap(rendered).unwrap_or_else(|shared| (*shared).clone())
+}
+
+fn paths_key(source: &crate::source::SourceOptions) -> PathsKey {
+    (
+        source.path.clone(),
+        source.more_paths.clone(),
+        source.units_for_kubeconfig_secret.clone(),
+    )
 }
 
 /// Read the source while no other cluster of the run reads it.

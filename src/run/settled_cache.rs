@@ -9,7 +9,7 @@ use crate::plan::settled::{Record, Settled};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-const FORMAT: &str = "tend-settled-1";
+const FORMAT: &str = "tend-settled-2";
 
 #[derive(serde::Serialize, serde::Deserialize)]
 struct File {
