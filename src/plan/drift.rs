@@ -56,9 +56,8 @@ pub fn drift(
     own_manager: &str,
     sealed: &[String],
 ) -> Vec<Drift> {
-    let Some(entries) = live
-        .pointer("/metadata/managedFields")
-        .and_then(Value::as_array)
+    let Some(entries) =
+        crate::object::at(live, &["metadata", "managedFields"]).and_then(Value::as_array)
     else {
         return Vec::new();
     };

@@ -98,8 +98,7 @@ impl Inventory {
     /// Read the inventory recorded on a live parent.
     pub fn from_parent(parent: &Value) -> Inventory {
         let annotation = |key: &str| {
-            parent
-                .pointer("/metadata/annotations")
+            crate::object::at(parent, &["metadata", "annotations"])
                 .and_then(|a| a.get(key))
                 .and_then(Value::as_str)
                 .unwrap_or("")

@@ -11,8 +11,7 @@ pub use crate::render::policy::KEEP_LIVE_ANNOTATION as ANNOTATION;
 
 /// The pointers `desired` names, if any (render refuses a value that is not a list of them).
 pub fn pointers(desired: &Value) -> Vec<String> {
-    desired
-        .pointer("/metadata/annotations")
+    crate::object::at(desired, &["metadata", "annotations"])
         .and_then(|a| a.get(ANNOTATION))
         .and_then(Value::as_str)
         .and_then(|text| serde_json::from_str::<Vec<String>>(text).ok())

@@ -13,8 +13,7 @@ pub const ANNOTATION: &str = "tend.dev/ignore-fields-of";
 
 /// The managers `desired` names, if any.
 pub fn managers(desired: &Value) -> Vec<&str> {
-    desired
-        .pointer("/metadata/annotations")
+    crate::object::at(desired, &["metadata", "annotations"])
         .and_then(|a| a.get(ANNOTATION))
         .and_then(Value::as_str)
         .map(|text| {
@@ -35,8 +34,7 @@ pub fn without_others_fields(desired: &Value, live: &Value) -> Option<Value> {
     }
     let mut out = desired.clone();
     let mut changed = false;
-    for entry in live
-        .pointer("/metadata/managedFields")
+    for entry in crate::object::at(live, &["metadata", "managedFields"])
         .and_then(Value::as_array)
         .into_iter()
         .flatten()

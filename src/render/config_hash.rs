@@ -46,22 +46,40 @@ pub fn references(template: &Value) -> BTreeSet<ConfigRef> {
     };
     let spec = template.get("spec");
     for volume in list(spec, "volumes") {
-        add("ConfigMap", volume.pointer("/configMap/name"));
-        add("Secret", volume.pointer("/secret/secretName"));
+        add(
+            "ConfigMap",
+            crate::object::at(volume, &["configMap", "name"]),
+        );
+        add(
+            "Secret",
+            crate::object::at(volume, &["secret", "secretName"]),
+        );
         for source in list(volume.get("projected"), "sources") {
-            add("ConfigMap", source.pointer("/configMap/name"));
-            add("Secret", source.pointer("/secret/name"));
+            add(
+                "ConfigMap",
+                crate::object::at(source, &["configMap", "name"]),
+            );
+            add("Secret", crate::object::at(source, &["secret", "name"]));
         }
     }
     for containers in ["containers", "initContainers", "ephemeralContainers"] {
         for container in list(spec, containers) {
             for from in list(Some(container), "envFrom") {
-                add("ConfigMap", from.pointer("/configMapRef/name"));
-                add("Secret", from.pointer("/secretRef/name"));
+                add(
+                    "ConfigMap",
+                    crate::object::at(from, &["configMapRef", "name"]),
+                );
+                add("Secret", crate::object::at(from, &["secretRef", "name"]));
             }
             for env in list(Some(container), "env") {
-                add("ConfigMap", env.pointer("/valueFrom/configMapKeyRef/name"));
-                add("Secret", env.pointer("/valueFrom/secretKeyRef/name"));
+                add(
+                    "ConfigMap",
+                    crate::object::at(env, &["valueFrom", "configMapKeyRef", "name"]),
+                );
+                add(
+                    "Secret",
+                    crate::object::at(env, &["valueFrom", "secretKeyRef", "name"]),
+                );
             }
         }
     }
