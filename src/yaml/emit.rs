@@ -167,7 +167,7 @@ fn write_str(s: &str, at: usize, key: bool, out: &mut Out) -> Option<()> {
     }
     let reads_as_string = matches!(super::block::resolve_unless_string(s), Some(None))
         && !super::block::leading_zero_digits(s);
-    if reads_as_string && plain_allowed(s) {
+    if reads_as_string && plain_allowed(s, holds) {
         out.yaml_1_1_suspect |= super::yaml11::is_suspect(s);
         out.push_str(s);
     } else {
@@ -188,35 +188,60 @@ fn write_str(s: &str, at: usize, key: bool, out: &mut Out) -> Option<()> {
     Some(())
 }
 
-/// What [`byte_classes`] finds: a line break `\n`, a tab, a `'`, a byte past ASCII, and any
-/// other byte libyaml does not write as it is (controls, DEL).
+/// What [`byte_classes`] finds: a line break `\n`, a tab, a `'`, a byte past ASCII, any
+/// other byte libyaml does not write as it is (controls, DEL), a `:`, a `#`.
 const NEWLINE: u8 = 1;
 const TAB: u8 = 2;
 const QUOTE: u8 = 4;
 const NON_ASCII: u8 = 8;
 const OTHER: u8 = 16;
+const COLON: u8 = 32;
+const HASH: u8 = 64;
 
 /// The classes of the bytes of `bytes`, or-ed: comparisons only, sixteen bytes at a time,
-/// which the compiler turns into vector instructions.
+/// which the compiler turns into vector instructions; a string shorter than that (keys and
+/// most values) by a table, a byte at a time.
 fn byte_classes(bytes: &[u8]) -> u8 {
-    fn class(b: u8) -> u8 {
-        let control = (b < 0x20) & (b != b'\n') & (b != b'\t');
-        (u8::from(b == b'\n') * NEWLINE)
-            | (u8::from(b == b'\t') * TAB)
-            | (u8::from(b == b'\'') * QUOTE)
-            | (u8::from(b >= 0x80) * (NON_ASCII | OTHER))
-            | (u8::from(control | (b == 0x7f)) * OTHER)
+    if bytes.len() < 16 {
+        return bytes
+            .iter()
+            .fold(0, |acc, &b| acc | CLASSES[usize::from(b)]);
     }
+    let chunk_classes = |chunk: &[u8]| chunk.iter().fold(0, |acc, &b| acc | class(b));
     let mut chunks = bytes.chunks_exact(16);
     let mut holds = 0;
     for chunk in &mut chunks {
-        holds |= chunk.iter().fold(0, |acc, &b| acc | class(b));
+        holds |= chunk_classes(chunk);
     }
-    chunks
-        .remainder()
-        .iter()
-        .fold(holds, |acc, &b| acc | class(b))
+    if !chunks.remainder().is_empty() {
+        // The last sixteen bytes: classes or-ed do not mind bytes seen twice.
+        holds |= chunk_classes(&bytes[bytes.len() - 16..]);
+    }
+    holds
 }
+
+/// The classes of one byte.
+const fn class(b: u8) -> u8 {
+    let control = (b < 0x20) & (b != b'\n') & (b != b'\t');
+    ((b == b'\n') as u8 * NEWLINE)
+        | ((b == b'\t') as u8 * TAB)
+        | ((b == b'\'') as u8 * QUOTE)
+        | ((b >= 0x80) as u8 * (NON_ASCII | OTHER))
+        | ((control | (b == 0x7f)) as u8 * OTHER)
+        | ((b == b':') as u8 * COLON)
+        | ((b == b'#') as u8 * HASH)
+}
+
+/// [`class`] of every byte.
+const CLASSES: [u8; 256] = {
+    let mut classes = [0; 256];
+    let mut b = 0;
+    while b < 256 {
+        classes[b] = class(b as u8);
+        b += 1;
+    }
+    classes
+};
 
 /// Whether `s` holding a tab would be [`printable`] with its tabs as spaces.
 fn printable_but_tabs(s: &str, holds: u8) -> bool {
@@ -253,7 +278,7 @@ fn printable(s: &str) -> bool {
 
 /// libyaml's analysis of a one-line scalar in block context: plain unless it starts with an
 /// indicator, holds `: ` or ` #`, ends with `:`, or starts or ends with a space.
-fn plain_allowed(s: &str) -> bool {
+fn plain_allowed(s: &str, holds: u8) -> bool {
     let bytes = s.as_bytes();
     let Some(&first) = bytes.first() else {
         return false;
@@ -271,11 +296,12 @@ fn plain_allowed(s: &str) -> bool {
     if indicator || first == b' ' || s.ends_with(' ') {
         return false;
     }
-    !bytes
-        .iter()
-        .enumerate()
-        .skip(1)
-        .any(|(i, &b)| (b == b':' && blank_after(i)) || (b == b'#' && bytes[i - 1] == b' '))
+    // Past the first byte (there, `: `, a lone `:` and `#` are indicators, above): a `:`
+    // before a space or the end, a `#` after a space. Searched for only in strings that
+    // hold one ([`byte_classes`]): most hold neither.
+    let colon = holds & COLON != 0 && (s.contains(": ") || (bytes.len() > 1 && s.ends_with(':')));
+    let comment = holds & HASH != 0 && s.contains(" #");
+    !(colon || comment)
 }
 
 /// A literal block (`|`, `|-`; an indentation indicator when it starts with a space or a

@@ -79,12 +79,9 @@ impl Rules {
         if path.is_empty() || path == "." || path == "./" {
             return false;
         }
+        let base = path.rfind('/').map_or(path, |slash| &path[slash + 1..]);
         for p in &self.patterns {
-            let name = if p.base_only {
-                path.rsplit('/').next().unwrap_or(path)
-            } else {
-                path
-            };
+            let name = if p.base_only { base } else { path };
             if p.negate {
                 if (p.must_dir && !is_dir) || !p.glob.matches(name) {
                     return true;
