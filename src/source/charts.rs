@@ -247,7 +247,7 @@ fn read_dir(
         let rel_file = rel.join(&inside);
         // The entry's own type needs no `stat`; a symlink is followed, as `is_dir` does.
         let file_type = entry.file_type().ok();
-        let is_link = file_type.map_or(true, |t| t.is_symlink());
+        let is_link = file_type.is_none_or(|t| t.is_symlink());
         let is_dir = match file_type {
             Some(t) if !t.is_symlink() => t.is_dir(),
             _ => path.is_dir(),
