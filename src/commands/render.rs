@@ -2,7 +2,7 @@
 
 use super::{GlobalArgs, OutputFormat};
 use crate::ops::Verdict;
-use crate::report::objects::{format_objects, StreamFormat};
+use crate::report::objects::{format_objects, push_object_yaml, StreamFormat};
 use crate::run::load;
 use crate::Error;
 use clap::Args;
@@ -55,11 +55,17 @@ pub fn run(global: &GlobalArgs, args: &RenderArgs) -> Result<Verdict, Error> {
     if args.helm_template {
         print_as_helm(&rendered.helm_template, show_secrets)?;
     } else if format == StreamFormat::Yaml {
-        // A document at a time: a big chart's stream is megabytes, not held whole.
+        // Written into one buffer, printed every 64 KiB or so: a big chart's stream is
+        // megabytes, not held whole.
+        let mut text = String::new();
         for object in &rendered.objects {
-            let document = format_objects(std::slice::from_ref(object), format, show_secrets);
-            super::print(&document)?;
+            push_object_yaml(&mut text, object, show_secrets);
+            if text.len() >= 1 << 16 {
+                super::print(&text)?;
+                text.clear();
+            }
         }
+        super::print(&text)?;
     } else {
         super::print(&format_objects(&rendered.objects, format, show_secrets))?;
     }

@@ -10,6 +10,43 @@ use crate::yaml;
 /// rollback hooks; lines kept, so the lines of the others hold), and a note for each of the
 /// hooks among them.
 pub(super) fn without_left_out(text: &str, template: &str, notes: &mut Vec<String>) -> String {
+    // Most templates hold no hook, and their text is nearly in the shape the blanking
+    // gives (a big chart's is megabytes, CRDs among them): taken as it is.
+    if !text.contains("helm.sh/hook") {
+        if let Some(shaped) = in_shape(text) {
+            return shaped;
+        }
+    }
+    blanked(text, template, notes)
+}
+
+/// What [`blanked`] gives of `text` when it leaves nothing out, where that is `text` with a
+/// final `\n` (no `\r`, no `---` line with trailing blanks); `None` otherwise.
+fn in_shape(text: &str) -> Option<String> {
+    if text.contains('\r') {
+        return None;
+    }
+    let mut marker_lines = text
+        .starts_with("---")
+        .then_some(0)
+        .into_iter()
+        .chain(text.match_indices("\n---").map(|(at, _)| at + 1));
+    let markers_bare = marker_lines.all(|at| {
+        let line = text[at..].split('\n').next().unwrap_or("");
+        line == "---" || line.trim_end() != "---"
+    });
+    if !markers_bare {
+        return None;
+    }
+    let mut shaped = String::with_capacity(text.len() + 1);
+    shaped.push_str(text);
+    if !(text.is_empty() || text.ends_with('\n')) {
+        shaped.push('\n');
+    }
+    Some(shaped)
+}
+
+fn blanked(text: &str, template: &str, notes: &mut Vec<String>) -> String {
     let mut out = String::with_capacity(text.len());
     let mut doc: Vec<&str> = Vec::new();
     let mut flush = |doc: &mut Vec<&str>, out: &mut String| {
@@ -75,4 +112,42 @@ pub(super) fn pre_hook_jobs(text: &str) -> bool {
                 )
             })
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Texts taken as they are come out of the blanking the same.
+    #[test]
+    fn texts_in_shape_are_what_blanking_gives() {
+        let texts = [
+            "",
+            "\n",
+            "a: 1\n",
+            "a: 1",
+            "---\na: 1\n---\nb: 2\n",
+            "--- \na: 1\n",
+            "a: 1\n---\t\nb: 2\n",
+            "a: 1\n--- # c\n",
+            "a: 1\n---x\n",
+            "a: 1\r\nb: 2\n",
+            "a: 1\rb\n",
+            "a: 1\n---",
+            "a: |\n  ---\n  text\n",
+            "a: 1\n\n\n---\n",
+        ];
+        let mut taken = 0;
+        for text in texts {
+            let mut notes = Vec::new();
+            let blank = blanked(text, "t", &mut notes);
+            if let Some(shaped) = in_shape(text) {
+                assert_eq!(shaped, blank, "{text:?}");
+                taken += 1;
+            }
+            assert_eq!(without_left_out(text, "t", &mut notes), blank, "{text:?}");
+        }
+        assert_eq!(taken, 10);
+        assert!(in_shape("a: 1\n--- \n").is_none());
+    }
 }

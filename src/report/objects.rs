@@ -26,16 +26,7 @@ pub fn format_objects(objects: &[Object], format: StreamFormat, show_secrets: bo
         StreamFormat::Yaml => {
             let mut out = String::new();
             for object in objects {
-                out.push_str("---\n");
-                out.push_str(&format!("# Source: {}\n", object.origin));
-                // Only what is masked is copied first.
-                let masked =
-                    !show_secrets && (is_secret(&object.value) || !object.origin.sealed.is_empty());
-                if masked {
-                    out.push_str(&yaml::to_yaml(&shown(object)));
-                } else {
-                    out.push_str(&yaml::to_yaml(&object.value));
-                }
+                push_object_yaml(&mut out, object, show_secrets);
             }
             out
         }
@@ -50,6 +41,20 @@ pub fn format_objects(objects: &[Object], format: StreamFormat, show_secrets: bo
             text.push('\n');
             text
         }
+    }
+}
+
+/// One object of a YAML stream (`---`, its `# Source:` comment, the object), appended to
+/// `out`; masked as [`format_objects`] masks.
+pub fn push_object_yaml(out: &mut String, object: &Object, show_secrets: bool) {
+    use std::fmt::Write;
+    let _ = write!(out, "---\n# Source: {}\n", object.origin);
+    // Only what is masked is copied first.
+    let masked = !show_secrets && (is_secret(&object.value) || !object.origin.sealed.is_empty());
+    if masked {
+        yaml::push_yaml(out, &mask_object(&object.value, &object.origin.sealed));
+    } else {
+        yaml::push_yaml(out, &object.value);
     }
 }
 

@@ -245,13 +245,18 @@ fn read_dir(
         let inside = path.strip_prefix(chart_dir).unwrap_or(&path).to_path_buf();
         let name = inside.to_string_lossy().replace('\\', "/");
         let rel_file = rel.join(&inside);
-        let is_dir = path.is_dir();
+        // The entry's own type needs no `stat`; a symlink is followed, as `is_dir` does.
+        let file_type = entry.file_type().ok();
+        let is_link = file_type.is_none_or(|t| t.is_symlink());
+        let is_dir = match file_type {
+            Some(t) if !t.is_symlink() => t.is_dir(),
+            _ => path.is_dir(),
+        };
         if rules.ignore(&name, is_dir) {
             continue;
         }
         // A symlink may not lead out of the repository. (Anything else here is inside: its
         // directory is.)
-        let is_link = entry.file_type().map_or(true, |t| t.is_symlink());
         if is_link && !path.canonicalize().is_ok_and(|t| t.starts_with(root)) {
             return Err(Problem::new(
                 &rel_file,

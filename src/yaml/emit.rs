@@ -11,33 +11,34 @@ use serde_json::Value;
 /// Longest key libyaml writes as a simple key (`key: value`, not `? key`).
 const MAX_SIMPLE_KEY: usize = 128;
 
-/// What [`write`] wrote, and whether a plain scalar of it (a key or a value) is one YAML
-/// 1.1 reads as other than a string (`yes`, `0644`): written down as it is written, so
+/// Where [`write`] writes, and whether a plain scalar it wrote (a key or a value) is one
+/// YAML 1.1 reads as other than a string (`yes`, `0644`): written down as it is written, so
 /// the text need not be scanned for them again.
-struct Out {
-    text: String,
+struct Out<'a> {
+    text: &'a mut String,
     yaml_1_1_suspect: bool,
 }
 
-impl std::ops::Deref for Out {
+impl std::ops::Deref for Out<'_> {
     type Target = String;
     fn deref(&self) -> &String {
-        &self.text
+        self.text
     }
 }
 
-impl std::ops::DerefMut for Out {
+impl std::ops::DerefMut for Out<'_> {
     fn deref_mut(&mut self) -> &mut String {
-        &mut self.text
+        self.text
     }
 }
 
-/// `value` as serde_yaml writes it (one document, no `---`), and whether a plain scalar of
-/// it reads otherwise as YAML 1.1 ([`super::yaml11::is_suspect`]); `None` where this writer
-/// does not know libyaml's choice.
-pub(super) fn write(value: &Value) -> Option<(String, bool)> {
+/// `value` as serde_yaml writes it (one document, no `---`), appended to `text`, and whether
+/// a plain scalar of it reads otherwise as YAML 1.1 ([`super::yaml11::is_suspect`]); `None`
+/// where this writer does not know libyaml's choice (then `text` holds a part of the
+/// document: the caller cuts it off).
+pub(super) fn write(value: &Value, text: &mut String) -> Option<bool> {
     let mut out = Out {
-        text: String::new(),
+        text,
         yaml_1_1_suspect: false,
     };
     let out = &mut out;
@@ -49,7 +50,7 @@ pub(super) fn write(value: &Value) -> Option<(String, bool)> {
             out.push('\n');
         }
     }
-    Some((std::mem::take(&mut out.text), out.yaml_1_1_suspect))
+    Some(out.yaml_1_1_suspect)
 }
 
 fn indent(out: &mut String, n: usize) {
@@ -75,10 +76,10 @@ fn write_map(
         if i > 0 || !inline {
             indent(out, at);
         }
-        if key.len() > MAX_SIMPLE_KEY || key.contains('\n') {
+        if key.len() > MAX_SIMPLE_KEY {
             return None;
         }
-        write_str(key, at, out)?;
+        write_str(key, at, true, out)?;
         out.push(':');
         match value {
             Value::Object(inner) if !inner.is_empty() => {
@@ -124,9 +125,12 @@ fn write_inline(value: &Value, at: usize, out: &mut Out) -> Option<()> {
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) if !n.is_f64() => out.push_str(&n.to_string()),
+        Value::Number(n) if !n.is_f64() => {
+            use std::fmt::Write;
+            let _ = write!(out.text, "{n}");
+        }
         Value::Number(_) => return None,
-        Value::String(s) => write_str(s, at, out)?,
+        Value::String(s) => write_str(s, at, false, out)?,
         Value::Object(_) => out.push_str("{}"),
         Value::Array(_) => out.push_str("[]"),
     }
@@ -134,36 +138,122 @@ fn write_inline(value: &Value, at: usize, out: &mut Out) -> Option<()> {
 }
 
 /// A string as serde_yaml asks for it (a literal block when it has line breaks; quoted
-/// when it would read back as something else) and libyaml writes it.
-fn write_str(s: &str, at: usize, out: &mut Out) -> Option<()> {
-    if !printable(s) {
+/// when it would read back as something else) and libyaml writes it. A `key` with a line
+/// break is libyaml's (`? ` keys).
+fn write_str(s: &str, at: usize, key: bool, out: &mut Out) -> Option<()> {
+    // One pass over the bytes says what the string holds: most strings are ASCII, and the
+    // long ones (descriptions of CRD schemas) are most of what is written.
+    let holds = byte_classes(s.as_bytes());
+    if key && holds & NEWLINE != 0 {
+        return None;
+    }
+    let printable = match holds & (OTHER | TAB) {
+        0 => true,
+        TAB => false,
+        _ if holds & NON_ASCII != 0 => printable(s),
+        _ => false,
+    };
+    if !printable {
         // A tab (Kubernetes' API docs hold some) makes libyaml double-quote the string,
         // on one line at serde_yaml's unbounded width; other such characters are its.
-        if s.contains('\t') && printable(&s.replace('\t', " ")) {
+        if holds & TAB != 0 && printable_but_tabs(s, holds) {
             write_double_quoted(s, out);
             return Some(());
         }
         return None;
     }
-    if s.contains('\n') {
+    if holds & NEWLINE != 0 {
         return write_literal(s, at, out);
     }
     let reads_as_string = matches!(super::block::resolve_unless_string(s), Some(None))
         && !super::block::leading_zero_digits(s);
-    if reads_as_string && plain_allowed(s) {
+    if reads_as_string && plain_allowed(s, holds) {
         out.yaml_1_1_suspect |= super::yaml11::is_suspect(s);
         out.push_str(s);
     } else {
         out.push('\'');
-        out.push_str(&s.replace('\'', "''"));
+        match holds & QUOTE {
+            0 => out.push_str(s),
+            _ => {
+                for (i, part) in s.split('\'').enumerate() {
+                    if i > 0 {
+                        out.push_str("''");
+                    }
+                    out.push_str(part);
+                }
+            }
+        }
         out.push('\'');
     }
     Some(())
 }
 
+/// What [`byte_classes`] finds: a line break `\n`, a tab, a `'`, a byte past ASCII, any
+/// other byte libyaml does not write as it is (controls, DEL), a `:`, a `#`.
+const NEWLINE: u8 = 1;
+const TAB: u8 = 2;
+const QUOTE: u8 = 4;
+const NON_ASCII: u8 = 8;
+const OTHER: u8 = 16;
+const COLON: u8 = 32;
+const HASH: u8 = 64;
+
+/// The classes of the bytes of `bytes`, or-ed: comparisons only, sixteen bytes at a time,
+/// which the compiler turns into vector instructions; a string shorter than that (keys and
+/// most values) by a table, a byte at a time.
+fn byte_classes(bytes: &[u8]) -> u8 {
+    if bytes.len() < 16 {
+        return bytes
+            .iter()
+            .fold(0, |acc, &b| acc | CLASSES[usize::from(b)]);
+    }
+    let chunk_classes = |chunk: &[u8]| chunk.iter().fold(0, |acc, &b| acc | class(b));
+    let mut chunks = bytes.chunks_exact(16);
+    let mut holds = 0;
+    for chunk in &mut chunks {
+        holds |= chunk_classes(chunk);
+    }
+    if !chunks.remainder().is_empty() {
+        // The last sixteen bytes: classes or-ed do not mind bytes seen twice.
+        holds |= chunk_classes(&bytes[bytes.len() - 16..]);
+    }
+    holds
+}
+
+/// The classes of one byte.
+const fn class(b: u8) -> u8 {
+    let control = (b < 0x20) & (b != b'\n') & (b != b'\t');
+    ((b == b'\n') as u8 * NEWLINE)
+        | ((b == b'\t') as u8 * TAB)
+        | ((b == b'\'') as u8 * QUOTE)
+        | ((b >= 0x80) as u8 * (NON_ASCII | OTHER))
+        | ((control | (b == 0x7f)) as u8 * OTHER)
+        | ((b == b':') as u8 * COLON)
+        | ((b == b'#') as u8 * HASH)
+}
+
+/// [`class`] of every byte.
+const CLASSES: [u8; 256] = {
+    let mut classes = [0; 256];
+    let mut b = 0;
+    while b < 256 {
+        classes[b] = class(b as u8);
+        b += 1;
+    }
+    classes
+};
+
+/// Whether `s` holding a tab would be [`printable`] with its tabs as spaces.
+fn printable_but_tabs(s: &str, holds: u8) -> bool {
+    match holds & NON_ASCII {
+        0 => holds & OTHER == 0,
+        _ => printable(&s.replace('\t', " ")),
+    }
+}
+
 /// `s` double-quoted as libyaml writes it when every character but tabs is one it writes as
 /// it is: `"`, `\`, line breaks and tabs escaped.
-fn write_double_quoted(s: &str, out: &mut String) {
+fn write_double_quoted(s: &str, out: &mut Out) {
     out.push('"');
     for c in s.chars() {
         match c {
@@ -179,13 +269,8 @@ fn write_double_quoted(s: &str, out: &mut String) {
 
 /// Whether every character is one libyaml writes as it is (no escapes): its printable set,
 /// less the line breaks other than `\n` (`\r`, NEL, LS, PS), tabs, BOMs and characters
-/// past U+FFFF.
+/// past U+FFFF. (For ASCII, [`byte_classes`] says it.)
 fn printable(s: &str) -> bool {
-    if s.is_ascii() {
-        return s.bytes().fold(true, |ok, b| {
-            ok & (b.wrapping_sub(0x20) < 0x5f || b == b'\n')
-        });
-    }
     s.chars().all(|c| {
         matches!(c, '\n' | '\u{20}'..='\u{7e}' | '\u{a0}'..='\u{2027}' | '\u{202a}'..='\u{d7ff}' | '\u{e000}'..='\u{fefe}' | '\u{ff00}'..='\u{fffd}')
     })
@@ -193,7 +278,7 @@ fn printable(s: &str) -> bool {
 
 /// libyaml's analysis of a one-line scalar in block context: plain unless it starts with an
 /// indicator, holds `: ` or ` #`, ends with `:`, or starts or ends with a space.
-fn plain_allowed(s: &str) -> bool {
+fn plain_allowed(s: &str, holds: u8) -> bool {
     let bytes = s.as_bytes();
     let Some(&first) = bytes.first() else {
         return false;
@@ -211,11 +296,12 @@ fn plain_allowed(s: &str) -> bool {
     if indicator || first == b' ' || s.ends_with(' ') {
         return false;
     }
-    !bytes
-        .iter()
-        .enumerate()
-        .skip(1)
-        .any(|(i, &b)| (b == b':' && blank_after(i)) || (b == b'#' && bytes[i - 1] == b' '))
+    // Past the first byte (there, `: `, a lone `:` and `#` are indicators, above): a `:`
+    // before a space or the end, a `#` after a space. Searched for only in strings that
+    // hold one ([`byte_classes`]): most hold neither.
+    let colon = holds & COLON != 0 && (s.contains(": ") || (bytes.len() > 1 && s.ends_with(':')));
+    let comment = holds & HASH != 0 && s.contains(" #");
+    !(colon || comment)
 }
 
 /// A literal block (`|`, `|-`; an indentation indicator when it starts with a space or a
@@ -257,8 +343,12 @@ mod tests {
     use serde_json::json;
 
     fn agrees(value: &Value) -> bool {
-        match write(value) {
-            Some((text, suspect)) => {
+        // Written after a document already there, as a stream is.
+        let mut written = String::from("---\nbefore: 1\n");
+        let before = written.len();
+        match write(value, &mut written) {
+            Some(suspect) => {
+                let text = written[before..].to_string();
                 assert_eq!(
                     text,
                     serde_yaml::to_string(value).expect("serializes"),
@@ -390,6 +480,17 @@ mod tests {
         "^[a-z]+$",
         "${X}",
         "a/b.c-d_e",
+        "a\u{7f}\tb",
+        "é\tb\u{1}",
+        "é\tb",
+        "it's a 'quoted' word in a line longer than sixteen bytes",
+        "a line longer than sixteen bytes ending in a control\u{1}",
+        "a line longer than sixteen bytes: with a colon",
+        "a line longer than sixteen bytes # with a hash",
+        "a line longer than sixteen bytes\twith a tab and 'quotes'",
+        "a line longer than sixteen bytes with é past ASCII",
+        "''",
+        "'",
     ];
 
     #[test]

@@ -224,20 +224,31 @@ fn leading_tab_line(chunk: &str) -> Option<usize> {
 
 /// Serialize a value as one YAML document (no leading `---`).
 pub fn to_yaml(value: &Value) -> String {
+    let mut text = String::new();
+    push_yaml(&mut text, value);
+    text
+}
+
+/// [`to_yaml`], appended to `text`: a stream of documents is written into one buffer.
+pub fn push_yaml(text: &mut String, value: &Value) {
     // Read back as kubectl reads it (YAML 1.1), a string must stay a string. The writer
     // notes the plain scalars YAML 1.1 reads otherwise; serde_yaml's text is scanned.
-    let (text, suspect) = match emit::write(value) {
-        Some(written) => written,
+    let start = text.len();
+    let suspect = match emit::write(value, text) {
+        Some(suspect) => suspect,
         None => {
-            let text = serde_yaml::to_string(value)
-                .unwrap_or_else(|e| format!("# cannot serialize: {e}\n"));
-            let suspect = yaml11::may_differ(&text);
-            (text, suspect)
+            text.truncate(start);
+            match serde_yaml::to_string(value) {
+                Ok(written) => text.push_str(&written),
+                Err(e) => text.push_str(&format!("# cannot serialize: {e}\n")),
+            }
+            yaml11::may_differ(&text[start..])
         }
     };
-    match suspect {
-        true => yaml11::quote_for_yaml_1_1(&text),
-        false => text,
+    if suspect {
+        let quoted = yaml11::quote_for_yaml_1_1(&text[start..]);
+        text.truncate(start);
+        text.push_str(&quoted);
     }
 }
 
