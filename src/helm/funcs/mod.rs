@@ -67,6 +67,11 @@ pub fn register(engine: &mut Engine) {
         let text = goyaml::to_yaml(&v);
         Ok(Value::str(text.strip_suffix('\n').unwrap_or(&text)))
     });
+    engine.register("toYamlPretty", |_, args| {
+        let [v] = exact::<1>(args, "toYamlPretty")?;
+        let text = goyaml::to_yaml_pretty(&v);
+        Ok(Value::str(text.strip_suffix('\n').unwrap_or(&text)))
+    });
     engine.register("fromYaml", |_, args| {
         let [text] = exact::<1>(args, "fromYaml")?;
         Ok(from_yaml(want_str(&text)?, false))
