@@ -89,6 +89,28 @@ pub fn register(engine: &mut Engine) {
             },
         )
     });
+    // Sprig's greeting (functions.go `"hello"`): a chart may print it.
+    engine.register("hello", |_, args| {
+        let [] = exact::<0>(args, "hello")?;
+        Ok(Value::str("Hello!"))
+    });
+    // Go's `call` builtin: Helm's data holds no function values (its methods are called
+    // as fields, never handed out), so a `call` that Helm reaches always fails; defined,
+    // so a chart that has one in a branch it never takes parses as in Helm.
+    engine.register("call", |_, args| {
+        let Some(callee) = args.first() else {
+            return Err("wrong number of args for call: want at least 1 got 0".into());
+        };
+        Err(match callee {
+            Value::Nil => "call of nil".to_string(),
+            other => format!(
+                "non-function {} of type {}",
+                crate::helm::template::gofmt::display(other),
+                other.type_name()
+            ),
+        }
+        .into())
+    });
     // chartutil.VersionSet.Has: `.Capabilities.APIVersions.Has "apps/v1"`.
     engine.register_method("Has", |_, args| {
         let [set, wanted] = exact::<2>(args, "Has")?;
