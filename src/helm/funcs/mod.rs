@@ -9,6 +9,7 @@ mod dates;
 /// Go's `time.ParseDuration` (Flux's durations are read with it too).
 pub use dates::parse_duration;
 mod files;
+mod gobase64;
 pub mod goregex;
 pub mod goyaml;
 mod json;
