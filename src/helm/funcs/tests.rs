@@ -622,3 +622,32 @@ fn call_fails_as_go_fails_on_helm_data() {
         "{err}"
     );
 }
+
+/// Sprig's times are Go's `time.Time` (sprig date.go): an action prints `Time.String()`,
+/// `toJson` writes RFC 3339 (`MarshalJSON`), `kindOf`/`typeOf` say `struct`/`time.Time`,
+/// `.Unix`/`.Year` answer, `unixEpoch` takes a time only; a method tend does not model
+/// (`.Month`) is an error rather than a guess.
+#[test]
+fn times_are_go_time_values() {
+    let run = |src: &str| render_at(1_000, src, serde_json::json!({}));
+    let day = r#"(toDate "2006-01-02" "2021-05-06")"#;
+    assert_eq!(
+        run(&format!(
+            "{{{{ {day} }}}}|{{{{ toJson {day} }}}}|{{{{ {day}.Unix }}}}|{{{{ {day}.Year }}}}|{{{{ dateModify \"90m\" {day} }}}}"
+        )),
+        Ok("2021-05-06 00:00:00 +0000 UTC|\"2021-05-06T00:00:00Z\"|1620259200|2021|2021-05-06 01:30:00 +0000 UTC".into())
+    );
+    assert_eq!(
+        run(r#"{{ toDate "2006-01-02" "bad" }}|{{ (toDate "2006-01-02" "bad").IsZero }}"#),
+        Ok("0001-01-01 00:00:00 +0000 UTC|true".into())
+    );
+    assert_eq!(
+        run(
+            r#"{{ now }}|{{ kindOf now }}|{{ typeOf now }}|{{ now | unixEpoch }}|{{ now | date "2006" }}|{{ date "2006" 0 }}"#
+        ),
+        Ok("1970-01-01 00:16:40 +0000 UTC|struct|time.Time|1000|1970|1970".into())
+    );
+    let err = run("{{ unixEpoch 5 }}").unwrap_err();
+    assert!(err.ends_with("expected time.Time; got int"), "{err}");
+    assert!(run("{{ now.Month }}").is_err());
+}
