@@ -647,6 +647,13 @@ fn times_are_go_time_values() {
         ),
         Ok("1970-01-01 00:16:40 +0000 UTC|struct|time.Time|1000|1970|1970".into())
     );
+    // Go's `==` of two times (cilium's hasDuration): equal when the same instant.
+    assert_eq!(
+        run(
+            r#"{{ $now := now }}{{ ne $now ($now | dateModify "1m") }}|{{ eq $now ($now | dateModify "0s") }}|{{ eq (semver "1.0.0") (semver "1.0.0") }}"#
+        ),
+        Ok("true|true|false".into())
+    );
     let err = run("{{ unixEpoch 5 }}").unwrap_err();
     assert!(err.ends_with("expected time.Time; got int"), "{err}");
     assert!(run("{{ now.Month }}").is_err());
