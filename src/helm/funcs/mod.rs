@@ -70,6 +70,14 @@ pub fn register(engine: &mut Engine) {
     });
     engine.register("toYamlPretty", |_, args| {
         let [v] = exact::<1>(args, "toYamlPretty")?;
+        // go-yaml v3 writes a Go struct with its own field names and order, not its JSON:
+        // refused rather than guessed.
+        if let Some(name) = struct_inside(&v) {
+            return Err(format!(
+                "toYamlPretty of a {name}: tend does not write Go structs as go-yaml v3 does; use toYaml"
+            )
+            .into());
+        }
         let text = goyaml::to_yaml_pretty(&v);
         Ok(Value::str(text.strip_suffix('\n').unwrap_or(&text)))
     });
@@ -130,6 +138,16 @@ pub fn register(engine: &mut Engine) {
     url::register(engine);
     // `lookup` is registered with what the cluster answered: see `helm::lookup`.
     super::lookup::register(engine, None);
+}
+
+/// The Go type of the first struct inside `v`, if any.
+fn struct_inside(v: &Value) -> Option<&'static str> {
+    match v {
+        Value::Struct(s) => Some(s.type_name),
+        Value::List(items) => items.iter().find_map(struct_inside),
+        Value::Map(m) => m.borrow().values().find_map(struct_inside),
+        _ => None,
+    }
 }
 
 /// Sprig's random strings (`randAlphaNum`, `randAlpha`, `randNumeric`, `randAscii`) and its

@@ -657,4 +657,7 @@ fn times_are_go_time_values() {
     let err = run("{{ unixEpoch 5 }}").unwrap_err();
     assert!(err.ends_with("expected time.Time; got int"), "{err}");
     assert!(run("{{ now.Month }}").is_err());
+    // go-yaml v3 (toYamlPretty) writes structs its own way: refused, named.
+    let err = run(r#"{{ toYamlPretty (dict "t" now) }}"#).unwrap_err();
+    assert!(err.contains("toYamlPretty of a time.Time"), "{err}");
 }
