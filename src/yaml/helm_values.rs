@@ -378,8 +378,10 @@ fn implicit(text: &str) -> (&'static str, Value) {
     }
     let string = ("!!str", Value::String(text.to_string()));
     match text.as_bytes()[0] {
+        // Go's ParseFloat fails on a number past float64's range (`1e400`), which go-yaml
+        // then reads as a string; Rust's parse gives infinity.
         b'.' => match text.parse::<f64>() {
-            Ok(f) if go_float_syntax(text) => ("!!float", float(f)),
+            Ok(f) if go_float_syntax(text) && f.is_finite() => ("!!float", float(f)),
             _ => string,
         },
         b'+' | b'-' | b'0'..=b'9' => {
@@ -394,7 +396,7 @@ fn implicit(text: &str) -> (&'static str, Value) {
                 return ("!!int", Value::from(u));
             }
             if is_yaml_float(&plain) {
-                if let Ok(f) = plain.parse::<f64>() {
+                if let Some(f) = plain.parse::<f64>().ok().filter(|f| f.is_finite()) {
                     return ("!!float", float(f));
                 }
             }
@@ -565,6 +567,12 @@ mod tests {
             json!(18446744073709551615u64)
         );
         assert_eq!(read("s: .5\nd: .\n"), json!({"s": 0.5, "d": "."}));
+        // Past float64's range Go's ParseFloat fails, and go-yaml keeps the text; below it
+        // the number is 0.
+        assert_eq!(
+            read("big: 1e400\nneg: -1e400\ndot: .5e999\ntiny: 1e-400\n"),
+            json!({"big": "1e400", "neg": "-1e400", "dot": ".5e999", "tiny": 0.0})
+        );
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Sprig's date functions (`now`, `date`, `dateInZone`, `htmlDate`, `dateModify`, `toDate`,
 //! `unixEpoch`, `ago`, `duration`, `durationRound`) with Go's layouts (`2006-01-02`).
-//! A time is a value of Unix seconds, in UTC; "now" is the clock the caller sets
-//! (`RenderContext::set_now`), never the machine's, so a render is repeatable.
+//! A time is Go's `time.Time` at a Unix second, in UTC (a struct value that prints, writes
+//! JSON and answers `.Unix`, `.Year`, ... as Go's does); "now" is the clock the caller
+//! sets (`RenderContext::set_now`), never the machine's, so a render is repeatable.
 
 use super::conv::want_str;
 use crate::helm::template::builtins::exact;
@@ -15,14 +16,57 @@ const ZERO_TIME: i64 = -62_135_596_800;
 fn time_of(context: &RenderContext, v: &Value) -> i64 {
     match v {
         Value::Int(i, _) => *i,
+        Value::Struct(st) if st.type_name == TIME_TYPE => match st.fields.get("Unix") {
+            Some(Value::Int(t, _)) => *t,
+            _ => context.now(),
+        },
         _ => context.now(),
     }
+}
+
+const TIME_TYPE: &str = "time.Time";
+
+/// Go's `time.Time` at Unix second `t`, UTC: an action prints its `String()`
+/// (`2021-05-06 00:00:00 +0000 UTC`), `toJson` its RFC 3339 text, and the methods charts call
+/// without arguments answer; others (`.Month`, `.Format`) are errors, never a guess.
+fn time_value(t: i64) -> Value {
+    let text = format("2006-01-02 15:04:05.999999999 -0700 MST", t);
+    let part = |layout: &str| Value::int(format(layout, t).parse::<i64>().unwrap_or(0));
+    let fields = [
+        ("Unix", Value::Int(t, IntType::Int64)),
+        (
+            "UnixMilli",
+            Value::Int(t.saturating_mul(1_000), IntType::Int64),
+        ),
+        (
+            "UnixNano",
+            Value::Int(t.saturating_mul(1_000_000_000), IntType::Int64),
+        ),
+        ("Year", part("2006")),
+        ("Day", part("2")),
+        ("Hour", part("15")),
+        ("Minute", part("4")),
+        ("Second", part("5")),
+        ("Nanosecond", Value::int(0)),
+        ("IsZero", Value::Bool(t == ZERO_TIME)),
+        ("String", Value::str(text.as_str())),
+    ];
+    Value::Struct(std::rc::Rc::new(crate::helm::template::value::Struct {
+        type_name: TIME_TYPE,
+        fields: fields
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+        json: serde_json::Value::String(format("2006-01-02T15:04:05.999999999Z07:00", t)),
+        fmt: Some(text.clone()),
+        text: Some(text),
+    }))
 }
 
 pub fn register(engine: &mut Engine) {
     engine.register("now", |exec, args| {
         let [] = exact::<0>(args, "now")?;
-        Ok(Value::int(exec.context().now()))
+        Ok(time_value(exec.context().now()))
     });
     engine.register("date", |exec, args| {
         let [layout, t] = exact::<2>(args, "date")?;
@@ -59,7 +103,7 @@ pub fn register(engine: &mut Engine) {
         engine.register(name, |exec, args| {
             let [d, t] = exact::<2>(args, "dateModify")?;
             let t = time_of(exec.context(), &t);
-            Ok(Value::int(
+            Ok(time_value(
                 parse_duration(want_str(&d)?).map_or(t, |n| t + n / 1_000_000_000),
             ))
         });
@@ -70,25 +114,36 @@ pub fn register(engine: &mut Engine) {
             let text = want_str(&d)?;
             let n =
                 parse_duration(text).ok_or_else(|| format!("time: invalid duration \"{text}\""))?;
-            Ok(Value::int(time_of(exec.context(), &t) + n / 1_000_000_000))
+            Ok(time_value(time_of(exec.context(), &t) + n / 1_000_000_000))
         });
     }
     engine.register("toDate", |_, args| {
         let [layout, text] = exact::<2>(args, "toDate")?;
-        Ok(Value::int(
+        Ok(time_value(
             parse(want_str(&layout)?, want_str(&text)?).unwrap_or(ZERO_TIME),
         ))
     });
     engine.register("mustToDate", |_, args| {
         let [layout, text] = exact::<2>(args, "mustToDate")?;
         let (layout, text) = (want_str(&layout)?, want_str(&text)?);
-        Ok(Value::int(parse(layout, text).ok_or_else(|| {
+        Ok(time_value(parse(layout, text).ok_or_else(|| {
             format!("parsing time \"{text}\" as \"{layout}\": cannot parse")
         })?))
     });
+    // Sprig's unixEpoch takes a time.Time parameter: anything else is Go's argument error.
     engine.register("unixEpoch", |exec, args| {
         let [t] = exact::<1>(args, "unixEpoch")?;
-        Ok(Value::str(time_of(exec.context(), &t).to_string()))
+        match &t {
+            Value::Struct(st) if st.type_name == TIME_TYPE => {
+                Ok(Value::str(time_of(exec.context(), &t).to_string()))
+            }
+            Value::Nil => Err("invalid value; expected time.Time".into()),
+            other => Err(format!(
+                "wrong type for value; expected time.Time; got {}",
+                other.type_name()
+            )
+            .into()),
+        }
     });
     engine.register("ago", |exec, args| {
         let [t] = exact::<1>(args, "ago")?;
@@ -106,12 +161,16 @@ pub fn register(engine: &mut Engine) {
         };
         Ok(Value::str(format_duration(n.saturating_mul(1_000_000_000))))
     });
-    engine.register("durationRound", |_, args| {
+    engine.register("durationRound", |exec, args| {
         let [d] = exact::<1>(args, "durationRound")?;
         let nanos = match &d {
             Value::Str(s) => parse_duration(s).unwrap_or(0),
             // Only an int64 is a duration to Sprig; an int is 0.
             Value::Int(i, IntType::Int64) => *i,
+            // A time: how long ago it was.
+            Value::Struct(st) if st.type_name == TIME_TYPE => {
+                (exec.context().now() - time_of(exec.context(), &d)).saturating_mul(1_000_000_000)
+            }
             _ => 0,
         };
         Ok(Value::str(duration_round(nanos)))

@@ -15,11 +15,26 @@ const BEST_WIDTH: usize = 80;
 
 /// `yaml.Marshal(v)` of sigs.k8s.io/yaml, with its trailing newline.
 pub fn to_yaml(v: &Value) -> String {
+    write(v, false)
+}
+
+/// What Helm's `toYamlPretty` writes (pkg/engine/funcs.go `toYAMLPretty`): go-yaml v3's
+/// encoder with `SetIndent(2)`, given the value itself rather than its JSON. The same
+/// emitter, but sequences are indented under their key and floats are not read back
+/// through JSON (`1e+08`, not `100000000`).
+pub fn to_yaml_pretty(v: &Value) -> String {
+    write(v, true)
+}
+
+fn write(v: &Value, pretty: bool) -> String {
     if let Value::Struct(s) = v {
         // Marshalled through encoding/json first, as sigs.k8s.io/yaml does.
-        return to_yaml(&Value::from_json(&s.json, false));
+        return write(&Value::from_json(&s.json, false), pretty);
     }
-    let mut w = Writer { out: String::new() };
+    let mut w = Writer {
+        out: String::new(),
+        pretty,
+    };
     match v {
         Value::Map(m) if !m.borrow().is_empty() => w.map(v, 0, false),
         Value::List(l) if !l.is_empty() => w.seq(v, 0, false),
@@ -33,6 +48,8 @@ pub fn to_yaml(v: &Value) -> String {
 
 struct Writer {
     out: String,
+    /// go-yaml v3 as `toYamlPretty` uses it, rather than v2 behind JSON.
+    pretty: bool,
 }
 
 impl Writer {
@@ -91,10 +108,11 @@ impl Writer {
                     self.map(v, indent + 2, true);
                 }
             }
-            // Sequences are not indented under a mapping key (go-yaml's "indentless").
+            // go-yaml v2 does not indent sequences under a mapping key ("indentless");
+            // v3 does.
             Value::List(l) if !l.is_empty() => {
                 if in_map {
-                    self.seq(v, indent, false);
+                    self.seq(v, if self.pretty { indent + 2 } else { indent }, false);
                 } else {
                     self.out.push(' ');
                     self.seq(v, indent + 2, true);
@@ -112,6 +130,7 @@ impl Writer {
             Value::Nil => "null".to_string(),
             Value::Bool(b) => b.to_string(),
             Value::Int(i, _) => i.to_string(),
+            Value::Float(f) if self.pretty => pretty_float_text(*f),
             Value::Float(f) => float_text(*f),
             Value::Map(_) => "{}".to_string(),
             Value::List(_) => "[]".to_string(),
@@ -315,6 +334,18 @@ fn float_text(f: f64) -> String {
         if let Ok(u) = json.parse::<u64>() {
             return u.to_string();
         }
+    }
+    gofmt::float_v(f)
+}
+
+/// go-yaml v3's float: `strconv.FormatFloat(f, 'g', -1, 64)`, with YAML's names for
+/// infinities and NaN.
+fn pretty_float_text(f: f64) -> String {
+    if f.is_nan() {
+        return ".nan".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { ".inf" } else { "-.inf" }.into();
     }
     gofmt::float_v(f)
 }
@@ -543,6 +574,25 @@ mod tests {
             to_yaml(&value),
             "a:\n  c: null\n  d: {}\n  e: []\nb:\n- 1\n- two\n- x: 1\n  \"y\":\n  - true\n- - 1\n  - 2\nbig: 1000000\n\"n\": 1.5\nnum: 2\n"
         );
+    }
+
+    /// `toYamlPretty`: go-yaml v3's encoder with `SetIndent(2)` (Helm's `toYAMLPretty`):
+    /// sequences indented under their key, a value's float64 written in 'g' form as it is
+    /// (v3 `encode.go` floatv), not read back through JSON; keys and quoting as v2.
+    #[test]
+    fn pretty_is_go_yaml_v3_with_indent_2() {
+        let value = v(serde_json::json!({
+            "b": [1, {"y": [true], "x": "yes"}, [1, 2]],
+            "a": {"e": [], "d": {}},
+            "big": 100000000, "port": 8080, "f": 0.5
+        }));
+        assert_eq!(
+            to_yaml_pretty(&value),
+            "a:\n  d: {}\n  e: []\nb:\n  - 1\n  - x: \"yes\"\n    \"y\":\n      - true\n  - - 1\n    - 2\nbig: 1e+08\nf: 0.5\nport: 8080\n"
+        );
+        assert_eq!(to_yaml_pretty(&Value::Nil), "null\n");
+        assert_eq!(to_yaml_pretty(&v(serde_json::json!(["a"]))), "- a\n");
+        assert_eq!(to_yaml_pretty(&Value::int(3)), "3\n");
     }
 
     /// Floats through sigs.k8s.io/yaml: encoding/json's text, read back by go-yaml v2 as an

@@ -2,7 +2,7 @@
 //! `toRawJson` (no HTML escapes), `toPrettyJson` (`MarshalIndent` with two spaces), the
 //! `must` variants, `fromJsonArray`.
 
-use super::conv::{from_yaml, want_str};
+use super::conv::want_str;
 use crate::helm::template::builtins::exact;
 use crate::helm::template::{CallError, Engine, Value};
 
@@ -42,20 +42,6 @@ pub fn register(engine: &mut Engine) {
         match serde_json::from_str::<serde_json::Value>(want_str(&text)?) {
             Ok(json) => Ok(Value::from_json_values(&json)),
             Err(e) => Err(CallError::Message(e.to_string())),
-        }
-    });
-    engine.register("mustToYaml", |_, args| {
-        let [v] = exact::<1>(args, "mustToYaml")?;
-        let text = super::goyaml::to_yaml(&v);
-        Ok(Value::str(text.strip_suffix('\n').unwrap_or(&text)))
-    });
-    engine.register("mustFromYaml", |_, args| {
-        let [text] = exact::<1>(args, "mustFromYaml")?;
-        match from_yaml(want_str(&text)?, false) {
-            Value::Map(ref m) if m.borrow().contains_key("Error") && m.borrow().len() == 1 => {
-                Err("error converting YAML to JSON".into())
-            }
-            v => Ok(v),
         }
     });
 }

@@ -9,6 +9,7 @@ mod dates;
 /// Go's `time.ParseDuration` (Flux's durations are read with it too).
 pub use dates::parse_duration;
 mod files;
+mod gobase64;
 pub mod goregex;
 pub mod goyaml;
 mod json;
@@ -67,6 +68,19 @@ pub fn register(engine: &mut Engine) {
         let text = goyaml::to_yaml(&v);
         Ok(Value::str(text.strip_suffix('\n').unwrap_or(&text)))
     });
+    engine.register("toYamlPretty", |_, args| {
+        let [v] = exact::<1>(args, "toYamlPretty")?;
+        // go-yaml v3 writes a Go struct with its own field names and order, not its JSON:
+        // refused rather than guessed.
+        if let Some(name) = struct_inside(&v) {
+            return Err(format!(
+                "toYamlPretty of a {name}: tend does not write Go structs as go-yaml v3 does; use toYaml"
+            )
+            .into());
+        }
+        let text = goyaml::to_yaml_pretty(&v);
+        Ok(Value::str(text.strip_suffix('\n').unwrap_or(&text)))
+    });
     engine.register("fromYaml", |_, args| {
         let [text] = exact::<1>(args, "fromYaml")?;
         Ok(from_yaml(want_str(&text)?, false))
@@ -83,6 +97,28 @@ pub fn register(engine: &mut Engine) {
                 Err(e) => error_map(&e.to_string()),
             },
         )
+    });
+    // Sprig's greeting (functions.go `"hello"`): a chart may print it.
+    engine.register("hello", |_, args| {
+        let [] = exact::<0>(args, "hello")?;
+        Ok(Value::str("Hello!"))
+    });
+    // Go's `call` builtin: Helm's data holds no function values (its methods are called
+    // as fields, never handed out), so a `call` that Helm reaches always fails; defined,
+    // so a chart that has one in a branch it never takes parses as in Helm.
+    engine.register("call", |_, args| {
+        let Some(callee) = args.first() else {
+            return Err("wrong number of args for call: want at least 1 got 0".into());
+        };
+        Err(match callee {
+            Value::Nil => "call of nil".to_string(),
+            other => format!(
+                "non-function {} of type {}",
+                crate::helm::template::gofmt::display(other),
+                other.type_name()
+            ),
+        }
+        .into())
     });
     // chartutil.VersionSet.Has: `.Capabilities.APIVersions.Has "apps/v1"`.
     engine.register_method("Has", |_, args| {
@@ -102,6 +138,16 @@ pub fn register(engine: &mut Engine) {
     url::register(engine);
     // `lookup` is registered with what the cluster answered: see `helm::lookup`.
     super::lookup::register(engine, None);
+}
+
+/// The Go type of the first struct inside `v`, if any.
+fn struct_inside(v: &Value) -> Option<&'static str> {
+    match v {
+        Value::Struct(s) => Some(s.type_name),
+        Value::List(items) => items.iter().find_map(struct_inside),
+        Value::Map(m) => m.borrow().values().find_map(struct_inside),
+        _ => None,
+    }
 }
 
 /// Sprig's random strings (`randAlphaNum`, `randAlpha`, `randNumeric`, `randAscii`) and its

@@ -53,9 +53,10 @@ pub fn register(engine: &mut Engine) {
     });
     engine.register("b64dec", |_, args| {
         let [v] = exact::<1>(args, "b64dec")?;
-        match base64::engine::general_purpose::STANDARD.decode(want_str(&v)?) {
+        // Sprig's base64decode: the error's text in place of the value.
+        match super::gobase64::decode(want_str(&v)?.as_bytes()) {
             Ok(bytes) => s(String::from_utf8_lossy(&bytes).into_owned()),
-            Err(e) => s(e.to_string()),
+            Err(e) => s(e),
         }
     });
     binary!(engine, "trimSuffix", |suffix, x| x

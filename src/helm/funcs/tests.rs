@@ -550,3 +550,114 @@ fn values_methods() {
         assert!(err.contains(says), "{src}: {err}");
     }
 }
+
+/// Helm v3.19.5's function map, name by name (pkg/engine/funcs.go: Sprig v3's
+/// `TxtFuncMap` less `env` and `expandenv`, plus Helm's own), with Go's builtins: each
+/// parses. Names Helm 3.19.5 does not define (Helm 4's `mustToYaml`, `mustToToml`,
+/// duration helpers; Sprig's `env`) fail to parse, as `helm template` fails.
+#[test]
+fn the_function_map_is_helm_3_19_5s() {
+    let helm = "
+    abbrev abbrevboth add add1 add1f addf adler32sum ago all any append atoi b32dec b32enc 
+    b64dec b64enc base bcrypt biggest buildCustomCert camelcase cat ceil chunk clean coalesce 
+    compact concat contains date dateInZone dateModify date_in_zone date_modify decryptAES 
+    deepCopy deepEqual default derivePassword dict dig dir div divf duration durationRound 
+    empty encryptAES ext fail first float64 floor fromJson fromJsonArray fromToml fromYaml 
+    fromYamlArray genCA genCAWithKey genPrivateKey genSelfSignedCert genSelfSignedCertWithKey 
+    genSignedCert genSignedCertWithKey get getHostByName has hasKey hasPrefix hasSuffix hello 
+    htmlDate htmlDateInZone htpasswd include indent initial initials int int64 isAbs join 
+    kebabcase keys kindIs kindOf last list lookup lower max maxf merge mergeOverwrite min 
+    minf mod mul mulf mustAppend mustChunk mustCompact mustDateModify mustDeepCopy mustFirst 
+    mustFromJson mustHas mustInitial mustLast mustMerge mustMergeOverwrite mustPrepend 
+    mustRegexFind mustRegexFindAll mustRegexMatch mustRegexReplaceAll 
+    mustRegexReplaceAllLiteral mustRegexSplit mustRest mustReverse mustSlice mustToDate 
+    mustToJson mustToPrettyJson mustToRawJson mustUniq mustWithout must_date_modify nindent 
+    nospace now omit osBase osClean osDir osExt osIsAbs pick pluck plural prepend quote 
+    randAlpha randAlphaNum randAscii randBytes randInt randNumeric regexFind regexFindAll 
+    regexMatch regexQuoteMeta regexReplaceAll regexReplaceAllLiteral regexSplit repeat 
+    replace required rest reverse round semver semverCompare seq set sha1sum sha256sum 
+    sha512sum shuffle slice snakecase sortAlpha split splitList splitn squote sub subf substr 
+    swapcase ternary title toDate toDecimal toJson toPrettyJson toRawJson toString toStrings 
+    toToml toYaml toYamlPretty tpl trim trimAll trimPrefix trimSuffix trimall trunc tuple 
+    typeIs typeIsLike typeOf uniq unixEpoch unset until untilStep untitle upper urlJoin 
+    urlParse uuidv4 values without wrap wrapWith 
+    and or not len index slice print printf println html js urlquery call eq ne lt le gt ge";
+    // Every function of a render: the random ones are registered with the render's seed.
+    let parse = |name: &str| {
+        let mut engine = Engine::new();
+        super::register(&mut engine);
+        super::register_random(&mut engine, 1);
+        let src = format!("{{{{ if false }}}}{{{{ {name} }}}}{{{{ end }}}}");
+        engine.add("t", &src).map_err(|e| e.to_string())
+    };
+    for name in helm.split_whitespace() {
+        assert_eq!(parse(name), Ok(()), "{name}");
+    }
+    for name in [
+        "env",
+        "expandenv",
+        "mustToYaml",
+        "mustFromYaml",
+        "mustToToml",
+        "durationSeconds",
+    ] {
+        let err = parse(name).unwrap_err();
+        assert!(
+            err.ends_with(&format!("function \"{name}\" not defined")),
+            "{err}"
+        );
+    }
+}
+
+/// Go's `call` (text/template funcs.go): Helm's data holds no function, so it fails as
+/// Go's does on nil and on any other value.
+#[test]
+fn call_fails_as_go_fails_on_helm_data() {
+    assert_eq!(ok("{{ hello }}"), "Hello!");
+    let err = render("{{ call .missing }}", serde_json::json!({})).unwrap_err();
+    assert!(err.ends_with("error calling call: call of nil"), "{err}");
+    let err = render("{{ call .n 1 }}", serde_json::json!({"n": 3})).unwrap_err();
+    assert!(
+        err.ends_with("error calling call: non-function 3 of type float64"),
+        "{err}"
+    );
+}
+
+/// Sprig's times are Go's `time.Time` (sprig date.go): an action prints `Time.String()`,
+/// `toJson` writes RFC 3339 (`MarshalJSON`), `kindOf`/`typeOf` say `struct`/`time.Time`,
+/// `.Unix`/`.Year` answer, `unixEpoch` takes a time only; a method tend does not model
+/// (`.Month`) is an error rather than a guess.
+#[test]
+fn times_are_go_time_values() {
+    let run = |src: &str| render_at(1_000, src, serde_json::json!({}));
+    let day = r#"(toDate "2006-01-02" "2021-05-06")"#;
+    assert_eq!(
+        run(&format!(
+            "{{{{ {day} }}}}|{{{{ toJson {day} }}}}|{{{{ {day}.Unix }}}}|{{{{ {day}.Year }}}}|{{{{ dateModify \"90m\" {day} }}}}"
+        )),
+        Ok("2021-05-06 00:00:00 +0000 UTC|\"2021-05-06T00:00:00Z\"|1620259200|2021|2021-05-06 01:30:00 +0000 UTC".into())
+    );
+    assert_eq!(
+        run(r#"{{ toDate "2006-01-02" "bad" }}|{{ (toDate "2006-01-02" "bad").IsZero }}"#),
+        Ok("0001-01-01 00:00:00 +0000 UTC|true".into())
+    );
+    assert_eq!(
+        run(
+            r#"{{ now }}|{{ kindOf now }}|{{ typeOf now }}|{{ now | unixEpoch }}|{{ now | date "2006" }}|{{ date "2006" 0 }}"#
+        ),
+        Ok("1970-01-01 00:16:40 +0000 UTC|struct|time.Time|1000|1970|1970".into())
+    );
+    // Go's `==` of two times (cilium's hasDuration): equal when the same instant.
+    assert_eq!(
+        run(
+            r#"{{ $now := now }}{{ ne $now ($now | dateModify "1m") }}|{{ eq $now ($now | dateModify "0s") }}|{{ eq (semver "1.0.0") (semver "1.0.0") }}"#
+        ),
+        Ok("true|true|false".into())
+    );
+    let err = run("{{ unixEpoch 5 }}").unwrap_err();
+    assert!(err.ends_with("expected time.Time; got int"), "{err}");
+    assert!(run("{{ now.Month }}").is_err());
+    // go-yaml v3 (toYamlPretty) writes structs its own way: refused, named.
+    let err = run(r#"{{ toYamlPretty (dict "t" now) }}"#).unwrap_err();
+    assert!(err.contains("toYamlPretty of a time.Time"), "{err}");
+}

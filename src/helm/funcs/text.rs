@@ -204,10 +204,13 @@ pub fn register(engine: &mut Engine) {
     });
     engine.register("b32dec", |_, args| {
         let [v] = exact::<1>(args, "b32dec")?;
-        s(match base32_decode(want_str(&v)?) {
-            Some(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-            None => "illegal base32 data".to_string(),
-        })
+        // Sprig's base32decode: the error's text in place of the value.
+        s(
+            match super::gobase64::decode_base32(want_str(&v)?.as_bytes()) {
+                Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                Err(e) => e,
+            },
+        )
     });
     engine.register("splitn", |_, args| {
         let [sep, n, v] = exact::<3>(args, "splitn")?;
@@ -455,23 +458,6 @@ pub fn base32_encode(data: &[u8]) -> String {
         }
     }
     out
-}
-
-fn base32_decode(text: &str) -> Option<Vec<u8>> {
-    let text = text.trim_end_matches('=');
-    let mut out = Vec::new();
-    let (mut bits, mut n) = (0u64, 0u32);
-    for c in text.bytes() {
-        let v = B32.iter().position(|&b| b == c)? as u64;
-        bits = (bits << 5) | v;
-        n += 5;
-        if n >= 8 {
-            n -= 8;
-            out.push((bits >> n) as u8);
-            bits &= (1 << n) - 1;
-        }
-    }
-    Some(out)
 }
 
 fn path_base(p: &str) -> String {

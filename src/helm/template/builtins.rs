@@ -122,6 +122,18 @@ pub fn equal(a: &Value, b: &Value) -> Result<bool, CallError> {
         (Value::Int(x, _), Value::Int(y, _)) => x == y,
         (Value::Float(x), Value::Float(y)) => x == y,
         (Value::Str(x), Value::Str(y)) => x == y,
+        // Go's `==` of two values of one comparable type: a `time.Time` by its instant
+        // (cilium's `ne $now ($now | dateModify ...)`; tend's times share one location), a
+        // pointer (`*semver.Version`) by identity.
+        (Value::Struct(x), Value::Struct(y)) if x.type_name == y.type_name => {
+            if x.type_name == "time.Time" {
+                x.json == y.json
+            } else if x.type_name.starts_with('*') {
+                std::rc::Rc::ptr_eq(x, y)
+            } else {
+                return Err(format!("non-comparable type {}", x.type_name).into());
+            }
+        }
         (Value::List(_) | Value::Map(_), _) | (_, Value::List(_) | Value::Map(_)) => {
             return Err(format!(
                 "non-comparable types {}: {}",

@@ -259,6 +259,18 @@ fn sign(spec: &Spec, text: String) -> String {
 
 fn write_verb(out: &mut String, v: &Value, verb: char, spec: &Spec) {
     match (v, verb) {
+        (Value::List(_) | Value::Map(_) | Value::Str(_), 'v') if spec.sharp => {
+            spec.pad(out, &go_syntax(v, false), false)
+        }
+        (Value::Int(i, _), 'U') => {
+            let mut text = format!("U+{i:04X}");
+            if spec.sharp {
+                if let Some(c) = char::from_u32(*i as u32).filter(|c| !c.is_control()) {
+                    text = format!("{text} '{c}'");
+                }
+            }
+            spec.pad(out, &text, false)
+        }
         (Value::List(items), _) if verb != 'T' => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
@@ -351,6 +363,29 @@ fn write_verb(out: &mut String, v: &Value, verb: char, spec: &Spec) {
         (Value::Str(s), 'x') => spec.pad(out, &hex::encode(s.as_bytes()), false),
         (Value::Str(s), 'X') => spec.pad(out, &hex::encode_upper(s.as_bytes()), false),
         _ => bad_verb(out, verb, v),
+    }
+}
+
+/// `%#v`: the value in Go syntax, as its Go type is (`map[string]interface {}{"a":1}`,
+/// `[]interface {}{1, "x"}`, a quoted string); nil inside a container is the
+/// interface's nil.
+fn go_syntax(v: &Value, nested: bool) -> String {
+    match v {
+        Value::Str(s) => quote(s),
+        Value::Nil if nested => "interface {}(nil)".into(),
+        Value::List(items) => {
+            let items: Vec<String> = items.iter().map(|i| go_syntax(i, true)).collect();
+            format!("[]interface {{}}{{{}}}", items.join(", "))
+        }
+        Value::Map(map) => {
+            let items: Vec<String> = map
+                .borrow()
+                .iter()
+                .map(|(k, i)| format!("{}:{}", quote(k), go_syntax(i, true)))
+                .collect();
+            format!("map[string]interface {{}}{{{}}}", items.join(", "))
+        }
+        other => display(other),
     }
 }
 
@@ -549,5 +584,31 @@ mod tests {
             "1 2a3"
         );
         assert_eq!(sprintln(&[Value::int(1), Value::str("a")]), "1 a\n");
+    }
+
+    /// `%#v` prints Go syntax of the value's Go type (fmt's `sharpV`: strings quoted,
+    /// `map[string]interface {}{...}` with sorted keys, `[]interface {}{...}`, nil inside
+    /// as `interface {}(nil)`); `%U` is `U+0041`, `%#U` adds the character.
+    #[test]
+    fn go_syntax_and_unicode_verbs() {
+        let list = Value::list(vec![Value::str("a"), Value::int(1), Value::Nil]);
+        let map = Value::empty_map();
+        if let Value::Map(m) = &map {
+            m.borrow_mut().insert("b".into(), list);
+            m.borrow_mut().insert("a".into(), Value::Float(1.5));
+        }
+        assert_eq!(
+            sprintf("%#v", &[map]),
+            "map[string]interface {}{\"a\":1.5, \"b\":[]interface {}{\"a\", 1, interface {}(nil)}}"
+        );
+        assert_eq!(
+            sprintf("%#v|%#v", &[Value::str("s"), Value::int(1)]),
+            "\"s\"|1"
+        );
+        assert_eq!(sprintf("%#v", &[Value::Nil]), "<nil>");
+        assert_eq!(
+            sprintf("%U|%#U", &[Value::int(65), Value::int(65)]),
+            "U+0041|U+0041 'A'"
+        );
     }
 }

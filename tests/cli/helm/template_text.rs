@@ -322,3 +322,33 @@ fn helm_template(dir: &tempfile::TempDir) -> (i32, String, String) {
         .args(["render", "--helm-template", "--repo"])
         .arg(dir.path()))
 }
+
+/// Helm 3.19.5's function map as a chart meets it (issue 33): `toYamlPretty` is go-yaml v3
+/// with two-space indent (sequences indented, the float64 of a values file as `1e+08`),
+/// Sprig's `hello` prints, `call` in a branch never taken parses, a number past float64's
+/// range in values.yaml is the string go-yaml v2 leaves; Helm 4's `mustToYaml` is refused
+/// as 3.19.5 refuses it.
+#[test]
+fn helm_3_19_5s_functions_render_as_helm_renders_them() {
+    let template = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  pretty: |\n    {{- toYamlPretty (dict \"ports\" .Values.ports \"replicas\" .Values.replicas) | nindent 4 }}\n  big: {{ .Values.big | quote }}\n  hello: {{ hello }}\n{{- if false }}{{ call .Values.fn }}{{ end }}\n";
+    let dir = app_chart(&[
+        (
+            "values.yaml",
+            "big: 1e400\nports: [80, 443]\nreplicas: 100000000\n",
+        ),
+        ("templates/cm.yaml", template),
+    ]);
+    let (code, stdout, stderr) = helm_template(&dir);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        stdout,
+        "---\n# Source: app/templates/cm.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: rel\ndata:\n  pretty: |\n    ports:\n      - 80\n      - 443\n    replicas: 1e+08\n  big: \"1e400\"\n  hello: Hello!\n"
+    );
+    let dir = app_chart(&[("templates/cm.yaml", "{{ mustToYaml .Values }}\n")]);
+    let (code, stdout, stderr) = helm_template(&dir);
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(
+        stderr.contains("function \"mustToYaml\" not defined"),
+        "{stderr}"
+    );
+}
