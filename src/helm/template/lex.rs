@@ -41,7 +41,9 @@ pub fn lex(src: &str) -> Result<Vec<Lexed>, (usize, String)> {
         src,
         pos: 0,
         line: 1,
-        out: Vec::new(),
+        // Charts' templates hold about a token per 6-8 bytes: room for most at once, so the
+        // list is not copied as it grows.
+        out: Vec::with_capacity(src.len() / 8),
     };
     lexer.run()?;
     Ok(lexer.out)
@@ -73,7 +75,8 @@ impl Lexer<'_> {
 
     fn advance(&mut self, n: usize) -> &str {
         let s = &self.src[self.pos..self.pos + n];
-        self.line += s.matches('\n').count();
+        // Bytes, not chars: a newline is one byte in UTF-8, and this count vectorises.
+        self.line += s.bytes().filter(|&b| b == b'\n').count();
         self.pos += n;
         s
     }
