@@ -41,9 +41,7 @@ pub fn lex(src: &str) -> Result<Vec<Lexed>, (usize, String)> {
         src,
         pos: 0,
         line: 1,
-        // Charts' templates hold about a token per 6-8 bytes: room for most at once, so the
-        // list is not copied as it grows.
-        out: Vec::with_capacity(src.len() / 8),
+        out: Vec::new(),
     };
     lexer.run()?;
     Ok(lexer.out)
