@@ -88,10 +88,11 @@ fn indent_of(line: &str) -> usize {
 
 impl<'a> Reader<'a> {
     pub(super) fn new(text: &'a str) -> Reader<'a> {
-        Reader {
-            lines: text.lines().collect(),
-            at: 0,
-        }
+        // Sized first: a CRD is thousands of lines, and a list grown line by line is copied
+        // a dozen times on the way.
+        let mut lines = Vec::with_capacity(text.bytes().filter(|&b| b == b'\n').count() + 1);
+        lines.extend(text.lines());
+        Reader { lines, at: 0 }
     }
 
     /// The indentation of the next line that holds a node (blank and comment lines are
@@ -157,6 +158,11 @@ impl<'a> Reader<'a> {
             };
             let line = &self.lines[self.at][inner..];
             let dash = line.starts_with("- ") || line == "-";
+            if inner > indent {
+                if let Some(empty) = self.empty_flow_below(line, indent) {
+                    return Some(empty);
+                }
+            }
             return if inner > indent && !dash {
                 Some(Value::Object(self.map(inner, false, depth + 1)?))
             } else if inner >= indent && dash {
@@ -174,6 +180,28 @@ impl<'a> Reader<'a> {
             _ if self.continued(indent) => self.plain_lines(rest, indent),
             _ => scalar(rest),
         }
+    }
+
+    /// A node's value written alone on the next line as `{}` or `[]` (what `toYaml` of an
+    /// empty map or list, indented under its key, gives: charts write it so), when nothing
+    /// after it is indented past the node at `indent`; the reader is at that line. Anything
+    /// else there (a comment after it, more lines of the node) is the full parser's.
+    fn empty_flow_below(&mut self, line: &str, indent: usize) -> Option<Value> {
+        let value = match line.trim_end_matches(' ') {
+            "{}" => Value::Object(Map::new()),
+            "[]" => Value::Array(Vec::new()),
+            _ => return None,
+        };
+        let next = self.at + 1;
+        let ends = self.lines[next..]
+            .iter()
+            .find(|l| !blank(l))
+            .is_none_or(|l| indent_of(l) <= indent);
+        if !ends {
+            return None;
+        }
+        self.at = next;
+        Some(value)
     }
 
     /// Whether the next line that is not blank is indented past `indent` (so continues a

@@ -206,11 +206,34 @@ fn structures_read_as_the_full_parser_reads_them() {
         "a: x\n  y: z\n",
         "a: 'x\nb: 1\n",
         "a: 'x\n  y' z\n",
+        "a:\n  {}\n  b: 1\n",
+        "a:\n  {}\n# c\n    b: 1\n",
+        "a:\n  {} # c\nb: 1\n",
+        "a:\n  {}\n    []\n",
+        "a:\n  {x: 1}\nb: 1\n",
+        "a:\n  [1]\n",
+        "- a:\n    {}\n",
     ]
     .iter()
     .filter(|t| agrees(t))
     .count();
     assert!(taken >= 12, "{taken}");
+}
+
+/// `{}` and `[]` alone on the line below their key, as `toYaml | indent` writes an empty
+/// map or list: taken, and read as the full parser reads them.
+#[test]
+fn empty_flow_collections_below_their_key_are_taken() {
+    for text in [
+        "a:\n  {}\nb: 1\n",
+        "a:\n    []  \n\nb: 1\n",
+        "m:\n  annotations:\n    {}\n  labels:\n    x: y\ndata:\n  k: |-\n    {\"j\": 1}\n",
+        "a:\n- b:\n    {}\n- c\n",
+        "a:\n  b:\n    []\n# c\n  d: 1\n",
+        "a:\n  {}\n",
+    ] {
+        assert!(agrees(text), "not taken: {text:?}");
+    }
 }
 
 /// Every document of the corpus's charts and of the repository's examples: the reader

@@ -73,7 +73,8 @@ impl Lexer<'_> {
 
     fn advance(&mut self, n: usize) -> &str {
         let s = &self.src[self.pos..self.pos + n];
-        self.line += s.matches('\n').count();
+        // Bytes, not chars: a newline is one byte in UTF-8, and this count vectorises.
+        self.line += s.bytes().filter(|&b| b == b'\n').count();
         self.pos += n;
         s
     }
